@@ -1,0 +1,51 @@
+"""Typed errors. Every error a user can cause says what to do about it.
+
+Exception map (where each is raised, and what the caller sees):
+
+- ``KiokuError``            base; an MCP tool turns any of these into ``is_error=True``
+  with the message alone (never a traceback).
+- ``InvalidInput``          bad tool or CLI argument: empty/huge text, unknown type,
+  priority, relation, status; malformed ``link``; ``top`` out of range.
+- ``NotFound``              unknown note or record id.
+- ``Conflict``              duplicate edge, self-link, ``supersedes``/``duplicates`` cycle.
+- ``IndexMismatch``         the index was built with another embedding model or dimension;
+  fix with ``kioku reindex``.
+- ``StoreUnavailable``      data dir not writable, disk full, index locked by another process.
+- ``EmbedderUnavailable``   the embedding provider is down; adds are still stored and are
+  indexed once it is back (transient: jobs retry).
+- ``AccessDenied``          a token tried to read or write a namespace it has no grant for.
+"""
+
+from __future__ import annotations
+
+
+class KiokuError(Exception):
+    """Base class; ``str(err)`` is the user-facing message."""
+
+
+class InvalidInput(KiokuError, ValueError):
+    pass
+
+
+class NotFound(KiokuError, LookupError):
+    pass
+
+
+class Conflict(KiokuError):
+    pass
+
+
+class IndexMismatch(KiokuError):
+    pass
+
+
+class StoreUnavailable(KiokuError):
+    pass
+
+
+class EmbedderUnavailable(KiokuError):
+    pass
+
+
+class AccessDenied(KiokuError, PermissionError):
+    pass

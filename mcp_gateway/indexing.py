@@ -1,0 +1,94 @@
+"""Turning notes (and records) into index points, and the embed-and-index step.
+
+``put_lexical`` runs on the request path: it computes the sparse vector locally (no
+model) so a note is lexically searchable the moment ``add_note`` returns.
+``embed_notes`` is the heavy part, run by jobs: one embedder call per batch, then one
+upsert of complete points (sparse + dense + payload), which also heals a point that
+went missing from the index.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from . import lexical
+from .embedders.base import Embedder
+from .index.base import Index
+from .notes import NoteStore
+from .types import IndexPoint, Note, point_id
+
+log = logging.getLogger(__name__)
+
+
+def note_payload(note: Note) -> dict[str, Any]:
+    return {
+        "kind": "note",
+        "source_id": note.id,
+        "type": note.type,
+        "domain": note.domain,
+        "priority": note.priority,
+        "namespace": note.namespace,
+        "created_at": note.created_at,
+    }
+
+
+def note_document(note: Note) -> str:
+    # The solved query is indexed with the note: it is literally a query that should
+    # find it again (the source design's dynamic-threshold idea, used for recall too).
+    return f"{note.text}\n{note.solved_query}" if note.solved_query else note.text
+
+
+def note_point(note: Note, dense: Sequence[float] | None = None) -> IndexPoint:
+    return IndexPoint(
+        id=point_id("note", note.id),
+        payload=note_payload(note),
+        sparse=lexical.sparse_document(note_document(note)),
+        dense=list(dense) if dense is not None else None,
+    )
+
+
+@dataclass(slots=True)
+class IndexOutcome:
+    indexed: int
+    embedder_calls: int
+
+
+class Indexer:
+    def __init__(self, notes: NoteStore, index: Index, embedder: Embedder, batch: int) -> None:
+        self.notes, self.index, self.embedder, self.batch = notes, index, embedder, batch
+
+    async def put_lexical(self, note: Note) -> None:
+        await self.index.upsert([note_point(note)])
+
+    async def update_payload(self, note: Note) -> None:
+        await self.index.set_payload([point_id("note", note.id)], note_payload(note))
+
+    async def remove(self, note_id: str) -> None:
+        await self.index.delete([point_id("note", note_id)])
+
+    async def embed_notes(self, notes: Sequence[Note]) -> IndexOutcome:
+        """Embed ``notes`` in batches and upsert complete points; mark them embedded."""
+        calls = done = 0
+        for start in range(0, len(notes), self.batch):
+            chunk = list(notes[start : start + self.batch])
+            vectors = await self.embedder.embed_documents([note_document(n) for n in chunk])
+            calls += 1
+            await self.index.upsert([note_point(n, v) for n, v in zip(chunk, vectors, strict=True)])
+            await self.notes.mark_embedded(
+                {n.id: n.updated_at for n in chunk}, self.embedder.model_id
+            )
+            done += len(chunk)
+        return IndexOutcome(indexed=done, embedder_calls=calls)
+
+    async def embed_pending(self, limit: int = 512) -> IndexOutcome:
+        pending = await self.notes.pending_embedding(self.embedder.model_id, limit)
+        return await self.embed_notes(pending)
+
+    async def embed_ids(self, note_ids: Sequence[str]) -> IndexOutcome:
+        """Embed the given notes if they still need it (idempotent for duplicates)."""
+        found = await self.notes.get_many(list(dict.fromkeys(note_ids)))
+        todo = [n for n in found.values() if n.embedded_model != self.embedder.model_id]
+        return await self.embed_notes(todo)

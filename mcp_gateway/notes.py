@@ -1,0 +1,251 @@
+"""The note store: SQLite rows are the truth; a note exists once its row is committed.
+
+``embedded_model`` records which embedding model last indexed the note's dense vector,
+so the reconcile job can find notes whose vector is missing or stale.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from ulid import ULID
+
+from .db import Database, register_migration
+from .errors import NotFound
+from .types import Note
+
+register_migration(
+    "notes",
+    1,
+    """
+    CREATE TABLE notes (
+        id TEXT PRIMARY KEY,
+        text TEXT NOT NULL,
+        type TEXT NOT NULL,
+        priority TEXT NOT NULL DEFAULT '',
+        domain TEXT NOT NULL DEFAULT '',
+        solved_query TEXT NOT NULL DEFAULT '',
+        namespace TEXT NOT NULL DEFAULT 'default',
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        deleted INTEGER NOT NULL DEFAULT 0,
+        embedded_model TEXT
+    );
+    CREATE INDEX notes_recent ON notes(namespace, type, deleted, created_at DESC);
+    CREATE INDEX notes_pending ON notes(embedded_model, deleted);
+    CREATE TABLE note_history (
+        note_id TEXT NOT NULL,
+        changed_at REAL NOT NULL,
+        field TEXT NOT NULL,
+        old_value TEXT,
+        new_value TEXT
+    );
+    CREATE INDEX note_history_note ON note_history(note_id, changed_at);
+    """,
+)
+
+_COLUMNS = (
+    "id, text, type, priority, domain, solved_query, namespace, created_at, updated_at, "
+    "deleted, embedded_model"
+)
+EDITABLE = ("text", "type", "priority", "domain", "solved_query")
+
+
+def _note(row: sqlite3.Row) -> Note:
+    data = dict(row)
+    data["deleted"] = bool(data["deleted"])
+    return Note(**data)
+
+
+class NoteStore:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def add(
+        self,
+        text: str,
+        type: str,
+        *,
+        priority: str = "",
+        domain: str = "",
+        solved_query: str = "",
+        namespace: str = "default",
+    ) -> Note:
+        now = time.time()
+        note = Note(
+            id=str(ULID()),
+            text=text,
+            type=type,
+            priority=priority,  # type: ignore[arg-type]
+            domain=domain,
+            solved_query=solved_query,
+            namespace=namespace,
+            created_at=now,
+            updated_at=now,
+        )
+        row = note.model_dump(exclude={"embedded_model"})
+        row["deleted"] = 0
+        await self.db.transaction(
+            lambda c: c.execute(
+                f"INSERT INTO notes ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+                tuple(row.values()),
+            )
+        )
+        return note
+
+    async def get(self, note_id: str, *, include_deleted: bool = False) -> Note:
+        rows = await self.db.fetchall(f"SELECT {_COLUMNS} FROM notes WHERE id = ?", (note_id,))
+        if not rows or (rows[0]["deleted"] and not include_deleted):
+            raise NotFound(f"no note with id {note_id!r}: search_memory shows the ids")
+        return _note(rows[0])
+
+    async def get_many(self, ids: Sequence[str]) -> dict[str, Note]:
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        rows = await self.db.fetchall(
+            f"SELECT {_COLUMNS} FROM notes WHERE deleted = 0 AND id IN ({marks})", ids
+        )
+        return {row["id"]: _note(row) for row in rows}
+
+    async def update(self, note_id: str, changes: dict[str, Any]) -> tuple[Note, list[str]]:
+        """Apply ``changes`` (fields in ``EDITABLE``), keeping each old value in history.
+
+        Returns the updated note and the names of the fields that really changed.
+        """
+
+        def apply(conn: sqlite3.Connection) -> list[str]:
+            row = conn.execute(
+                "SELECT * FROM notes WHERE id = ? AND deleted = 0", (note_id,)
+            ).fetchone()
+            if row is None:
+                raise NotFound(f"no note with id {note_id!r}: search_memory shows the ids")
+            now = time.time()
+            changed = [f for f, v in changes.items() if f in EDITABLE and row[f] != v]
+            for field in changed:
+                conn.execute(
+                    "INSERT INTO note_history VALUES (?, ?, ?, ?, ?)",
+                    (note_id, now, field, row[field], changes[field]),
+                )
+            if changed:
+                sets = ", ".join(f"{f} = ?" for f in changed)
+                # a new text or type needs a new dense vector: mark it pending
+                reembed = ", embedded_model = NULL" if "text" in changed else ""
+                conn.execute(
+                    f"UPDATE notes SET {sets}, updated_at = ?{reembed} WHERE id = ?",
+                    (*[changes[f] for f in changed], now, note_id),
+                )
+            return changed
+
+        changed = await self.db.transaction(apply)
+        return await self.get(note_id), changed
+
+    async def set_deleted(self, note_id: str, deleted: bool) -> Note:
+        def apply(conn: sqlite3.Connection) -> None:
+            row = conn.execute("SELECT deleted FROM notes WHERE id = ?", (note_id,)).fetchone()
+            if row is None:
+                raise NotFound(f"no note with id {note_id!r}")
+            if bool(row["deleted"]) != deleted:
+                now = time.time()
+                conn.execute(
+                    "INSERT INTO note_history VALUES (?, ?, 'deleted', ?, ?)",
+                    (note_id, now, str(bool(row["deleted"])), str(deleted)),
+                )
+                # a restored note is re-embedded: its point was removed on delete
+                conn.execute(
+                    "UPDATE notes SET deleted = ?, updated_at = ?, "
+                    "embedded_model = CASE WHEN ? THEN embedded_model END WHERE id = ?",
+                    (int(deleted), now, int(deleted), note_id),
+                )
+
+        await self.db.transaction(apply)
+        return await self.get(note_id, include_deleted=True)
+
+    async def recent(
+        self,
+        types: Sequence[str],
+        *,
+        namespaces: Sequence[str],
+        domain: str = "",
+        limit: int = 3,
+        priority: str | None = None,
+    ) -> list[Note]:
+        if limit <= 0 or not types or not namespaces:
+            return []
+        where = [
+            f"type IN ({','.join('?' * len(types))})",
+            f"namespace IN ({','.join('?' * len(namespaces))})",
+            "deleted = 0",
+        ]
+        params: list[Any] = [*types, *namespaces]
+        if domain:
+            where.append("domain = ?")
+            params.append(domain)
+        if priority is not None:
+            where.append("priority = ?")
+            params.append(priority)
+        sql = (
+            f"SELECT {_COLUMNS} FROM notes WHERE {' AND '.join(where)} "
+            "ORDER BY created_at DESC, id DESC LIMIT ?"
+        )
+        return [_note(r) for r in await self.db.fetchall(sql, (*params, limit))]
+
+    async def pending_embedding(self, model_id: str, limit: int = 256) -> list[Note]:
+        rows = await self.db.fetchall(
+            f"SELECT {_COLUMNS} FROM notes WHERE deleted = 0 AND "
+            "(embedded_model IS NULL OR embedded_model != ?) ORDER BY id LIMIT ?",
+            (model_id, limit),
+        )
+        return [_note(r) for r in rows]
+
+    async def mark_embedded(self, versions: dict[str, float], model_id: str) -> None:
+        """Mark notes embedded, unless they changed after the text was read."""
+        await self.db.transaction(
+            lambda c: c.executemany(
+                "UPDATE notes SET embedded_model = ? WHERE id = ? AND updated_at = ?",
+                [(model_id, nid, ts) for nid, ts in versions.items()],
+            )
+        )
+
+    async def page(self, after_id: str = "", limit: int = 500) -> list[Note]:
+        """Live notes in id order, for rebuilds and reconciliation."""
+        rows = await self.db.fetchall(
+            f"SELECT {_COLUMNS} FROM notes WHERE deleted = 0 AND id > ? ORDER BY id LIMIT ?",
+            (after_id, limit),
+        )
+        return [_note(r) for r in rows]
+
+    async def history(self, note_id: str) -> list[dict[str, Any]]:
+        rows = await self.db.fetchall(
+            "SELECT changed_at, field, old_value, new_value FROM note_history "
+            "WHERE note_id = ? ORDER BY changed_at",
+            (note_id,),
+        )
+        return [dict(r) for r in rows]
+
+    async def counts(self) -> dict[str, int]:
+        rows = await self.db.fetchall(
+            "SELECT type, deleted, embedded_model IS NULL AS pending, COUNT(*) AS n "
+            "FROM notes GROUP BY type, deleted, pending"
+        )
+        out: dict[str, int] = {"total": 0, "deleted": 0, "pending_embedding": 0}
+        for r in rows:
+            if r["deleted"]:
+                out["deleted"] += r["n"]
+                continue
+            out["total"] += r["n"]
+            out[f"type:{r['type']}"] = out.get(f"type:{r['type']}", 0) + r["n"]
+            if r["pending"]:
+                out["pending_embedding"] += r["n"]
+        return out
+
+    async def solved(self, limit: int = 5000) -> list[Note]:
+        rows = await self.db.fetchall(
+            f"SELECT {_COLUMNS} FROM notes WHERE deleted = 0 AND solved_query != '' "
+            "ORDER BY created_at DESC LIMIT ?",
+            (limit,),
+        )
+        return [_note(r) for r in rows]

@@ -1,0 +1,188 @@
+"""``search_memory``: one index round trip, one SQLite read, then ranking rules.
+
+The search path is kept lean on purpose: a cached query embedding, a single batched
+Qdrant query for both channels, one ``SELECT ... IN`` for the texts.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from . import lexical
+from .db import Database
+from .embedders.base import Embedder
+from .errors import EmbedderUnavailable, InvalidInput
+from .index.base import Index
+from .notes import NoteStore
+from .ranking import Candidate, RankingParams, fuse, select
+from .settings import SearchSettings
+from .types import IndexFilter, Note, SearchResponse, SearchResult
+
+log = logging.getLogger(__name__)
+
+THRESHOLDS_META_KEY = "search.thresholds"
+RECENT_TAG = "[RECENT]"
+
+
+class RecordLookup(Protocol):
+    async def search_view(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Record id -> {"title", "content", "type", "status", "created_at"} for current records."""
+
+
+@dataclass(slots=True)
+class SearchRequest:
+    query: str
+    type: str = ""
+    domain: str = ""
+    top: int = 5
+    namespaces: tuple[str, ...] = ("default",)
+
+
+class ThresholdCache:
+    """Per-type thresholds: settings, overridden by what the tuning job stored."""
+
+    def __init__(self, db: Database, defaults: dict[str, float], ttl_s: float = 15.0) -> None:
+        self.db, self.defaults, self.ttl_s = db, defaults, ttl_s
+        self._value, self._loaded_at = dict(defaults), 0.0
+
+    async def get(self) -> dict[str, float]:
+        if time.monotonic() - self._loaded_at > self.ttl_s:
+            stored = await self.db.get_meta(THRESHOLDS_META_KEY)
+            tuned = json.loads(stored) if stored else {}
+            self._value = {**self.defaults, **tuned}
+            self._loaded_at = time.monotonic()
+        return self._value
+
+    def invalidate(self) -> None:
+        self._loaded_at = 0.0
+
+
+class SearchService:
+    def __init__(
+        self,
+        notes: NoteStore,
+        index: Index,
+        embedder: Embedder,
+        settings: SearchSettings,
+        thresholds: ThresholdCache,
+        records: RecordLookup | None = None,
+    ) -> None:
+        self.notes, self.index, self.embedder = notes, index, embedder
+        self.settings, self.thresholds, self.records = settings, thresholds, records
+
+    async def search(self, req: SearchRequest) -> SearchResponse:
+        query = req.query.strip()
+        if not query:
+            raise InvalidInput("query is empty: describe what you are about to do or look for")
+        if len(query) > self.settings.max_query_chars:
+            raise InvalidInput(
+                f"query is over {self.settings.max_query_chars} characters: "
+                "summarise the situation in a few sentences"
+            )
+        dense, dense_ok = await self._embed_query(query)
+        flt = IndexFilter(
+            types=(req.type,) if req.type else (),
+            domains=(req.domain,) if req.domain else (),
+            namespaces=req.namespaces,
+            current_only=True,
+        )
+        dense_hits, sparse_hits = await self.index.search(
+            dense, lexical.sparse_query(query), flt, self.settings.candidates
+        )
+        params = await self._params()
+        chosen = select(fuse(dense_hits, sparse_hits, params), params, req.top)
+        results = await self._materialise(chosen)
+        results += await self._recent(req, {r.id for r in results})
+        return SearchResponse(query=query, results=results, dense_available=dense_ok)
+
+    async def _embed_query(self, query: str) -> tuple[list[float] | None, bool]:
+        try:
+            return await self.embedder.embed_query(query), True
+        except EmbedderUnavailable as exc:
+            # Lexical search still answers; indexing catches up when the embedder is back.
+            log.warning("dense channel skipped: %s", exc)
+            return None, False
+
+    async def _params(self) -> RankingParams:
+        s = self.settings
+        return RankingParams(
+            rrf_k=s.rrf_k,
+            dense_weight=s.dense_weight,
+            sparse_weight=s.sparse_weight,
+            thresholds=await self.thresholds.get(),
+        )
+
+    async def _materialise(self, chosen: list[Candidate]) -> list[SearchResult]:
+        note_ids = [str(c.payload.get("source_id")) for c in chosen if _kind(c) == "note"]
+        record_ids = [str(c.payload.get("source_id")) for c in chosen if _kind(c) == "record"]
+        notes = await self.notes.get_many(note_ids)
+        records = await self.records.search_view(record_ids) if self.records and record_ids else {}
+        out: list[SearchResult] = []
+        for cand in chosen:
+            source_id = str(cand.payload.get("source_id"))
+            if _kind(cand) == "note" and source_id in notes:
+                out.append(note_result(notes[source_id], cand))
+            elif _kind(cand) == "record" and source_id in records:
+                out.append(_record_result(source_id, records[source_id], cand))
+            # else: deleted or superseded since indexing -> a ghost point, skipped
+        return out
+
+    async def _recent(self, req: SearchRequest, present: set[str]) -> list[SearchResult]:
+        wanted = self.settings.recent_types
+        types = [req.type] if req.type in wanted else ([] if req.type else list(wanted))
+        if not types or self.settings.recent_count <= 0:
+            return []
+        recent = await self.notes.recent(
+            types,
+            namespaces=req.namespaces,
+            domain=req.domain,
+            limit=self.settings.recent_count,
+        )
+        return [
+            note_result(n, None, tags=[RECENT_TAG]) for n in recent if n.id not in present
+        ]
+
+
+def _kind(cand: Candidate) -> str:
+    return str(cand.payload.get("kind", "note"))
+
+
+def iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def note_result(note: Note, cand: Candidate | None, tags: list[str] | None = None) -> SearchResult:
+    return SearchResult(
+        id=note.id,
+        kind="note",
+        type=note.type,
+        priority=note.priority,
+        domain=note.domain,
+        created_at=iso(note.created_at),
+        distance=None if cand is None or cand.distance is None else round(cand.distance, 4),
+        score=0.0 if cand is None else round(cand.score, 5),
+        tags=list(tags or []),
+        text=note.text,
+    )
+
+
+def _record_result(record_id: str, view: dict[str, Any], cand: Candidate) -> SearchResult:
+    return SearchResult(
+        id=record_id,
+        kind="record",
+        type=str(view["type"]),
+        priority="",
+        domain="",
+        created_at=iso(float(view["created_at"])),
+        distance=None if cand.distance is None else round(cand.distance, 4),
+        score=round(cand.score, 5),
+        tags=[f"[{record_id}]", f"status={view.get('status', '')}"],
+        title=str(view["title"]),
+        text=str(view.get("content") or view["title"]),
+    )

@@ -1,0 +1,59 @@
+"""Helpers shared by the MCP tool modules: app access, results, error translation."""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent
+from pydantic import BaseModel
+
+from .errors import KiokuError
+
+if TYPE_CHECKING:
+    from .app import AppContext
+
+log = logging.getLogger(__name__)
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def app_from(ctx: Context[Any, Any]) -> AppContext:
+    return ctx.request_context.lifespan_context  # type: ignore[no-any-return]
+
+
+def result(text: str, model: BaseModel) -> CallToolResult:
+    """Readable text for the assistant plus the same facts as ``structured_content``."""
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        structured_content=model.model_dump(mode="json"),
+    )
+
+
+def tool_errors(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
+    """Turn our typed errors into clean tool errors; log anything unexpected.
+
+    The assistant sees only the message (``is_error=True``), never a traceback.
+    """
+
+    @functools.wraps(fn)
+    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return await fn(*args, **kwargs)
+        except ToolError:
+            raise
+        except KiokuError as exc:
+            raise ToolError(str(exc)) from exc
+        except Exception as exc:
+            log.exception("tool %s failed unexpectedly", fn.__name__)
+            raise ToolError(
+                f"{fn.__name__} failed on an internal error ({type(exc).__name__}); "
+                "nothing was changed. The server log has the details."
+            ) from exc
+
+    return wrapper

@@ -1,0 +1,63 @@
+"""Shared fixtures: real stores in a fresh data dir per test, the real MCP protocol."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from mcp_gateway.app import AppContext
+from mcp_gateway.server import create_server
+from mcp_gateway.settings import KiokuSettings
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> KiokuSettings:
+    return KiokuSettings(
+        data_dir=tmp_path / "data",
+        redis_url=None,
+        qdrant_url=None,
+        index={"collection": f"t_{uuid.uuid4().hex[:12]}"},
+    )
+
+
+class Harness:
+    """An MCP client connected in-process to a real server, plus its app context."""
+
+    def __init__(self, client: Client, apps: list[AppContext]) -> None:
+        self.client = client
+        self._apps = apps
+
+    @property
+    def app(self) -> AppContext:
+        return self._apps[0]
+
+    async def call(self, tool: str, **arguments: object):  # type: ignore[no-untyped-def]
+        return await self.client.call_tool(tool, arguments)
+
+    async def ok(self, tool: str, **arguments: object) -> dict:  # type: ignore[type-arg]
+        res = await self.call(tool, **arguments)
+        assert not res.is_error, res.content[0].text  # type: ignore[union-attr]
+        return res.structured_content or {}
+
+    async def error(self, tool: str, **arguments: object) -> str:
+        res = await self.call(tool, **arguments)
+        assert res.is_error, f"{tool}({arguments}) should have failed"
+        text: str = res.content[0].text  # type: ignore[union-attr]
+        assert "Traceback" not in text
+        return text
+
+    async def settle(self) -> None:
+        """Wait until background jobs (embedding, export) have caught up."""
+        await self.app.jobs.drain()
+
+
+@pytest.fixture
+async def harness(settings: KiokuSettings) -> AsyncIterator[Harness]:
+    apps: list[AppContext] = []
+    server = create_server(settings, on_app=apps.append)
+    async with Client(server) as client:
+        yield Harness(client, apps)

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from .activity import preview
 from .app import AppContext
+from .errors import InvalidInput
 from .render import render_note, render_search
 from .search import SearchRequest, iso
 from .toolkit import app_from, result, tool_errors
@@ -47,6 +48,14 @@ def _view(note: Note, history: list[dict[str, Any]] | None = None) -> NoteView:
     data = note.model_dump()
     data["created_at"], data["updated_at"] = iso(note.created_at), iso(note.updated_at)
     return NoteView(**data, history=history or [])
+
+
+def clean_query(query: str, max_chars: int) -> str:
+    if isinstance(query, str) and len(query) > max_chars:
+        raise InvalidInput(
+            f"query is over {max_chars} characters: summarise the situation in a few sentences"
+        )
+    return clean_text(query, "query", max_chars * 4)
 
 
 def _validated_fields(
@@ -149,7 +158,7 @@ def register_note_tools(mcp: MCPServer) -> None:  # noqa: C901 - one closure per
             allowed = sorted({*app.settings.notes.types, *RECORD_TYPES})
             type = choice(type, "type", allowed)
         request = SearchRequest(
-            query=clean_text(query, "query", app.settings.search.max_query_chars * 4),
+            query=clean_query(query, app.settings.search.max_query_chars),
             type=type,
             domain=one_line(domain, "domain", 64).lower(),
             top=top,

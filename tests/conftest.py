@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp import Client
+from mcp.server.mcpserver import MCPServer
 
 from mcp_gateway.app import AppContext
 from mcp_gateway.server import create_server
@@ -55,9 +59,34 @@ class Harness:
         await self.app.jobs.drain()
 
 
+@asynccontextmanager
+async def connected(server: MCPServer[Any]) -> AsyncIterator[Client]:
+    """Hold the client in its own task: anyio cancel scopes must be exited by the task
+    that entered them, and pytest-asyncio tears fixtures down from another task."""
+    ready, stop = asyncio.Event(), asyncio.Event()
+    holder: list[Client] = []
+
+    async def hold() -> None:
+        async with Client(server) as client:
+            holder.append(client)
+            ready.set()
+            await stop.wait()
+
+    task = asyncio.create_task(hold())
+    waiter = asyncio.create_task(ready.wait())
+    await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    if task.done():
+        waiter.cancel()
+        task.result()  # re-raise the start-up failure
+    try:
+        yield holder[0]
+    finally:
+        stop.set()
+        await task
+
+
 @pytest.fixture
 async def harness(settings: KiokuSettings) -> AsyncIterator[Harness]:
     apps: list[AppContext] = []
-    server = create_server(settings, on_app=apps.append)
-    async with Client(server) as client:
+    async with connected(create_server(settings, on_app=apps.append)) as client:
         yield Harness(client, apps)

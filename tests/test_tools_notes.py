@@ -69,13 +69,19 @@ async def test_recent_lessons_are_injected_and_tagged(harness: Harness) -> None:
 
 
 async def test_recent_boost_respects_type_and_count(harness: Harness) -> None:
-    await add(harness, "A conclusion we agreed on about logging", type="conclusion")
+    conclusions = [
+        await add(harness, f"Conclusion {i}: we log in JSON lines", type="conclusion")
+        for i in range(5)
+    ]
     await add(harness, "A lesson about retries", type="lesson")
+    await add(harness, "Knowledge about retries", type="knowledge")
     await harness.settle()
-    only_conclusions = await search(harness, "zzz unrelated words", type="conclusion")
-    assert [r["type"] for r in only_conclusions if "[RECENT]" in r["tags"]] == ["conclusion"]
-    knowledge = await search(harness, "zzz unrelated words", type="knowledge")
-    assert not [r for r in knowledge if "[RECENT]" in r["tags"]]
+    found = await search(harness, "retries", type="conclusion", top=1)
+    assert {r["type"] for r in found} == {"conclusion"}
+    recent = [r["id"] for r in found if "[RECENT]" in r["tags"]]
+    assert 2 <= len(recent) <= 3 and set(recent) <= set(conclusions[-3:])
+    knowledge = await search(harness, "retries", type="knowledge")
+    assert knowledge and not [r for r in knowledge if "[RECENT]" in r["tags"]]
 
 
 async def test_high_priority_sorts_first(harness: Harness) -> None:

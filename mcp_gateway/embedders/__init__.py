@@ -1,0 +1,36 @@
+"""Embedding providers: the in-process multilingual model (default) or an Ollama server."""
+
+from __future__ import annotations
+
+from mcp_gateway.embedders.base import Embedder
+from mcp_gateway.embedders.cache import CachedQueryEmbedder
+from mcp_gateway.embedders.local import LocalEmbedder
+from mcp_gateway.embedders.ollama import OllamaEmbedder
+from mcp_gateway.settings import EmbedderSettings
+
+__all__ = [
+    "CachedQueryEmbedder",
+    "Embedder",
+    "LocalEmbedder",
+    "OllamaEmbedder",
+    "build_embedder",
+]
+
+
+def build_embedder(settings: EmbedderSettings) -> Embedder:
+    """The configured provider (not started yet), behind a query cache unless its size is 0."""
+    embedder: Embedder
+    if settings.provider == "ollama":
+        embedder = OllamaEmbedder(
+            host=settings.ollama_host,
+            model=settings.ollama_model,
+            query_prefix=settings.ollama_query_prefix,
+            document_prefix=settings.ollama_document_prefix,
+            timeout_s=settings.timeout_s,
+            batch_size=settings.batch_size,
+        )
+    else:
+        embedder = LocalEmbedder(variant=settings.local_variant)
+    if settings.query_cache_size > 0:
+        embedder = CachedQueryEmbedder(embedder, settings.query_cache_size)
+    return embedder

@@ -1,0 +1,76 @@
+"""An LRU cache in front of ``embed_query``: assistants repeat the same searches often."""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import Sequence
+
+import anyio
+
+from mcp_gateway.embedders.base import Embedder
+
+logger = logging.getLogger(__name__)
+
+
+class CachedQueryEmbedder:
+    """Wraps any embedder; caches query vectors by exact text, passes everything else through.
+
+    ``hits`` counts queries answered without calling the inner embedder (including callers
+    that waited for an identical query already in flight); ``misses`` counts inner calls.
+    """
+
+    def __init__(self, inner: Embedder, size: int) -> None:
+        if size < 1:
+            raise ValueError("cache size must be >= 1 (do not wrap to disable caching)")
+        self.inner = inner
+        self.size = size
+        self.model_id = inner.model_id
+        self.dim = inner.dim
+        self.hits = 0
+        self.misses = 0
+        self._lru: OrderedDict[str, tuple[float, ...]] = OrderedDict()
+        self._inflight: dict[str, anyio.Event] = {}
+
+    async def start(self) -> None:
+        await self.inner.start()
+        self.model_id = self.inner.model_id
+        self.dim = self.inner.dim
+
+    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        return await self.inner.embed_documents(texts)
+
+    async def embed_query(self, text: str) -> list[float]:
+        while True:
+            cached = self._lru.get(text)
+            if cached is not None:
+                self._lru.move_to_end(text)
+                self.hits += 1
+                return list(cached)  # a fresh list: callers may mutate what they get
+            pending = self._inflight.get(text)
+            if pending is None:
+                break
+            # The same query is being embedded: wait for it instead of computing twice.
+            # If that call failed (or the entry was evicted meanwhile), loop and try ourselves.
+            await pending.wait()
+
+        self.misses += 1
+        done = anyio.Event()
+        self._inflight[text] = done
+        try:
+            vec = await self.inner.embed_query(text)
+            self._lru[text] = tuple(vec)
+            if len(self._lru) > self.size:
+                self._lru.popitem(last=False)
+            return vec
+        finally:
+            del self._inflight[text]
+            done.set()
+
+    def clear(self) -> None:
+        """Drop every cached vector (e.g. after the model changed)."""
+        self._lru.clear()
+
+    async def aclose(self) -> None:
+        self._lru.clear()
+        await self.inner.aclose()

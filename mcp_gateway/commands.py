@@ -134,4 +134,9 @@ async def export_now(args: argparse.Namespace, settings: KiokuSettings) -> int:
 
 async def records(args: argparse.Namespace, settings: KiokuSettings) -> int:
     async with open_app(settings, run_jobs=False) as app:
-        return await run_records_command(args, app.records)
+        started = time.time()
+        code = await run_records_command(args, app.records)
+        changed = await app.records.changed_since(started - 1)
+        if changed:
+            await app.jobs.records_changed([r.id for r in changed])
+        return code

@@ -15,16 +15,42 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import lexical
+from .db import Database, register_migration
 from .embedders.base import Embedder
 from .index.base import Index
 from .notes import NoteStore
+from .records.model import Record
 from .types import IndexPoint, Note, point_id
 
 log = logging.getLogger(__name__)
 
+# Ranking priors written by the re-ranking job (workers.priors). Kept here, not only in
+# the index payload, so a re-embed (a whole-point upsert) carries the prior over.
+register_migration(
+    "note_priors",
+    1,
+    """
+    CREATE TABLE note_priors (
+        note_id TEXT PRIMARY KEY,
+        prior REAL NOT NULL,
+        updated_at REAL NOT NULL
+    );
+    """,
+)
 
-def note_payload(note: Note) -> dict[str, Any]:
-    return {
+
+async def load_priors(db: Database, note_ids: Sequence[str]) -> dict[str, float]:
+    if not note_ids:
+        return {}
+    marks = ",".join("?" * len(note_ids))
+    rows = await db.fetchall(
+        f"SELECT note_id, prior FROM note_priors WHERE note_id IN ({marks})", tuple(note_ids)
+    )
+    return {r["note_id"]: float(r["prior"]) for r in rows}
+
+
+def note_payload(note: Note, prior: float | None = None) -> dict[str, Any]:
+    payload: dict[str, Any] = {
         "kind": "note",
         "source_id": note.id,
         "type": note.type,
@@ -33,6 +59,9 @@ def note_payload(note: Note) -> dict[str, Any]:
         "namespace": note.namespace,
         "created_at": note.created_at,
     }
+    if prior is not None:
+        payload["prior"] = prior
+    return payload
 
 
 def note_document(note: Note) -> str:
@@ -41,13 +70,40 @@ def note_document(note: Note) -> str:
     return f"{note.text}\n{note.solved_query}" if note.solved_query else note.text
 
 
-def note_point(note: Note, dense: Sequence[float] | None = None) -> IndexPoint:
+def note_point(
+    note: Note, dense: Sequence[float] | None = None, prior: float | None = None
+) -> IndexPoint:
     return IndexPoint(
         id=point_id("note", note.id),
-        payload=note_payload(note),
+        payload=note_payload(note, prior),
         sparse=lexical.sparse_document(note_document(note)),
         dense=list(dense) if dense is not None else None,
     )
+
+
+def record_point(
+    rec: Record, *, current: bool, namespace: str, dense: Sequence[float] | None = None
+) -> IndexPoint:
+    # ``current`` lets every search drop superseded and duplicate records in the index.
+    return IndexPoint(
+        id=point_id("record", rec.id),
+        payload={
+            "kind": "record",
+            "source_id": rec.id,
+            "type": rec.type,
+            "domain": "",
+            "priority": "",
+            "namespace": namespace,
+            "created_at": rec.created_at,
+            "current": current,
+        },
+        sparse=lexical.sparse_document(record_document(rec)),
+        dense=list(dense) if dense is not None else None,
+    )
+
+
+def record_document(rec: Record) -> str:
+    return f"{rec.id}\n{rec.title}\n{rec.content}"
 
 
 @dataclass(slots=True)
@@ -76,7 +132,10 @@ class Indexer:
             chunk = list(notes[start : start + self.batch])
             vectors = await self.embedder.embed_documents([note_document(n) for n in chunk])
             calls += 1
-            await self.index.upsert([note_point(n, v) for n, v in zip(chunk, vectors, strict=True)])
+            priors = await load_priors(self.notes.db, [n.id for n in chunk])
+            await self.index.upsert(
+                [note_point(n, v, priors.get(n.id)) for n, v in zip(chunk, vectors, strict=True)]
+            )
             await self.notes.mark_embedded(
                 {n.id: n.updated_at for n in chunk}, self.embedder.model_id
             )
@@ -92,3 +151,23 @@ class Indexer:
         found = await self.notes.get_many(list(dict.fromkeys(note_ids)))
         todo = [n for n in found.values() if n.embedded_model != self.embedder.model_id]
         return await self.embed_notes(todo)
+
+    async def index_records(
+        self, records: Sequence[Record], current: set[str], namespace: str
+    ) -> IndexOutcome:
+        """Embed and upsert records whole; lexical first, so a slow embedder never hides them."""
+        await self.index.upsert(
+            [record_point(r, current=r.id in current, namespace=namespace) for r in records]
+        )
+        calls = 0
+        for start in range(0, len(records), self.batch):
+            chunk = list(records[start : start + self.batch])
+            vectors = await self.embedder.embed_documents([record_document(r) for r in chunk])
+            calls += 1
+            await self.index.upsert(
+                [
+                    record_point(r, current=r.id in current, namespace=namespace, dense=v)
+                    for r, v in zip(chunk, vectors, strict=True)
+                ]
+            )
+        return IndexOutcome(indexed=len(records), embedder_calls=calls)

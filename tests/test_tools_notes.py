@@ -163,6 +163,7 @@ async def test_get_update_delete_restore(harness: Harness) -> None:
 async def test_activity_log_records_calls(harness: Harness) -> None:
     note_id = await add(harness, "Lesson: ask before bulk operations", type="lesson",
                         priority="high", solved_query="please update all rows")
+    await harness.settle()
     await search(harness, "bulk operations", type="lesson")
     lines = harness.app.settings.activity_log_path.read_text(encoding="utf-8").splitlines()
     events = [json.loads(line) for line in lines]
@@ -224,3 +225,25 @@ async def test_checkpoint_is_searchable_but_not_recent(harness: Harness) -> None
     results = await search(harness, "login page refactor")
     assert results[0]["id"] == data["id"] and results[0]["type"] == "checkpoint"
     assert "[RECENT]" not in results[0]["tags"]
+
+
+async def test_search_memory_returns_current_records_beside_notes(harness: Harness) -> None:
+    old = await harness.ok(
+        "record_add", type="decision", title="Use MySQL for the orders service",
+        content="Chosen for the team's familiarity with MySQL replication.",
+    )
+    new = await harness.ok(
+        "record_add", type="decision", title="Use PostgreSQL for the orders service",
+        content="Replaces the MySQL choice: we need JSONB and row-level security.",
+        link=f"supersedes:{old['record']['id']}",
+    )
+    await add(harness, "The orders service database runs on port 5432")
+    await harness.settle()
+    results = await search(harness, "which database for the orders service", top=10)
+    ids = [r["id"] for r in results]
+    new_id, old_id = new["record"]["id"], old["record"]["id"]
+    assert new_id in ids and old_id not in ids
+    record = next(r for r in results if r["id"] == new_id)
+    assert record["kind"] == "record" and record["type"] == "decision"
+    context = harness.app.settings.session_context_path.read_text(encoding="utf-8")
+    assert new_id in context and old_id not in context

@@ -1,0 +1,116 @@
+"""``kioku records ...``: show, search, add, link, update and graph lifecycle records."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from typing import Any
+
+from pydantic import BaseModel
+
+from .errors import KiokuError
+from .records import render
+from .records.model import (
+    ACTION_STATES,
+    RECORD_TYPES,
+    RELATIONS,
+    STATUSES,
+    RecordAdded,
+    RecordSearchResponse,
+)
+from .records.store import MAX_SEARCH_LIMIT, RecordStore
+
+log = logging.getLogger(__name__)
+
+
+def add_records_parser(subparsers: Any) -> None:
+    """Add ``records`` with its sub-commands to an argparse ``subparsers`` object."""
+    p = subparsers.add_parser("records", help="durable lifecycle records (audit, fix, ...)")
+    p.add_argument("--json", action="store_true", help="print the structured result as JSON")
+    sub = p.add_subparsers(dest="records_command", required=True)
+
+    show = sub.add_parser("show", help="a record with its lifecycle and history")
+    show.add_argument("id")
+
+    search = sub.add_parser("search", help="full-text search of titles and contents")
+    search.add_argument("query")
+    search.add_argument("--type", default="", choices=["", *RECORD_TYPES])
+    search.add_argument("--current-only", action="store_true")
+    search.add_argument("--limit", type=int, default=10, help=f"1..{MAX_SEARCH_LIMIT}")
+
+    add = sub.add_parser("add", help="create a record (optionally linked)")
+    add.add_argument("type", choices=RECORD_TYPES)
+    add.add_argument("title")
+    add.add_argument("--content", default="")
+    add.add_argument("--status", default="open", choices=STATUSES)
+    add.add_argument("--action-state", default="actionable", choices=ACTION_STATES)
+    add.add_argument("--link", action="append", default=[], metavar="RELATION:TARGET_ID")
+    add.add_argument("--project", default="")
+
+    link = sub.add_parser("link", help="add an edge: SOURCE RELATION TARGET")
+    link.add_argument("source")
+    link.add_argument("relation", choices=RELATIONS)
+    link.add_argument("target")
+
+    update = sub.add_parser("update", help="change fields (history keeps old values)")
+    update.add_argument("id")
+    update.add_argument("--title")
+    update.add_argument("--content")
+    update.add_argument("--status", choices=STATUSES)
+    update.add_argument("--action-state", choices=ACTION_STATES)
+
+    graph = sub.add_parser("graph", help="the lifecycle chain around a record as a tree")
+    graph.add_argument("id")
+
+
+async def run_records_command(args: argparse.Namespace, records: RecordStore) -> int:
+    """Run one ``records`` sub-command; prints to stdout, errors to stderr (exit 1)."""
+    try:
+        text, model = await _dispatch(args, records)
+    except KiokuError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if getattr(args, "json", False):
+        print(json.dumps(model.model_dump(mode="json"), ensure_ascii=False, indent=2))
+    else:
+        print(text)
+    return 0
+
+
+async def _dispatch(args: argparse.Namespace, records: RecordStore) -> tuple[str, BaseModel]:
+    cmd = args.records_command
+    if cmd == "show":
+        view = await records.show(args.id)
+        return render.render_view(view), view
+    if cmd == "search":
+        hits = await records.search(args.query, args.type, args.current_only, args.limit)
+        resp = RecordSearchResponse(
+            query=args.query, type=args.type, current_only=args.current_only, hits=hits
+        )
+        return render.render_hits(args.query, hits, args.current_only), resp
+    if cmd == "add":
+        rec = await records.add(
+            args.type,
+            args.title,
+            args.content,
+            args.status,
+            args.action_state,
+            args.link,
+            args.project,
+        )
+        edges = [e for e in (await records.show(rec.id)).edges if e.source == rec.id]
+        return render.render_added(rec, edges), RecordAdded(record=rec, links=edges)
+    if cmd == "link":
+        edge = await records.link(args.source, args.relation, args.target)
+        return render.render_edge(edge), edge
+    if cmd == "update":
+        out = await records.update(
+            args.id, args.title, args.content, args.status, args.action_state
+        )
+        return render.render_updated(out), out
+    if cmd == "graph":
+        graph = await records.graph(args.id)
+        return render.render_graph(graph), graph
+    raise KiokuError(f"unknown records command {cmd!r}")

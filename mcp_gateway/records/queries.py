@@ -1,0 +1,216 @@
+"""Connection-level reads and writes for records (run inside ``Database`` threads).
+
+Every function takes the open ``sqlite3.Connection``; callers choose the transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+
+from ..errors import Conflict, NotFound
+from . import lifecycle
+from .model import Edge, HistoryEntry, Lifecycle, Record
+
+_RECORD_COLS = (
+    "id, type, project, seq, title, content, status, action_state, created_at, updated_at"
+)
+
+
+def to_record(row: sqlite3.Row) -> Record:
+    return Record(**{k: row[k] for k in row.keys() if k != "pk"})
+
+
+def get_record(conn: sqlite3.Connection, record_id: str) -> Record:
+    row = conn.execute(f"SELECT {_RECORD_COLS} FROM records WHERE id = ?", (record_id,)).fetchone()
+    if row is None:
+        raise NotFound(
+            f"no record {record_id!r}; find ids with record_search (ids look like AUDIT-MEM-001)"
+        )
+    return to_record(row)
+
+
+def records_by_pk(conn: sqlite3.Connection, pks: Sequence[int]) -> dict[int, Record]:
+    out: dict[int, Record] = {}
+    for chunk in _chunks(list(pks), 500):
+        marks = ",".join("?" * len(chunk))
+        sql = f"SELECT pk, {_RECORD_COLS} FROM records WHERE pk IN ({marks})"
+        out.update({int(r["pk"]): to_record(r) for r in conn.execute(sql, chunk)})
+    return out
+
+
+def records_by_id(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, Record]:
+    out: dict[str, Record] = {}
+    for chunk in _chunks(list(dict.fromkeys(ids)), 500):
+        marks = ",".join("?" * len(chunk))
+        sql = f"SELECT {_RECORD_COLS} FROM records WHERE id IN ({marks})"
+        out.update({r["id"]: to_record(r) for r in conn.execute(sql, chunk)})
+    return out
+
+
+def select_records(conn: sqlite3.Connection, where: str, params: Sequence[object]) -> list[Record]:
+    sql = f"SELECT {_RECORD_COLS} FROM records WHERE {where}"
+    return [to_record(r) for r in conn.execute(sql, tuple(params))]
+
+
+def _chunks(items: list[object], size: int) -> Iterable[list[object]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+# -- writes ----------------------------------------------------------------------------
+def next_seq(conn: sqlite3.Connection, rtype: str, project: str) -> int:
+    # Same BEGIN IMMEDIATE transaction as the insert: concurrent adds cannot collide.
+    row = conn.execute(
+        "INSERT INTO record_sequences(type, project, last_seq) VALUES (?, ?, 1) "
+        "ON CONFLICT(type, project) DO UPDATE SET last_seq = last_seq + 1 RETURNING last_seq",
+        (rtype, project),
+    ).fetchone()
+    return int(row[0])
+
+
+def insert_record(conn: sqlite3.Connection, rec: Record) -> None:
+    conn.execute(
+        f"INSERT INTO records({_RECORD_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?)",
+        (
+            rec.id,
+            rec.type,
+            rec.project,
+            rec.seq,
+            rec.title,
+            rec.content,
+            rec.status,
+            rec.action_state,
+            rec.created_at,
+            rec.updated_at,
+        ),
+    )
+    initial = rec.model_dump(include={"type", "title", "content", "status", "action_state"})
+    add_history(
+        conn, rec.id, "created", None, json.dumps(initial, ensure_ascii=False), rec.created_at
+    )
+
+
+def add_history(
+    conn: sqlite3.Connection, rid: str, field: str, old: str | None, new: str | None, at: float
+) -> HistoryEntry:
+    conn.execute(
+        "INSERT INTO record_history(record_id, field, old_value, new_value, at) VALUES (?,?,?,?,?)",
+        (rid, field, old, new, at),
+    )
+    return HistoryEntry(record_id=rid, field=field, old_value=old, new_value=new, at=at)
+
+
+def set_field(conn: sqlite3.Connection, rid: str, field: str, value: str, at: float) -> None:
+    # ``field`` comes from a fixed whitelist in the store, never from the caller.
+    conn.execute(f"UPDATE records SET {field} = ?, updated_at = ? WHERE id = ?", (value, at, rid))
+
+
+def insert_edge(
+    conn: sqlite3.Connection, source: str, relation: str, target: str, at: float
+) -> Edge:
+    """Check and insert one edge; raises before writing anything on a refusal."""
+    if source == target:
+        raise Conflict(f"a record cannot {relation} itself ({source})")
+    get_record(conn, target)
+    exists = conn.execute(
+        "SELECT 1 FROM record_edges WHERE source = ? AND relation = ? AND target = ?",
+        (source, relation, target),
+    ).fetchone()
+    if exists:
+        raise Conflict(f"the edge {source} {relation} {target} already exists")
+    if lifecycle.creates_cycle(source, relation, target, successors(conn)):
+        raise Conflict(
+            f"{source} {relation} {target} would make a supersedes/duplicates cycle; "
+            "a replaced record must lead to one current record"
+        )
+    conn.execute(
+        "INSERT INTO record_edges(source, relation, target, created_at) VALUES (?,?,?,?)",
+        (source, relation, target, at),
+    )
+    add_history(conn, source, "link", None, f"{relation}:{target}", at)
+    return Edge.model_validate(
+        {"source": source, "relation": relation, "target": target, "created_at": at}
+    )
+
+
+# -- lifecycle reads -------------------------------------------------------------------
+def successors(conn: sqlite3.Connection) -> lifecycle.Successors:
+    """Replaced-by successors of a record, newest record first."""
+
+    def replaced_by(rid: str) -> list[str]:
+        rows = conn.execute(
+            "SELECT e.source AS nxt, r.created_at, r.pk FROM record_edges e "
+            "JOIN records r ON r.id = e.source WHERE e.relation = 'supersedes' AND e.target = ? "
+            "UNION ALL "
+            "SELECT e.target, r.created_at, r.pk FROM record_edges e "
+            "JOIN records r ON r.id = e.target WHERE e.relation = 'duplicates' AND e.source = ? "
+            "ORDER BY 2 DESC, 3 DESC",
+            (rid, rid),
+        )
+        return [row[0] for row in rows]
+
+    return replaced_by
+
+
+def edges_touching(conn: sqlite3.Connection, rid: str) -> list[Edge]:
+    rows = conn.execute(
+        "SELECT source, relation, target, created_at FROM record_edges "
+        "WHERE source = ? OR target = ? ORDER BY created_at, source, target",
+        (rid, rid),
+    )
+    return [Edge(**dict(r)) for r in rows]
+
+
+def history(conn: sqlite3.Connection, rid: str) -> list[HistoryEntry]:
+    rows = conn.execute(
+        "SELECT record_id, field, old_value, new_value, at FROM record_history "
+        "WHERE record_id = ? ORDER BY n",
+        (rid,),
+    )
+    return [HistoryEntry(**dict(r)) for r in rows]
+
+
+_OUT = {
+    "supersedes": "supersedes",
+    "duplicates": "duplicates",
+    "resolves": "resolves",
+    "verifies": "verifies",
+    "contradicts": "contradicts",
+    "references": "references",
+}
+_IN = {
+    "supersedes": "superseded_by",
+    "duplicates": "duplicated_by",
+    "resolves": "resolved_by",
+    "verifies": "verified_by",
+    "contradicts": "contradicted_by",
+    "references": "referenced_by",
+}
+
+
+def lifecycle_of(conn: sqlite3.Connection, rid: str, edges: list[Edge]) -> Lifecycle:
+    lists: dict[str, list[str]] = {name: [] for name in (*_OUT.values(), *_IN.values())}
+    for e in edges:
+        if e.source == rid:
+            lists[_OUT[e.relation]].append(e.target)
+        if e.target == rid:
+            lists[_IN[e.relation]].append(e.source)
+    path = lifecycle.head_path(rid, successors(conn))
+    verifications = {fix: incoming(conn, fix, "verifies") for fix in lists["resolved_by"]}
+    return Lifecycle(
+        current=len(path) == 1,
+        head=path[-1],
+        head_path=path,
+        fix_verifications=verifications,
+        **lists,
+    )
+
+
+def incoming(conn: sqlite3.Connection, rid: str, relation: str) -> list[str]:
+    rows = conn.execute(
+        "SELECT source FROM record_edges WHERE target = ? AND relation = ? ORDER BY created_at",
+        (rid, relation),
+    )
+    return [r[0] for r in rows]

@@ -1,0 +1,392 @@
+"""``RecordStore``: durable lifecycle records in the shared SQLite database.
+
+Writes run in one ``BEGIN IMMEDIATE`` transaction each (``Database.transaction``): the
+id sequence, the row, its links, history entries and the FTS index (by trigger) are
+written together or not at all. Nothing is overwritten without trace: every change
+of a field is a history entry holding the old and the new value.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import time
+from collections.abc import AsyncIterator, Iterable, Sequence
+from typing import Any
+
+from ..db import Database
+from ..errors import InvalidInput
+from . import lifecycle, queries
+from . import validate as v
+from .fts import like_condition, match_rowids, parse_query
+from .model import (
+    CLOSING_STATUSES,
+    Edge,
+    Record,
+    RecordGraph,
+    RecordSearchHit,
+    RecordUpdated,
+    RecordView,
+)
+from .schema import FTS_TABLE
+
+log = logging.getLogger(__name__)
+
+MAX_SEARCH_LIMIT = 100
+# Old versions of one head may all match: look deeper than ``limit`` before resolving.
+_CANDIDATES = 1000
+# bm25 column weights (title, content): a title is the record's summary.
+_WEIGHTS = (2.0, 1.0)
+
+
+class RecordStore:
+    def __init__(
+        self,
+        db: Database,
+        project: str,
+        max_title_chars: int = 500,
+        max_content_bytes: int = 32_768,
+    ) -> None:
+        self.db = db
+        self.project = v.project(project)
+        self.max_title_chars = max_title_chars
+        self.max_content_bytes = max_content_bytes
+
+    # -- writes --------------------------------------------------------------------------
+    async def add(
+        self,
+        type: str,
+        title: str,
+        content: str = "",
+        status: str = "open",
+        action_state: str = "actionable",
+        links: Sequence[str] = (),
+        project: str = "",
+    ) -> Record:
+        """Create a record and its outgoing ``links`` (``RELATION:TARGET_ID``) atomically.
+
+        Created with a closing status (resolved/accepted) and the default action_state
+        "actionable", the record starts as "done"; any other action_state is kept.
+        """
+        rtype = v.record_type(type)
+        code = v.project(project) if project.strip() else self.project
+        title = v.title(title, self.max_title_chars)
+        content = v.content(content, self.max_content_bytes)
+        st = v.status(status)
+        act = v.action_state(action_state)
+        if st in CLOSING_STATUSES and act == "actionable":
+            act = "done"
+        parsed = [v.parse_link(link) for link in links]
+
+        def write(conn: sqlite3.Connection) -> Record:
+            seq = queries.next_seq(conn, rtype, code)
+            now = time.time()
+            rec = Record.model_validate(
+                {
+                    "id": f"{rtype.upper()}-{code}-{seq:03d}",
+                    "type": rtype,
+                    "project": code,
+                    "seq": seq,
+                    "title": title,
+                    "content": content,
+                    "status": st,
+                    "action_state": act,
+                    "created_at": now,
+                    "updated_at": now,
+                }
+            )
+            queries.insert_record(conn, rec)
+            for rel, target in parsed:
+                queries.insert_edge(conn, rec.id, rel, target, now)
+            return rec
+
+        rec = await self.db.transaction(write)
+        log.info("record %s added with %d link(s)", rec.id, len(parsed))
+        return rec
+
+    async def link(self, source: str, relation: str, target: str) -> Edge:
+        src, tgt, rel = v.record_id(source), v.record_id(target), v.relation(relation)
+
+        def write(conn: sqlite3.Connection) -> Edge:
+            queries.get_record(conn, src)
+            return queries.insert_edge(conn, src, rel, tgt, time.time())
+
+        edge = await self.db.transaction(write)
+        log.info("edge %s %s %s added", src, rel, tgt)
+        return edge
+
+    async def update(
+        self,
+        id: str,
+        title: str | None = None,
+        content: str | None = None,
+        status: str | None = None,
+        action_state: str | None = None,
+    ) -> RecordUpdated:
+        """Change fields; each real change is a history entry, same values change nothing.
+
+        Changing status to resolved/accepted also sets action_state to "done", unless
+        this call sets action_state itself.
+        """
+        if title is None and content is None and status is None and action_state is None:
+            raise InvalidInput("nothing to update: give title, content, status or action_state")
+        wanted: dict[str, str] = {}
+        if title is not None:
+            wanted["title"] = v.title(title, self.max_title_chars)
+        if content is not None:
+            wanted["content"] = v.content(content, self.max_content_bytes)
+        if status is not None:
+            wanted["status"] = v.status(status)
+        if action_state is not None:
+            wanted["action_state"] = v.action_state(action_state)
+        rid = v.record_id(id)
+
+        def write(conn: sqlite3.Connection) -> RecordUpdated:
+            rec = queries.get_record(conn, rid)
+            current = rec.model_dump()
+            changes = {f: val for f, val in wanted.items() if current[f] != val}
+            closing = changes.get("status") in CLOSING_STATUSES
+            if closing and "action_state" not in wanted and rec.action_state != "done":
+                changes["action_state"] = "done"
+            now = time.time()
+            entries = []
+            for field, val in changes.items():
+                queries.set_field(conn, rid, field, val, now)
+                entries.append(queries.add_history(conn, rid, field, current[field], val, now))
+            return RecordUpdated(
+                record=queries.get_record(conn, rid), changed=bool(entries), changes=entries
+            )
+
+        out = await self.db.transaction(write)
+        log.info("record %s updated: %s", rid, [c.field for c in out.changes] or "no change")
+        return out
+
+    # -- reads ---------------------------------------------------------------------------
+    async def get(self, id: str) -> Record:
+        rid = v.record_id(id)
+        return await self.db.run(lambda conn: queries.get_record(conn, rid))
+
+    async def show(self, id: str) -> RecordView:
+        rid = v.record_id(id)
+
+        def read(conn: sqlite3.Connection) -> RecordView:
+            rec = queries.get_record(conn, rid)
+            edges = queries.edges_touching(conn, rid)
+            return RecordView(
+                record=rec,
+                lifecycle=queries.lifecycle_of(conn, rid, edges),
+                edges=edges,
+                history=queries.history(conn, rid),
+            )
+
+        return await self.db.run(read)
+
+    async def search(
+        self, query: str, type: str = "", current_only: bool = False, limit: int = 10
+    ) -> list[RecordSearchHit]:
+        """Full-text search of titles and contents, best first.
+
+        ``current_only`` replaces every hit by its lifecycle head and lists each head
+        once, so old wording of a superseded record finds the record now in force.
+        """
+        if not 1 <= limit <= MAX_SEARCH_LIMIT:
+            raise InvalidInput(f"limit must be between 1 and {MAX_SEARCH_LIMIT}, got {limit}")
+        rtype = v.record_type(type) if type.strip() else ""
+        parsed = parse_query(query)
+
+        def read(conn: sqlite3.Connection) -> list[RecordSearchHit]:
+            scored = _candidates(conn, parsed.match_expression(), parsed.short_terms)
+            recs = queries.records_by_pk(conn, list(scored))
+            matched = [(recs[pk], recs[pk].id, s) for pk, s in scored.items() if pk in recs]
+            if current_only:
+                matched = _resolve_heads(conn, matched)
+            kept = [(r, m, s) for r, m, s in matched if not rtype or r.type == rtype]
+            kept.sort(key=lambda hit: (-hit[2], -hit[0].created_at))
+            step = queries.successors(conn)
+            return [_hit(r, m, s, current_only or not step(r.id)) for r, m, s in kept[:limit]]
+
+        return await self.db.run(read)
+
+    async def list_current(
+        self, types: Sequence[str] = (), action_states: Sequence[str] = (), limit: int = 500
+    ) -> list[Record]:
+        """Current records (not superseded, not duplicates), newest first.
+
+        ``types`` and ``action_states`` both filter (an empty one means any), e.g.
+        ``types=["decision"]`` or ``action_states=["actionable"]`` for session context.
+        """
+        tlist = [v.record_type(t) for t in types]
+        alist = [v.action_state(a) for a in action_states]
+        where, params = _current_filter(tlist, alist)
+
+        def read(conn: sqlite3.Connection) -> list[Record]:
+            return queries.select_records(
+                conn, f"{where} ORDER BY created_at DESC, pk DESC LIMIT ?", [*params, limit]
+            )
+
+        return await self.db.run(read)
+
+    async def iter_all(self, batch_size: int = 500) -> AsyncIterator[list[Record]]:
+        """Every record in creation order, in batches (for a full re-index)."""
+        last_pk = 0
+        while True:
+            rows = await self.db.fetchall(
+                "SELECT pk, id FROM records WHERE pk > ? ORDER BY pk LIMIT ?",
+                (last_pk, batch_size),
+            )
+            if not rows:
+                return
+            last_pk = int(rows[-1]["pk"])
+            ids = [r["id"] for r in rows]
+            found = await self.get_many(ids)
+            yield [found[i] for i in ids if i in found]
+
+    async def get_many(self, ids: Sequence[str]) -> dict[str, Record]:
+        return await self.db.run(lambda conn: queries.records_by_id(conn, list(ids)))
+
+    async def changed_since(self, since: float, limit: int = 1000) -> list[Record]:
+        """Records whose row changed, or that gained an edge either way, after ``since``."""
+        where = (
+            "updated_at > ? OR id IN (SELECT source FROM record_edges WHERE created_at > ? "
+            "UNION SELECT target FROM record_edges WHERE created_at > ?) "
+            "ORDER BY updated_at, pk LIMIT ?"
+        )
+        params = [since, since, since, limit]
+        return await self.db.run(lambda conn: queries.select_records(conn, where, params))
+
+    async def current_ids(self, ids: Iterable[str]) -> set[str]:
+        """Which of ``ids`` are current (for the index's ``current`` payload)."""
+        wanted = [v.record_id(i) for i in ids]
+
+        def read(conn: sqlite3.Connection) -> set[str]:
+            step = queries.successors(conn)
+            return {i for i in wanted if not step(i)}
+
+        return await self.db.run(read)
+
+    async def search_view(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Id -> {"title", "content", "type", "status", "action_state", "created_at"} for
+        the current records among ``ids`` (the unified search shows only current ones)."""
+        current = await self.current_ids(ids)
+        found = await self.get_many(list(current))
+        fields = {"title", "content", "type", "status", "action_state", "created_at"}
+        return {rid: rec.model_dump(include=fields) for rid, rec in found.items()}
+
+    async def export_view(self, limit: int = 50) -> dict[str, list[dict[str, Any]]]:
+        """Current decisions (not rejected) and current actionable records, newest first,
+        for session_context.md; titles flattened to one line."""
+        decisions = await self.list_current(types=["decision"], limit=limit * 2)
+        actionable = await self.list_current(action_states=["actionable"], limit=limit)
+        in_force = [d for d in decisions if d.status != "rejected"][:limit]
+        return {
+            "decisions": [_export_item(r) for r in in_force],
+            "actionable": [_export_item(r) for r in actionable],
+        }
+
+    async def counts(self) -> dict[str, int]:
+        """Number of records per type, plus "total" and "current"."""
+        where, params = _current_filter([], [])
+
+        def read(conn: sqlite3.Connection) -> dict[str, int]:
+            out = {
+                r[0]: int(r[1])
+                for r in conn.execute(
+                    "SELECT type, COUNT(*) FROM records GROUP BY type ORDER BY type"
+                )
+            }
+            out["total"] = sum(out.values())
+            row = conn.execute(f"SELECT COUNT(*) FROM records WHERE {where}", params).fetchone()
+            out["current"] = int(row[0])
+            return out
+
+        return await self.db.run(read)
+
+    async def graph(self, id: str, max_nodes: int = 200) -> RecordGraph:
+        """The records connected to ``id`` by any edge, breadth first, up to ``max_nodes``."""
+        rid = v.record_id(id)
+
+        def read(conn: sqlite3.Connection) -> RecordGraph:
+            queries.get_record(conn, rid)
+            seen, queue, edges = {rid}, [rid], dict[tuple[str, str, str], Edge]()
+            truncated = False
+            while queue:
+                for e in queries.edges_touching(conn, queue.pop(0)):
+                    edges[(e.source, e.relation, e.target)] = e
+                    for node in (e.source, e.target):
+                        if node in seen:
+                            continue
+                        if len(seen) >= max_nodes:
+                            truncated = True
+                            continue
+                        seen.add(node)
+                        queue.append(node)
+            kept = [e for e in edges.values() if e.source in seen and e.target in seen]
+            return RecordGraph(
+                root=rid, records=queries.records_by_id(conn, seen), edges=kept, truncated=truncated
+            )
+
+        return await self.db.run(read)
+
+
+def _export_item(rec: Record) -> dict[str, Any]:
+    item = rec.model_dump(include={"id", "type", "status", "action_state", "created_at"})
+    item["title"] = " ".join(rec.title.split())
+    return item
+
+
+def _candidates(
+    conn: sqlite3.Connection, match: str | None, short_terms: Sequence[str]
+) -> dict[int, float]:
+    """pk -> score: bm25 hits for long terms, then LIKE hits for short ones (score 0)."""
+    scored: dict[int, float] = {}
+    if match:
+        scored.update(match_rowids(conn, FTS_TABLE, match, _CANDIDATES, _WEIGHTS))
+    if short_terms:
+        cond, params = like_condition(("title", "content"), short_terms)
+        sql = f"SELECT pk FROM records WHERE {cond} ORDER BY pk DESC LIMIT ?"
+        for row in conn.execute(sql, (*params, _CANDIDATES)):
+            scored.setdefault(int(row[0]), 0.0)
+    return scored
+
+
+def _resolve_heads(
+    conn: sqlite3.Connection, matched: list[tuple[Record, str, float]]
+) -> list[tuple[Record, str, float]]:
+    """Replace each hit by its lifecycle head; a head keeps its best-scoring match."""
+    step = queries.successors(conn)
+    best: dict[str, tuple[str, float]] = {}  # head id -> (matched id, score)
+    for rec, _, score in matched:
+        head = lifecycle.head_path(rec.id, step)[-1]
+        if head not in best or score > best[head][1]:
+            best[head] = (rec.id, score)
+    heads = queries.records_by_id(conn, best)
+    return [(heads[h], m, s) for h, (m, s) in best.items() if h in heads]
+
+
+def _hit(rec: Record, matched_id: str, score: float, current: bool) -> RecordSearchHit:
+    return RecordSearchHit(
+        id=rec.id,
+        type=rec.type,
+        status=rec.status,
+        action_state=rec.action_state,
+        title=rec.title,
+        current=current,
+        matched_id=matched_id,
+        score=score,
+        created_at=rec.created_at,
+    )
+
+
+def _current_filter(types: list[str], states: list[str]) -> tuple[str, list[object]]:
+    clauses = [
+        "NOT EXISTS (SELECT 1 FROM record_edges e WHERE e.relation = 'supersedes' "
+        "AND e.target = records.id)",
+        "NOT EXISTS (SELECT 1 FROM record_edges e WHERE e.relation = 'duplicates' "
+        "AND e.source = records.id)",
+    ]
+    params: list[object] = []
+    for col, values in (("type", types), ("action_state", states)):
+        if values:
+            clauses.append(f"{col} IN ({','.join('?' * len(values))})")
+            params.extend(values)
+    return " AND ".join(clauses), params

@@ -1,0 +1,100 @@
+"""Argument checks for records: every refusal names the valid values or the limit."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+
+from ..errors import InvalidInput
+from .model import ACTION_STATES, RECORD_TYPES, RELATIONS, STATUSES
+
+LINK_FORMAT = "RELATION:TARGET_ID, e.g. resolves:AUDIT-MEM-001"
+_PROJECT_RE = re.compile(r"^[A-Z0-9_]{1,16}$")
+
+
+def choice(kind: str, value: str, valid: Sequence[str]) -> str:
+    norm = value.strip().lower()
+    if norm not in valid:
+        raise InvalidInput(f"unknown {kind} {value!r}; valid values: {', '.join(valid)}")
+    return norm
+
+
+def record_type(value: str) -> str:
+    return choice("record type", value, RECORD_TYPES)
+
+
+def status(value: str) -> str:
+    return choice("status", value, STATUSES)
+
+
+def action_state(value: str) -> str:
+    return choice("action_state", value, ACTION_STATES)
+
+
+def relation(value: str) -> str:
+    return choice("relation", value, RELATIONS)
+
+
+def project(value: str) -> str:
+    code = value.strip().upper()
+    if not _PROJECT_RE.match(code):
+        raise InvalidInput(
+            f"invalid project code {value!r}: use 1-16 ASCII letters, digits or underscores, "
+            "e.g. MEM"
+        )
+    return code
+
+
+def record_id(value: str) -> str:
+    """Normalise an id (case-insensitive input); an impossible id can only be unknown."""
+    return value.strip().upper()
+
+
+def _encodable(what: str, text: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(f"the {what} is not valid Unicode text (lone surrogate)") from exc
+
+
+def title(value: str, max_chars: int) -> str:
+    _encodable("title", value)
+    text = value.strip()
+    if not text:
+        raise InvalidInput("the title is empty; give a short one-line summary")
+    if len(text) > max_chars:
+        raise InvalidInput(
+            f"the title is {len(text)} characters; the limit is {max_chars}. "
+            "Put the details in content"
+        )
+    bad = [ch for ch in text if ch not in "\n\t" and unicodedata.category(ch) == "Cc"]
+    if bad:
+        raise InvalidInput(
+            f"the title contains control character {bad[0]!r}; only newline and tab are allowed"
+        )
+    return text
+
+
+def content(value: str, max_bytes: int) -> str:
+    _encodable("content", value)
+    size = len(value.encode("utf-8"))
+    if size > max_bytes:
+        raise InvalidInput(
+            f"the content is {size} bytes; the limit is {max_bytes}. Split it into several "
+            "records joined by references links"
+        )
+    return value
+
+
+def parse_link(link: str) -> tuple[str, str]:
+    """``"resolves:AUDIT-MEM-001"`` -> ``("resolves", "AUDIT-MEM-001")``."""
+    rel, sep, target = link.partition(":")
+    if not sep or not rel.strip() or not target.strip():
+        raise InvalidInput(f"malformed link {link!r}; expected {LINK_FORMAT}")
+    if rel.strip().lower() not in RELATIONS:
+        raise InvalidInput(
+            f"malformed link {link!r}: unknown relation {rel.strip()!r}; expected "
+            f"{LINK_FORMAT} with RELATION one of {', '.join(RELATIONS)}"
+        )
+    return rel.strip().lower(), record_id(target)

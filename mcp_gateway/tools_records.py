@@ -1,0 +1,158 @@
+"""MCP tools for durable lifecycle records: record_add, record_link, record_show,
+record_search and record_update.
+
+Each tool returns readable text (stored record text quoted with ``> ``) plus the same
+facts as structured content. After a write that changes what is searchable or
+current, the job scheduler is told which record ids changed.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Annotated
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import CallToolResult
+
+from .records import render
+from .records.model import (
+    RecordAdded,
+    RecordLinked,
+    RecordSearchResponse,
+    RecordUpdated,
+    RecordView,
+)
+from .toolkit import app_from, result, tool_errors
+
+log = logging.getLogger(__name__)
+
+# Fields whose change alters search text or lifecycle; action_state alone does not.
+_INDEXED_FIELDS = frozenset({"title", "content", "status"})
+
+
+def register_record_tools(mcp: MCPServer) -> None:
+    @mcp.tool()
+    @tool_errors
+    async def record_add(
+        type: str,
+        title: str,
+        ctx: Context,
+        content: str = "",
+        status: str = "open",
+        action_state: str = "actionable",
+        link: str = "",
+        links: list[str] = [],  # noqa: B006  (schema default; never mutated)
+        project: str = "",
+    ) -> Annotated[CallToolResult, RecordAdded]:
+        """Use for durable lifecycle facts, not routine progress (save daily progress as a
+        checkpoint instead). Returns a stable citable id such as AUDIT-MEM-001.
+
+        Types: audit (a problem found), fix (a change that resolves an audit),
+        verification (proof that a fix works), decision, knowledge.
+        Typical chain, three records joined by edges, none overwritten:
+          1. record_add(type="audit", title="...") -> AUDIT-MEM-001
+          2. record_add(type="fix", title="...", link="resolves:AUDIT-MEM-001") -> FIX-MEM-001
+          3. record_add(type="verification", title="...", link="verifies:FIX-MEM-001")
+        Link syntax: RELATION:TARGET_ID, RELATION one of references, resolves, verifies,
+        supersedes, contradicts, duplicates; the new record is the source. Use `link` for one
+        edge or `links` for several; all edges and the record are created together or not
+        at all (an unknown target creates nothing). To replace an old decision, add the new
+        one with link="supersedes:DECISION-MEM-001".
+        status: open (default), accepted, resolved, rejected. action_state: actionable
+        (default), deferred, blocked, nonactionable, done; a record created resolved or
+        accepted with the default action_state starts as done.
+        project: short code for the id (letters/digits/_ up to 16), default from settings.
+        """
+        app = app_from(ctx)
+        all_links = [*([link] if link.strip() else []), *links]
+        rec = await app.records.add(type, title, content, status, action_state, all_links, project)
+        view = await app.records.show(rec.id)
+        edges = [e for e in view.edges if e.source == rec.id]
+        await _changed(ctx, [rec.id, *(e.target for e in edges)])
+        return result(render.render_added(rec, edges), RecordAdded(record=rec, links=edges))
+
+    @mcp.tool()
+    @tool_errors
+    async def record_link(
+        source: str, relation: str, target: str, ctx: Context
+    ) -> Annotated[CallToolResult, RecordLinked]:
+        """Add one edge between two existing records, without creating a record: source
+        RELATION target, e.g. ("FIX-MEM-002", "resolves", "AUDIT-MEM-001") or two records
+        found to contradict each other. Relations: references, resolves, verifies,
+        supersedes (source replaces target), contradicts, duplicates (source is a duplicate
+        of the canonical target). Refused: self-links, an edge that already exists, and
+        supersedes/duplicates cycles. Edges are never removed; they are history.
+        """
+        app = app_from(ctx)
+        edge = await app.records.link(source, relation, target)
+        await _changed(ctx, [edge.source, edge.target])
+        return result(render.render_edge(edge), RecordLinked(edge=edge))
+
+    @mcp.tool()
+    @tool_errors
+    async def record_show(id: str, ctx: Context) -> Annotated[CallToolResult, RecordView]:
+        """Use before relying on a known durable record: returns the record with all its
+        lifecycle relations and its full change history, so that a superseded, duplicate or
+        contradicted record is not mistaken for current truth.
+
+        lifecycle.current is false when another record supersedes it or it duplicates a
+        canonical record; lifecycle.head is then the record to rely on. resolved_by lists
+        fixes that resolve it (with the verifications of each fix). A resolving fix does
+        NOT change this record's own status: truth fields change only through
+        record_update, so history is never rewritten implicitly; read resolved_by.
+        """
+        view = await app_from(ctx).records.show(id)
+        return result(render.render_view(view), view)
+
+    @mcp.tool()
+    @tool_errors
+    async def record_search(
+        query: str, ctx: Context, type: str = "", current_only: bool = False, limit: int = 10
+    ) -> Annotated[CallToolResult, RecordSearchResponse]:
+        """Find durable records when the id is unknown: full-text search over titles and
+        contents (any language, including Japanese and Thai; words are OR-ed, best match
+        first). type filters by record type. current_only=true resolves every hit to its
+        lifecycle head, drops non-current records and lists each head once, so the old
+        wording of a superseded decision still finds the decision in force now.
+        limit: 1 to 100. Call record_show before relying on an important result.
+        """
+        hits = await app_from(ctx).records.search(query, type, current_only, limit)
+        response = RecordSearchResponse(
+            query=query, type=type, current_only=current_only, hits=hits
+        )
+        return result(render.render_hits(query, hits, current_only), response)
+
+    @mcp.tool()
+    @tool_errors
+    async def record_update(
+        id: str,
+        ctx: Context,
+        title: str | None = None,
+        content: str | None = None,
+        status: str | None = None,
+        action_state: str | None = None,
+    ) -> Annotated[CallToolResult, RecordUpdated]:
+        """Change a record's truth fields (title, content, status: open, accepted, resolved,
+        rejected) and/or its action_state (actionable, deferred, blocked, nonactionable,
+        done). Give only the fields to change. Every change is kept in the record's history
+        with old and new value; giving the current value changes and records nothing.
+        Setting status to resolved or accepted also sets action_state to done, unless this
+        call sets action_state too. action_state can change alone (e.g. status stays open
+        but the work is deferred). To replace a record's meaning, prefer a new record with
+        link="supersedes:ID".
+        """
+        app = app_from(ctx)
+        out = await app.records.update(id, title, content, status, action_state)
+        if any(c.field in _INDEXED_FIELDS for c in out.changes):
+            await _changed(ctx, [out.record.id])
+        return result(render.render_updated(out), out)
+
+
+async def _changed(ctx: Context, ids: list[str]) -> None:
+    """Tell the job scheduler which records changed, so their index entries follow."""
+    # The write is committed: a failing notification must not turn it into an error
+    # (the reconcile job re-indexes records whose index entry is missing or stale).
+    try:
+        await app_from(ctx).jobs.records_changed(list(dict.fromkeys(ids)))
+    except Exception:
+        log.exception("could not schedule re-indexing of records %s", ids)

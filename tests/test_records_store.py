@@ -1,0 +1,190 @@
+"""RecordStore: ids, validation, atomic writes, automatic action_state, history."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from mcp_gateway.db import Database
+from mcp_gateway.errors import InvalidInput, NotFound
+from mcp_gateway.records import RecordStore
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[RecordStore]:
+    db = Database(tmp_path / "kioku.sqlite3")
+    await db.open()
+    yield RecordStore(db, "mem")
+    await db.close()
+
+
+async def count_rows(store: RecordStore, table: str = "records") -> int:
+    rows = await store.db.fetchall(f"SELECT COUNT(*) AS n FROM {table}")
+    return int(rows[0]["n"])
+
+
+async def test_ids_per_type_and_project(store: RecordStore) -> None:
+    assert (await store.add("audit", "a")).id == "AUDIT-MEM-001"
+    assert (await store.add("audit", "b")).id == "AUDIT-MEM-002"
+    assert (await store.add("fix", "c")).id == "FIX-MEM-001"
+    assert (await store.add("Knowledge", "d", project="web")).id == "KNOWLEDGE-WEB-001"
+    assert (await store.add("verification", "e")).id == "VERIFICATION-MEM-001"
+    assert (await store.add("decision", "f")).id == "DECISION-MEM-001"
+
+
+async def test_sequence_grows_past_999(store: RecordStore) -> None:
+    await store.db.transaction(
+        lambda c: c.execute("INSERT INTO record_sequences VALUES ('audit', 'MEM', 999)")
+    )
+    assert (await store.add("audit", "x")).id == "AUDIT-MEM-1000"
+
+
+async def test_ids_never_reused_after_deletion(store: RecordStore) -> None:
+    for title in ("one", "two", "three"):
+        await store.add("audit", title)
+
+    def delete_last(conn: sqlite3.Connection) -> None:
+        conn.execute("DELETE FROM record_history WHERE record_id = 'AUDIT-MEM-003'")
+        conn.execute("DELETE FROM records WHERE id = 'AUDIT-MEM-003'")
+
+    await store.db.transaction(delete_last)
+    assert (await store.add("audit", "four")).id == "AUDIT-MEM-004"
+    assert await store.search("three") == []  # the FTS row went with it
+
+
+async def test_concurrent_adds_never_collide(store: RecordStore) -> None:
+    recs = await asyncio.gather(*(store.add("fix", f"fix {i}") for i in range(20)))
+    assert sorted(r.id for r in recs) == [f"FIX-MEM-{n:03d}" for n in range(1, 21)]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "needle"),
+    [
+        ({"type": "bug"}, "audit, fix, verification, decision, knowledge"),
+        ({"status": "done"}, "open, accepted, resolved, rejected"),
+        ({"action_state": "soon"}, "actionable, deferred, blocked, nonactionable, done"),
+        ({"title": "   "}, "title is empty"),
+        ({"title": "x" * 501}, "limit is 500"),
+        ({"title": "bad\x07bell"}, "control character"),
+        ({"content": "é" * 16_385}, "limit is 32768"),
+        ({"project": "has space"}, "project code"),
+        ({"project": "A" * 17}, "project code"),
+        ({"links": ["resolves"]}, "RELATION:TARGET_ID"),
+        ({"links": ["resolves:"]}, "RELATION:TARGET_ID"),
+        ({"links": [":X"]}, "RELATION:TARGET_ID"),
+        ({"links": ["foo:AUDIT-MEM-001"]}, "RELATION:TARGET_ID"),
+        ({"title": "\ud800"}, "not valid Unicode"),
+    ],
+)
+async def test_invalid_input_writes_nothing(store: RecordStore, kwargs: dict, needle: str) -> None:
+    args = {"type": "audit", "title": "ok"} | kwargs
+    with pytest.raises(InvalidInput, match=needle):
+        await store.add(**args)
+    assert await count_rows(store) == 0
+    assert await count_rows(store, "record_sequences") == 0
+
+
+async def test_title_limits_configurable_and_tabs_allowed(tmp_path: Path) -> None:
+    db = Database(tmp_path / "k.sqlite3")
+    await db.open()
+    store = RecordStore(db, "MEM", max_title_chars=10, max_content_bytes=5)
+    assert (await store.add("audit", "a\tb\nc")).title == "a\tb\nc"
+    with pytest.raises(InvalidInput, match="limit is 10"):
+        await store.add("audit", "x" * 11)
+    with pytest.raises(InvalidInput, match="limit is 5"):
+        await store.add("audit", "x", content="123456")
+    await db.close()
+
+
+async def test_atomic_links(store: RecordStore) -> None:
+    audit = await store.add("audit", "bug")
+    with pytest.raises(NotFound, match="AUDIT-MEM-404"):
+        await store.add("fix", "fix", links=[f"resolves:{audit.id}", "references:AUDIT-MEM-404"])
+    assert await count_rows(store) == 1
+    assert await count_rows(store, "record_edges") == 0
+    fix = await store.add("fix", "fix", links=[f"resolves:{audit.id.lower()}"])
+    assert fix.id == "FIX-MEM-001"  # the refused add consumed nothing
+    assert (await store.show(audit.id)).lifecycle.resolved_by == [fix.id]
+
+
+async def test_auto_action_state_on_update_and_override(store: RecordStore) -> None:
+    rec = await store.add("audit", "bug")
+    out = await store.update(rec.id, status="resolved")
+    assert (out.record.status, out.record.action_state) == ("resolved", "done")
+    rec2 = await store.add("audit", "bug 2")
+    out2 = await store.update(rec2.id, status="accepted", action_state="deferred")
+    assert out2.record.action_state == "deferred"
+    out3 = await store.update(rec2.id, status="open", action_state="blocked")
+    assert (out3.record.status, out3.record.action_state) == ("open", "blocked")
+    out4 = await store.update(rec2.id, status="rejected")
+    assert out4.record.action_state == "blocked"  # only resolving/accepting closes work
+
+
+async def test_auto_action_state_on_add(store: RecordStore) -> None:
+    assert (await store.add("decision", "d", status="accepted")).action_state == "done"
+    kept = await store.add("decision", "d", status="accepted", action_state="deferred")
+    assert kept.action_state == "deferred"
+    assert (await store.add("audit", "a")).action_state == "actionable"
+
+
+async def test_history_and_noop(store: RecordStore) -> None:
+    rec = await store.add("knowledge", "Old title", content="body")
+    noop = await store.update(rec.id, title="Old title", content="body", status="open")
+    assert not noop.changed and noop.changes == []
+    await store.update(rec.id, title="New title")
+    await store.update(rec.id, action_state="deferred")
+    hist = (await store.show(rec.id)).history
+    assert [h.field for h in hist] == ["created", "title", "action_state"]
+    created = json.loads(hist[0].new_value or "{}")
+    assert created["title"] == "Old title" and created["status"] == "open"
+    assert (hist[1].old_value, hist[1].new_value) == ("Old title", "New title")
+    assert (hist[2].old_value, hist[2].new_value) == ("actionable", "deferred")
+    with pytest.raises(InvalidInput, match="nothing to update"):
+        await store.update(rec.id)
+    with pytest.raises(NotFound):
+        await store.update("AUDIT-MEM-999", title="x")
+
+
+async def test_long_title_update_refused_without_partial_write(store: RecordStore) -> None:
+    rec = await store.add("audit", "short")
+    with pytest.raises(InvalidInput):
+        await store.update(rec.id, title="y" * 600, status="resolved")
+    after = await store.get(rec.id)
+    assert (after.title, after.status) == ("short", "open")
+    assert len((await store.show(rec.id)).history) == 1
+
+
+async def test_list_current_export_and_counts(store: RecordStore) -> None:
+    old = await store.add("decision", "old way")
+    new = await store.add("decision", "new way", links=[f"supersedes:{old.id}"])
+    rejected = await store.add("decision", "no way", status="rejected")
+    audit = await store.add("audit", "open bug")
+    await store.add("audit", "deferred bug", action_state="deferred")
+    decisions = await store.list_current(types=["decision"])
+    assert [r.id for r in decisions] == [rejected.id, new.id]
+    actionable = await store.list_current(action_states=["actionable"])
+    assert [r.id for r in actionable] == [audit.id, rejected.id, new.id]
+    view = await store.export_view()
+    assert [d["id"] for d in view["decisions"]] == [new.id]
+    assert view["actionable"][0]["id"] == audit.id
+    counts = await store.counts()
+    assert counts == {"audit": 2, "decision": 3, "total": 5, "current": 4}
+    sv = await store.search_view([old.id, new.id])
+    assert set(sv) == {new.id} and sv[new.id]["title"] == "new way"
+    assert await store.current_ids([old.id, new.id]) == {new.id}
+
+
+async def test_iter_all_and_changed_since(store: RecordStore) -> None:
+    a = await store.add("audit", "a")
+    b = await store.add("fix", "b")
+    batches = [batch async for batch in store.iter_all(batch_size=1)]
+    assert [[r.id for r in batch] for batch in batches] == [[a.id], [b.id]]
+    mark = (await store.get(b.id)).updated_at
+    assert await store.changed_since(mark) == []
+    await store.link(b.id, "resolves", a.id)
+    assert {r.id for r in await store.changed_since(mark)} == {a.id, b.id}

@@ -1,0 +1,318 @@
+"""The embedded index: the Qdrant engine in-process (qdrant-edge).
+
+Facts this module relies on (qdrant-edge-py 0.9, verified by tests/test_index_contract.py):
+
+- Every acknowledged ``update`` is in the WAL before it returns and survives SIGKILL of
+  the process without ``flush()``; ``close()`` flushes segments.
+- The shard takes an exclusive lock on its WAL: a second open, from this process or
+  another, fails with ``WouldBlock``. That is mapped to ``StoreUnavailable``.
+- The shard is safe to call from several threads, but ``set_dense`` (check, then
+  update) and ``close`` must not interleave with other calls, so all calls go through
+  one lock; each takes well under a millisecond at the sizes kioku sees.
+- ``MatchValue(True/False)`` is converted to an integer by the bindings and never
+  matches a boolean payload. The ``current`` flag is therefore mirrored into a keyword
+  field (``_current``) that filters use; it is stripped from returned payloads.
+- No HNSW graph is built unless ``optimize()`` is called; below ``exact_search_below``
+  points dense search is exact anyway, since HNSW recall on small sets is poor.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+import anyio.to_thread
+import qdrant_edge as qe
+
+from ..errors import IndexMismatch, StoreUnavailable
+from ..types import IndexFilter, IndexHit, IndexPoint, SparseVector
+from .base import BOOL_FIELDS, DENSE, FLOAT_FIELDS, KEYWORD_FIELDS, SPARSE, IndexSpec
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+_CURRENT_MIRROR = "_current"
+_CONFIG_FILE = "edge_config.json"
+
+
+def _current_mirror(value: Any) -> str:
+    # Only an explicit False hides a record; missing/None/True all count as current.
+    return "false" if value is False else "true"
+
+
+def _with_mirror(payload: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(payload)
+    if "current" in out:
+        out[_CURRENT_MIRROR] = _current_mirror(out["current"])
+    return out
+
+
+def _without_mirror(payload: Mapping[str, Any] | None) -> dict[str, Any]:
+    return {k: v for k, v in (payload or {}).items() if k != _CURRENT_MIRROR}
+
+
+def _any(key: str, values: tuple[str, ...]) -> qe.FieldCondition:
+    return qe.FieldCondition(key, match=qe.MatchAny(list(values)))
+
+
+def build_filter(flt: IndexFilter | None) -> qe.Filter | None:
+    if flt is None:
+        return None
+    must: list[Any] = [
+        _any(key, values)
+        for key, values in (
+            ("kind", flt.kinds),
+            ("type", flt.types),
+            ("domain", flt.domains),
+            ("namespace", flt.namespaces),
+        )
+        if values
+    ]
+    must_not: list[Any] = []
+    if flt.exclude_types:
+        must_not.append(_any("type", flt.exclude_types))
+    if flt.current_only:
+        must_not.append(qe.FieldCondition(_CURRENT_MIRROR, match=qe.MatchValue("false")))
+    if not must and not must_not:
+        return None
+    return qe.Filter(must=must or None, must_not=must_not or None)
+
+
+def _hits(points: Sequence[qe.ScoredPoint]) -> list[IndexHit]:
+    return [
+        IndexHit(id=str(p.id), score=p.score, payload=_without_mirror(p.payload)) for p in points
+    ]
+
+
+class EdgeIndex:
+    """``Index`` on an ``EdgeShard`` stored in ``path / spec.collection``."""
+
+    def __init__(self, spec: IndexSpec, path: Path, exact_search_below: int = 20_000) -> None:
+        self.spec = spec
+        self.dir = Path(path) / spec.collection
+        self._exact_below = exact_search_below
+        self._shard: qe.EdgeShard | None = None
+        self._lock = anyio.Lock()
+
+    # -- plumbing -----------------------------------------------------------------
+
+    def _config(self) -> qe.EdgeConfig:
+        return qe.EdgeConfig(
+            vectors={DENSE: qe.EdgeVectorParams(size=self.spec.dim, distance=qe.Distance.Cosine)},
+            sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+        )
+
+    async def _run(self, fn: Callable[[qe.EdgeShard], T]) -> T:
+        async with self._lock:
+            shard = self._shard
+            if shard is None:
+                raise StoreUnavailable("the index is not open")
+            try:
+                return await anyio.to_thread.run_sync(fn, shard)
+            except Exception as exc:
+                # The engine raises plain Exception for I/O and storage failures; let
+                # anything more specific (our errors, bugs) through unchanged.
+                if type(exc) is not Exception:
+                    raise
+                raise StoreUnavailable(f"index operation failed: {exc}") from exc
+
+    def _check_dim(self, vector: Sequence[float]) -> None:
+        if len(vector) != self.spec.dim:
+            raise IndexMismatch(
+                f"dense vector has {len(vector)} dimensions but the index expects "
+                f"{self.spec.dim} ({self.spec.model_id}); run `kioku reindex`"
+            )
+
+    # -- lifecycle ----------------------------------------------------------------
+
+    def _stored_dim(self) -> int | None:
+        try:
+            stored = json.loads((self.dir / _CONFIG_FILE).read_text("utf-8"))
+            return int(stored["vectors"][DENSE]["size"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def _mismatch(self, stored: int | str) -> IndexMismatch:
+        return IndexMismatch(
+            f"the index at {self.dir} was built for {stored}-dimensional vectors, but the "
+            f"embedder {self.spec.model_id!r} produces {self.spec.dim}; run `kioku reindex`"
+        )
+
+    def _open_sync(self) -> qe.EdgeShard:
+        exists = (self.dir / _CONFIG_FILE).exists()
+        stored = self._stored_dim() if exists else None
+        if stored is not None and stored != self.spec.dim:
+            raise self._mismatch(stored)
+        try:
+            if exists:
+                shard = qe.EdgeShard.load(str(self.dir), self._config())
+            else:
+                self.dir.mkdir(parents=True, exist_ok=True)
+                shard = qe.EdgeShard.create(str(self.dir), self._config())
+        except Exception as exc:
+            msg = str(exc)
+            if "WouldBlock" in msg:
+                raise StoreUnavailable(
+                    f"the index at {self.dir} is already open in another kioku process (or "
+                    "another index object in this one); stop that process, or use the "
+                    "qdrant backend for shared access"
+                ) from exc
+            if "ncompatible" in msg:
+                raise self._mismatch("other") from exc
+            raise StoreUnavailable(f"cannot open the index at {self.dir}: {msg}") from exc
+        try:
+            # Idempotent: re-creating an existing payload index is a no-op.
+            for name in (*KEYWORD_FIELDS, _CURRENT_MIRROR):
+                shard.update(
+                    qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Keyword)
+                )
+            for name in BOOL_FIELDS:
+                shard.update(qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Bool))
+            for name in FLOAT_FIELDS:
+                shard.update(
+                    qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Float)
+                )
+        except Exception:
+            shard.close()
+            raise
+        return shard
+
+    async def open(self) -> None:
+        async with self._lock:
+            if self._shard is None:
+                self._shard = await anyio.to_thread.run_sync(self._open_sync)
+                log.debug("opened edge index %s", self.dir)
+
+    async def close(self) -> None:
+        async with self._lock:
+            shard, self._shard = self._shard, None
+            if shard is not None:
+
+                def _close() -> None:
+                    try:
+                        shard.flush()
+                    finally:
+                        shard.close()
+
+                await anyio.to_thread.run_sync(_close)
+
+    async def flush(self) -> None:
+        """Flush segments to disk (the WAL already protects acknowledged writes)."""
+        await self._run(lambda s: s.flush())
+
+    async def optimize(self) -> bool:
+        """Build HNSW/merge segments; slow (about 9 s per 10k 384-d points on 2 cores)."""
+        return await self._run(lambda s: s.optimize())
+
+    # -- writes -------------------------------------------------------------------
+
+    def _to_point(self, p: IndexPoint) -> qe.Point:
+        vector: dict[str, Any] = {}
+        if not p.sparse.is_empty():
+            vector[SPARSE] = qe.SparseVector(list(p.sparse.indices), list(p.sparse.values))
+        if p.dense is not None:
+            self._check_dim(p.dense)
+            vector[DENSE] = list(p.dense)
+        return qe.Point(p.id, vector, _with_mirror(p.payload))
+
+    async def upsert(self, points: Sequence[IndexPoint]) -> None:
+        if not points:
+            return
+        batch = [self._to_point(p) for p in points]
+        await self._run(lambda s: s.update(qe.UpdateOperation.upsert_points(batch)))
+
+    async def set_dense(self, vectors: Mapping[str, Sequence[float]]) -> None:
+        if not vectors:
+            return
+        for v in vectors.values():
+            self._check_dim(v)
+
+        def _set(shard: qe.EdgeShard) -> None:
+            # update_vectors fails the whole batch on an unknown id: keep present ones.
+            present = {str(r.id) for r in shard.retrieve(list(vectors), False, False)}
+            batch = [
+                qe.PointVectors(i, {DENSE: list(v)}) for i, v in vectors.items() if i in present
+            ]
+            if batch:
+                shard.update(qe.UpdateOperation.update_vectors(batch))
+
+        await self._run(_set)
+
+    async def set_payload(self, ids: Sequence[str], payload: Mapping[str, Any]) -> None:
+        if not ids or not payload:
+            return
+        op = qe.UpdateOperation.set_payload(list(ids), _with_mirror(payload))
+        await self._run(lambda s: s.update(op))
+
+    async def delete(self, ids: Sequence[str]) -> None:
+        if ids:
+            op = qe.UpdateOperation.delete_points(list(ids))
+            await self._run(lambda s: s.update(op))
+
+    async def clear(self) -> None:
+        # Delete-by-filter goes through the WAL, so a crash mid-clear cannot leave a
+        # half-removed directory behind (as rmtree + create could).
+        op = qe.UpdateOperation.delete_points_by_filter(qe.Filter())
+        await self._run(lambda s: s.update(op))
+
+    # -- reads --------------------------------------------------------------------
+
+    async def search(
+        self,
+        dense: Sequence[float] | None,
+        sparse: SparseVector,
+        flt: IndexFilter,
+        limit: int,
+    ) -> tuple[list[IndexHit], list[IndexHit]]:
+        want_dense = dense is not None
+        want_sparse = not sparse.is_empty()
+        if limit <= 0 or not (want_dense or want_sparse):
+            return [], []
+        if dense is not None:
+            self._check_dim(dense)
+        qfilter = build_filter(flt)
+
+        def _search(shard: qe.EdgeShard) -> list[list[qe.ScoredPoint]]:
+            requests: list[qe.QueryRequest] = []
+            if dense is not None:
+                exact = shard.info().points_count < self._exact_below
+                requests.append(
+                    qe.QueryRequest(
+                        limit=limit,
+                        query=qe.Query.Nearest(list(dense), using=DENSE),
+                        filter=qfilter,
+                        with_payload=True,
+                        params=qe.SearchParams(exact=exact),
+                    )
+                )
+            if want_sparse:
+                vec = qe.SparseVector(list(sparse.indices), list(sparse.values))
+                requests.append(
+                    qe.QueryRequest(
+                        limit=limit,
+                        query=qe.Query.Nearest(vec, using=SPARSE),
+                        filter=qfilter,
+                        with_payload=True,
+                    )
+                )
+            return shard.query_batch(qe.QueryBatchRequest(requests))
+
+        results = await self._run(_search)
+        dense_hits = _hits(results[0]) if want_dense else []
+        sparse_hits = _hits(results[-1]) if want_sparse else []
+        return dense_hits, sparse_hits
+
+    async def present(self, ids: Sequence[str]) -> dict[str, bool]:
+        if not ids:
+            return {}
+        records = await self._run(lambda s: s.retrieve(list(ids), False, [DENSE]))
+        return {str(r.id): bool(r.vector and DENSE in r.vector) for r in records}
+
+    async def count(self, flt: IndexFilter | None = None) -> int:
+        request = qe.CountRequest(exact=True, filter=build_filter(flt))
+        return await self._run(lambda s: s.count(request))

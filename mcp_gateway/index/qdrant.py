@@ -1,0 +1,275 @@
+"""The index on the qdrant-client API: a Qdrant server, or the client's local mode.
+
+Local mode (``path=`` / ``":memory:"``) is exact numpy search with no payload indexes;
+it serves tests of this code path and small setups. A real server (``url=``) gets the
+payload indexes and HNSW. Both channels of a search go out in one ``query_batch_points``.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import warnings
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from pathlib import Path
+from typing import Any, ParamSpec, TypeVar
+
+from qdrant_client import AsyncQdrantClient, models
+from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
+
+from ..errors import IndexMismatch, StoreUnavailable
+from ..types import IndexFilter, IndexHit, IndexPoint, SparseVector
+from .base import BOOL_FIELDS, DENSE, FLOAT_FIELDS, KEYWORD_FIELDS, SPARSE, IndexSpec
+
+log = logging.getLogger(__name__)
+
+_SCHEMA: dict[str, models.PayloadSchemaType] = {
+    **{f: models.PayloadSchemaType.KEYWORD for f in KEYWORD_FIELDS},
+    **{f: models.PayloadSchemaType.BOOL for f in BOOL_FIELDS},
+    **{f: models.PayloadSchemaType.FLOAT for f in FLOAT_FIELDS},
+}
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _store_errors(
+    fn: Callable[P, Coroutine[Any, Any, R]],
+) -> Callable[P, Coroutine[Any, Any, R]]:
+    """Server unreachable or refusing -> ``StoreUnavailable`` with the reason."""
+
+    @functools.wraps(fn)
+    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return await fn(*args, **kwargs)
+        except (ResponseHandlingException, UnexpectedResponse, OSError) as exc:
+            raise StoreUnavailable(
+                f"the Qdrant index is unavailable ({exc}); check that it is running"
+            ) from exc
+
+    return wrapper
+
+
+def _any(key: str, values: tuple[str, ...]) -> models.FieldCondition:
+    return models.FieldCondition(key=key, match=models.MatchAny(any=list(values)))
+
+
+def build_filter(flt: IndexFilter | None) -> models.Filter | None:
+    if flt is None:
+        return None
+    must: list[models.Condition] = [
+        _any(key, values)
+        for key, values in (
+            ("kind", flt.kinds),
+            ("type", flt.types),
+            ("domain", flt.domains),
+            ("namespace", flt.namespaces),
+        )
+        if values
+    ]
+    must_not: list[models.Condition] = []
+    if flt.exclude_types:
+        must_not.append(_any("type", flt.exclude_types))
+    if flt.current_only:
+        # Notes carry no ``current``; only records explicitly marked false are hidden.
+        must_not.append(models.FieldCondition(key="current", match=models.MatchValue(value=False)))
+    if not must and not must_not:
+        return None
+    return models.Filter(must=must or None, must_not=must_not or None)
+
+
+def _sparse(vec: SparseVector) -> models.SparseVector:
+    return models.SparseVector(indices=list(vec.indices), values=list(vec.values))
+
+
+def _hits(points: Sequence[models.ScoredPoint]) -> list[IndexHit]:
+    return [IndexHit(id=str(p.id), score=p.score, payload=dict(p.payload or {})) for p in points]
+
+
+class QdrantIndex:
+    """``Index`` on an ``AsyncQdrantClient`` collection named ``spec.collection``."""
+
+    def __init__(self, spec: IndexSpec, client: AsyncQdrantClient) -> None:
+        self.spec = spec
+        self.client = client
+
+    @property
+    def _name(self) -> str:
+        return self.spec.collection
+
+    def _check_dim(self, vector: Sequence[float]) -> None:
+        if len(vector) != self.spec.dim:
+            raise IndexMismatch(
+                f"dense vector has {len(vector)} dimensions but the index expects "
+                f"{self.spec.dim} ({self.spec.model_id}); run `kioku reindex`"
+            )
+
+    @_store_errors
+    async def open(self) -> None:
+        if await self.client.collection_exists(self._name):
+            await self._check_existing()
+        else:
+            await self.client.create_collection(
+                self._name,
+                vectors_config={
+                    DENSE: models.VectorParams(size=self.spec.dim, distance=models.Distance.COSINE)
+                },
+                sparse_vectors_config={
+                    SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)
+                },
+            )
+        with warnings.catch_warnings():
+            # Local mode warns that payload indexes have no effect there: expected.
+            warnings.simplefilter("ignore", UserWarning)
+            for name, schema in _SCHEMA.items():
+                await self.client.create_payload_index(self._name, name, schema)
+
+    async def _check_existing(self) -> None:
+        info = await self.client.get_collection(self._name)
+        vectors = info.config.params.vectors
+        params = vectors.get(DENSE) if isinstance(vectors, dict) else None
+        sparse = info.config.params.sparse_vectors or {}
+        if params is None or SPARSE not in sparse:
+            raise IndexMismatch(
+                f"collection {self._name!r} was not created by kioku (no {DENSE!r} and "
+                f"{SPARSE!r} vectors); choose another collection or run `kioku reindex`"
+            )
+        if params.size != self.spec.dim:
+            raise IndexMismatch(
+                f"collection {self._name!r} was built for {params.size}-dimensional vectors, "
+                f"but the embedder {self.spec.model_id!r} produces {self.spec.dim}; "
+                "run `kioku reindex`"
+            )
+
+    async def close(self) -> None:
+        await self.client.close()
+
+    @_store_errors
+    async def upsert(self, points: Sequence[IndexPoint]) -> None:
+        if not points:
+            return
+        structs = []
+        for p in points:
+            vector: dict[str, Any] = {}
+            if not p.sparse.is_empty():
+                vector[SPARSE] = _sparse(p.sparse)
+            if p.dense is not None:
+                self._check_dim(p.dense)
+                vector[DENSE] = list(p.dense)
+            structs.append(models.PointStruct(id=p.id, vector=vector, payload=dict(p.payload)))
+        await self.client.upsert(self._name, structs, wait=True)
+
+    @_store_errors
+    async def set_dense(self, vectors: Mapping[str, Sequence[float]]) -> None:
+        if not vectors:
+            return
+        for v in vectors.values():
+            self._check_dim(v)
+        # update_vectors fails on an unknown id (the note was deleted): keep present ones.
+        # Not atomic against a concurrent delete on a server; a point deleted in between
+        # makes the call fail and the embedding job retry, which then skips it.
+        records = await self.client.retrieve(
+            self._name, list(vectors), with_payload=False, with_vectors=False
+        )
+        present = {str(r.id) for r in records}
+        batch = [
+            models.PointVectors(id=i, vector={DENSE: list(v)})
+            for i, v in vectors.items()
+            if i in present
+        ]
+        if batch:
+            await self.client.update_vectors(self._name, batch, wait=True)
+
+    @_store_errors
+    async def set_payload(self, ids: Sequence[str], payload: Mapping[str, Any]) -> None:
+        if ids and payload:
+            await self.client.set_payload(self._name, dict(payload), points=list(ids), wait=True)
+
+    @_store_errors
+    async def delete(self, ids: Sequence[str]) -> None:
+        if ids:
+            await self.client.delete(self._name, models.PointIdsList(points=list(ids)), wait=True)
+
+    @_store_errors
+    async def clear(self) -> None:
+        await self.client.delete(
+            self._name, models.FilterSelector(filter=models.Filter()), wait=True
+        )
+
+    @_store_errors
+    async def search(
+        self,
+        dense: Sequence[float] | None,
+        sparse: SparseVector,
+        flt: IndexFilter,
+        limit: int,
+    ) -> tuple[list[IndexHit], list[IndexHit]]:
+        want_sparse = not sparse.is_empty()
+        if limit <= 0 or (dense is None and not want_sparse):
+            return [], []
+        qfilter = build_filter(flt)
+        requests: list[models.QueryRequest] = []
+        if dense is not None:
+            self._check_dim(dense)
+            requests.append(
+                models.QueryRequest(
+                    query=list(dense), using=DENSE, filter=qfilter, limit=limit, with_payload=True
+                )
+            )
+        if want_sparse:
+            requests.append(
+                models.QueryRequest(
+                    query=_sparse(sparse),
+                    using=SPARSE,
+                    filter=qfilter,
+                    limit=limit,
+                    with_payload=True,
+                )
+            )
+        responses = await self.client.query_batch_points(self._name, requests)
+        dense_hits = _hits(responses[0].points) if dense is not None else []
+        sparse_hits = _hits(responses[-1].points) if want_sparse else []
+        return dense_hits, sparse_hits
+
+    @_store_errors
+    async def present(self, ids: Sequence[str]) -> dict[str, bool]:
+        if not ids:
+            return {}
+        records = await self.client.retrieve(
+            self._name, list(ids), with_payload=False, with_vectors=[DENSE]
+        )
+        return {
+            str(r.id): isinstance(r.vector, dict) and r.vector.get(DENSE) is not None
+            for r in records
+        }
+
+    @_store_errors
+    async def count(self, flt: IndexFilter | None = None) -> int:
+        result = await self.client.count(self._name, count_filter=build_filter(flt), exact=True)
+        return result.count
+
+
+async def open_qdrant_index(
+    spec: IndexSpec, url: str | None, path: Path | None, api_key: str | None
+) -> QdrantIndex:
+    """A server at ``url`` when given, else local mode under ``path`` (in memory if None)."""
+    try:
+        if url:
+            client = AsyncQdrantClient(url=url, api_key=api_key)
+        elif path is not None:
+            client = AsyncQdrantClient(path=str(path))
+        else:
+            client = AsyncQdrantClient(location=":memory:")
+    except RuntimeError as exc:
+        # Local mode allows one client per folder ("already accessed by another instance").
+        raise StoreUnavailable(
+            f"the local Qdrant index at {path} is in use by another process: {exc}"
+        ) from exc
+    index = QdrantIndex(spec, client)
+    try:
+        await index.open()
+    except BaseException:
+        await client.close()
+        raise
+    return index

@@ -1,0 +1,332 @@
+"""One contract for every ``Index`` backend: qdrant-edge and qdrant-client (local mode).
+
+No mocks: each test runs the real engine in a temporary directory.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio.to_thread
+import numpy as np
+import pytest
+
+from mcp_gateway.errors import IndexMismatch, StoreUnavailable
+from mcp_gateway.index.base import Index, IndexSpec
+from mcp_gateway.index.edge import EdgeIndex
+from mcp_gateway.index.qdrant import open_qdrant_index
+from mcp_gateway.lexical import sparse_document, sparse_query
+from mcp_gateway.types import IndexFilter, IndexPoint, SparseVector, point_id
+
+DIM = 16
+RNG = np.random.default_rng(1234)
+
+
+def unit(seed: int | None = None) -> list[float]:
+    rng = RNG if seed is None else np.random.default_rng(seed)
+    v = rng.standard_normal(DIM)
+    return [float(x) for x in v / np.linalg.norm(v)]
+
+
+def pid(name: str) -> str:
+    return point_id("note", name)
+
+
+def point(name: str, text: str, dense: list[float] | None = None, **payload: Any) -> IndexPoint:
+    base: dict[str, Any] = {
+        "kind": "note",
+        "source_id": name,
+        "type": "note",
+        "namespace": "default",
+    }
+    return IndexPoint(pid(name), {**base, **payload}, sparse_document(text), dense)
+
+
+class Backend:
+    def __init__(self, name: str, root: Path) -> None:
+        self.name = name
+        self.root = root
+        self.collection = f"c{uuid.uuid4().hex}"
+        self.opened: list[Index] = []
+
+    async def open(self, dim: int = DIM) -> Index:
+        spec = IndexSpec(collection=self.collection, dim=dim, model_id=f"test-{dim}")
+        index: Index
+        if self.name == "edge":
+            index = EdgeIndex(spec, self.root, exact_search_below=1_000)
+            await index.open()
+        else:
+            index = await open_qdrant_index(spec, url=None, path=self.root / "qdrant", api_key=None)
+        self.opened.append(index)
+        return index
+
+    async def close_all(self) -> None:
+        for index in self.opened:
+            await index.close()
+        self.opened.clear()
+
+
+@pytest.fixture(params=["edge", "qdrant"])
+async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
+    b = Backend(request.param, tmp_path)
+    yield b
+    await b.close_all()
+
+
+@pytest.fixture
+async def index(backend: Backend) -> Index:
+    return await backend.open()
+
+
+ANY = IndexFilter()
+
+
+async def ids_found(
+    index: Index, dense: Sequence[float] | None, sparse: SparseVector, flt: IndexFilter = ANY
+) -> tuple[set[str], set[str]]:
+    d, s = await index.search(dense, sparse, flt, limit=100)
+    return {h.id for h in d}, {h.id for h in s}
+
+
+async def test_sparse_only_point_then_dense(index: Index) -> None:
+    vec = unit()
+    await index.upsert([point("a", "deploy checklist before release")])
+    assert await index.present([pid("a"), pid("missing")]) == {pid("a"): False}
+
+    dense_hits, sparse_hits = await index.search(vec, sparse_query("release"), ANY, 10)
+    assert dense_hits == []
+    assert [h.id for h in sparse_hits] == [pid("a")]
+    assert sparse_hits[0].payload["source_id"] == "a"
+    assert sparse_hits[0].score > 0
+
+    await index.set_dense({pid("a"): vec, pid("gone"): unit()})  # unknown id: skipped
+    assert await index.present([pid("a"), pid("gone")]) == {pid("a"): True}
+    dense_hits, sparse_hits = await index.search(vec, sparse_query("release"), ANY, 10)
+    assert [h.id for h in dense_hits] == [pid("a")]
+    assert dense_hits[0].score == pytest.approx(1.0, abs=1e-4)
+    assert dense_hits[0].payload["source_id"] == "a"  # payload kept by set_dense
+    assert [h.id for h in sparse_hits] == [pid("a")]  # sparse vector kept too
+
+
+async def test_channels_can_be_skipped(index: Index) -> None:
+    await index.upsert([point("a", "redis lock", unit())])
+    d, s = await index.search(None, sparse_query("redis"), ANY, 10)
+    assert d == [] and [h.id for h in s] == [pid("a")]
+    d, s = await index.search(unit(), SparseVector([], []), ANY, 10)
+    assert [h.id for h in d] == [pid("a")] and s == []
+    assert await index.search(None, SparseVector([], []), ANY, 10) == ([], [])
+
+
+async def test_dense_ranking_and_idf(index: Index) -> None:
+    target = unit(7)
+    await index.upsert(
+        [point("t", "rare zebra common", target)]
+        + [point(f"o{i}", "common words here", unit()) for i in range(6)]
+    )
+    d, s = await index.search(target, sparse_query("zebra common"), ANY, 3)
+    assert d[0].id == pid("t") and len(d) == 3
+    assert d[0].score >= d[1].score >= d[2].score
+    assert s[0].id == pid("t") and s[0].score > s[1].score
+
+
+async def test_filters(index: Index) -> None:
+    text = "shared memo about caching"
+    await index.upsert(
+        [
+            point("n1", text, unit(), type="lesson", domain="infra"),
+            point("n2", text, unit(), type="conclusion", domain="web", namespace="team"),
+            point("n3", text, unit(), type="note"),
+            point("r1", text, unit(), kind="record", type="decision", current=True),
+            point("r2", text, unit(), kind="record", type="decision", current=False),
+        ]
+    )
+    q_dense, q_sparse = unit(), sparse_query("caching")
+    every = {pid(x) for x in ("n1", "n2", "n3", "r1", "r2")}
+    cases: list[tuple[IndexFilter, set[str]]] = [
+        (ANY, every),
+        (IndexFilter(types=("lesson",)), {pid("n1")}),
+        (IndexFilter(types=("lesson", "conclusion")), {pid("n1"), pid("n2")}),
+        (IndexFilter(domains=("web", "infra")), {pid("n1"), pid("n2")}),
+        (IndexFilter(namespaces=("team",)), {pid("n2")}),
+        (IndexFilter(namespaces=("default",)), every - {pid("n2")}),
+        (IndexFilter(kinds=("record",)), {pid("r1"), pid("r2")}),
+        (IndexFilter(current_only=True), every - {pid("r2")}),
+        (IndexFilter(kinds=("record",), current_only=True), {pid("r1")}),
+        (IndexFilter(exclude_types=("note", "decision")), {pid("n1"), pid("n2")}),
+        (IndexFilter(types=("lesson",), namespaces=("team",)), set()),
+    ]
+    for flt, expected in cases:
+        assert await ids_found(index, q_dense, q_sparse, flt) == (expected, expected), flt
+        assert await index.count(flt) == len(expected), flt
+
+    # current flips through set_payload (the edge backend mirrors it for filtering)
+    await index.set_payload([pid("r2")], {"current": True})
+    await index.set_payload([pid("r1")], {"current": False, "prior": 0.5})
+    flt = IndexFilter(kinds=("record",), current_only=True)
+    assert await ids_found(index, q_dense, q_sparse, flt) == ({pid("r2")}, {pid("r2")})
+    d, _ = await index.search(q_dense, q_sparse, IndexFilter(kinds=("record",)), 10)
+    payloads = {h.id: h.payload for h in d}
+    assert payloads[pid("r1")]["prior"] == 0.5
+    assert payloads[pid("r1")]["current"] is False
+    assert payloads[pid("r1")]["type"] == "decision"  # merged, not replaced
+    assert set(payloads[pid("r1")]) == {
+        "kind",
+        "source_id",
+        "type",
+        "namespace",
+        "current",
+        "prior",
+    }
+
+
+async def test_delete_count_clear(index: Index) -> None:
+    await index.upsert([point(f"p{i}", f"item {i} text", unit()) for i in range(5)])
+    assert await index.count() == 5
+    await index.delete([pid("p0"), pid("p1"), pid("never")])
+    assert await index.count() == 3
+    assert await index.present([pid("p0"), pid("p2")]) == {pid("p2"): True}
+    d, s = await ids_found(index, unit(), sparse_query("item text"))
+    assert pid("p0") not in d | s and len(d) == len(s) == 3
+    await index.clear()
+    assert await index.count() == 0
+    assert await ids_found(index, unit(), sparse_query("item")) == (set(), set())
+    await index.upsert([point("after", "after clear", unit())])  # still usable
+    assert await index.count() == 1
+
+
+async def test_idempotent_upsert(index: Index) -> None:
+    vec = unit()
+    await index.upsert([point("a", "first version", vec, type="lesson")])
+    await index.upsert([point("a", "second version", vec, type="knowledge")])
+    assert await index.count() == 1
+    _, s = await index.search(None, sparse_query("second"), ANY, 10)
+    assert [h.id for h in s] == [pid("a")] and s[0].payload["type"] == "knowledge"
+    _, s = await index.search(None, sparse_query("first"), ANY, 10)
+    assert s == []  # the sparse vector was replaced, not merged
+    # a full upsert without dense drops the old dense vector
+    await index.upsert([point("a", "second version")])
+    assert await index.present([pid("a")]) == {pid("a"): False}
+
+
+async def test_japanese_and_thai_lexical_match(index: Index) -> None:
+    await index.upsert(
+        [
+            point("ja", "デプロイ前に必ずCIの結果を確認すること", unit()),
+            point("ja2", "データベースのバックアップ手順", unit()),
+            point("th", "เราตกลงกันว่าจะใช้ git rebase แทนการ merge เสมอ", unit()),
+            point("th2", "อย่าส่งคำขอ PATCH พร้อมกันหลายครั้ง", unit()),
+            point("en", "always check CI before deploying", unit()),
+        ]
+    )
+    for query, expected in [
+        ("CIを確認", "ja"),
+        ("バックアップ", "ja2"),
+        ("แทนการ merge", "th"),
+        ("คำขอพร้อมกัน", "th2"),
+    ]:
+        _, s = await index.search(None, sparse_query(query), ANY, 5)
+        assert s and s[0].id == pid(expected), (query, [h.payload["source_id"] for h in s])
+
+
+async def test_wrong_dense_size_is_rejected(index: Index) -> None:
+    with pytest.raises(IndexMismatch, match="reindex"):
+        await index.upsert([point("a", "x", [1.0, 0.0])])
+    with pytest.raises(IndexMismatch):
+        await index.search([1.0, 0.0], SparseVector([], []), ANY, 5)
+
+
+async def test_reopen_keeps_data_and_dim_mismatch_raises(backend: Backend) -> None:
+    index = await backend.open()
+    vec = unit()
+    await index.upsert([point("a", "persisted note", vec)])
+    await backend.close_all()
+
+    index = await backend.open()
+    d, s = await ids_found(index, vec, sparse_query("persisted"))
+    assert d == s == {pid("a")}
+    await backend.close_all()
+
+    with pytest.raises(IndexMismatch, match="kioku reindex"):
+        await backend.open(dim=DIM * 2)
+    index = await backend.open()  # the failed open released the store
+    assert await index.count() == 1
+
+
+async def test_second_open_of_same_store_is_store_unavailable(backend: Backend) -> None:
+    first = await backend.open()
+    await first.upsert([point("a", "held open", unit())])
+    with pytest.raises(StoreUnavailable, match="another"):
+        await backend.open()
+    assert await first.count() == 1  # the first one is unharmed
+
+
+async def test_closed_edge_index_raises_store_unavailable(tmp_path: Path) -> None:
+    index = EdgeIndex(IndexSpec("c", DIM, "m"), tmp_path)
+    with pytest.raises(StoreUnavailable, match="not open"):
+        await index.count()
+
+
+_CHILD = textwrap.dedent(
+    """
+    import anyio, sys
+    from pathlib import Path
+    from mcp_gateway.index.base import IndexSpec
+    from mcp_gateway.index.edge import EdgeIndex
+    from mcp_gateway.lexical import sparse_document
+    from mcp_gateway.types import IndexPoint, point_id
+
+    async def main():
+        index = EdgeIndex(IndexSpec("kill", 4, "m"), Path(sys.argv[1]))
+        await index.open()
+        for i in range(200):
+            p = IndexPoint(point_id("note", str(i)), {"kind": "note"},
+                           sparse_document(f"note number {i}"), [1.0, 0.0, 0.0, float(i)])
+            await index.upsert([p])
+        await index.set_dense({point_id("note", "0"): [0.0, 1.0, 0.0, 0.0]})
+        print("acked", flush=True)
+        await anyio.sleep(60)
+
+    anyio.run(main)
+    """
+)
+
+
+def _write_then_sigkill(root: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _CHILD, str(root)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "acked"
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+async def test_edge_acknowledged_writes_survive_sigkill(tmp_path: Path) -> None:
+    await anyio.to_thread.run_sync(_write_then_sigkill, tmp_path)
+    index = EdgeIndex(IndexSpec("kill", 4, "m"), tmp_path)
+    await index.open()
+    try:
+        assert await index.count() == 200
+        d, _ = await index.search([0.0, 1.0, 0.0, 0.0], SparseVector([], []), ANY, 1)
+        assert d[0].id == point_id("note", "0")
+    finally:
+        await index.close()
+
+
+async def test_unreachable_qdrant_server_is_store_unavailable() -> None:
+    spec = IndexSpec("c", DIM, "m")
+    with pytest.raises(StoreUnavailable, match="unavailable"):
+        await open_qdrant_index(spec, url="http://127.0.0.1:9", path=None, api_key=None)

@@ -90,12 +90,12 @@ async def time_searches(app: AppContext, queries: list[str]) -> list[float]:
 
 
 async def time_adds(app: AppContext, count: int, rng: random.Random) -> list[float]:
-    out = []
+    out, settings_ns = [], app.settings.namespace
     for i in range(count):
         fields = {"text": text_for(10**7 + i, rng), "type": "note", "priority": "",
                   "domain": "", "solved_query": ""}
         t = time.perf_counter()
-        await store_note(app, fields)
+        await store_note(app, fields, settings_ns)
         out.append((time.perf_counter() - t) * 1000)
     await app.jobs.drain()
     return out

@@ -12,6 +12,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from .access import settings_scope
 from .activity import ActivityLog
 from .db import Database
 from .embedders import build_embedder
@@ -47,7 +48,8 @@ class AppContext:
 
     @property
     def namespaces(self) -> tuple[str, ...]:
-        return (self.settings.namespace,)
+        """The namespaces this process serves by default (stdio, jobs, exports)."""
+        return settings_scope(self.settings).read
 
 
 async def open_index(settings: KiokuSettings, spec: IndexSpec) -> Index:

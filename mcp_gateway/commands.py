@@ -10,6 +10,7 @@ import argparse
 import sys
 import time
 
+from .access import settings_scope
 from .app import open_app
 from .cli_records import run_records_command
 from .render import render_search
@@ -31,6 +32,7 @@ async def add(args: argparse.Namespace, settings: KiokuSettings) -> int:
                 "domain": one_line(args.domain, "domain", 64).lower(),
                 "solved_query": clean_text(args.solved_query, "solved_query", limit, required=False),
             },
+            settings.namespace,
         )
         print(note.id)
     return 0
@@ -44,7 +46,7 @@ async def search(args: argparse.Namespace, settings: KiokuSettings) -> int:
                 type=args.type,
                 domain=args.domain,
                 top=bounded_int(args.top, "top", 1, settings.search.max_top),
-                namespaces=app.namespaces,
+                namespaces=settings_scope(settings).read,
             )
         )
         print(response.model_dump_json(indent=2) if args.json else render_search(response))

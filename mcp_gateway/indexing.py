@@ -81,9 +81,7 @@ def note_point(
     )
 
 
-def record_point(
-    rec: Record, *, current: bool, namespace: str, dense: Sequence[float] | None = None
-) -> IndexPoint:
+def record_point(rec: Record, *, current: bool, dense: Sequence[float] | None = None) -> IndexPoint:
     # ``current`` lets every search drop superseded and duplicate records in the index.
     return IndexPoint(
         id=point_id("record", rec.id),
@@ -93,7 +91,7 @@ def record_point(
             "type": rec.type,
             "domain": "",
             "priority": "",
-            "namespace": namespace,
+            "namespace": rec.namespace,
             "created_at": rec.created_at,
             "current": current,
         },
@@ -152,13 +150,9 @@ class Indexer:
         todo = [n for n in found.values() if n.embedded_model != self.embedder.model_id]
         return await self.embed_notes(todo)
 
-    async def index_records(
-        self, records: Sequence[Record], current: set[str], namespace: str
-    ) -> IndexOutcome:
+    async def index_records(self, records: Sequence[Record], current: set[str]) -> IndexOutcome:
         """Embed and upsert records whole; lexical first, so a slow embedder never hides them."""
-        await self.index.upsert(
-            [record_point(r, current=r.id in current, namespace=namespace) for r in records]
-        )
+        await self.index.upsert([record_point(r, current=r.id in current) for r in records])
         calls = 0
         for start in range(0, len(records), self.batch):
             chunk = list(records[start : start + self.batch])
@@ -166,7 +160,7 @@ class Indexer:
             calls += 1
             await self.index.upsert(
                 [
-                    record_point(r, current=r.id in current, namespace=namespace, dense=v)
+                    record_point(r, current=r.id in current, dense=v)
                     for r, v in zip(chunk, vectors, strict=True)
                 ]
             )

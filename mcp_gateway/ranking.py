@@ -80,8 +80,21 @@ def passes_threshold(cand: Candidate, params: RankingParams, best_sparse: float)
     return False
 
 
-def select(candidates: list[Candidate], params: RankingParams, top: int) -> list[Candidate]:
-    """Threshold, cut to ``top``, then priority order (stable within a priority)."""
+def select(
+    candidates: list[Candidate],
+    params: RankingParams,
+    top: int,
+    namespaces: Sequence[str] = (),
+) -> list[Candidate]:
+    """Threshold, cut to ``top``, then priority order, the caller's own namespace
+    (the first of ``namespaces``) before shared ones; stable otherwise."""
     best_sparse = max((c.sparse_score or 0.0 for c in candidates), default=0.0)
     kept = [c for c in candidates if passes_threshold(c, params, best_sparse)][:top]
-    return sorted(kept, key=lambda c: PRIORITY_ORDER.get(c.priority, 1))
+    rank = {ns: i for i, ns in enumerate(namespaces)}
+    return sorted(
+        kept,
+        key=lambda c: (
+            PRIORITY_ORDER.get(c.priority, 1),
+            rank.get(str(c.payload.get("namespace", "")), 0),
+        ),
+    )

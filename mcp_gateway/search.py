@@ -96,7 +96,7 @@ class SearchService:
             dense, lexical.sparse_query(query), flt, self.settings.candidates
         )
         params = await self._params()
-        chosen = select(fuse(dense_hits, sparse_hits, params), params, req.top)
+        chosen = select(fuse(dense_hits, sparse_hits, params), params, req.top, req.namespaces)
         results = await self._materialise(chosen)
         results += await self._recent(req, {r.id for r in results})
         return SearchResponse(query=query, results=results, dense_available=dense_ok)
@@ -144,9 +144,7 @@ class SearchService:
             domain=req.domain,
             limit=self.settings.recent_count,
         )
-        return [
-            note_result(n, None, tags=[RECENT_TAG]) for n in recent if n.id not in present
-        ]
+        return [note_result(n, None, tags=[RECENT_TAG]) for n in recent if n.id not in present]
 
 
 def _kind(cand: Candidate) -> str:

@@ -3,18 +3,17 @@
 
 from __future__ import annotations
 
-import hmac
 import ipaddress
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 import anyio
-from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 
+from .access import GrantTokenVerifier
 from .app import AppContext, open_app
 from .errors import InvalidInput
 from .settings import KiokuSettings
@@ -78,18 +77,6 @@ async def _read_context(settings: KiokuSettings) -> str:
     return "# Session context (kioku)\n\n_Nothing recorded yet._\n"
 
 
-class StaticTokenVerifier:
-    """Accepts exactly the configured bearer token; compared in constant time."""
-
-    def __init__(self, token: str) -> None:
-        self._token = token.encode()
-
-    async def verify_token(self, token: str) -> AccessToken | None:
-        if hmac.compare_digest(token.encode(), self._token):
-            return AccessToken(token="***", client_id="kioku-client", scopes=["kioku"])
-        return None
-
-
 def is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -100,18 +87,18 @@ def is_loopback(host: str) -> bool:
 
 
 def _auth_kwargs(settings: KiokuSettings) -> dict[str, object]:
-    token = settings.http.token.get_secret_value() if settings.http.token else ""
+    verifier = GrantTokenVerifier(settings)
     host, port = settings.http.host, settings.http.port
-    if not token:
+    if not verifier:
         if not is_loopback(host):
             raise InvalidInput(
                 f"refusing to serve HTTP on {host} without a token: set KIOKU_HTTP__TOKEN "
-                "(any long random string) or bind to 127.0.0.1"
+                "(any long random string) or KIOKU_HTTP__GRANTS, or bind to 127.0.0.1"
             )
         return {}
     url = f"http://{'127.0.0.1' if is_loopback(host) else host}:{port}"
     return {
-        "token_verifier": StaticTokenVerifier(token),
+        "token_verifier": verifier,
         "auth": AuthSettings(
             issuer_url=url,  # type: ignore[arg-type]
             resource_server_url=f"{url}/mcp",  # type: ignore[arg-type]

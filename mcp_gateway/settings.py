@@ -71,10 +71,22 @@ class SearchSettings(BaseModel):
     thresholds: dict[str, float] = Field(default_factory=lambda: {"*": 0.35})
 
 
+class TokenGrant(BaseModel):
+    """What one bearer token may touch: it writes to ``namespace`` and reads that
+    namespace first, then ``read`` (e.g. a team's shared namespace)."""
+
+    token: SecretStr
+    namespace: str
+    read: list[str] = Field(default_factory=list)
+
+
 class HttpSettings(BaseModel):
     host: str = "127.0.0.1"
     port: int = Field(default=8765, ge=1, le=65535)
+    # one token with the top-level namespace settings...
     token: SecretStr | None = None
+    # ...and/or named grants, one per person or team: {"alice": {"token": ..., "namespace": ...}}
+    grants: dict[str, TokenGrant] = Field(default_factory=dict)
 
 
 class ExportSettings(BaseModel):
@@ -91,6 +103,15 @@ class QueueSettings(BaseModel):
     reconcile_every_s: int = Field(default=300, ge=10)
 
 
+class LocalGatewaySettings(BaseModel):
+    # stdio `kioku serve` proxies to one daemon per data dir (see local_gateway.py), so
+    # several editors can share one embedded memory; `kioku serve --standalone` skips it.
+    shared: bool = True
+    idle_exit_s: float = Field(default=900.0, ge=0, description="0: never exit when idle")
+    start_timeout_s: float = Field(default=60.0, gt=0)
+    request_timeout_s: float = Field(default=300.0, gt=0)
+
+
 def default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir("kioku", appauthor=False))
 
@@ -102,6 +123,8 @@ class KiokuSettings(BaseSettings):
 
     data_dir: Path = Field(default_factory=default_data_dir)
     namespace: str = "default"
+    # namespaces also searched (after the own one), e.g. ["team"]
+    read_namespaces: list[str] = Field(default_factory=list)
     project: str = "MEM"
     qdrant_url: str | None = None
     redis_url: str | None = None
@@ -114,6 +137,7 @@ class KiokuSettings(BaseSettings):
     http: HttpSettings = Field(default_factory=HttpSettings)
     export: ExportSettings = Field(default_factory=ExportSettings)
     queue: QueueSettings = Field(default_factory=QueueSettings)
+    local_gateway: LocalGatewaySettings = Field(default_factory=LocalGatewaySettings)
 
     @field_validator("project")
     @classmethod

@@ -10,6 +10,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult
 from pydantic import BaseModel
 
+from .access import request_scope
 from .activity import preview
 from .app import AppContext
 from .errors import InvalidInput
@@ -50,6 +51,18 @@ def _view(note: Note, history: list[dict[str, Any]] | None = None) -> NoteView:
     return NoteView(**data, history=history or [])
 
 
+async def readable_note(app: AppContext, note_id: str, *, include_deleted: bool = False) -> Note:
+    note = await app.notes.get(str(note_id).strip(), include_deleted=include_deleted)
+    request_scope(app.settings).require_read(note.namespace, f"note with id {note_id!r}")
+    return note
+
+
+async def writable_note(app: AppContext, note_id: str, *, include_deleted: bool = False) -> Note:
+    note = await app.notes.get(str(note_id).strip(), include_deleted=include_deleted)
+    request_scope(app.settings).require_write(note.namespace, f"note with id {note_id!r}")
+    return note
+
+
 def clean_query(query: str, max_chars: int) -> str:
     if isinstance(query, str) and len(query) > max_chars:
         raise InvalidInput(
@@ -71,7 +84,7 @@ def _validated_fields(
     }
 
 
-async def store_note(app: AppContext, fields: dict[str, str]) -> Note:
+async def store_note(app: AppContext, fields: dict[str, str], namespace: str) -> Note:
     """Commit, make lexically searchable, hand the rest to jobs. Shared with checkpoint."""
     note = await app.notes.add(
         fields["text"],
@@ -79,7 +92,7 @@ async def store_note(app: AppContext, fields: dict[str, str]) -> Note:
         priority=fields["priority"],
         domain=fields["domain"],
         solved_query=fields["solved_query"],
-        namespace=app.settings.namespace,
+        namespace=namespace,
     )
     await app.indexer.put_lexical(note)
     await app.jobs.notes_changed(
@@ -116,7 +129,7 @@ def register_note_tools(mcp: MCPServer) -> None:  # noqa: C901 - one closure per
         fields = _validated_fields(
             app, text=text, type=type, priority=priority, domain=domain, solved_query=solved_query
         )
-        note = await store_note(app, fields)
+        note = await store_note(app, fields, request_scope(app.settings).write)
         await app.activity.append(
             "add_note",
             id=note.id,
@@ -162,7 +175,7 @@ def register_note_tools(mcp: MCPServer) -> None:  # noqa: C901 - one closure per
             type=type,
             domain=one_line(domain, "domain", 64).lower(),
             top=top,
-            namespaces=app.namespaces,
+            namespaces=request_scope(app.settings).read,
         )
         response = await app.search.search(request)
         await _log_search(app, response, request, started)
@@ -173,7 +186,7 @@ def register_note_tools(mcp: MCPServer) -> None:  # noqa: C901 - one closure per
     async def get_note(id: str, ctx: Context) -> Annotated[CallToolResult, NoteView]:
         """Show one note by id, with its change history."""
         app = app_from(ctx)
-        note = await app.notes.get(id.strip(), include_deleted=True)
+        note = await readable_note(app, id, include_deleted=True)
         view = _view(note, await app.notes.history(note.id))
         return result(render_note(view.model_dump()), view)
 
@@ -191,7 +204,7 @@ def register_note_tools(mcp: MCPServer) -> None:  # noqa: C901 - one closure per
         """Correct a note that turned out wrong or incomplete. Only the fields you pass
         change; the old values are kept in the note's history."""
         app = app_from(ctx)
-        current = await app.notes.get(id.strip())
+        current = await writable_note(app, id)
         merged = _validated_fields(
             app,
             text=current.text if text is None else text,
@@ -220,6 +233,7 @@ def register_note_tools(mcp: MCPServer) -> None:  # noqa: C901 - one closure per
         """Forget a wrong or obsolete note (soft delete: it stops appearing in searches
         but is kept, and restore=true brings it back)."""
         app = app_from(ctx)
+        await writable_note(app, id, include_deleted=True)
         note = await app.notes.set_deleted(id.strip(), deleted=not restore)
         if restore:
             await app.indexer.put_lexical(note)
@@ -243,7 +257,7 @@ def register_note_tools(mcp: MCPServer) -> None:  # noqa: C901 - one closure per
         fields = _validated_fields(
             app, text=text, type="checkpoint", priority="", domain=domain, solved_query=""
         )
-        note = await store_note(app, fields)
+        note = await store_note(app, fields, request_scope(app.settings).write)
         await app.activity.append("checkpoint", id=note.id, text_preview=preview(note.text))
         out = AddNoteResult(
             id=note.id,

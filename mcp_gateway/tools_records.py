@@ -14,6 +14,7 @@ from typing import Annotated
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult
 
+from .access import Scope, request_scope
 from .records import render
 from .records.model import (
     RecordAdded,
@@ -65,8 +66,10 @@ def register_record_tools(mcp: MCPServer) -> None:
         """
         app = app_from(ctx)
         all_links = [*([link] if link.strip() else []), *links]
-        rec = await app.records.add(type, title, content, status, action_state, all_links, project)
-        view = await app.records.show(rec.id)
+        rec = await app.records.add(
+            type, title, content, status, action_state, all_links, project, scope=_scope(ctx)
+        )
+        view = await app.records.show(rec.id, scope=_scope(ctx))
         edges = [e for e in view.edges if e.source == rec.id]
         await _changed(ctx, [rec.id, *(e.target for e in edges)])
         return result(render.render_added(rec, edges), RecordAdded(record=rec, links=edges))
@@ -84,7 +87,7 @@ def register_record_tools(mcp: MCPServer) -> None:
         supersedes/duplicates cycles. Edges are never removed; they are history.
         """
         app = app_from(ctx)
-        edge = await app.records.link(source, relation, target)
+        edge = await app.records.link(source, relation, target, scope=_scope(ctx))
         await _changed(ctx, [edge.source, edge.target])
         return result(render.render_edge(edge), RecordLinked(edge=edge))
 
@@ -101,7 +104,7 @@ def register_record_tools(mcp: MCPServer) -> None:
         NOT change this record's own status: truth fields change only through
         record_update, so history is never rewritten implicitly; read resolved_by.
         """
-        view = await app_from(ctx).records.show(id)
+        view = await app_from(ctx).records.show(id, scope=_scope(ctx))
         return result(render.render_view(view), view)
 
     @mcp.tool()
@@ -116,7 +119,9 @@ def register_record_tools(mcp: MCPServer) -> None:
         wording of a superseded decision still finds the decision in force now.
         limit: 1 to 100. Call record_show before relying on an important result.
         """
-        hits = await app_from(ctx).records.search(query, type, current_only, limit)
+        hits = await app_from(ctx).records.search(
+            query, type, current_only, limit, scope=_scope(ctx)
+        )
         response = RecordSearchResponse(
             query=query, type=type, current_only=current_only, hits=hits
         )
@@ -142,10 +147,14 @@ def register_record_tools(mcp: MCPServer) -> None:
         link="supersedes:ID".
         """
         app = app_from(ctx)
-        out = await app.records.update(id, title, content, status, action_state)
+        out = await app.records.update(id, title, content, status, action_state, scope=_scope(ctx))
         if any(c.field in _INDEXED_FIELDS for c in out.changes):
             await _changed(ctx, [out.record.id])
         return result(render.render_updated(out), out)
+
+
+def _scope(ctx: Context) -> Scope:
+    return request_scope(app_from(ctx).settings)
 
 
 async def _changed(ctx: Context, ids: list[str]) -> None:

@@ -34,6 +34,7 @@ class Record(BaseModel):
     action_state: ActionState = "actionable"
     created_at: float = Field(description="epoch seconds (UTC)")
     updated_at: float = Field(description="epoch seconds (UTC)")
+    namespace: str = "default"
 
 
 class Edge(BaseModel):

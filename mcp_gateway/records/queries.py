@@ -14,7 +14,8 @@ from . import lifecycle
 from .model import Edge, HistoryEntry, Lifecycle, Record
 
 _RECORD_COLS = (
-    "id, type, project, seq, title, content, status, action_state, created_at, updated_at"
+    "id, type, project, seq, title, content, status, action_state, created_at, updated_at, "
+    "namespace"
 )
 
 
@@ -72,7 +73,7 @@ def next_seq(conn: sqlite3.Connection, rtype: str, project: str) -> int:
 
 def insert_record(conn: sqlite3.Connection, rec: Record) -> None:
     conn.execute(
-        f"INSERT INTO records({_RECORD_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?)",
+        f"INSERT INTO records({_RECORD_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
         (
             rec.id,
             rec.type,
@@ -84,6 +85,7 @@ def insert_record(conn: sqlite3.Connection, rec: Record) -> None:
             rec.action_state,
             rec.created_at,
             rec.updated_at,
+            rec.namespace,
         ),
     )
     initial = rec.model_dump(include={"type", "title", "content", "status", "action_state"})

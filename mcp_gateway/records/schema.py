@@ -53,3 +53,11 @@ CREATE INDEX record_history_record ON record_history(record_id, n);
 """ + fts_schema(FTS_TABLE, "records", "pk", ("title", "content"))
 
 register_migration("records", 1, _V1)
+
+# v2: every record belongs to a namespace (a person's own, a team's), like notes.
+register_migration(
+    "records",
+    2,
+    "ALTER TABLE records ADD COLUMN namespace TEXT NOT NULL DEFAULT 'default';\n"
+    "CREATE INDEX records_namespace ON records(namespace, type);",
+)

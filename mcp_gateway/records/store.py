@@ -14,6 +14,7 @@ import time
 from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import Any
 
+from ..access import Scope
 from ..db import Database
 from ..errors import InvalidInput
 from . import lifecycle, queries
@@ -62,6 +63,7 @@ class RecordStore:
         action_state: str = "actionable",
         links: Sequence[str] = (),
         project: str = "",
+        scope: Scope | None = None,
     ) -> Record:
         """Create a record and its outgoing ``links`` (``RELATION:TARGET_ID``) atomically.
 
@@ -79,6 +81,8 @@ class RecordStore:
         parsed = [v.parse_link(link) for link in links]
 
         def write(conn: sqlite3.Connection) -> Record:
+            for _, target in parsed:
+                _require(conn, target, scope, write=False)
             seq = queries.next_seq(conn, rtype, code)
             now = time.time()
             rec = Record.model_validate(
@@ -93,6 +97,7 @@ class RecordStore:
                     "action_state": act,
                     "created_at": now,
                     "updated_at": now,
+                    "namespace": scope.write if scope else "default",
                 }
             )
             queries.insert_record(conn, rec)
@@ -104,11 +109,14 @@ class RecordStore:
         log.info("record %s added with %d link(s)", rec.id, len(parsed))
         return rec
 
-    async def link(self, source: str, relation: str, target: str) -> Edge:
+    async def link(
+        self, source: str, relation: str, target: str, scope: Scope | None = None
+    ) -> Edge:
         src, tgt, rel = v.record_id(source), v.record_id(target), v.relation(relation)
 
         def write(conn: sqlite3.Connection) -> Edge:
-            queries.get_record(conn, src)
+            _require(conn, src, scope, write=True)
+            _require(conn, tgt, scope, write=False)
             return queries.insert_edge(conn, src, rel, tgt, time.time())
 
         edge = await self.db.transaction(write)
@@ -122,6 +130,7 @@ class RecordStore:
         content: str | None = None,
         status: str | None = None,
         action_state: str | None = None,
+        scope: Scope | None = None,
     ) -> RecordUpdated:
         """Change fields; each real change is a history entry, same values change nothing.
 
@@ -142,7 +151,7 @@ class RecordStore:
         rid = v.record_id(id)
 
         def write(conn: sqlite3.Connection) -> RecordUpdated:
-            rec = queries.get_record(conn, rid)
+            rec = _require(conn, rid, scope, write=True)
             current = rec.model_dump()
             changes = {f: val for f, val in wanted.items() if current[f] != val}
             closing = changes.get("status") in CLOSING_STATUSES
@@ -166,11 +175,11 @@ class RecordStore:
         rid = v.record_id(id)
         return await self.db.run(lambda conn: queries.get_record(conn, rid))
 
-    async def show(self, id: str) -> RecordView:
+    async def show(self, id: str, scope: Scope | None = None) -> RecordView:
         rid = v.record_id(id)
 
         def read(conn: sqlite3.Connection) -> RecordView:
-            rec = queries.get_record(conn, rid)
+            rec = _require(conn, rid, scope, write=False)
             edges = queries.edges_touching(conn, rid)
             return RecordView(
                 record=rec,
@@ -182,7 +191,12 @@ class RecordStore:
         return await self.db.run(read)
 
     async def search(
-        self, query: str, type: str = "", current_only: bool = False, limit: int = 10
+        self,
+        query: str,
+        type: str = "",
+        current_only: bool = False,
+        limit: int = 10,
+        scope: Scope | None = None,
     ) -> list[RecordSearchHit]:
         """Full-text search of titles and contents, best first.
 
@@ -200,7 +214,11 @@ class RecordStore:
             matched = [(recs[pk], recs[pk].id, s) for pk, s in scored.items() if pk in recs]
             if current_only:
                 matched = _resolve_heads(conn, matched)
-            kept = [(r, m, s) for r, m, s in matched if not rtype or r.type == rtype]
+            kept = [
+                (r, m, s)
+                for r, m, s in matched
+                if (not rtype or r.type == rtype) and (scope is None or scope.can_read(r.namespace))
+            ]
             kept.sort(key=lambda hit: (-hit[2], -hit[0].created_at))
             step = queries.successors(conn)
             return [_hit(r, m, s, current_only or not step(r.id)) for r, m, s in kept[:limit]]
@@ -326,6 +344,17 @@ class RecordStore:
             )
 
         return await self.db.run(read)
+
+
+def _require(conn: sqlite3.Connection, rid: str, scope: Scope | None, *, write: bool) -> Record:
+    """The record, if the caller's scope may read (or write) it; else NotFound."""
+    rec = queries.get_record(conn, rid)
+    if scope is not None:
+        if write:
+            scope.require_write(rec.namespace, f"record {rid!r}")
+        else:
+            scope.require_read(rec.namespace, f"record {rid!r}")
+    return rec
 
 
 def _export_item(rec: Record) -> dict[str, Any]:

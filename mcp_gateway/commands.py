@@ -30,7 +30,9 @@ async def add(args: argparse.Namespace, settings: KiokuSettings) -> int:
                 "type": choice(args.type, "type", settings.notes.types),
                 "priority": choice(args.priority, "priority", PRIORITIES),
                 "domain": one_line(args.domain, "domain", 64).lower(),
-                "solved_query": clean_text(args.solved_query, "solved_query", limit, required=False),
+                "solved_query": clean_text(
+                    args.solved_query, "solved_query", limit, required=False
+                ),
             },
             settings.namespace,
         )

@@ -103,7 +103,7 @@ async def store_note(app: AppContext, fields: dict[str, str], namespace: str) ->
     return note
 
 
-def register_note_tools(mcp: MCPServer) -> None:  # noqa: C901 - one closure per tool
+def register_note_tools(mcp: MCPServer) -> None:
     @mcp.tool()
     @tool_errors
     async def add_note(

@@ -31,7 +31,9 @@ async def search(h: Harness, query: str, **kw: object) -> list[dict]:  # type: i
 
 
 async def test_add_note_returns_id_and_is_searchable(harness: Harness) -> None:
-    data = await harness.ok("add_note", text="Always run the linter before pushing", type="knowledge")
+    data = await harness.ok(
+        "add_note", text="Always run the linter before pushing", type="knowledge"
+    )
     assert data["status"] == "stored" and data["type"] == "knowledge"
     await harness.settle()
     results = await search(harness, "run the linter before pushing")
@@ -87,7 +89,9 @@ async def test_recent_boost_respects_type_and_count(harness: Harness) -> None:
 async def test_high_priority_sorts_first(harness: Harness) -> None:
     await add(harness, "Retry HTTP 429 responses with exponential backoff", type="knowledge")
     high = await add(
-        harness, "Retry 429 only after reading Retry-After; never hammer", type="lesson",
+        harness,
+        "Retry 429 only after reading Retry-After; never hammer",
+        type="lesson",
         priority="high",
     )
     await harness.settle()
@@ -161,8 +165,13 @@ async def test_get_update_delete_restore(harness: Harness) -> None:
 
 
 async def test_activity_log_records_calls(harness: Harness) -> None:
-    note_id = await add(harness, "Lesson: ask before bulk operations", type="lesson",
-                        priority="high", solved_query="please update all rows")
+    note_id = await add(
+        harness,
+        "Lesson: ask before bulk operations",
+        type="lesson",
+        priority="high",
+        solved_query="please update all rows",
+    )
     await harness.settle()
     await search(harness, "bulk operations", type="lesson")
     lines = harness.app.settings.activity_log_path.read_text(encoding="utf-8").splitlines()
@@ -229,11 +238,15 @@ async def test_checkpoint_is_searchable_but_not_recent(harness: Harness) -> None
 
 async def test_search_memory_returns_current_records_beside_notes(harness: Harness) -> None:
     old = await harness.ok(
-        "record_add", type="decision", title="Use MySQL for the orders service",
+        "record_add",
+        type="decision",
+        title="Use MySQL for the orders service",
         content="Chosen for the team's familiarity with MySQL replication.",
     )
     new = await harness.ok(
-        "record_add", type="decision", title="Use PostgreSQL for the orders service",
+        "record_add",
+        type="decision",
+        title="Use PostgreSQL for the orders service",
         content="Replaces the MySQL choice: we need JSONB and row-level security.",
         link=f"supersedes:{old['record']['id']}",
     )

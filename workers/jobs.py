@@ -45,7 +45,7 @@ async def index_records(ctx: dict[str, Any], record_ids: list[str]) -> int:
     app = ctx["app"]
     found = await app.records.get_many(record_ids)
     current = await app.records.current_ids(list(found))
-    outcome = await app.indexer.index_records(list(found.values()), current, app.settings.namespace)
+    outcome = await app.indexer.index_records(list(found.values()), current)
     return int(outcome.indexed)
 
 
@@ -54,7 +54,7 @@ async def index_all_records(ctx: dict[str, Any]) -> int:
     total = 0
     async for batch in app.records.iter_all():
         current = await app.records.current_ids([r.id for r in batch])
-        outcome = await app.indexer.index_records(batch, current, app.settings.namespace)
+        outcome = await app.indexer.index_records(batch, current)
         total += outcome.indexed
     return total
 

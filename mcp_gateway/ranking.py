@@ -11,6 +11,7 @@ Order of operations (each step is measured in ``docs/ranking.md``):
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,11 +23,16 @@ PRIORITY_ORDER = {"high": 0, "": 1, "low": 2}
 
 @dataclass(frozen=True, slots=True)
 class RankingParams:
+    fusion: str = "rrf"  # "rrf" (reciprocal rank) or "dbsf" (distribution-based scores)
     rrf_k: float = 10.0
     dense_weight: float = 1.0
     sparse_weight: float = 1.0
     thresholds: Mapping[str, float] = field(default_factory=lambda: {"*": 0.35})
     lexical_keep_ratio: float = 0.5  # lexical-only hits kept if >= ratio * best lexical score
+    # "first": the source design's rule, high priority always sorts first among the kept;
+    # "boost": high priority multiplies the fused score by ``high_boost`` instead
+    priority_rule: str = "first"
+    high_boost: float = 1.5
 
     def threshold_for(self, type_: str) -> float:
         return self.thresholds.get(type_, self.thresholds.get("*", 1.0))
@@ -52,21 +58,41 @@ class Candidate:
         return str(self.payload.get("priority", ""))
 
 
+def _dbsf(scores: Sequence[float]) -> list[float]:
+    """Qdrant's distribution-based score fusion normalisation: mean +- 3 sigma -> [0, 1]."""
+    if not scores:
+        return []
+    mean = statistics.fmean(scores)
+    sigma = statistics.pstdev(scores) or 1.0
+    low, span = mean - 3 * sigma, 6 * sigma
+    return [min(1.0, max(0.0, (s - low) / span)) for s in scores]
+
+
+def _contributions(hits: Sequence[IndexHit], params: RankingParams, weight: float) -> list[float]:
+    if params.fusion == "dbsf":
+        return [weight * v for v in _dbsf([h.score for h in hits])]
+    return [weight / (params.rrf_k + rank) for rank in range(1, len(hits) + 1)]
+
+
 def fuse(
     dense: Sequence[IndexHit], sparse: Sequence[IndexHit], params: RankingParams
 ) -> list[Candidate]:
-    """Weighted reciprocal-rank fusion; keeps each channel's raw evidence."""
+    """Weighted fusion of the two channels; keeps each channel's raw evidence."""
     by_id: dict[str, Candidate] = {}
-    for rank, hit in enumerate(dense, start=1):
+    dense_parts = _contributions(dense, params, params.dense_weight)
+    for rank, (hit, part) in enumerate(zip(dense, dense_parts, strict=True), start=1):
         cand = by_id.setdefault(hit.id, Candidate(hit.id, dict(hit.payload)))
         cand.dense_rank, cand.distance = rank, max(0.0, 1.0 - hit.score)
-        cand.score += params.dense_weight / (params.rrf_k + rank)
-    for rank, hit in enumerate(sparse, start=1):
+        cand.score += part
+    sparse_parts = _contributions(sparse, params, params.sparse_weight)
+    for rank, (hit, part) in enumerate(zip(sparse, sparse_parts, strict=True), start=1):
         cand = by_id.setdefault(hit.id, Candidate(hit.id, dict(hit.payload)))
         cand.sparse_rank, cand.sparse_score = rank, hit.score
-        cand.score += params.sparse_weight / (params.rrf_k + rank)
+        cand.score += part
     for cand in by_id.values():
         cand.score *= float(cand.payload.get("prior", 1.0))
+        if params.priority_rule == "boost" and cand.priority == "high":
+            cand.score *= params.high_boost
     return sorted(by_id.values(), key=lambda c: c.score, reverse=True)
 
 
@@ -91,10 +117,11 @@ def select(
     best_sparse = max((c.sparse_score or 0.0 for c in candidates), default=0.0)
     kept = [c for c in candidates if passes_threshold(c, params, best_sparse)][:top]
     rank = {ns: i for i, ns in enumerate(namespaces)}
+    first = params.priority_rule == "first"
     return sorted(
         kept,
         key=lambda c: (
-            PRIORITY_ORDER.get(c.priority, 1),
+            PRIORITY_ORDER.get(c.priority, 1) if first else 0,
             rank.get(str(c.payload.get("namespace", "")), 0),
         ),
     )

@@ -22,7 +22,7 @@ from .index.base import Index
 from .notes import NoteStore
 from .ranking import Candidate, RankingParams, fuse, select
 from .settings import SearchSettings
-from .types import IndexFilter, Note, SearchResponse, SearchResult
+from .types import IndexFilter, Note, SearchResponse, SearchResult, SparseVector
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +85,9 @@ class SearchService:
                 f"query is over {self.settings.max_query_chars} characters: "
                 "summarise the situation in a few sentences"
             )
-        dense, dense_ok = await self._embed_query(query)
+        mode = self.settings.mode
+        dense, dense_ok = (None, False) if mode == "lexical" else await self._embed_query(query)
+        sparse = SparseVector([], []) if mode == "dense" else lexical.sparse_query(query)
         flt = IndexFilter(
             types=(req.type,) if req.type else (),
             domains=(req.domain,) if req.domain else (),
@@ -93,7 +95,7 @@ class SearchService:
             current_only=True,
         )
         dense_hits, sparse_hits = await self.index.search(
-            dense, lexical.sparse_query(query), flt, self.settings.candidates
+            dense, sparse, flt, self.settings.candidates
         )
         params = await self._params()
         chosen = select(fuse(dense_hits, sparse_hits, params), params, req.top, req.namespaces)
@@ -112,6 +114,10 @@ class SearchService:
     async def _params(self) -> RankingParams:
         s = self.settings
         return RankingParams(
+            fusion=s.fusion,
+            priority_rule=s.priority_rule,
+            high_boost=s.high_boost,
+            lexical_keep_ratio=s.lexical_keep_ratio,
             rrf_k=s.rrf_k,
             dense_weight=s.dense_weight,
             sparse_weight=s.sparse_weight,

@@ -59,11 +59,17 @@ class NoteSettings(BaseModel):
 
 
 class SearchSettings(BaseModel):
+    # "hybrid" ships; "dense" and "lexical" are the single-signal baselines of bench/quality
+    mode: Literal["hybrid", "dense", "lexical"] = "hybrid"
     recent_count: int = Field(default=3, ge=0, le=20)
     recent_types: list[str] = Field(default_factory=lambda: ["lesson", "conclusion"])
     max_top: int = Field(default=50, ge=1)
     max_query_chars: int = Field(default=4_000, ge=16)
     candidates: int = Field(default=50, ge=5, description="per-channel candidate depth")
+    fusion: Literal["rrf", "dbsf"] = "rrf"
+    priority_rule: Literal["first", "boost"] = "first"
+    high_boost: float = Field(default=1.5, ge=1.0)
+    lexical_keep_ratio: float = Field(default=0.5, ge=0.0, le=1.0)
     rrf_k: float = Field(default=10.0, gt=0)
     dense_weight: float = Field(default=1.0, ge=0)
     sparse_weight: float = Field(default=1.0, ge=0)

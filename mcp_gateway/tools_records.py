@@ -24,6 +24,7 @@ from .records.model import (
     RecordView,
 )
 from .toolkit import app_from, result, tool_errors
+from .workspace import session_project
 
 log = logging.getLogger(__name__)
 
@@ -62,10 +63,12 @@ def register_record_tools(mcp: MCPServer) -> None:
         status: open (default), accepted, resolved, rejected. action_state: actionable
         (default), deferred, blocked, nonactionable, done; a record created resolved or
         accepted with the default action_state starts as done.
-        project: short code for the id (letters/digits/_ up to 16), default from settings.
+        project: short code for the id (letters/digits/_ up to 16); leave empty: the
+        server derives it from your workspace folder (or its settings).
         """
         app = app_from(ctx)
         all_links = [*([link] if link.strip() else []), *links]
+        project = project.strip() or await session_project(ctx, app.settings.project)
         rec = await app.records.add(
             type, title, content, status, action_state, all_links, project, scope=_scope(ctx)
         )

@@ -60,14 +60,14 @@ class Harness:
 
 
 @asynccontextmanager
-async def connected(server: MCPServer[Any]) -> AsyncIterator[Client]:
+async def connected(server: MCPServer[Any], **client_options: Any) -> AsyncIterator[Client]:
     """Hold the client in its own task: anyio cancel scopes must be exited by the task
     that entered them, and pytest-asyncio tears fixtures down from another task."""
     ready, stop = asyncio.Event(), asyncio.Event()
     holder: list[Client] = []
 
     async def hold() -> None:
-        async with Client(server) as client:
+        async with Client(server, **client_options) as client:
             holder.append(client)
             ready.set()
             await stop.wait()

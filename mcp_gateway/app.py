@@ -107,7 +107,7 @@ async def open_app(
 
         notes = NoteStore(db)
         records = RecordStore(db, settings.project)
-        thresholds = ThresholdCache(db, dict(settings.search.thresholds))
+        thresholds = ThresholdCache(db, embedder.model_id, dict(settings.search.thresholds))
         app = AppContext(
             settings=settings,
             db=db,

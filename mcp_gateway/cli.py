@@ -30,6 +30,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--http", action="store_true", help="streamable HTTP on /mcp")
     serve.add_argument("--host", help="HTTP bind address (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="HTTP port (default 8765)")
+    serve.add_argument(
+        "--standalone", action="store_true", help="stdio: own the stores in-process (no shared gateway)"
+    )
 
     add = sub.add_parser("add", help="add a note")
     add.add_argument("text")
@@ -97,7 +100,7 @@ def _dispatch(args: argparse.Namespace, settings: KiokuSettings) -> int:
     if args.command == "serve":
         from .server import serve
 
-        serve(settings, http=args.http)
+        serve(settings, http=args.http, standalone=args.standalone)
         return 0
     if args.command == "worker":
         from workers.main import run_worker

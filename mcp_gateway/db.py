@@ -124,10 +124,10 @@ class Database:
                 conn.execute("COMMIT")
                 return result
             except sqlite3.OperationalError as exc:
-                conn.execute("ROLLBACK")
+                _rollback(conn)
                 raise _translate(exc) from exc
             except BaseException:
-                conn.execute("ROLLBACK")
+                _rollback(conn)
                 raise
 
     async def run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
@@ -154,12 +154,21 @@ class Database:
         )
 
 
+def _rollback(conn: sqlite3.Connection) -> None:
+    # SQLite may already have rolled back (e.g. "database or disk is full"); a second
+    # ROLLBACK would raise and hide the real error.
+    if conn.in_transaction:
+        conn.execute("ROLLBACK")
+
+
 def _translate(exc: sqlite3.OperationalError) -> StoreUnavailable | sqlite3.OperationalError:
     msg = str(exc).lower()
     if "readonly" in msg or "read-only" in msg:
         return StoreUnavailable("the data dir is read-only: make it writable to store memories")
     if "disk is full" in msg or "database or disk is full" in msg:
         return StoreUnavailable("the disk is full: free space, then retry; nothing was stored")
+    if "disk i/o error" in msg:
+        return StoreUnavailable("the disk failed to read or write the database; check it, retry")
     if "locked" in msg or "busy" in msg:
         return StoreUnavailable("the database stayed locked for 30 s by another process; retry")
     return exc

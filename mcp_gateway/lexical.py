@@ -171,3 +171,16 @@ def sparse_query(text: str) -> SparseVector:
     """Weight 1.0 per unique term."""
     indices = sorted({term_id(t) for t in tokenize(text)})
     return SparseVector(indices=indices, values=[1.0] * len(indices))
+
+
+def unspaced_share(text: str) -> float:
+    """Share of letters in scripts written without spaces (Japanese, Chinese, Thai...).
+
+    Lexical matching there rests on character n-grams, a weaker signal than whole
+    words, so ranking trusts the lexical channel less for such queries.
+    """
+    kinds = [_script(ch) for ch in unicodedata.normalize("NFKC", text)]
+    letters = [k for k in kinds if k != _SEP]
+    if not letters:
+        return 0.0
+    return sum(1 for k in letters if k in (_CJK, _SEA)) / len(letters)

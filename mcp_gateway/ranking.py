@@ -5,7 +5,10 @@ Order of operations (each step is measured in ``docs/ranking.md``):
    times a per-point prior (usefulness and shelf life, written by the re-ranking job);
 2. drop candidates that are neither close in the dense space (per-type distance
    threshold) nor a strong lexical match; high-priority items are always kept;
-3. keep the best ``top``, then put ``priority="high"`` first (low last);
+3. keep the best ``top``, then put ``priority="high"`` first -- under the shipped
+   "gated" rule only confident high matches (dense distance within the model's
+   ``high_first_distance``, or the best lexical match) jump the queue; the others are
+   boosted (low priority sorts last);
 4. add the newest lessons/conclusions not already present, tagged ``[RECENT]``.
 """
 
@@ -23,16 +26,19 @@ PRIORITY_ORDER = {"high": 0, "": 1, "low": 2}
 
 @dataclass(frozen=True, slots=True)
 class RankingParams:
-    fusion: str = "rrf"  # "rrf" (reciprocal rank) or "dbsf" (distribution-based scores)
+    fusion: str = "dbsf"  # "dbsf" (distribution-based scores) or "rrf" (reciprocal rank)
     rrf_k: float = 10.0
     dense_weight: float = 1.0
-    sparse_weight: float = 1.0
-    thresholds: Mapping[str, float] = field(default_factory=lambda: {"*": 0.35})
+    sparse_weight: float = 0.5
+    thresholds: Mapping[str, float] = field(default_factory=lambda: {"*": 0.2})
     lexical_keep_ratio: float = 0.5  # lexical-only hits kept if >= ratio * best lexical score
     # "first": the source design's rule, high priority always sorts first among the kept;
-    # "boost": high priority multiplies the fused score by ``high_boost`` instead
-    priority_rule: str = "first"
+    # "boost": high priority multiplies the fused score by ``high_boost`` instead;
+    # "gated": boosted, and sorted first when it is a confident dense match
+    # (``high_first_distance``) or the best lexical match
+    priority_rule: str = "gated"
     high_boost: float = 1.5
+    high_first_distance: float = 0.12
 
     def threshold_for(self, type_: str) -> float:
         return self.thresholds.get(type_, self.thresholds.get("*", 1.0))
@@ -91,7 +97,7 @@ def fuse(
         cand.score += part
     for cand in by_id.values():
         cand.score *= float(cand.payload.get("prior", 1.0))
-        if params.priority_rule == "boost" and cand.priority == "high":
+        if params.priority_rule != "first" and cand.priority == "high":
             cand.score *= params.high_boost
     return sorted(by_id.values(), key=lambda c: c.score, reverse=True)
 
@@ -117,11 +123,23 @@ def select(
     best_sparse = max((c.sparse_score or 0.0 for c in candidates), default=0.0)
     kept = [c for c in candidates if passes_threshold(c, params, best_sparse)][:top]
     rank = {ns: i for i, ns in enumerate(namespaces)}
-    first = params.priority_rule == "first"
     return sorted(
         kept,
         key=lambda c: (
-            PRIORITY_ORDER.get(c.priority, 1) if first else 0,
+            _priority_tier(c, params),
             rank.get(str(c.payload.get("namespace", "")), 0),
         ),
     )
+
+
+def _priority_tier(cand: Candidate, params: RankingParams) -> int:
+    """0 sorts first. Under "boost" and "gated" the boost already lifted high items,
+    so only a gated, confident high match still jumps the queue."""
+    tier = PRIORITY_ORDER.get(cand.priority, 1)
+    if params.priority_rule == "first" or tier != 0:
+        return tier
+    if params.priority_rule == "gated":
+        close = cand.distance is not None and cand.distance <= params.high_first_distance
+        if close or cand.sparse_rank == 1:
+            return 0
+    return 1

@@ -27,6 +27,21 @@ from .types import IndexFilter, Note, SearchResponse, SearchResult, SparseVector
 log = logging.getLogger(__name__)
 
 THRESHOLDS_META_KEY = "search.thresholds"
+
+# Cosine distances are not comparable across models: multilingual-e5 packs everything
+# into 0.05-0.25, nomic-embed-text spreads wider. Starting cut-offs per model, measured
+# on bench/quality (docs/ranking.md); the tuning job and user settings override them.
+MODEL_THRESHOLDS: dict[str, dict[str, float]] = {
+    "local/multilingual-e5-small-q4": {"*": 0.2},
+    "ollama/nomic-embed-text": {"*": 0.5},
+}
+FALLBACK_THRESHOLDS = {"*": 0.35}
+# Distance under which a high-priority match is confident enough to jump the queue.
+MODEL_HIGH_FIRST: dict[str, float] = {
+    "local/multilingual-e5-small-q4": 0.12,
+    "ollama/nomic-embed-text": 0.3,
+}
+FALLBACK_HIGH_FIRST = 0.2
 RECENT_TAG = "[RECENT]"
 
 
@@ -45,11 +60,14 @@ class SearchRequest:
 
 
 class ThresholdCache:
-    """Per-type thresholds: settings, overridden by what the tuning job stored."""
+    """Per-type thresholds: the model's defaults, then settings, then the tuning job's."""
 
-    def __init__(self, db: Database, defaults: dict[str, float], ttl_s: float = 15.0) -> None:
-        self.db, self.defaults, self.ttl_s = db, defaults, ttl_s
-        self._value, self._loaded_at = dict(defaults), 0.0
+    def __init__(
+        self, db: Database, model_id: str, configured: dict[str, float], ttl_s: float = 15.0
+    ) -> None:
+        self.db, self.ttl_s = db, ttl_s
+        self.defaults = {**MODEL_THRESHOLDS.get(model_id, FALLBACK_THRESHOLDS), **configured}
+        self._value, self._loaded_at = dict(self.defaults), 0.0
 
     async def get(self) -> dict[str, float]:
         if time.monotonic() - self._loaded_at > self.ttl_s:
@@ -75,6 +93,9 @@ class SearchService:
     ) -> None:
         self.notes, self.index, self.embedder = notes, index, embedder
         self.settings, self.thresholds, self.records = settings, thresholds, records
+        self.high_first = settings.high_first_distance or MODEL_HIGH_FIRST.get(
+            embedder.model_id, FALLBACK_HIGH_FIRST
+        )
 
     async def search(self, req: SearchRequest) -> SearchResponse:
         query = req.query.strip()
@@ -97,7 +118,7 @@ class SearchService:
         dense_hits, sparse_hits = await self.index.search(
             dense, sparse, flt, self.settings.candidates
         )
-        params = await self._params()
+        params = await self._params(query)
         chosen = select(fuse(dense_hits, sparse_hits, params), params, req.top, req.namespaces)
         results = await self._materialise(chosen)
         results += await self._recent(req, {r.id for r in results})
@@ -111,16 +132,20 @@ class SearchService:
             log.warning("dense channel skipped: %s", exc)
             return None, False
 
-    async def _params(self) -> RankingParams:
+    async def _params(self, query: str) -> RankingParams:
         s = self.settings
+        # n-gram matches in unspaced scripts are weaker evidence than whole words
+        unspaced = lexical.unspaced_share(query)
+        sparse_weight = s.sparse_weight * (1 - unspaced * (1 - s.unspaced_sparse_factor))
         return RankingParams(
             fusion=s.fusion,
             priority_rule=s.priority_rule,
             high_boost=s.high_boost,
+            high_first_distance=self.high_first,
             lexical_keep_ratio=s.lexical_keep_ratio,
             rrf_k=s.rrf_k,
             dense_weight=s.dense_weight,
-            sparse_weight=s.sparse_weight,
+            sparse_weight=sparse_weight,
             thresholds=await self.thresholds.get(),
         )
 

@@ -124,7 +124,16 @@ def transport_security(settings: KiokuSettings) -> TransportSecuritySettings:
     )
 
 
-def serve(settings: KiokuSettings, *, http: bool) -> None:
+def serve(settings: KiokuSettings, *, http: bool, standalone: bool = False) -> None:
+    if not http and not standalone and settings.local_gateway.shared:
+        from . import local_gateway
+
+        # Several editors, one embedded memory: proxy to the data dir's shared daemon.
+        if local_gateway.supported():
+            from .stdio_proxy import run_proxy
+
+            run_proxy(settings)
+            return
     mcp = create_server(settings, http=http)
     if not http:
         mcp.run("stdio")

@@ -66,15 +66,21 @@ class SearchSettings(BaseModel):
     max_top: int = Field(default=50, ge=1)
     max_query_chars: int = Field(default=4_000, ge=16)
     candidates: int = Field(default=50, ge=5, description="per-channel candidate depth")
-    fusion: Literal["rrf", "dbsf"] = "rrf"
-    priority_rule: Literal["first", "boost"] = "first"
+    # shipped values are justified by bench/quality figures in docs/ranking.md
+    fusion: Literal["rrf", "dbsf"] = "dbsf"
+    priority_rule: Literal["first", "boost", "gated"] = "gated"
     high_boost: float = Field(default=1.5, ge=1.0)
+    # None: the embedder's measured default (see search.MODEL_HIGH_FIRST)
+    high_first_distance: float | None = Field(default=None, ge=0.0, le=2.0)
     lexical_keep_ratio: float = Field(default=0.5, ge=0.0, le=1.0)
     rrf_k: float = Field(default=10.0, gt=0)
     dense_weight: float = Field(default=1.0, ge=0)
-    sparse_weight: float = Field(default=1.0, ge=0)
-    # per-type cosine-distance cut-offs; "*" is the fallback. Tuned by the threshold job.
-    thresholds: dict[str, float] = Field(default_factory=lambda: {"*": 0.35})
+    sparse_weight: float = Field(default=0.5, ge=0)
+    # multiplier on sparse_weight for queries written in unspaced scripts (ja, th)
+    unspaced_sparse_factor: float = Field(default=0.2, ge=0, le=1)
+    # per-type cosine-distance cut-offs ("*" = any type) over the embedder's defaults;
+    # the threshold-tuning job refines them from solved queries
+    thresholds: dict[str, float] = Field(default_factory=dict)
 
 
 class TokenGrant(BaseModel):

@@ -88,15 +88,25 @@ async def test_recent_boost_respects_type_and_count(harness: Harness) -> None:
 
 async def test_high_priority_sorts_first(harness: Harness) -> None:
     await add(harness, "Retry HTTP 429 responses with exponential backoff", type="knowledge")
+    await add(harness, "HTTP 429 means the client sent too many requests", type="knowledge")
     high = await add(
         harness,
-        "Retry 429 only after reading Retry-After; never hammer",
+        "Retry 429 only after reading Retry-After; never hammer the API",
         type="lesson",
         priority="high",
     )
     await harness.settle()
-    results = await search(harness, "retry HTTP 429 responses with exponential backoff")
+    results = await search(harness, "we got HTTP 429 from the API, how should we retry?")
     assert results[0]["id"] == high
+    assert results[0]["priority"] == "high"
+
+
+async def test_low_priority_sorts_after_equal_matches(harness: Harness) -> None:
+    low = await add(harness, "Staging deploys run from the deploy branch", priority="low")
+    normal = await add(harness, "Staging deploys run from the deploy branch!")
+    await harness.settle()
+    ids = [r["id"] for r in await search(harness, "staging deploys branch")]
+    assert ids.index(normal) < ids.index(low)
 
 
 async def test_type_and_domain_filters(harness: Harness) -> None:

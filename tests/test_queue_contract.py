@@ -1,0 +1,362 @@
+"""One contract, two runners: the in-process runner and arq over a real Redis.
+
+Every test runs against both. Under arq, several ``Worker`` objects run in this process,
+each with its own Redis connection: they coordinate only through Redis, exactly as
+separate processes would, while sharing one AppContext (qdrant-client local mode
+allows one owner per path). The index is the real qdrant-client (local mode).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import threading
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from arq.worker import Worker
+
+import mcp_gateway.app as app_module
+from mcp_gateway import export
+from mcp_gateway.app import AppContext, open_app
+from mcp_gateway.errors import EmbedderUnavailable
+from mcp_gateway.search import SearchRequest
+from mcp_gateway.settings import KiokuSettings
+from mcp_gateway.tools_notes import store_note
+from mcp_gateway.types import point_id
+from tests.redis_server import RedisDb, redis_base_url, redis_db  # noqa: F401
+from workers import failures
+from workers.arq_runner import ArqScheduler
+from workers.inprocess import InProcessScheduler
+from workers.settings import worker_settings
+
+RUNNERS = ["inprocess", "arq"]
+FAST_CTX = {"retry_base_s": 0.01, "lock_poll_s": 0.02}
+
+
+class CountingEmbedder:
+    """Deterministic hashed bag-of-words vectors; counts calls; can fail on purpose."""
+
+    model_id = "test/hash-64"
+    dim = 64
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.texts = 0
+        self.fail_next = 0
+        self.poison = "POISON"
+        self.delay_s = 0.02  # per call, like a model's fixed cost per batch
+        self.gate: asyncio.Event | None = None
+
+    async def start(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        return None
+
+    def vector(self, text: str) -> list[float]:
+        v = np.zeros(self.dim)
+        for word in text.lower().split():
+            v[int(hashlib.md5(word.encode()).hexdigest(), 16) % self.dim] += 1.0
+        v[0] += 1e-3
+        return [float(x) for x in v / np.linalg.norm(v)]
+
+    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        if self.gate is not None:
+            await self.gate.wait()
+        self.calls += 1
+        if self.fail_next > 0:
+            self.fail_next -= 1
+            raise EmbedderUnavailable("test: embedder briefly down")
+        if any(self.poison in t for t in texts):
+            raise ValueError("test: this text cannot be embedded")
+        await asyncio.sleep(self.delay_s + 0.0005 * len(texts))
+        self.texts += len(texts)
+        return [self.vector(t) for t in texts]
+
+    async def embed_query(self, text: str) -> list[float]:
+        return self.vector(text)
+
+
+class Env:
+    def __init__(self, kind: str, app: AppContext, embedder: Any) -> None:
+        self.kind, self.app, self.embedder = kind, app, embedder
+
+    async def drain(self) -> None:
+        await asyncio.wait_for(self.app.jobs.drain(), 120)
+
+    async def add(self, text: str, type_: str = "note", solved_query: str = "") -> str:
+        fields = {
+            "text": text,
+            "type": type_,
+            "priority": "",
+            "domain": "",
+            "solved_query": solved_query,
+        }
+        return (await store_note(self.app, fields, self.app.namespaces[0])).id
+
+    async def has_dense(self, note_ids: Sequence[str]) -> dict[str, bool]:
+        present = await self.app.index.present([point_id("note", n) for n in note_ids])
+        return {n: present.get(point_id("note", n), False) for n in note_ids}
+
+
+def make_settings(tmp_path: Path, namespace: str = "default") -> KiokuSettings:
+    return KiokuSettings(
+        data_dir=tmp_path / "data",
+        namespace=namespace,
+        redis_url=None,
+        qdrant_url=None,
+        index={"backend": "qdrant", "collection": f"q{uuid.uuid4().hex[:10]}"},
+        queue={"max_jobs": 64, "max_tries": 4, "job_timeout_s": 60},
+    )
+
+
+@asynccontextmanager
+async def running(
+    kind: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
+    embedder: Any,
+    workers: int = 2,
+) -> AsyncIterator[Env]:
+    monkeypatch.setattr(app_module, "build_embedder", lambda _settings: embedder)
+    if kind == "inprocess":
+        settings = make_settings(tmp_path)
+        async with open_app(settings) as app:
+            assert isinstance(app.jobs, InProcessScheduler)
+            app.jobs.job_context.update(FAST_CTX)
+            yield Env(kind, app, embedder)
+        return
+    redis: RedisDb = request.getfixturevalue("redis_db")
+    settings = make_settings(tmp_path, namespace=redis.namespace)
+    settings.redis_url = redis.url
+    async with open_app(settings) as app:
+        assert isinstance(app.jobs, ArqScheduler)
+        started = [
+            Worker(
+                **worker_settings(
+                    settings,
+                    app=app,
+                    ctx_extra=FAST_CTX,
+                    host=f"w{i}",
+                    handle_signals=False,
+                    poll_delay=0.01,
+                )
+            )
+            for i in range(workers)
+        ]
+        tasks = [asyncio.create_task(w.async_run()) for w in started]
+        try:
+            yield Env(kind, app, embedder)
+            await asyncio.wait_for(app.jobs.drain(), 120)
+        finally:
+            for worker in started:
+                await worker.close()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+
+class ExportRecorder:
+    """Wraps ``export.write_all``: counts runs, their overlap, and what each contained."""
+
+    def __init__(self, hold_s: float = 0.0) -> None:
+        self.hold_s = hold_s
+        self.contents: list[str] = []
+        self.active = self.max_active = 0
+        self.lock = threading.Lock()
+        self.release = threading.Event()
+        self.release.set()
+        self.started = threading.Event()
+
+    def __call__(self, content: str, primary: Path, destinations: Sequence[Path]) -> list[Path]:
+        with self.lock:
+            self.active += 1
+            self.max_active = max(self.max_active, self.active)
+        self.started.set()
+        try:
+            self.release.wait(30)
+            if self.hold_s:
+                threading.Event().wait(self.hold_s)
+            with self.lock:
+                self.contents.append(content)
+            return [primary]
+        finally:
+            with self.lock:
+                self.active -= 1
+
+
+@pytest.fixture(params=RUNNERS)
+def kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+async def test_duplicate_index_requests_collapse(kind, tmp_path, monkeypatch, request) -> None:
+    embedder = CountingEmbedder()
+    embedder.gate = asyncio.Event()
+    async with running(kind, tmp_path, monkeypatch, request, embedder) as env:
+        note_id = await env.add("a note about deduplication")
+        note = await env.app.notes.get(note_id)
+        # same note version: refused while the first job is queued or running
+        from workers.jobs import index_job_id
+
+        again = await env.app.jobs.queue.enqueue(  # type: ignore[attr-defined]
+            "index_note", note_id, False, job_id=index_job_id(note_id, note.updated_at)
+        )
+        assert again is False
+        embedder.gate.set()
+        await env.drain()
+        assert (await env.has_dense([note_id]))[note_id]
+
+
+async def test_burst_of_adds_is_batched(kind, tmp_path, monkeypatch, request) -> None:
+    embedder = CountingEmbedder()
+    async with running(kind, tmp_path, monkeypatch, request, embedder) as env:
+        ids = [await env.add(f"burst note number {i} about topic {i % 17}") for i in range(1000)]
+        await env.drain()
+        dense = await env.has_dense(ids)
+        assert all(dense.values())
+        counts = await env.app.notes.counts()
+        assert counts["pending_embedding"] == 0
+        # one embedder call per batch (batch_size 32), never one per note
+        assert embedder.calls <= 150, embedder.calls
+        print(f"{kind}: 1000 adds -> {embedder.calls} embedder calls")
+        assert embedder.texts >= 1000
+
+
+async def test_requests_during_export_yield_one_follow_up(
+    kind, tmp_path, monkeypatch, request
+) -> None:
+    recorder = ExportRecorder()
+    monkeypatch.setattr(export, "write_all", recorder)
+    async with running(kind, tmp_path, monkeypatch, request, CountingEmbedder()) as env:
+        recorder.release.clear()
+        await env.add("first lesson", "lesson")
+        assert await asyncio.to_thread(recorder.started.wait, 30)
+        last = ""
+        for i in range(200):
+            last = await env.add(f"lesson {i} learned while the export runs", "lesson")
+        recorder.release.set()
+        await env.drain()
+        assert len(recorder.contents) == 2, len(recorder.contents)
+        assert last in recorder.contents[-1]
+        assert recorder.max_active == 1
+
+
+async def test_exports_never_overlap_and_none_is_lost(kind, tmp_path, monkeypatch, request) -> None:
+    recorder = ExportRecorder(hold_s=0.03)
+    monkeypatch.setattr(export, "write_all", recorder)
+    async with running(kind, tmp_path, monkeypatch, request, CountingEmbedder()) as env:
+        rng = np.random.default_rng(7)
+        last = ""
+        for i in range(60):
+            last = await env.add(f"conclusion {i}", "conclusion")
+            await asyncio.sleep(float(rng.uniform(0, 0.02)))
+        await env.drain()
+        assert recorder.max_active == 1
+        assert last in recorder.contents[-1]
+        assert 2 <= len(recorder.contents) < 60
+
+
+async def test_transient_failures_are_retried(kind, tmp_path, monkeypatch, request) -> None:
+    embedder = CountingEmbedder()
+    embedder.fail_next = 2
+    async with running(kind, tmp_path, monkeypatch, request, embedder) as env:
+        ids = [await env.add(f"note {i} written while the embedder is down") for i in range(5)]
+        await env.drain()
+        assert all((await env.has_dense(ids)).values())
+        assert (await failures.summary(env.app.db))["count"] == 0
+
+
+async def test_permanent_failure_is_recorded_and_isolated(
+    kind, tmp_path, monkeypatch, request
+) -> None:
+    embedder = CountingEmbedder()
+    async with running(kind, tmp_path, monkeypatch, request, embedder) as env:
+        good = [await env.add(f"healthy note {i}") for i in range(5)]
+        bad = await env.add("this POISON note cannot be embedded")
+        await env.drain()
+        assert all((await env.has_dense(good)).values())
+        assert not (await env.has_dense([bad]))[bad]
+        summary = await failures.summary(env.app.db)
+        assert [(r["job"], r["key"]) for r in summary["recent"]] == [("index_note", bad)]
+        stats = await env.app.jobs.stats()
+        assert stats["failures"]["count"] == 1
+
+
+async def test_reconcile_recovers_lost_jobs_and_points(
+    kind, tmp_path, monkeypatch, request
+) -> None:
+    embedder = CountingEmbedder()
+    async with running(kind, tmp_path, monkeypatch, request, embedder) as env:
+        indexed = await env.add("a note that gets indexed, then its point is lost")
+        await env.drain()
+        await env.app.index.delete([point_id("note", indexed)])
+        # notes committed but never enqueued (as after a flushed Redis)
+        lost = []
+        for i in range(10):
+            note = await env.app.notes.add(f"lost job {i}", "note", namespace=env.app.namespaces[0])
+            await env.app.indexer.put_lexical(note)
+            lost.append(note.id)
+        await env.app.jobs.queue.enqueue("reconcile")  # type: ignore[attr-defined]
+        await env.drain()
+        assert all((await env.has_dense([indexed, *lost])).values())
+
+
+async def test_tune_request_follows_embedding(kind, tmp_path, monkeypatch, request) -> None:
+    async with running(kind, tmp_path, monkeypatch, request, CountingEmbedder()) as env:
+        for i in range(4):
+            await env.add(
+                f"deploy failed because token {i} expired",
+                "lesson",
+                solved_query=f"why did deploy {i} fail",
+            )
+        await env.drain()
+        stored = await env.app.db.get_meta("search.thresholds")
+        assert stored is not None and '"lesson"' in stored
+
+
+@pytest.mark.slow
+async def test_lexical_first_then_semantic_with_real_model(
+    kind, tmp_path, monkeypatch, request
+) -> None:
+    from mcp_gateway.embedders.local import LocalEmbedder
+
+    class Gated(LocalEmbedder):
+        gate = asyncio.Event()
+
+        async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+            await self.gate.wait()
+            return await super().embed_documents(texts)
+
+    embedder = Gated()
+    await embedder.start()
+    async with running(kind, tmp_path, monkeypatch, request, embedder, workers=1) as env:
+        note_id = await env.add(
+            "Never fire dozens of PATCH requests in parallel: the API answered 429 and "
+            "blocked the account for a whole day.",
+            "lesson",
+        )
+        # no token in common with the note: only the dense channel can find it
+        paraphrase = "too many simultaneous HTTP calls caused throttling"
+        lexical = await env.app.search.search(
+            SearchRequest("PATCH requests in parallel", namespaces=env.app.namespaces)
+        )
+        assert note_id in [r.id for r in lexical.results if "[RECENT]" not in r.tags]
+        assert not (await env.has_dense([note_id]))[note_id]
+        before = await env.app.search.search(
+            SearchRequest(paraphrase, namespaces=env.app.namespaces)
+        )
+        assert note_id not in [r.id for r in before.results if "[RECENT]" not in r.tags]
+        Gated.gate.set()
+        await env.drain()
+        assert (await env.has_dense([note_id]))[note_id]
+        after = await env.app.search.search(
+            SearchRequest(paraphrase, namespaces=env.app.namespaces)
+        )
+        hit = [r for r in after.results if r.id == note_id and "[RECENT]" not in r.tags]
+        assert hit and hit[0].distance is not None

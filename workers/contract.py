@@ -1,0 +1,125 @@
+"""The job contract both runners honour: enqueue with dedup, singletons, retries.
+
+``JobQueue.enqueue(name, *args, job_id=...)`` has arq's semantics: it returns False
+(and does nothing) while a job with that id is queued or running; ids are freed as
+soon as a job ends (functions are registered with ``keep_result=0``).
+
+Singletons (export, tune) use the generation pattern with a lock (``coordination``):
+at most one run at a time, and every request is followed by a run that sees it.
+Per-note jobs are idempotent: point ids derive from note ids.
+
+Failures: transient ones (embedder, index or Redis briefly down) raise ``Retry`` with
+exponential back-off; after ``queue.max_tries`` (or any permanent error) the failure
+is logged with its key and stored in SQLite (``failures``), visible in ``kioku stats``.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any, NoReturn, Protocol
+
+from arq.worker import Retry
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from mcp_gateway.errors import EmbedderUnavailable, StoreUnavailable
+
+from . import failures
+from .coordination import Coordinator
+
+log = logging.getLogger(__name__)
+
+EXPORT = "export"
+TUNE = "tune"
+SINGLETONS = (EXPORT, TUNE)
+LOCK_BUSY_DEFER_S = 0.2
+MAX_BACKOFF_S = 60.0
+
+TRANSIENT: tuple[type[BaseException], ...] = (
+    EmbedderUnavailable,
+    StoreUnavailable,
+    RedisConnectionError,
+    RedisTimeoutError,
+    ConnectionError,
+    TimeoutError,
+)
+
+
+class JobQueue(Protocol):
+    async def enqueue(
+        self, function: str, *args: Any, job_id: str | None = None, defer_s: float = 0.0
+    ) -> bool:
+        """Queue ``function(*args)``; False if ``job_id`` is already queued or running."""
+
+
+def backoff_s(ctx: dict[str, Any], attempt: int) -> float:
+    base = float(ctx.get("retry_base_s", 0.5))
+    return min(base * 2 ** max(attempt - 1, 0), MAX_BACKOFF_S)
+
+
+def is_transient(exc: BaseException) -> bool:
+    return isinstance(exc, TRANSIENT)
+
+
+async def give_up(ctx: dict[str, Any], job: str, key: str, exc: BaseException, tries: int) -> None:
+    log.error("job %s failed permanently for %s after %d tries: %r", job, key, tries, exc)
+    try:
+        await failures.record(ctx["app"].db, job, key, exc, tries)
+    except Exception:  # the failure log must not hide the failure itself
+        log.exception("could not store the failure of %s %s", job, key)
+
+
+async def retry_or_fail(ctx: dict[str, Any], job: str, key: str, exc: Exception) -> NoReturn:
+    """Per-job retry policy: ``Retry`` while transient and tries remain, else record."""
+    tries = int(ctx.get("job_try", 1))
+    limit = ctx["app"].settings.queue.max_tries
+    if is_transient(exc) and tries < limit:
+        delay = backoff_s(ctx, tries)
+        log.warning(
+            "job %s for %s: %s; retry %d in %.2f s", job, key, exc, tries, delay, exc_info=False
+        )
+        raise Retry(defer=delay) from exc
+    await give_up(ctx, job, key, exc, tries)
+    raise exc
+
+
+async def request_singleton(coord: Coordinator, queue: JobQueue, name: str) -> bool:
+    """Ask for one more run of ``name`` that will see everything recorded before now."""
+    generation = await coord.generation(name)
+    return await queue.enqueue(name, job_id=f"{name}:{generation}")
+
+
+async def run_singleton(
+    ctx: dict[str, Any], name: str, body: Callable[[dict[str, Any]], Awaitable[Any]]
+) -> Any:
+    """Run ``body`` under the singleton lock, after advancing the generation."""
+    coord: Coordinator = ctx["coord"]
+    token = uuid.uuid4().hex
+    ttl_ms = int(ctx["app"].settings.queue.job_timeout_s * 1000 + 5_000)
+    if not await coord.acquire(name, token, ttl_ms):
+        raise Retry(defer=float(ctx.get("lock_poll_s", LOCK_BUSY_DEFER_S)))
+    try:
+        await coord.advance(name)
+        result = await body(ctx)
+    except Exception as exc:
+        await _singleton_failed(ctx, coord, name, exc)
+    finally:
+        await coord.release(name, token)
+    await coord.clear_failures(name)
+    return result
+
+
+async def _singleton_failed(
+    ctx: dict[str, Any], coord: Coordinator, name: str, exc: Exception
+) -> NoReturn:
+    # job_try also counts lock-busy retries, so singletons count their own failures.
+    failures_so_far = await coord.count_failure(name)
+    if is_transient(exc) and failures_so_far < ctx["app"].settings.queue.max_tries:
+        delay = backoff_s(ctx, failures_so_far)
+        log.warning("singleton %s: %s; retry in %.2f s", name, exc, delay)
+        raise Retry(defer=delay) from exc
+    await coord.clear_failures(name)
+    await give_up(ctx, name, name, exc, failures_so_far)
+    raise exc

@@ -1,0 +1,67 @@
+"""Permanent job failures, kept in SQLite so ``kioku stats`` shows them.
+
+One row per (job, key): the key is the note id for per-note jobs, the job name for
+singletons. A later failure of the same key updates the row and its count.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from typing import Any
+
+from mcp_gateway.db import Database
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS job_failures (
+    job TEXT NOT NULL,
+    key TEXT NOT NULL,
+    error TEXT NOT NULL,
+    tries INTEGER NOT NULL,
+    count INTEGER NOT NULL DEFAULT 1,
+    first_at REAL NOT NULL,
+    last_at REAL NOT NULL,
+    PRIMARY KEY (job, key)
+)
+"""
+
+MAX_ERROR_CHARS = 500
+
+
+async def ensure_table(db: Database) -> None:
+    await db.run(lambda c: c.execute(_SCHEMA))
+
+
+async def record(db: Database, job: str, key: str, error: BaseException, tries: int) -> None:
+    text = f"{type(error).__name__}: {error}"[:MAX_ERROR_CHARS]
+    now = time.time()
+
+    def write(conn: sqlite3.Connection) -> None:
+        conn.execute(_SCHEMA)
+        conn.execute(
+            "INSERT INTO job_failures(job, key, error, tries, count, first_at, last_at) "
+            "VALUES (?, ?, ?, ?, 1, ?, ?) ON CONFLICT(job, key) DO UPDATE SET "
+            "error = excluded.error, tries = excluded.tries, count = count + 1, "
+            "last_at = excluded.last_at",
+            (job, key, text, tries, now, now),
+        )
+
+    await db.transaction(write)
+
+
+async def clear(db: Database, job: str, key: str) -> None:
+    await ensure_table(db)
+    await db.transaction(
+        lambda c: c.execute("DELETE FROM job_failures WHERE job = ? AND key = ?", (job, key))
+    )
+
+
+async def summary(db: Database, limit: int = 20) -> dict[str, Any]:
+    await ensure_table(db)
+    total = await db.fetchall("SELECT COUNT(*) AS n FROM job_failures")
+    rows = await db.fetchall(
+        "SELECT job, key, error, tries, count, last_at FROM job_failures "
+        "ORDER BY last_at DESC LIMIT ?",
+        (limit,),
+    )
+    return {"count": int(total[0]["n"]), "recent": [dict(r) for r in rows]}

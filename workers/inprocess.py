@@ -1,0 +1,214 @@
+"""The embedded runner: the job functions run inside the gateway process, no Redis.
+
+Same contract as arq: ``enqueue(..., job_id=X)`` is refused while X is queued,
+deferred or running (ids are freed when a job ends, as with ``keep_result=0``); a job
+raising ``Retry(defer=...)`` runs again later under the same id with ``job_try + 1``;
+singletons coordinate through a ``MemoryCoordinator``. A fixed set of consumer tasks
+runs the jobs, which are all async (the embedder and SQLite work in threads), so the
+event loop never blocks. Periodic jobs (reconcile, rerank, tune) run on timers, and
+reconcile also at start-up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from arq.worker import Retry
+
+from . import failures
+from .batcher import Batcher
+from .coordination import MemoryCoordinator
+from .scheduler import JOBS, JobFunction, QueueScheduler, periodic_jobs
+
+if TYPE_CHECKING:
+    from mcp_gateway.app import AppContext
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class _Job:
+    function: str
+    args: tuple[Any, ...]
+    job_id: str
+    tries: int = 1
+
+
+class InProcessQueue:
+    def __init__(
+        self,
+        functions: Mapping[str, JobFunction],
+        ctx: dict[str, Any],
+        *,
+        concurrency: int = 64,
+        timeout_s: float = 300.0,
+    ) -> None:
+        self.functions, self.ctx, self.timeout_s = functions, ctx, timeout_s
+        self.concurrency = concurrency
+        self.counts = {"complete": 0, "failed": 0, "retried": 0}
+        self._ready: asyncio.Queue[_Job] = asyncio.Queue()
+        self._ids: set[str] = set()
+        self._running = 0
+        self._timers: set[asyncio.TimerHandle] = set()
+        self._consumers: list[asyncio.Task[None]] = []
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    async def enqueue(
+        self, function: str, *args: Any, job_id: str | None = None, defer_s: float = 0.0
+    ) -> bool:
+        if function not in self.functions:
+            raise ValueError(f"unknown job {function!r}")
+        job_id = job_id or uuid.uuid4().hex
+        if job_id in self._ids:
+            return False
+        self._ids.add(job_id)
+        self._idle.clear()
+        self._schedule(_Job(function, args, job_id), defer_s)
+        return True
+
+    def _schedule(self, job: _Job, defer_s: float) -> None:
+        if defer_s <= 0:
+            self._ready.put_nowait(job)
+            return
+        handle: asyncio.TimerHandle
+
+        def release() -> None:
+            self._timers.discard(handle)
+            self._ready.put_nowait(job)
+
+        handle = asyncio.get_running_loop().call_later(defer_s, release)
+        self._timers.add(handle)
+
+    def start(self) -> None:
+        self._consumers = [
+            asyncio.create_task(self._consume(), name=f"kioku-job-{i}")
+            for i in range(self.concurrency)
+        ]
+
+    async def _consume(self) -> None:
+        while True:
+            job = await self._ready.get()
+            self._running += 1
+            try:
+                retried = await self._run(job)
+            finally:
+                self._running -= 1
+            if not retried:
+                self._ids.discard(job.job_id)
+                if not self._ids:
+                    self._idle.set()
+
+    async def _run(self, job: _Job) -> bool:
+        """Run one try; True if it was re-scheduled (its id stays taken)."""
+        ctx = {**self.ctx, "job_id": job.job_id, "job_try": job.tries}
+        try:
+            await asyncio.wait_for(self.functions[job.function](ctx, *job.args), self.timeout_s)
+        except Retry as retry:
+            job.tries += 1
+            self.counts["retried"] += 1
+            self._schedule(job, (retry.defer_score or 0) / 1000)
+            return True
+        except Exception:
+            self.counts["failed"] += 1
+            log.exception("job %s (%s) failed", job.function, job.job_id)
+        else:
+            self.counts["complete"] += 1
+        return False
+
+    async def join(self, timeout_s: float | None = None) -> bool:
+        """Wait until nothing is queued, deferred or running; False on timeout."""
+        try:
+            await asyncio.wait_for(self._idle.wait(), timeout_s)
+        except TimeoutError:
+            return False
+        return True
+
+    async def close(self, drain_s: float = 10.0) -> None:
+        if not await self.join(drain_s):
+            log.warning("closing with %d jobs unfinished (reconcile recovers them)", len(self._ids))
+        for handle in self._timers:
+            handle.cancel()
+        self._timers.clear()
+        for task in self._consumers:
+            task.cancel()
+        await asyncio.gather(*self._consumers, return_exceptions=True)
+        self._consumers = []
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "queued": self._ready.qsize(),
+            "deferred": len(self._timers),
+            "in_progress": self._running,
+            **self.counts,
+        }
+
+
+class InProcessScheduler(QueueScheduler):
+    """``Scheduler`` for the embedded default (``KIOKU_REDIS_URL`` unset)."""
+
+    def __init__(self, app: AppContext, *, ctx_extra: Mapping[str, Any] | None = None) -> None:
+        super().__init__(app)
+        self.ctx_extra = dict(ctx_extra or {})
+        self._runner: InProcessQueue | None = None
+        self._batcher: Batcher | None = None
+        self._timers: list[asyncio.Task[None]] = []
+
+    async def start(self) -> None:
+        settings = self.app.settings
+        await failures.ensure_table(self.app.db)
+        self._coord = MemoryCoordinator()
+        self._batcher = Batcher(self.app.indexer, size=settings.embedder.batch_size)
+        ctx: dict[str, Any] = {"app": self.app, "coord": self._coord, "batcher": self._batcher}
+        ctx.update(self.ctx_extra)
+        self._runner = InProcessQueue(
+            JOBS, ctx, concurrency=settings.queue.max_jobs, timeout_s=settings.queue.job_timeout_s
+        )
+        ctx["queue"] = self._queue = self._runner
+        self._runner.start()
+        for name, every_s, at_start in periodic_jobs(settings):
+            self._timers.append(asyncio.create_task(self._every(name, every_s, at_start)))
+
+    @property
+    def job_context(self) -> dict[str, Any]:
+        """The ctx every job receives (tests tune ``retry_base_s`` / ``lock_poll_s`` here)."""
+        return self._runner.ctx if self._runner is not None else self.ctx_extra
+
+    async def _every(self, name: str, every_s: float, at_start: bool) -> None:
+        if not at_start:
+            await asyncio.sleep(every_s)
+        while True:
+            await self.queue.enqueue(name, job_id=f"cron:{name}")
+            await asyncio.sleep(every_s)
+
+    async def drain(self) -> None:
+        """Wait until every queued, deferred and running job has finished."""
+        await self.wait_idle(None)
+
+    async def wait_idle(self, timeout_s: float | None) -> bool:
+        return await self._runner.join(timeout_s) if self._runner else True
+
+    async def close(self) -> None:
+        for task in self._timers:
+            task.cancel()
+        await asyncio.gather(*self._timers, return_exceptions=True)
+        self._timers = []
+        if self._runner is not None:
+            await self._runner.close()
+        if self._batcher is not None:
+            await self._batcher.close()
+
+    async def stats(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"runner": "in-process"}
+        if self._runner is not None:
+            out.update(self._runner.snapshot())
+        if self._batcher is not None:
+            out["embedder_calls"] = self._batcher.stats.embedder_calls
+            out["batches"] = self._batcher.stats.batches
+        out["failures"] = await failures.summary(self.app.db, limit=5)
+        return out

@@ -1,0 +1,160 @@
+"""Re-ranking priors: usefulness from the activity log, and a shelf life for lessons.
+
+Usefulness: a note *retrieved* by ``search_memory`` counts as *useful* when, within
+``SOLVE_WINDOW_S`` after that search, a note with a ``solved_query`` was added (the
+problem at hand got solved). With Laplace smoothing ``p = (useful + 1) / (retrieved + 2)``
+(0.5 with no evidence), the usefulness factor is ``1 + USE_WEIGHT * (p - 0.5)``.
+
+Shelf life: past the ``SHELF_LIFE`` newest lessons, a lesson that is neither high
+priority nor ever useful decays (halving per further ``SHELF_LIFE`` lessons, floored),
+so a long tail of stale lessons stops burying the old ones that still matter.
+
+The prior (a multiplier around 1.0, clamped) is stored in SQLite ``note_priors`` (which
+``Indexer.embed_notes`` reads, so re-embedding keeps it) and in the point payload
+(``prior``), which ``ranking.fuse`` multiplies into the fused score.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import defaultdict, deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from mcp_gateway.types import Note, point_id
+
+if TYPE_CHECKING:
+    from mcp_gateway.app import AppContext
+
+log = logging.getLogger(__name__)
+
+SOLVE_WINDOW_S = 30 * 60
+USE_WEIGHT = 0.5
+SHELF_LIFE = 100
+SHELF_FLOOR = 0.6
+LOWEST, HIGHEST = 0.5, 1.5
+LOG_WINDOW_S = 180 * 86_400
+
+
+@dataclass(slots=True)
+class Usage:
+    retrieved: int = 0
+    useful: int = 0
+
+
+def usage_from_log(entries: Iterable[dict[str, Any]]) -> dict[str, Usage]:
+    """Count retrievals and "retrieved, then solved" per note id (entries in time order)."""
+    usage: dict[str, Usage] = defaultdict(Usage)
+    recent: deque[tuple[float, list[str]]] = deque()
+    for entry in entries:
+        ts = float(entry.get("ts", 0.0))
+        while recent and recent[0][0] < ts - SOLVE_WINDOW_S:
+            recent.popleft()
+        if entry.get("event") == "search_memory":
+            ids = [str(i) for i in entry.get("result_ids") or []]
+            for nid in ids:
+                usage[nid].retrieved += 1
+            recent.append((ts, ids))
+        elif entry.get("event") == "add_note" and entry.get("solved_query"):
+            credited = {nid for _, ids in recent for nid in ids} - {str(entry.get("id"))}
+            for nid in credited:
+                usage[nid].useful += 1
+            recent.clear()  # each retrieval is credited for one solution at most
+    return dict(usage)
+
+
+def usefulness(use: Usage | None) -> float:
+    if use is None:
+        return 1.0
+    p = (use.useful + 1) / (use.retrieved + 2)
+    return 1.0 + USE_WEIGHT * (p - 0.5)
+
+
+def shelf_factor(note: Note, age_rank: int, use: Usage | None) -> float:
+    """``age_rank``: 0 for the newest lesson. Only unimportant, never-useful lessons age."""
+    if note.type != "lesson" or note.priority == "high" or age_rank < SHELF_LIFE:
+        return 1.0
+    if use is not None and use.useful > 0:
+        return 1.0
+    return max(SHELF_FLOOR, 0.5 ** ((age_rank - SHELF_LIFE) / SHELF_LIFE))
+
+
+def compute_priors(notes: Iterable[Note], usage: Mapping[str, Usage]) -> dict[str, float]:
+    """Every note's prior, rounded (so equal values group into one payload write)."""
+    notes = list(notes)
+    lessons = sorted((n for n in notes if n.type == "lesson"), key=lambda n: -n.created_at)
+    rank = {n.id: i for i, n in enumerate(lessons)}
+    out: dict[str, float] = {}
+    for note in notes:
+        use = usage.get(note.id)
+        value = usefulness(use) * shelf_factor(note, rank.get(note.id, 0), use)
+        out[note.id] = round(min(max(value, LOWEST), HIGHEST), 2)
+    return out
+
+
+async def all_notes(app: AppContext) -> list[Note]:
+    notes: list[Note] = []
+    after = ""
+    while page := await app.notes.page(after, limit=1000):
+        notes.extend(page)
+        after = page[-1].id
+    return notes
+
+
+async def store_priors(app: AppContext, priors: Mapping[str, float]) -> dict[str, float]:
+    """Write the table (1.0 means no row); return the priors that changed."""
+    rows = await app.db.fetchall("SELECT note_id, prior FROM note_priors")
+    before = {r["note_id"]: float(r["prior"]) for r in rows}
+    changed = {nid: p for nid, p in priors.items() if before.get(nid, 1.0) != p}
+    changed.update({nid: 1.0 for nid in before if nid not in priors})
+    now = time.time()
+
+    def write(conn: Any) -> None:
+        for nid, prior in changed.items():
+            if prior == 1.0:
+                conn.execute("DELETE FROM note_priors WHERE note_id = ?", (nid,))
+            else:
+                conn.execute(
+                    "INSERT INTO note_priors(note_id, prior, updated_at) VALUES (?, ?, ?) "
+                    "ON CONFLICT(note_id) DO UPDATE SET prior = excluded.prior, "
+                    "updated_at = excluded.updated_at",
+                    (nid, prior, now),
+                )
+
+    await app.db.transaction(write)
+    return changed
+
+
+async def push_payloads(app: AppContext, changed: Mapping[str, float]) -> int:
+    """One ``set_payload`` per distinct prior, for points that exist."""
+    pids = {nid: point_id("note", nid) for nid in changed}
+    present = await app.index.present(list(pids.values()))
+    groups: dict[float, list[str]] = defaultdict(list)
+    for nid, prior in changed.items():
+        if pids[nid] in present:
+            groups[prior].append(pids[nid])
+    for prior, ids in groups.items():
+        await app.index.set_payload(ids, {"prior": prior})
+    return sum(len(ids) for ids in groups.values())
+
+
+async def rerank(app: AppContext) -> dict[str, int]:
+    since = time.time() - LOG_WINDOW_S
+    usage = await anyio.to_thread.run_sync(lambda: usage_from_log(app.activity.read_sync(since)))
+    priors = compute_priors(await all_notes(app), usage)
+    changed = await store_priors(app, priors)
+    pushed = await push_payloads(app, changed)
+    boosted = sum(1 for p in priors.values() if p > 1.0)
+    demoted = sum(1 for p in priors.values() if p < 1.0)
+    log.info("rerank: %d changed, %d boosted, %d demoted", len(changed), boosted, demoted)
+    return {
+        "notes": len(priors),
+        "changed": len(changed),
+        "pushed": pushed,
+        "boosted": boosted,
+        "demoted": demoted,
+    }

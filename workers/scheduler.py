@@ -1,0 +1,113 @@
+"""The gateway side of both queue runners: turn "what happened" into deduplicated jobs.
+
+``QueueScheduler`` holds the logic common to the in-process runner and arq:
+- a written note -> ``index_note`` with job id ``index:{id}:{updated_at}`` (one job per
+  note version; duplicates collapse while queued or running);
+- ``export=True`` -> a singleton request (generation pattern, ``contract``);
+- ``tune=True`` -> carried by the index job, which requests tuning once the note's
+  dense vector exists (tuning measures it).
+``JOBS`` is the one registry of queue functions both runners execute.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from . import jobs
+from .contract import EXPORT, TUNE, JobQueue, request_singleton
+from .coordination import Coordinator
+
+if TYPE_CHECKING:
+    from mcp_gateway.app import AppContext
+    from mcp_gateway.settings import KiokuSettings
+
+log = logging.getLogger(__name__)
+
+JobFunction = Callable[..., Awaitable[Any]]
+
+JOBS: dict[str, JobFunction] = {
+    "index_note": jobs.index_note,
+    "index_records": jobs.index_records,
+    EXPORT: jobs.run_export,
+    TUNE: jobs.run_tune,
+    "reconcile": jobs.reconcile,
+    "rerank": jobs.rerank,
+    "request_tune": jobs.request_tune,
+}
+SINGLETON_JOBS = frozenset({EXPORT, TUNE})
+RERANK_EVERY_S = 3600
+TUNE_EVERY_S = 3600
+
+
+@dataclass(frozen=True, slots=True)
+class QueueNames:
+    """Redis names for one deployment; the namespace keeps two deployments apart."""
+
+    queue: str
+    prefix: str
+
+    def health_key(self, host: str) -> str:
+        """One key per worker host (container), so each replica's check is its own."""
+        return f"{self.queue}:health-check:{host}"
+
+    @classmethod
+    def for_settings(cls, settings: KiokuSettings) -> QueueNames:
+        return cls(queue=f"kioku:{settings.namespace}:queue", prefix=f"kioku:{settings.namespace}:")
+
+
+def periodic_jobs(settings: KiokuSettings) -> list[tuple[str, int, bool]]:
+    """(job, every seconds, also at start-up)."""
+    return [
+        ("reconcile", settings.queue.reconcile_every_s, True),
+        ("rerank", RERANK_EVERY_S, False),
+        ("request_tune", TUNE_EVERY_S, False),
+    ]
+
+
+class QueueScheduler:
+    """Enqueue side shared by ``InProcessScheduler`` and ``ArqScheduler``."""
+
+    def __init__(self, app: AppContext) -> None:
+        self.app = app
+        self._queue: JobQueue | None = None
+        self._coord: Coordinator | None = None
+
+    @property
+    def queue(self) -> JobQueue:
+        if self._queue is None:
+            raise RuntimeError("the job scheduler is not started")
+        return self._queue
+
+    @property
+    def coord(self) -> Coordinator:
+        if self._coord is None:
+            raise RuntimeError("the job scheduler is not started")
+        return self._coord
+
+    async def notes_changed(
+        self, note_ids: Sequence[str], *, export: bool = False, tune: bool = False
+    ) -> None:
+        notes = await self.app.notes.get_many(list(note_ids)) if note_ids else {}
+        for note in notes.values():
+            await self.queue.enqueue(
+                "index_note",
+                note.id,
+                tune,
+                job_id=jobs.index_job_id(note.id, note.updated_at),
+            )
+        if export:
+            await request_singleton(self.coord, self.queue, EXPORT)
+        if tune and not notes:
+            await request_singleton(self.coord, self.queue, TUNE)
+
+    async def records_changed(self, record_ids: Sequence[str]) -> None:
+        if record_ids:
+            await self.queue.enqueue("index_records", sorted(set(record_ids)))
+        await request_singleton(self.coord, self.queue, EXPORT)
+
+    async def request(self, name: str) -> bool:
+        """Ask for a run of a singleton job (``export`` or ``tune``)."""
+        return await request_singleton(self.coord, self.queue, name)

@@ -1,0 +1,125 @@
+"""Per-type distance thresholds from "which query led to which note".
+
+Pairs (query, note) come from the ``solved_query`` of live notes and from the activity
+log's ``add_note`` events (which keep the original query even if the note's field was
+edited since). For each pair the query is embedded and searched; the note's cosine
+distance is where the query "still found its note". A type's threshold is a high
+quantile of those distances plus a margin, clamped to a sane range; types with too few
+pairs keep the fallback ``"*"``. The result is stored as JSON under the SQLite meta key
+``THRESHOLDS_META_KEY``, which ``ThresholdCache`` reads.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from mcp_gateway.search import THRESHOLDS_META_KEY
+from mcp_gateway.types import IndexFilter, Note, SparseVector, point_id
+
+if TYPE_CHECKING:
+    from mcp_gateway.app import AppContext
+
+log = logging.getLogger(__name__)
+
+QUANTILE = 0.9
+MARGIN = 0.05
+MIN_PAIRS = 3
+LOWEST, HIGHEST = 0.10, 0.80
+MAX_PAIRS = 500
+LOG_WINDOW_S = 90 * 86_400
+
+
+@dataclass(slots=True)
+class TuningReport:
+    thresholds: dict[str, float] = field(default_factory=dict)
+    pairs: int = 0
+    found: int = 0
+
+
+def quantile(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    pos = q * (len(ordered) - 1)
+    low, high = math.floor(pos), math.ceil(pos)
+    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
+
+
+def threshold_from(distances: Sequence[float]) -> float:
+    value = quantile(distances, QUANTILE) + MARGIN
+    return round(min(max(value, LOWEST), HIGHEST), 4)
+
+
+def compute_thresholds(distances: Mapping[str, Sequence[float]]) -> dict[str, float]:
+    """{type: [distance at which a solved query found its note]} -> {type: threshold}."""
+    out = {t: threshold_from(d) for t, d in distances.items() if len(d) >= MIN_PAIRS}
+    everything = [x for d in distances.values() for x in d]
+    if len(everything) >= MIN_PAIRS:
+        out["*"] = threshold_from(everything)
+    return out
+
+
+def pairs_from_log(entries: Iterable[dict[str, Any]]) -> list[tuple[str, str]]:
+    return [
+        (str(e["solved_query"]), str(e["id"]))
+        for e in entries
+        if e.get("event") == "add_note" and e.get("solved_query") and e.get("id")
+    ]
+
+
+async def collect_pairs(app: AppContext) -> list[tuple[str, Note]]:
+    solved = await app.notes.solved(limit=MAX_PAIRS)
+    since = time.time() - LOG_WINDOW_S
+    logged = await anyio.to_thread.run_sync(lambda: pairs_from_log(app.activity.read_sync(since)))
+    extra = await app.notes.get_many(list({nid for _, nid in logged}))
+    seen: set[tuple[str, str]] = set()
+    pairs: list[tuple[str, Note]] = []
+    candidates = [(n.solved_query, n) for n in solved]
+    candidates += [(q, extra[nid]) for q, nid in logged if nid in extra]
+    for query, note in candidates:
+        if (query, note.id) not in seen:
+            seen.add((query, note.id))
+            pairs.append((query, note))
+    return pairs[-MAX_PAIRS:]
+
+
+async def distance_to(app: AppContext, query: str, note: Note) -> float | None:
+    """Cosine distance from ``query`` to ``note``; None if it is not among the candidates."""
+    dense = await app.embedder.embed_query(query)
+    flt = IndexFilter(kinds=("note",), types=(note.type,), namespaces=(note.namespace,))
+    hits, _ = await app.index.search(
+        dense, SparseVector([], []), flt, app.settings.search.candidates
+    )
+    wanted = point_id("note", note.id)
+    for hit in hits:
+        if hit.id == wanted:
+            return max(0.0, 1.0 - hit.score)
+    return None
+
+
+async def tune(app: AppContext) -> TuningReport:
+    report = TuningReport()
+    distances: dict[str, list[float]] = {}
+    for query, note in await collect_pairs(app):
+        report.pairs += 1
+        found = await distance_to(app, query, note)
+        if found is not None:
+            report.found += 1
+            distances.setdefault(note.type, []).append(found)
+    report.thresholds = compute_thresholds(distances)
+    if report.thresholds:
+        await app.db.set_meta(THRESHOLDS_META_KEY, json.dumps(report.thresholds, sort_keys=True))
+        app.thresholds.invalidate()
+    log.info(
+        "tuned thresholds from %d pairs (%d found): %s",
+        report.pairs,
+        report.found,
+        report.thresholds,
+    )
+    return report

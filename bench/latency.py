@@ -33,14 +33,45 @@ from mcp_gateway.settings import KiokuSettings  # noqa: E402
 from mcp_gateway.tools_notes import store_note  # noqa: E402
 from mcp_gateway.types import Note  # noqa: E402
 
-SUBJECTS = ["the billing API", "the deploy script", "git rebase", "the CI pipeline",
-            "postgres migrations", "the cache layer", "rate limits", "the auth service",
-            "Docker builds", "the frontend bundle", "timezone handling", "flaky tests",
-            "ステージング環境", "本番デプロイ", "データベース移行", "การดีพลอย", "ฐานข้อมูล"]
-VERBS = ["breaks when", "needs a retry after", "must be checked before", "got slow after",
-         "was fixed by", "should never run during", "depends on", "is documented next to"]
-OBJECTS = ["a force push", "HTTP 429 responses", "the nightly backup", "a schema change",
-           "parallel PATCH requests", "a config reload", "the release freeze", "a token rotation"]
+SUBJECTS = [
+    "the billing API",
+    "the deploy script",
+    "git rebase",
+    "the CI pipeline",
+    "postgres migrations",
+    "the cache layer",
+    "rate limits",
+    "the auth service",
+    "Docker builds",
+    "the frontend bundle",
+    "timezone handling",
+    "flaky tests",
+    "ステージング環境",
+    "本番デプロイ",
+    "データベース移行",
+    "การดีพลอย",
+    "ฐานข้อมูล",
+]
+VERBS = [
+    "breaks when",
+    "needs a retry after",
+    "must be checked before",
+    "got slow after",
+    "was fixed by",
+    "should never run during",
+    "depends on",
+    "is documented next to",
+]
+OBJECTS = [
+    "a force push",
+    "HTTP 429 responses",
+    "the nightly backup",
+    "a schema change",
+    "parallel PATCH requests",
+    "a config reload",
+    "the release freeze",
+    "a token rotation",
+]
 TYPES = ["note", "lesson", "conclusion", "knowledge", "profile"]
 
 
@@ -54,7 +85,7 @@ def pct(values: list[float], q: float) -> float:
 
 
 def summary(ms: list[float]) -> str:
-    return f"p50 {pct(ms, .5):7.2f}  p95 {pct(ms, .95):7.2f}  p99 {pct(ms, .99):7.2f} ms"
+    return f"p50 {pct(ms, 0.5):7.2f}  p95 {pct(ms, 0.95):7.2f}  p99 {pct(ms, 0.99):7.2f} ms"
 
 
 async def load(app: AppContext, n: int, pool: np.ndarray, rng: random.Random) -> float:
@@ -67,15 +98,37 @@ async def load(app: AppContext, n: int, pool: np.ndarray, rng: random.Random) ->
             base = pool[i % len(pool)] + noise.normal(0, 0.02, pool.shape[1])
             vec = (base / np.linalg.norm(base)).astype(np.float32)
             ts = now - (n - i)
-            note = Note(id=str(ULID()), text=text_for(i, rng), type=TYPES[i % 5],
-                        created_at=ts, updated_at=ts, embedded_model=app.embedder.model_id)
+            note = Note(
+                id=str(ULID()),
+                text=text_for(i, rng),
+                type=TYPES[i % 5],
+                created_at=ts,
+                updated_at=ts,
+                embedded_model=app.embedder.model_id,
+            )
             notes.append(note)
             points.append(note_point(note, vec.tolist()))
-        await app.db.transaction(lambda c, notes=notes: c.executemany(
-            "INSERT INTO notes (id, text, type, priority, domain, solved_query, namespace, "
-            "created_at, updated_at, deleted, embedded_model) VALUES (?,?,?,?,?,?,?,?,?,0,?)",
-            [(x.id, x.text, x.type, x.priority, x.domain, x.solved_query, x.namespace,
-              x.created_at, x.updated_at, x.embedded_model) for x in notes]))
+        await app.db.transaction(
+            lambda c, notes=notes: c.executemany(
+                "INSERT INTO notes (id, text, type, priority, domain, solved_query, namespace, "
+                "created_at, updated_at, deleted, embedded_model) VALUES (?,?,?,?,?,?,?,?,?,0,?)",
+                [
+                    (
+                        x.id,
+                        x.text,
+                        x.type,
+                        x.priority,
+                        x.domain,
+                        x.solved_query,
+                        x.namespace,
+                        x.created_at,
+                        x.updated_at,
+                        x.embedded_model,
+                    )
+                    for x in notes
+                ],
+            )
+        )
         await app.index.upsert(points)
     return n / (time.perf_counter() - started)
 
@@ -92,8 +145,13 @@ async def time_searches(app: AppContext, queries: list[str]) -> list[float]:
 async def time_adds(app: AppContext, count: int, rng: random.Random) -> list[float]:
     out, settings_ns = [], app.settings.namespace
     for i in range(count):
-        fields = {"text": text_for(10**7 + i, rng), "type": "note", "priority": "",
-                  "domain": "", "solved_query": ""}
+        fields = {
+            "text": text_for(10**7 + i, rng),
+            "type": "note",
+            "priority": "",
+            "domain": "",
+            "solved_query": "",
+        }
         t = time.perf_counter()
         await store_note(app, fields, settings_ns)
         out.append((time.perf_counter() - t) * 1000)
@@ -117,8 +175,12 @@ async def run_backend(backend: str, n: int, pool: np.ndarray, args: argparse.Nam
 async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
-    ap.add_argument("--local-max", type=int, default=10000,
-                    help="skip qdrant-client local mode above this N (it is O(N) per query)")
+    ap.add_argument(
+        "--local-max",
+        type=int,
+        default=10000,
+        help="skip qdrant-client local mode above this N (it is O(N) per query)",
+    )
     ap.add_argument("--queries", type=int, default=300)
     ap.add_argument("--adds", type=int, default=200)
     ap.add_argument("--pool", type=int, default=500, help="distinct embedded texts")
@@ -134,8 +196,10 @@ async def main() -> None:
     pool = np.array(await embedder.embed_documents([text_for(i, rng) for i in range(args.pool)]))
     await embedder.aclose()
 
-    print(f"embedder {embedder.model_id}; server-side timings; add mode: "
-          f"{'inline embedding' if args.inline_add else 'jobs (in-process runner)'}")
+    print(
+        f"embedder {embedder.model_id}; server-side timings; add mode: "
+        f"{'inline embedding' if args.inline_add else 'jobs (in-process runner)'}"
+    )
     for n in args.sizes:
         results = {"edge": await run_backend("edge", n, pool, args)}
         if n <= args.local_max:

@@ -31,7 +31,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", help="HTTP bind address (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="HTTP port (default 8765)")
     serve.add_argument(
-        "--standalone", action="store_true", help="stdio: own the stores in-process (no shared gateway)"
+        "--standalone",
+        action="store_true",
+        help="stdio: own the stores in-process (no shared gateway)",
     )
 
     add = sub.add_parser("add", help="add a note")

@@ -89,8 +89,10 @@ class Database:
     def _migrate(self) -> None:
         conn = self.conn
         conn.executescript(_BASE_SCHEMA)
-        current = {row["module"]: row["version"] for row in conn.execute(
-            "SELECT module, version FROM schema_versions")}
+        current = {
+            row["module"]: row["version"]
+            for row in conn.execute("SELECT module, version FROM schema_versions")
+        }
         for module, version, sql in sorted(MIGRATIONS, key=lambda m: (m[0], m[1])):
             if current.get(module, 0) >= version:
                 continue

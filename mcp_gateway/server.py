@@ -47,9 +47,9 @@ def create_server(
                 on_app(app)
             yield app
 
-    auth_kwargs = _auth_kwargs(settings) if http else {}
+    verifier, auth = _auth(settings) if http else (None, None)
     mcp: MCPServer[AppContext] = MCPServer(
-        "kioku", instructions=INSTRUCTIONS, lifespan=lifespan, **auth_kwargs
+        "kioku", instructions=INSTRUCTIONS, lifespan=lifespan, token_verifier=verifier, auth=auth
     )
     register_note_tools(mcp)
     register_record_tools(mcp)
@@ -86,7 +86,7 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _auth_kwargs(settings: KiokuSettings) -> dict[str, object]:
+def _auth(settings: KiokuSettings) -> tuple[GrantTokenVerifier | None, AuthSettings | None]:
     verifier = GrantTokenVerifier(settings)
     host, port = settings.http.host, settings.http.port
     if not verifier:
@@ -95,17 +95,15 @@ def _auth_kwargs(settings: KiokuSettings) -> dict[str, object]:
                 f"refusing to serve HTTP on {host} without a token: set KIOKU_HTTP__TOKEN "
                 "(any long random string) or KIOKU_HTTP__GRANTS, or bind to 127.0.0.1"
             )
-        return {}
+        return None, None
     url = f"http://{'127.0.0.1' if is_loopback(host) else host}:{port}"
-    return {
-        "token_verifier": verifier,
-        "auth": AuthSettings(
-            issuer_url=url,  # type: ignore[arg-type]
-            resource_server_url=f"{url}/mcp",  # type: ignore[arg-type]
-            validate_token_resource=False,
-            required_scopes=["kioku"],
-        ),
-    }
+    auth = AuthSettings(
+        issuer_url=url,  # type: ignore[arg-type]
+        resource_server_url=f"{url}/mcp",  # type: ignore[arg-type]
+        validate_token_resource=False,
+        required_scopes=["kioku"],
+    )
+    return verifier, auth
 
 
 def transport_security(settings: KiokuSettings) -> TransportSecuritySettings:

@@ -24,7 +24,7 @@ R = TypeVar("R")
 
 
 def app_from(ctx: Context[Any, Any]) -> AppContext:
-    return ctx.request_context.lifespan_context  # type: ignore[no-any-return]
+    return ctx.request_context.lifespan_context
 
 
 def result(text: str, model: BaseModel) -> CallToolResult:

@@ -73,9 +73,12 @@ def note_document(note: Note) -> str:
 def note_point(
     note: Note, dense: Sequence[float] | None = None, prior: float | None = None
 ) -> IndexPoint:
+    # "dense" tells ranking that a missing dense score means "not embedded yet", not
+    # "far away", so a fresh note competes on its lexical evidence alone.
+    payload = {**note_payload(note, prior), "dense": dense is not None}
     return IndexPoint(
         id=point_id("note", note.id),
-        payload=note_payload(note, prior),
+        payload=payload,
         sparse=lexical.sparse_document(note_document(note)),
         dense=list(dense) if dense is not None else None,
     )
@@ -94,6 +97,7 @@ def record_point(rec: Record, *, current: bool, dense: Sequence[float] | None = 
             "namespace": rec.namespace,
             "created_at": rec.created_at,
             "current": current,
+            "dense": dense is not None,
         },
         sparse=lexical.sparse_document(record_document(rec)),
         dense=list(dense) if dense is not None else None,

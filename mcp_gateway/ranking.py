@@ -53,6 +53,7 @@ class Candidate:
     dense_rank: int | None = None
     sparse_score: float | None = None
     sparse_rank: int | None = None
+    sparse_part: float = 0.0
     tags: list[str] = field(default_factory=list)
 
     @property
@@ -69,7 +70,9 @@ def _dbsf(scores: Sequence[float]) -> list[float]:
     if not scores:
         return []
     mean = statistics.fmean(scores)
-    sigma = statistics.pstdev(scores) or 1.0
+    sigma = statistics.pstdev(scores)
+    if sigma == 0:  # one hit, or all equal: each is the best this channel has
+        return [1.0] * len(scores)
     low, span = mean - 3 * sigma, 6 * sigma
     return [min(1.0, max(0.0, (s - low) / span)) for s in scores]
 
@@ -93,8 +96,14 @@ def fuse(
     sparse_parts = _contributions(sparse, params, params.sparse_weight)
     for rank, (hit, part) in enumerate(zip(sparse, sparse_parts, strict=True), start=1):
         cand = by_id.setdefault(hit.id, Candidate(hit.id, dict(hit.payload)))
-        cand.sparse_rank, cand.sparse_score = rank, hit.score
+        cand.sparse_rank, cand.sparse_score, cand.sparse_part = rank, hit.score, part
         cand.score += part
+    if params.sparse_weight > 0:
+        for cand in by_id.values():
+            if cand.payload.get("dense") is False and cand.dense_rank is None:
+                # not embedded yet: judge it on its lexical evidence at full weight
+                scale = (params.dense_weight + params.sparse_weight) / params.sparse_weight
+                cand.score = cand.sparse_part * scale
     for cand in by_id.values():
         cand.score *= float(cand.payload.get("prior", 1.0))
         if params.priority_rule != "first" and cand.priority == "high":

@@ -120,7 +120,7 @@ async def test_rerank_prior_reaches_payload_and_survives_reembed(app) -> None:  
     pid = point_id("note", useful.id)
 
     async def prior() -> float:
-        dense = CountingEmbedder().vector("retry with backoff when the API answers 429")
+        dense = await app.embedder.embed_query("retry with backoff when the API answers 429")
         hits, _ = await app.index.search(dense, SparseVector([], []), IndexFilter(), 10)
         return float(next(h for h in hits if h.id == pid).payload.get("prior", 1.0))
 

@@ -9,7 +9,6 @@ allows one owner per path). The index is the real qdrant-client (local mode).
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import threading
 import uuid
 from collections.abc import AsyncIterator, Sequence
@@ -24,6 +23,7 @@ from arq.worker import Worker
 import mcp_gateway.app as app_module
 from mcp_gateway import export
 from mcp_gateway.app import AppContext, open_app
+from mcp_gateway.embedders.local import LocalEmbedder
 from mcp_gateway.errors import EmbedderUnavailable
 from mcp_gateway.search import SearchRequest
 from mcp_gateway.settings import KiokuSettings
@@ -40,31 +40,24 @@ FAST_CTX = {"retry_base_s": 0.01, "lock_poll_s": 0.02}
 
 
 class CountingEmbedder:
-    """Deterministic hashed bag-of-words vectors; counts calls; can fail on purpose."""
-
-    model_id = "test/hash-64"
-    dim = 64
+    """The real bundled model, wrapped to count calls and to fail on purpose."""
 
     def __init__(self) -> None:
+        self.inner = LocalEmbedder()
+        self.model_id = self.inner.model_id
+        self.dim = 384
         self.calls = 0
         self.texts = 0
         self.fail_next = 0
         self.poison = "POISON"
-        self.delay_s = 0.02  # per call, like a model's fixed cost per batch
         self.gate: asyncio.Event | None = None
 
     async def start(self) -> None:
-        return None
+        await self.inner.start()
+        self.dim = self.inner.dim
 
     async def aclose(self) -> None:
-        return None
-
-    def vector(self, text: str) -> list[float]:
-        v = np.zeros(self.dim)
-        for word in text.lower().split():
-            v[int(hashlib.md5(word.encode()).hexdigest(), 16) % self.dim] += 1.0
-        v[0] += 1e-3
-        return [float(x) for x in v / np.linalg.norm(v)]
+        await self.inner.aclose()
 
     async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         if self.gate is not None:
@@ -75,12 +68,11 @@ class CountingEmbedder:
             raise EmbedderUnavailable("test: embedder briefly down")
         if any(self.poison in t for t in texts):
             raise ValueError("test: this text cannot be embedded")
-        await asyncio.sleep(self.delay_s + 0.0005 * len(texts))
         self.texts += len(texts)
-        return [self.vector(t) for t in texts]
+        return await self.inner.embed_documents(texts)
 
     async def embed_query(self, text: str) -> list[float]:
-        return self.vector(text)
+        return await self.inner.embed_query(text)
 
 
 class Env:

@@ -120,9 +120,14 @@ async def reconcile(ctx: dict[str, Any]) -> int:
     app = ctx["app"]
     queue = ctx.get("queue")
     missing = await find_unindexed(ctx)
+    records = await find_unindexed_records(ctx)
     if queue is None:
         await index_notes(ctx, [n.id for n in missing])
-        return len(missing)
+        await index_records(ctx, records)
+        return len(missing) + len(records)
+    if records:
+        await queue.enqueue("index_records", records)
+        log.info("reconcile: %d records queued for indexing", len(records))
     for note in missing:
         await queue.enqueue("index_note", note.id, job_id=index_job_id(note.id, note.updated_at))
     if missing:
@@ -131,7 +136,17 @@ async def reconcile(ctx: dict[str, Any]) -> int:
             len(missing),
             app.embedder.model_id,
         )
-    return len(missing)
+    return len(missing) + len(records)
+
+
+async def find_unindexed_records(ctx: dict[str, Any]) -> list[str]:
+    """Record ids whose point is missing or has no dense vector yet."""
+    app = ctx["app"]
+    missing: list[str] = []
+    async for batch in app.records.iter_all():
+        present = await app.index.present([point_id("record", r.id) for r in batch])
+        missing += [r.id for r in batch if not present.get(point_id("record", r.id), False)]
+    return missing
 
 
 async def find_unindexed(ctx: dict[str, Any], page_size: int = 500) -> list[Note]:

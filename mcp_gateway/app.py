@@ -17,7 +17,7 @@ from .activity import ActivityLog
 from .db import Database
 from .embedders import build_embedder
 from .embedders.base import Embedder
-from .errors import IndexMismatch
+from .errors import EmbedderUnavailable, IndexMismatch, KiokuError
 from .index.base import Index, IndexSpec
 from .indexing import Indexer
 from .notes import NoteStore
@@ -85,6 +85,22 @@ async def check_index_model(db: Database, spec: IndexSpec, *, adopt: bool) -> No
         )
 
 
+async def start_embedder(embedder: Embedder, db: Database) -> None:
+    """Start the embedder; if it is down but the index already knows its dimension,
+    start anyway: adds are stored and lexically searchable, and the jobs embed them
+    once the embedder answers again."""
+    try:
+        await embedder.start()
+    except EmbedderUnavailable as exc:
+        model, _, dim = (await db.get_meta(INDEX_MODEL_META_KEY) or "").rpartition("@")
+        if model != embedder.model_id or not dim.isdigit():
+            raise
+        log.warning(
+            "%s -- starting with the index's dimension %s; indexing will catch up", exc, dim
+        )
+        embedder.dim = int(dim)
+
+
 @asynccontextmanager
 async def open_app(
     settings: KiokuSettings, *, run_jobs: bool = True, adopt_model: bool = False
@@ -97,7 +113,7 @@ async def open_app(
         stack.push_async_callback(db.close)
 
         embedder = build_embedder(settings.embedder)
-        await embedder.start()
+        await start_embedder(embedder, db)
         stack.push_async_callback(embedder.aclose)
 
         spec = IndexSpec(settings.index.collection, embedder.dim, embedder.model_id)
@@ -133,3 +149,16 @@ async def open_app(
             type(app.jobs).__name__,
         )
         yield app
+
+
+async def preflight(settings: KiokuSettings) -> str | None:
+    """Open and close the stores once; the reason they cannot open, or None.
+
+    Servers call this before binding, so a start-up failure is one clear line
+    (uvicorn would log a failing lifespan as a traceback).
+    """
+    try:
+        async with open_app(settings, run_jobs=False):
+            return None
+    except KiokuError as exc:
+        return str(exc)

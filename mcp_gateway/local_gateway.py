@@ -264,19 +264,6 @@ async def _serve(settings: KiokuSettings, sock: socket.socket) -> bool:
     return True
 
 
-async def _preflight(settings: KiokuSettings) -> str | None:
-    """Open and close the stores once, so a start-up failure is one clear line in the
-    log (uvicorn would log a lifespan failure as a traceback) that the proxy passes on."""
-    from .app import open_app
-    from .errors import KiokuError
-
-    try:
-        async with open_app(settings, run_jobs=False):
-            return None
-    except KiokuError as exc:
-        return str(exc)
-
-
 def run_daemon(settings: KiokuSettings) -> int:
     paths = GatewayPaths.for_settings(settings)
     try:
@@ -287,7 +274,9 @@ def run_daemon(settings: KiokuSettings) -> int:
     if fd is None:
         log.info("another kioku gateway owns %s; leaving it to that one", settings.data_dir)
         return _EXIT_LOST_ELECTION
-    reason = anyio.run(_preflight, settings)
+    from .app import preflight  # the proxy imports this module: keep its start-up light
+
+    reason = anyio.run(preflight, settings)
     try:
         sock = _bind(paths.socket) if reason is None else None
     except OSError as exc:

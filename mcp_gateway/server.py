@@ -14,8 +14,8 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 
 from .access import GrantTokenVerifier
-from .app import AppContext, open_app
-from .errors import InvalidInput
+from .app import AppContext, open_app, preflight
+from .errors import InvalidInput, StoreUnavailable
 from .settings import KiokuSettings
 from .tools_notes import register_note_tools
 from .tools_records import register_record_tools
@@ -133,6 +133,9 @@ def serve(settings: KiokuSettings, *, http: bool, standalone: bool = False) -> N
             run_proxy(settings)
             return
     mcp = create_server(settings, http=http)
+    reason = anyio.run(preflight, settings)
+    if reason is not None:
+        raise StoreUnavailable(f"cannot start: {reason}")
     if not http:
         mcp.run("stdio")
         return

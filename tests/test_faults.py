@@ -353,3 +353,33 @@ async def test_embedder_down_or_slow_then_back(tmp_path: Path, fault: str) -> No
         assert_no_duplicates(data, acked)
     finally:
         stub.stop()
+
+
+async def test_gateway_starts_while_the_embedder_is_down(tmp_path: Path) -> None:
+    data, stub, acked = tmp_path / "data", Stub(), {}
+    stub.start()
+    env = {
+        "KIOKU_EMBEDDER__PROVIDER": "ollama",
+        "KIOKU_EMBEDDER__OLLAMA_HOST": f"http://127.0.0.1:{stub.port}",
+        "KIOKU_EMBEDDER__TIMEOUT_S": "0.5",
+    }
+    try:
+        with gateway(data, **env) as gw:  # type: ignore[arg-type]
+            async with http_client(gw.url, None) as client:
+                res = await client.call_tool("add_note", {"text": "first note, embedder up"})
+                acked[res.structured_content["id"]] = "first"
+        stub.stop()
+        with gateway(data, **env) as gw:  # type: ignore[arg-type]  # Ollama is down now
+            async with http_client(gw.url, None) as client:
+                for n in range(3):
+                    res = await client.call_tool("add_note", {"text": f"down {letters(n)}"})
+                    assert not res.is_error, text_of(res)
+                    acked[res.structured_content["id"]] = letters(n)
+                found = await client.call_tool("search_memory", {"query": letters(0)})
+                assert not found.is_error, text_of(found)
+                stub.start()
+                assert await _wait_embedded(data, 90), f"{_pending(data)} still pending"
+                await assert_all_present(client, acked)
+        assert_no_duplicates(data, acked)
+    finally:
+        stub.stop()

@@ -31,7 +31,7 @@ HEADER = (
 
 
 class CurrentRecords(Protocol):
-    async def export_view(self) -> dict[str, list[dict[str, Any]]]:
+    async def export_view(self, namespaces: Sequence[str] = ()) -> dict[str, list[dict[str, Any]]]:
         """{"decisions": [...], "actionable": [...]}, each item {"id", "title", "status", ...}."""
 
 
@@ -65,7 +65,7 @@ async def collect(
         profile=await notes.recent(["profile"], namespaces=namespaces, limit=50),
     )
     if records is not None:
-        view = await records.export_view()
+        view = await records.export_view(namespaces)
         snap.decisions, snap.actionable = view.get("decisions", []), view.get("actionable", [])
     newest = await notes.recent(
         ["lesson", "conclusion", "knowledge", "profile"], namespaces=namespaces, limit=1

@@ -226,16 +226,20 @@ class RecordStore:
         return await self.db.run(read)
 
     async def list_current(
-        self, types: Sequence[str] = (), action_states: Sequence[str] = (), limit: int = 500
+        self,
+        types: Sequence[str] = (),
+        action_states: Sequence[str] = (),
+        limit: int = 500,
+        namespaces: Sequence[str] = (),
     ) -> list[Record]:
         """Current records (not superseded, not duplicates), newest first.
 
-        ``types`` and ``action_states`` both filter (an empty one means any), e.g.
-        ``types=["decision"]`` or ``action_states=["actionable"]`` for session context.
+        ``types``, ``action_states`` and ``namespaces`` filter (an empty one means any),
+        e.g. ``types=["decision"]`` or ``action_states=["actionable"]`` for session context.
         """
         tlist = [v.record_type(t) for t in types]
         alist = [v.action_state(a) for a in action_states]
-        where, params = _current_filter(tlist, alist)
+        where, params = _current_filter(tlist, alist, list(namespaces))
 
         def read(conn: sqlite3.Connection) -> list[Record]:
             return queries.select_records(
@@ -290,11 +294,17 @@ class RecordStore:
         fields = {"title", "content", "type", "status", "action_state", "created_at"}
         return {rid: rec.model_dump(include=fields) for rid, rec in found.items()}
 
-    async def export_view(self, limit: int = 50) -> dict[str, list[dict[str, Any]]]:
-        """Current decisions (not rejected) and current actionable records, newest first,
-        for session_context.md; titles flattened to one line."""
-        decisions = await self.list_current(types=["decision"], limit=limit * 2)
-        actionable = await self.list_current(action_states=["actionable"], limit=limit)
+    async def export_view(
+        self, namespaces: Sequence[str] = (), limit: int = 50
+    ) -> dict[str, list[dict[str, Any]]]:
+        """Current decisions (not rejected) and current actionable records in
+        ``namespaces``, newest first, for session_context.md; titles on one line."""
+        decisions = await self.list_current(
+            types=["decision"], limit=limit * 2, namespaces=namespaces
+        )
+        actionable = await self.list_current(
+            action_states=["actionable"], limit=limit, namespaces=namespaces
+        )
         in_force = [d for d in decisions if d.status != "rejected"][:limit]
         return {
             "decisions": [_export_item(r) for r in in_force],
@@ -303,7 +313,7 @@ class RecordStore:
 
     async def counts(self) -> dict[str, int]:
         """Number of records per type, plus "total" and "current"."""
-        where, params = _current_filter([], [])
+        where, params = _current_filter([], [], [])
 
         def read(conn: sqlite3.Connection) -> dict[str, int]:
             out = {
@@ -406,7 +416,9 @@ def _hit(rec: Record, matched_id: str, score: float, current: bool) -> RecordSea
     )
 
 
-def _current_filter(types: list[str], states: list[str]) -> tuple[str, list[object]]:
+def _current_filter(
+    types: list[str], states: list[str], namespaces: list[str] | None = None
+) -> tuple[str, list[object]]:
     clauses = [
         "NOT EXISTS (SELECT 1 FROM record_edges e WHERE e.relation = 'supersedes' "
         "AND e.target = records.id)",
@@ -414,7 +426,7 @@ def _current_filter(types: list[str], states: list[str]) -> tuple[str, list[obje
         "AND e.source = records.id)",
     ]
     params: list[object] = []
-    for col, values in (("type", types), ("action_state", states)):
+    for col, values in (("type", types), ("action_state", states), ("namespace", namespaces)):
         if values:
             clauses.append(f"{col} IN ({','.join('?' * len(values))})")
             params.extend(values)

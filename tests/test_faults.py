@@ -304,6 +304,14 @@ class Stub:
             self._server = None
 
 
+def ollama_env(stub: Stub) -> dict[str, str]:
+    return {
+        "KIOKU_EMBEDDER__PROVIDER": "ollama",
+        "KIOKU_EMBEDDER__OLLAMA_HOST": f"http://127.0.0.1:{stub.port}",
+        "KIOKU_EMBEDDER__TIMEOUT_S": "0.5",
+    }
+
+
 def _pending(data: Path) -> int:
     return int(db_rows(data, "SELECT count(*) FROM notes WHERE embedded_model IS NULL")[0][0])
 
@@ -321,11 +329,7 @@ async def _wait_embedded(data: Path, within_s: float) -> bool:
 async def test_embedder_down_or_slow_then_back(tmp_path: Path, fault: str) -> None:
     data, stub, acked = tmp_path / "data", Stub(), {}
     stub.start()
-    env = {
-        "KIOKU_EMBEDDER__PROVIDER": "ollama",
-        "KIOKU_EMBEDDER__OLLAMA_HOST": f"http://127.0.0.1:{stub.port}",
-        "KIOKU_EMBEDDER__TIMEOUT_S": "0.5",
-    }
+    env = ollama_env(stub)
     try:
         with gateway(data, **env) as gw:  # type: ignore[arg-type]
             async with http_client(gw.url, None) as client:
@@ -358,11 +362,7 @@ async def test_embedder_down_or_slow_then_back(tmp_path: Path, fault: str) -> No
 async def test_gateway_starts_while_the_embedder_is_down(tmp_path: Path) -> None:
     data, stub, acked = tmp_path / "data", Stub(), {}
     stub.start()
-    env = {
-        "KIOKU_EMBEDDER__PROVIDER": "ollama",
-        "KIOKU_EMBEDDER__OLLAMA_HOST": f"http://127.0.0.1:{stub.port}",
-        "KIOKU_EMBEDDER__TIMEOUT_S": "0.5",
-    }
+    env = ollama_env(stub)
     try:
         with gateway(data, **env) as gw:  # type: ignore[arg-type]
             async with http_client(gw.url, None) as client:

@@ -22,6 +22,20 @@ BOOL_FIELDS = ("current",)
 FLOAT_FIELDS = ("created_at",)
 
 
+def match_any_terms(flt: IndexFilter) -> list[tuple[str, tuple[str, ...]]]:
+    """The filter's "field is one of these values" conditions, as both backends apply them."""
+    return [
+        (key, values)
+        for key, values in (
+            ("kind", flt.kinds),
+            ("type", flt.types),
+            ("domain", flt.domains),
+            ("namespace", flt.namespaces),
+        )
+        if values
+    ]
+
+
 @dataclass(frozen=True, slots=True)
 class IndexSpec:
     """What the collection is built for: dense size and the model that fills it."""

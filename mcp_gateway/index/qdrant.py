@@ -19,7 +19,15 @@ from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedR
 
 from ..errors import IndexMismatch, StoreUnavailable
 from ..types import IndexFilter, IndexHit, IndexPoint, SparseVector
-from .base import BOOL_FIELDS, DENSE, FLOAT_FIELDS, KEYWORD_FIELDS, SPARSE, IndexSpec
+from .base import (
+    BOOL_FIELDS,
+    DENSE,
+    FLOAT_FIELDS,
+    KEYWORD_FIELDS,
+    SPARSE,
+    IndexSpec,
+    match_any_terms,
+)
 
 log = logging.getLogger(__name__)
 
@@ -58,16 +66,7 @@ def _any(key: str, values: tuple[str, ...]) -> models.FieldCondition:
 def build_filter(flt: IndexFilter | None) -> models.Filter | None:
     if flt is None:
         return None
-    must: list[models.Condition] = [
-        _any(key, values)
-        for key, values in (
-            ("kind", flt.kinds),
-            ("type", flt.types),
-            ("domain", flt.domains),
-            ("namespace", flt.namespaces),
-        )
-        if values
-    ]
+    must: list[models.Condition] = [_any(key, values) for key, values in match_any_terms(flt)]
     must_not: list[models.Condition] = []
     if flt.exclude_types:
         must_not.append(_any("type", flt.exclude_types))

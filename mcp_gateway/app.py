@@ -29,6 +29,9 @@ from .settings import KiokuSettings
 log = logging.getLogger(__name__)
 
 INDEX_MODEL_META_KEY = "index.model"
+INDEX_SCHEMA_META_KEY = "index.schema"
+# Bump when the payload layout changes in a way old points cannot serve (2: "visible").
+INDEX_SCHEMA = "2"
 
 
 @dataclass(slots=True)
@@ -78,7 +81,14 @@ async def check_index_model(db: Database, spec: IndexSpec, *, adopt: bool) -> No
     current = f"{spec.model_id}@{spec.dim}"
     if stored is None or adopt:
         await db.set_meta(INDEX_MODEL_META_KEY, current)
-    elif stored != current:
+        await db.set_meta(INDEX_SCHEMA_META_KEY, INDEX_SCHEMA)
+        return
+    if await db.get_meta(INDEX_SCHEMA_META_KEY) != INDEX_SCHEMA:
+        raise IndexMismatch(
+            "the index was built by an older kioku with another layout: "
+            "run `kioku reindex` to rebuild it from SQLite (nothing is lost)"
+        )
+    if stored != current:
         raise IndexMismatch(
             f"the index was built with {stored} but the configured embedder is {current}: "
             "run `kioku reindex` to rebuild it for the new model, or switch the embedder back"

@@ -17,7 +17,7 @@ from typing import Any
 from . import lexical
 from .db import Database, register_migration
 from .embedders.base import Embedder
-from .index.base import Index
+from .index.base import Index, visible_value
 from .notes import NoteStore
 from .records.model import Record
 from .types import IndexPoint, Note, point_id
@@ -57,6 +57,7 @@ def note_payload(note: Note, prior: float | None = None) -> dict[str, Any]:
         "domain": note.domain,
         "priority": note.priority,
         "namespace": note.namespace,
+        "visible": visible_value(note.namespace),
         "created_at": note.created_at,
     }
     if prior is not None:
@@ -95,6 +96,7 @@ def record_point(rec: Record, *, current: bool, dense: Sequence[float] | None = 
             "domain": "",
             "priority": "",
             "namespace": rec.namespace,
+            "visible": visible_value(rec.namespace, current),
             "created_at": rec.created_at,
             "current": current,
             "dense": dense is not None,

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+import anyio
+
 from . import lexical
 from .db import Database
 from .embedders.base import Embedder
@@ -115,13 +117,22 @@ class SearchService:
             namespaces=req.namespaces,
             current_only=True,
         )
-        dense_hits, sparse_hits = await self.index.search(
-            dense, sparse, flt, self.settings.candidates
-        )
+        # The recency read does not depend on the index answer: run both at once.
+        recent: list[Note] = []
+
+        async def read_recent() -> None:
+            recent.extend(await self._recent(req))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(read_recent)
+            dense_hits, sparse_hits = await self.index.search(
+                dense, sparse, flt, self.settings.candidates
+            )
         params = await self._params(query)
         chosen = select(fuse(dense_hits, sparse_hits, params), params, req.top, req.namespaces)
         results = await self._materialise(chosen)
-        results += await self._recent(req, {r.id for r in results})
+        present = {r.id for r in results}
+        results += [note_result(n, None, [RECENT_TAG]) for n in recent if n.id not in present]
         return SearchResponse(query=query, results=results, dense_available=dense_ok)
 
     async def _embed_query(self, query: str) -> tuple[list[float] | None, bool]:
@@ -164,18 +175,18 @@ class SearchService:
             # else: deleted or superseded since indexing -> a ghost point, skipped
         return out
 
-    async def _recent(self, req: SearchRequest, present: set[str]) -> list[SearchResult]:
+    async def _recent(self, req: SearchRequest) -> list[Note]:
+        """The newest lessons/conclusions for the ``[RECENT]`` boost (source design 6.1)."""
         wanted = self.settings.recent_types
         types = [req.type] if req.type in wanted else ([] if req.type else list(wanted))
         if not types or self.settings.recent_count <= 0:
             return []
-        recent = await self.notes.recent(
+        return await self.notes.recent(
             types,
             namespaces=req.namespaces,
             domain=req.domain,
             limit=self.settings.recent_count,
         )
-        return [note_result(n, None, tags=[RECENT_TAG]) for n in recent if n.id not in present]
 
 
 def _kind(cand: Candidate) -> str:

@@ -17,23 +17,38 @@ DENSE = "dense"
 SPARSE = "sparse"
 
 # Payload fields that get a payload index (keyword unless noted).
-KEYWORD_FIELDS = ("kind", "type", "domain", "priority", "namespace", "source_id")
+KEYWORD_FIELDS = ("kind", "type", "domain", "priority", "namespace", "source_id", "visible")
+# "visible" folds namespace and lifecycle into one keyword: the namespace for notes and
+# current records, "" for superseded/duplicate records. The search path's usual filter
+# (current, in these namespaces) is then one condition instead of two: measured 3.4 ->
+# 2.6 ms per hybrid query at 10k points, 39 -> 22 ms at 100k (exact search).
+VISIBLE = "visible"
 BOOL_FIELDS = ("current",)
 FLOAT_FIELDS = ("created_at",)
 
 
 def match_any_terms(flt: IndexFilter) -> list[tuple[str, tuple[str, ...]]]:
     """The filter's "field is one of these values" conditions, as both backends apply them."""
+    by_namespace = VISIBLE if flt.current_only else "namespace"
     return [
         (key, values)
         for key, values in (
             ("kind", flt.kinds),
             ("type", flt.types),
             ("domain", flt.domains),
-            ("namespace", flt.namespaces),
+            (by_namespace, flt.namespaces),
         )
         if values
     ]
+
+
+def needs_current_condition(flt: IndexFilter) -> bool:
+    """``current_only`` without namespaces still needs its own condition."""
+    return flt.current_only and not flt.namespaces
+
+
+def visible_value(namespace: str, current: bool = True) -> str:
+    return namespace if current else ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,6 +38,7 @@ from .base import (
     SPARSE,
     IndexSpec,
     match_any_terms,
+    needs_current_condition,
 )
 
 log = logging.getLogger(__name__)
@@ -75,7 +76,7 @@ def build_filter(flt: IndexFilter | None) -> qe.Filter | None:
     must_not: list[Any] = []
     if flt.exclude_types:
         must_not.append(_any("type", flt.exclude_types))
-    if flt.current_only:
+    if needs_current_condition(flt):
         must_not.append(qe.FieldCondition(_CURRENT_MIRROR, match=qe.MatchValue("false")))
     if not must and not must_not:
         return None

@@ -27,6 +27,7 @@ from .base import (
     SPARSE,
     IndexSpec,
     match_any_terms,
+    needs_current_condition,
 )
 
 log = logging.getLogger(__name__)
@@ -70,7 +71,7 @@ def build_filter(flt: IndexFilter | None) -> models.Filter | None:
     must_not: list[models.Condition] = []
     if flt.exclude_types:
         must_not.append(_any("type", flt.exclude_types))
-    if flt.current_only:
+    if needs_current_condition(flt):
         # Notes carry no ``current``; only records explicitly marked false are hidden.
         must_not.append(models.FieldCondition(key="current", match=models.MatchValue(value=False)))
     if not must and not must_not:

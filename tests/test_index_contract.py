@@ -107,12 +107,12 @@ async def test_sparse_only_point_then_dense(index: Index) -> None:
     assert sparse_hits[0].payload["source_id"] == "a"
     assert sparse_hits[0].score > 0
 
-    await index.set_dense({pid("a"): vec, pid("gone"): unit()})  # unknown id: skipped
+    await index.upsert([point("a", "deploy checklist before release", vec)])  # embedded
     assert await index.present([pid("a"), pid("gone")]) == {pid("a"): True}
     dense_hits, sparse_hits = await index.search(vec, sparse_query("release"), ANY, 10)
     assert [h.id for h in dense_hits] == [pid("a")]
     assert dense_hits[0].score == pytest.approx(1.0, abs=1e-4)
-    assert dense_hits[0].payload["source_id"] == "a"  # payload kept by set_dense
+    assert dense_hits[0].payload["source_id"] == "a"
     assert [h.id for h in sparse_hits] == [pid("a")]  # sparse vector kept too
 
 
@@ -290,7 +290,6 @@ _CHILD = textwrap.dedent(
             p = IndexPoint(point_id("note", str(i)), {"kind": "note"},
                            sparse_document(f"note number {i}"), [1.0, 0.0, 0.0, float(i)])
             await index.upsert([p])
-        await index.set_dense({point_id("note", "0"): [0.0, 1.0, 0.0, 0.0]})
         print("acked", flush=True)
         await anyio.sleep(60)
 

@@ -2,7 +2,7 @@
 
 The index is derived data: SQLite holds the truth and ``kioku reindex`` rebuilds the
 index from it. A point carries a sparse (lexical) vector from the moment its note is
-added, and gains its dense vector once a job has embedded it.
+added; the embedding job later upserts the whole point again, with its dense vector.
 """
 
 from __future__ import annotations
@@ -71,10 +71,6 @@ class Index(Protocol):
 
     async def upsert(self, points: Sequence[IndexPoint]) -> None:
         """Insert or fully replace points (sparse, optional dense, payload)."""
-
-    async def set_dense(self, vectors: Mapping[str, Sequence[float]]) -> None:
-        """Add or replace the dense vector of existing points, keeping the rest.
-        Ids not in the index are skipped silently (the note was deleted meanwhile)."""
 
     async def set_payload(self, ids: Sequence[str], payload: Mapping[str, Any]) -> None:
         """Merge ``payload`` into each point's payload."""

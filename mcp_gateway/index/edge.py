@@ -6,14 +6,16 @@ Facts this module relies on (qdrant-edge-py 0.9, verified by tests/test_index_co
   the process without ``flush()``; ``close()`` flushes segments.
 - The shard takes an exclusive lock on its WAL: a second open, from this process or
   another, fails with ``WouldBlock``. That is mapped to ``StoreUnavailable``.
-- The shard is safe to call from several threads, but ``set_dense`` (check, then
-  update) and ``close`` must not interleave with other calls, so all calls go through
-  one lock; each takes well under a millisecond at the sizes kioku sees.
+- The shard is safe to call from several threads, but ``close`` must not interleave
+  with other calls, so all calls go through one lock; each takes a few milliseconds at
+  most at the sizes kioku sees (exact search over 100k points: ~15-40 ms).
 - ``MatchValue(True/False)`` is converted to an integer by the bindings and never
   matches a boolean payload. The ``current`` flag is therefore mirrored into a keyword
   field (``_current``) that filters use; it is stripped from returned payloads.
-- No HNSW graph is built unless ``optimize()`` is called; below ``exact_search_below``
-  points dense search is exact anyway, since HNSW recall on small sets is poor.
+- No HNSW graph is built unless ``EdgeShard.optimize()`` is called, and that call holds
+  the GIL for its whole run (8 s at 30k points): it would freeze the gateway, so kioku
+  does not call it and dense search stays exact (recall 1.0). A collection that outgrows
+  that belongs on a Qdrant server (``KIOKU_QDRANT_URL``), which indexes in the background.
 """
 
 from __future__ import annotations
@@ -205,10 +207,6 @@ class EdgeIndex:
         """Flush segments to disk (the WAL already protects acknowledged writes)."""
         await self._run(lambda s: s.flush())
 
-    async def optimize(self) -> bool:
-        """Build HNSW/merge segments; slow (about 9 s per 10k 384-d points on 2 cores)."""
-        return await self._run(lambda s: s.optimize())
-
     # -- writes -------------------------------------------------------------------
 
     def _to_point(self, p: IndexPoint) -> qe.Point:
@@ -225,23 +223,6 @@ class EdgeIndex:
             return
         batch = [self._to_point(p) for p in points]
         await self._run(lambda s: s.update(qe.UpdateOperation.upsert_points(batch)))
-
-    async def set_dense(self, vectors: Mapping[str, Sequence[float]]) -> None:
-        if not vectors:
-            return
-        for v in vectors.values():
-            self._check_dim(v)
-
-        def _set(shard: qe.EdgeShard) -> None:
-            # update_vectors fails the whole batch on an unknown id: keep present ones.
-            present = {str(r.id) for r in shard.retrieve(list(vectors), False, False)}
-            batch = [
-                qe.PointVectors(i, {DENSE: list(v)}) for i, v in vectors.items() if i in present
-            ]
-            if batch:
-                shard.update(qe.UpdateOperation.update_vectors(batch))
-
-        await self._run(_set)
 
     async def set_payload(self, ids: Sequence[str], payload: Mapping[str, Any]) -> None:
         if not ids or not payload:

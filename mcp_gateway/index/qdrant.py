@@ -161,27 +161,6 @@ class QdrantIndex:
         await self.client.upsert(self._name, structs, wait=True)
 
     @_store_errors
-    async def set_dense(self, vectors: Mapping[str, Sequence[float]]) -> None:
-        if not vectors:
-            return
-        for v in vectors.values():
-            self._check_dim(v)
-        # update_vectors fails on an unknown id (the note was deleted): keep present ones.
-        # Not atomic against a concurrent delete on a server; a point deleted in between
-        # makes the call fail and the embedding job retry, which then skips it.
-        records = await self.client.retrieve(
-            self._name, list(vectors), with_payload=False, with_vectors=False
-        )
-        present = {str(r.id) for r in records}
-        batch = [
-            models.PointVectors(id=i, vector={DENSE: list(v)})
-            for i, v in vectors.items()
-            if i in present
-        ]
-        if batch:
-            await self.client.update_vectors(self._name, batch, wait=True)
-
-    @_store_errors
     async def set_payload(self, ids: Sequence[str], payload: Mapping[str, Any]) -> None:
         if ids and payload:
             await self.client.set_payload(self._name, dict(payload), points=list(ids), wait=True)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from .app import AppContext
+    from .types import Note
 
 
 class Scheduler(Protocol):
@@ -21,9 +22,10 @@ class Scheduler(Protocol):
     async def close(self) -> None: ...
 
     async def notes_changed(
-        self, note_ids: Sequence[str], *, export: bool = False, tune: bool = False
+        self, notes: Sequence[Note], *, export: bool = False, tune: bool = False
     ) -> None:
-        """Notes were written: embed them; regenerate exports / thresholds if asked."""
+        """Notes were written (as committed): embed them; regenerate exports /
+        thresholds if asked. Taking the notes, not ids, spares the add path a read."""
 
     async def records_changed(self, record_ids: Sequence[str]) -> None:
         """Records were written or their lifecycle changed: (re)index them, export."""
@@ -47,11 +49,11 @@ class InlineScheduler:
         return None
 
     async def notes_changed(
-        self, note_ids: Sequence[str], *, export: bool = False, tune: bool = False
+        self, notes: Sequence[Note], *, export: bool = False, tune: bool = False
     ) -> None:
         from workers import jobs
 
-        await jobs.index_notes(self.ctx, list(note_ids))
+        await jobs.index_notes(self.ctx, [n.id for n in notes])
         if export:
             await jobs.export_session_context(self.ctx)
         if tune:

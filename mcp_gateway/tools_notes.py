@@ -96,7 +96,7 @@ async def store_note(app: AppContext, fields: dict[str, str], namespace: str) ->
     )
     await app.indexer.put_lexical(note)
     await app.jobs.notes_changed(
-        [note.id],
+        [note],
         export=note.type in app.settings.notes.export_types,
         tune=bool(note.solved_query),
     )
@@ -216,7 +216,7 @@ def register_note_tools(mcp: MCPServer) -> None:
         note, changed = await app.notes.update(current.id, merged)
         if "text" in changed or "solved_query" in changed:
             await app.indexer.put_lexical(note)
-            await app.jobs.notes_changed([note.id], export=True)
+            await app.jobs.notes_changed([note], export=True)
         elif changed:
             await app.indexer.update_payload(note)
             await app.jobs.notes_changed([], export=True)
@@ -237,7 +237,7 @@ def register_note_tools(mcp: MCPServer) -> None:
         note = await app.notes.set_deleted(id.strip(), deleted=not restore)
         if restore:
             await app.indexer.put_lexical(note)
-            await app.jobs.notes_changed([note.id], export=True)
+            await app.jobs.notes_changed([note], export=True)
         else:
             await app.indexer.remove(note.id)
             await app.jobs.notes_changed([], export=True)

@@ -23,6 +23,7 @@ from .coordination import Coordinator
 if TYPE_CHECKING:
     from mcp_gateway.app import AppContext
     from mcp_gateway.settings import KiokuSettings
+    from mcp_gateway.types import Note
 
 log = logging.getLogger(__name__)
 
@@ -88,10 +89,9 @@ class QueueScheduler:
         return self._coord
 
     async def notes_changed(
-        self, note_ids: Sequence[str], *, export: bool = False, tune: bool = False
+        self, notes: Sequence[Note], *, export: bool = False, tune: bool = False
     ) -> None:
-        notes = await self.app.notes.get_many(list(note_ids)) if note_ids else {}
-        for note in notes.values():
+        for note in notes:
             await self.queue.enqueue(
                 "index_note",
                 note.id,

@@ -16,26 +16,21 @@ from .cli_records import run_records_command
 from .render import render_search
 from .search import SearchRequest
 from .settings import KiokuSettings
-from .tools_notes import store_note
-from .validation import PRIORITIES, bounded_int, choice, clean_text, one_line
+from .tools_notes import note_fields, store_note
+from .validation import bounded_int
 
 
 async def add(args: argparse.Namespace, settings: KiokuSettings) -> int:
     async with open_app(settings, run_jobs=False) as app:
-        limit = settings.notes.max_text_bytes
-        note = await store_note(
+        fields = note_fields(
             app,
-            {
-                "text": clean_text(args.text, "text", limit),
-                "type": choice(args.type, "type", settings.notes.types),
-                "priority": choice(args.priority, "priority", PRIORITIES),
-                "domain": one_line(args.domain, "domain", 64).lower(),
-                "solved_query": clean_text(
-                    args.solved_query, "solved_query", limit, required=False
-                ),
-            },
-            settings.namespace,
+            text=args.text,
+            type=args.type,
+            priority=args.priority,
+            domain=args.domain,
+            solved_query=args.solved_query,
         )
+        note = await store_note(app, fields, settings.namespace)
         print(note.id)
     return 0
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .notes import NoteStore
-from .search import iso
+from .render import iso, quote
 from .settings import ExportSettings
 from .types import Note
 
@@ -74,10 +74,6 @@ async def collect(
     return snap
 
 
-def _quote(text: str) -> str:
-    return "\n".join(f"> {line}" if line else ">" for line in text.splitlines())
-
-
 def _notes_section(title: str, notes: Sequence[Note], skip: set[str]) -> list[str]:
     shown = [n for n in notes if n.id not in skip]
     if not shown:
@@ -86,7 +82,7 @@ def _notes_section(title: str, notes: Sequence[Note], skip: set[str]) -> list[st
     for note in shown:
         flag = " · high" if note.priority == "high" else ""
         lines.append(f"- `{note.id}` · {iso(note.created_at)[:10]}{flag}")
-        lines.append(_quote(note.text))
+        lines.append(quote(note.text))
         skip.add(note.id)
     return lines
 

@@ -146,10 +146,6 @@ class Indexer:
             done += len(chunk)
         return IndexOutcome(indexed=done, embedder_calls=calls)
 
-    async def embed_pending(self, limit: int = 512) -> IndexOutcome:
-        pending = await self.notes.pending_embedding(self.embedder.model_id, limit)
-        return await self.embed_notes(pending)
-
     async def embed_ids(self, note_ids: Sequence[str]) -> IndexOutcome:
         """Embed the given notes if they still need it (idempotent for duplicates)."""
         found = await self.notes.get_many(list(dict.fromkeys(note_ids)))

@@ -193,14 +193,6 @@ class NoteStore:
         )
         return [_note(r) for r in await self.db.fetchall(sql, (*params, limit))]
 
-    async def pending_embedding(self, model_id: str, limit: int = 256) -> list[Note]:
-        rows = await self.db.fetchall(
-            f"SELECT {_COLUMNS} FROM notes WHERE deleted = 0 AND "
-            "(embedded_model IS NULL OR embedded_model != ?) ORDER BY id LIMIT ?",
-            (model_id, limit),
-        )
-        return [_note(r) for r in rows]
-
     async def mark_embedded(self, versions: dict[str, float], model_id: str) -> None:
         """Mark notes embedded, unless they changed after the text was read."""
         await self.db.transaction(

@@ -11,7 +11,6 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import anyio
@@ -23,6 +22,7 @@ from .errors import EmbedderUnavailable, InvalidInput
 from .index.base import Index
 from .notes import NoteStore
 from .ranking import Candidate, RankingParams, fuse, select
+from .render import iso
 from .settings import SearchSettings
 from .types import IndexFilter, Note, SearchResponse, SearchResult, SparseVector
 
@@ -191,10 +191,6 @@ class SearchService:
 
 def _kind(cand: Candidate) -> str:
     return str(cand.payload.get("kind", "note"))
-
-
-def iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def note_result(note: Note, cand: Candidate | None, tags: list[str] | None = None) -> SearchResult:

@@ -14,8 +14,8 @@ from .access import request_scope
 from .activity import preview
 from .app import AppContext
 from .errors import InvalidInput
-from .render import render_note, render_search
-from .search import SearchRequest, iso
+from .render import iso, render_note, render_search
+from .search import SearchRequest
 from .toolkit import app_from, result, tool_errors
 from .types import Note, SearchResponse
 from .validation import PRIORITIES, bounded_int, choice, clean_text, one_line
@@ -71,7 +71,7 @@ def clean_query(query: str, max_chars: int) -> str:
     return clean_text(query, "query", max_chars * 4)
 
 
-def _validated_fields(
+def note_fields(
     app: AppContext, *, text: str, type: str, priority: str, domain: str, solved_query: str
 ) -> dict[str, str]:
     limit = app.settings.notes.max_text_bytes
@@ -126,7 +126,7 @@ def register_note_tools(mcp: MCPServer) -> None:
         domain: an optional topic label such as "git", "deploy", "api"."""
         started = time.perf_counter()
         app = app_from(ctx)
-        fields = _validated_fields(
+        fields = note_fields(
             app, text=text, type=type, priority=priority, domain=domain, solved_query=solved_query
         )
         note = await store_note(app, fields, request_scope(app.settings).write)
@@ -205,7 +205,7 @@ def register_note_tools(mcp: MCPServer) -> None:
         change; the old values are kept in the note's history."""
         app = app_from(ctx)
         current = await writable_note(app, id)
-        merged = _validated_fields(
+        merged = note_fields(
             app,
             text=current.text if text is None else text,
             type=current.type if type is None else type,
@@ -254,7 +254,7 @@ def register_note_tools(mcp: MCPServer) -> None:
         record_add or add_note, for day-to-day status: it is searchable but never
         crowds lessons out of the [RECENT] boost."""
         app = app_from(ctx)
-        fields = _validated_fields(
+        fields = note_fields(
             app, text=text, type="checkpoint", priority="", domain=domain, solved_query=""
         )
         note = await store_note(app, fields, request_scope(app.settings).write)

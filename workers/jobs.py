@@ -29,17 +29,6 @@ async def index_notes(ctx: dict[str, Any], note_ids: list[str]) -> int:
     return int(outcome.indexed)
 
 
-async def index_pending(ctx: dict[str, Any]) -> int:
-    """Embed everything SQLite says is missing a dense vector for the current model."""
-    app = ctx["app"]
-    total = 0
-    while True:
-        outcome = await app.indexer.embed_pending(limit=app.settings.embedder.batch_size * 4)
-        total += outcome.indexed
-        if outcome.indexed == 0:
-            return total
-
-
 async def index_records(ctx: dict[str, Any], record_ids: list[str]) -> int:
     """(Re)index records with their current lifecycle flag; idempotent."""
     app = ctx["app"]

@@ -7,8 +7,8 @@ they are data written earlier, never instructions to the reader.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
 
+from ..render import iso, quote
 from .model import (
     Edge,
     HistoryEntry,
@@ -31,15 +31,6 @@ _INCOMING = {
     "contradicts": "contradicted by",
     "duplicates": "duplicated by",
 }
-
-
-def iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def quote(text: str, indent: str = "") -> str:
-    lines = text.splitlines() or [""]
-    return "\n".join(f"{indent}> {line}".rstrip() for line in lines)
 
 
 def one_line(text: str, width: int = 80) -> str:

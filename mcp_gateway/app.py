@@ -1,37 +1,43 @@
-"""The application context: every client opened in one place, closed in one place.
+"""The application context: every store and client opened in one place, closed in one
+place. Only the owner of a data dir opens it (see ``owner``).
 
-``open_app`` is used by the MCP gateway's lifespan, by ``kioku`` CLI commands and by
-worker processes (``workers.settings.startup``), so all of them see the same services.
+``open_app`` opens SQLite, the embedder, the live index (named in the ``meta`` table)
+and the job scheduler. Serving owners (``run_jobs=True``) also run the applier (jobs'
+vectors into the index) and periodic reconcile; one-shot CLI commands that own the
+stores for a moment run jobs inline instead.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
+import anyio.abc
+
 from .access import settings_scope
 from .activity import ActivityLog
+from .applier import Applier
 from .db import Database
 from .embedders import build_embedder
 from .embedders.base import Embedder
-from .errors import EmbedderUnavailable, IndexMismatch, KiokuError
-from .index.base import Index, IndexSpec
+from .errors import EmbedderUnavailable, KiokuError
+from .index import catalog
+from .index.base import IndexSpec
+from .index.live import LiveIndex
 from .indexing import Indexer
+from .jobs import JobContext, Scheduler, build_scheduler
 from .notes import NoteStore
+from .reconcile import ReconcileReport, reconcile
 from .records import RecordStore
-from .scheduling import Scheduler, build_scheduler
 from .search import SearchService, ThresholdCache
 from .settings import KiokuSettings
+from .vectors import VectorStore
 
 log = logging.getLogger(__name__)
-
-INDEX_MODEL_META_KEY = "index.model"
-INDEX_SCHEMA_META_KEY = "index.schema"
-# Bump when the payload layout changes in a way old points cannot serve (2: "visible").
-INDEX_SCHEMA = "2"
 
 
 @dataclass(slots=True)
@@ -40,81 +46,76 @@ class AppContext:
     db: Database
     notes: NoteStore
     records: RecordStore
-    index: Index
+    vectors: VectorStore
+    index: LiveIndex
     embedder: Embedder
     indexer: Indexer
     search: SearchService
     thresholds: ThresholdCache
     activity: ActivityLog
+    applier: Applier
+    job_context: JobContext
     jobs: Scheduler = field(init=False)
-    extras: dict[str, Any] = field(default_factory=dict)
+    background: anyio.abc.TaskGroup | None = None
 
     @property
     def namespaces(self) -> tuple[str, ...]:
         """The namespaces this process serves by default (stdio, jobs, exports)."""
         return settings_scope(self.settings).read
 
+    @property
+    def index_current(self) -> bool:
+        """False while the live index was built for another model than the configured
+        one: search is lexical until `kioku reindex` builds and adopts a new index."""
+        return self.index.spec.model_id == self.embedder.model_id
 
-async def open_index(settings: KiokuSettings, spec: IndexSpec) -> Index:
-    if settings.index.backend == "edge" and not settings.qdrant_url:
-        from .index.edge import EdgeIndex
+    def spawn(self, fn: Callable[[], Coroutine[Any, Any, Any]]) -> None:
+        """Run ``fn`` in the owner's background, for as long as the app is open."""
+        if self.background is None:
+            raise RuntimeError("background work needs an app opened with run_jobs=True")
+        self.background.start_soon(fn)
 
-        index: Index = EdgeIndex(
-            spec, settings.index_path / "edge", settings.index.exact_search_below
-        )
-        await index.open()
-        return index
-    from .index.qdrant import open_qdrant_index
-
-    key = settings.index.qdrant_api_key
-    return await open_qdrant_index(
-        spec,
-        url=settings.qdrant_url,
-        path=None if settings.qdrant_url else settings.index_path / "qdrant-local",
-        api_key=key.get_secret_value() if key else None,
-    )
+    async def reconcile(self) -> ReconcileReport:
+        return await reconcile(self.index, self.indexer, self.notes, self.records, self.jobs)
 
 
-async def check_index_model(db: Database, spec: IndexSpec, *, adopt: bool) -> None:
-    """Refuse to mix vectors of two models in one index; ``adopt`` after a rebuild."""
-    stored = await db.get_meta(INDEX_MODEL_META_KEY)
-    current = f"{spec.model_id}@{spec.dim}"
-    if stored is None or adopt:
-        await db.set_meta(INDEX_MODEL_META_KEY, current)
-        await db.set_meta(INDEX_SCHEMA_META_KEY, INDEX_SCHEMA)
-        return
-    if await db.get_meta(INDEX_SCHEMA_META_KEY) != INDEX_SCHEMA:
-        raise IndexMismatch(
-            "the index was built by an older kioku with another layout: "
-            "run `kioku reindex` to rebuild it from SQLite (nothing is lost)"
-        )
-    if stored != current:
-        raise IndexMismatch(
-            f"the index was built with {stored} but the configured embedder is {current}: "
-            "run `kioku reindex` to rebuild it for the new model, or switch the embedder back"
-        )
-
-
-async def start_embedder(embedder: Embedder, db: Database) -> None:
-    """Start the embedder; if it is down but the index already knows its dimension,
+async def start_embedder(embedder: Embedder, db: Database, settings: KiokuSettings) -> None:
+    """Start the embedder; if it is down but the live index already knows its dimension,
     start anyway: adds are stored and lexically searchable, and the jobs embed them
     once the embedder answers again."""
     try:
         await embedder.start()
     except EmbedderUnavailable as exc:
-        model, _, dim = (await db.get_meta(INDEX_MODEL_META_KEY) or "").rpartition("@")
-        if model != embedder.model_id or not dim.isdigit():
+        info = await catalog.live_info(db, settings)
+        if info.model_id != embedder.model_id or info.dim is None:
             raise
         log.warning(
-            "%s -- starting with the index's dimension %s; indexing will catch up", exc, dim
+            "%s -- starting with the index's dimension %s; indexing will catch up", exc, info.dim
         )
-        embedder.dim = int(dim)
+        embedder.dim = info.dim
+
+
+async def live_spec(db: Database, settings: KiokuSettings, embedder: Embedder) -> IndexSpec:
+    """The live collection's spec; a data dir that never built one adopts the embedder."""
+    info = await catalog.live_info(db, settings)
+    catalog.check_schema(info)
+    if info.model_id is None or info.dim is None:
+        spec = IndexSpec(info.collection, embedder.dim, embedder.model_id)
+        await catalog.adopt(db, spec, applied_seq=0)
+        return spec
+    if info.model_id != embedder.model_id:
+        log.warning(
+            "the index was built for %s but the configured embedder is %s: searching "
+            "lexically until `kioku reindex` builds an index for %s",
+            info.model_id,
+            embedder.model_id,
+            embedder.model_id,
+        )
+    return IndexSpec(info.collection, info.dim, info.model_id)
 
 
 @asynccontextmanager
-async def open_app(
-    settings: KiokuSettings, *, run_jobs: bool = True, adopt_model: bool = False
-) -> AsyncIterator[AppContext]:
+async def open_app(settings: KiokuSettings, *, run_jobs: bool = True) -> AsyncIterator[AppContext]:
     """Open every store and client; ``run_jobs=False`` for one-shot CLI commands."""
     async with AsyncExitStack() as stack:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
@@ -123,52 +124,81 @@ async def open_app(
         stack.push_async_callback(db.close)
 
         embedder = build_embedder(settings.embedder)
-        await start_embedder(embedder, db)
+        await start_embedder(embedder, db, settings)
         stack.push_async_callback(embedder.aclose)
 
-        spec = IndexSpec(settings.index.collection, embedder.dim, embedder.model_id)
-        await check_index_model(db, spec, adopt=adopt_model)
-        index = await open_index(settings, spec)
+        index = LiveIndex(
+            await catalog.open_index(settings, await live_spec(db, settings, embedder))
+        )
         stack.push_async_callback(index.close)
 
-        notes = NoteStore(db)
-        records = RecordStore(db, settings.project)
-        thresholds = ThresholdCache(db, embedder.model_id, dict(settings.search.thresholds))
-        app = AppContext(
-            settings=settings,
-            db=db,
-            notes=notes,
-            records=records,
-            index=index,
-            embedder=embedder,
-            indexer=Indexer(notes, index, embedder, settings.embedder.batch_size),
-            search=SearchService(
-                notes, index, embedder, settings.search, thresholds, records=records
-            ),
-            thresholds=thresholds,
-            activity=ActivityLog(settings.activity_log_path),
+        app = _compose(settings, db, embedder, index)
+        app.jobs = build_scheduler(
+            app.job_context, run_jobs=run_jobs, apply=app.applier.apply_pending
         )
-        app.jobs = build_scheduler(app, run_jobs=run_jobs)
         await app.jobs.start()
         stack.push_async_callback(app.jobs.close)
+        if run_jobs:
+            tg = await stack.enter_async_context(anyio.create_task_group())
+            stack.callback(tg.cancel_scope.cancel)
+            app.background = tg
+            tg.start_soon(app.applier.run)
+            tg.start_soon(_reconcile_every, app, settings.queue.reconcile_every_s)
         log.info(
-            "kioku ready: data=%s index=%s embedder=%s jobs=%s",
+            "kioku ready: data=%s index=%s/%s embedder=%s jobs=%s",
             settings.data_dir,
-            type(index).__name__,
+            type(index.current).__name__,
+            index.spec.collection,
             embedder.model_id,
             type(app.jobs).__name__,
         )
         yield app
 
 
-async def preflight(settings: KiokuSettings) -> str | None:
-    """Open and close the stores once; the reason they cannot open, or None.
+def _compose(
+    settings: KiokuSettings, db: Database, embedder: Embedder, index: LiveIndex
+) -> AppContext:
+    notes = NoteStore(db)
+    records = RecordStore(db, settings.project)
+    vectors = VectorStore(db)
+    thresholds = ThresholdCache(db, embedder.model_id, dict(settings.search.thresholds))
+    activity = ActivityLog(settings.activity_log_path)
+    applier = Applier(db, notes, records, vectors, index)
+    kc = JobContext(
+        settings=settings,
+        db=db,
+        notes=notes,
+        records=records,
+        vectors=vectors,
+        embedder=embedder,
+        activity=activity,
+        namespaces=settings_scope(settings).read,
+        vectors_written=applier.wake,
+        thresholds_changed=thresholds.invalidate,
+    )
+    return AppContext(
+        settings=settings,
+        db=db,
+        notes=notes,
+        records=records,
+        vectors=vectors,
+        index=index,
+        embedder=embedder,
+        indexer=Indexer(notes, index, vectors),
+        search=SearchService(notes, index, embedder, settings.search, thresholds, records=records),
+        thresholds=thresholds,
+        activity=activity,
+        applier=applier,
+        job_context=kc,
+    )
 
-    Servers call this before binding, so a start-up failure is one clear line
-    (uvicorn would log a failing lifespan as a traceback).
-    """
-    try:
-        async with open_app(settings, run_jobs=False):
-            return None
-    except KiokuError as exc:
-        return str(exc)
+
+async def _reconcile_every(app: AppContext, every_s: float) -> None:
+    while True:
+        try:
+            await app.reconcile()
+        except KiokuError as exc:
+            log.warning("reconcile failed: %s; retrying in %.0f s", exc, every_s)
+        except Exception:
+            log.exception("reconcile failed; retrying in %.0f s", every_s)
+        await anyio.sleep(every_s)

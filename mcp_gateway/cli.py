@@ -1,4 +1,5 @@
-"""``kioku`` command line: serve, add, search, stats, reindex, doctor, worker, records.
+"""``kioku`` command line: serve, notes (add, search, list, show, edit, delete, restore),
+status, stop, stats, reindex, doctor, context, worker, records.
 
 Settings are read once here and passed down. Human output goes to stdout; logs go to
 stderr (stdout carries the protocol when serving over stdio).
@@ -7,7 +8,6 @@ stderr (stdout carries the protocol when serving over stdio).
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 from collections.abc import Awaitable, Callable
@@ -50,10 +50,32 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--top", type=int, default=5)
     search.add_argument("--json", action="store_true")
 
+    listing = sub.add_parser("list", help="list notes, newest first")
+    listing.add_argument("--type", default="")
+    listing.add_argument("--limit", type=int, default=50)
+    listing.add_argument("--after", default="", help="continue after this note id")
+    listing.add_argument("--json", action="store_true")
+
+    show = sub.add_parser("show", help="one note with its history")
+    show.add_argument("id")
+    show.add_argument("--json", action="store_true")
+
+    edit = sub.add_parser("edit", help="change a note (history keeps the old values)")
+    edit.add_argument("id")
+    for name in ("text", "type", "priority", "domain", "solved-query"):
+        edit.add_argument(f"--{name}")
+
+    for name, text in (("delete", "forget a note (restorable)"), ("restore", "undo a delete")):
+        sub.add_parser(name, help=text).add_argument("id")
+
     sub.add_parser("stats", help="counts, index state, queue state")
-    sub.add_parser("reindex", help="rebuild the search index from SQLite")
+    status = sub.add_parser("status", help="the owning process, its clients and stores")
+    status.add_argument("--json", action="store_true")
+    stop = sub.add_parser("stop", help="stop the process that owns the data dir")
+    stop.add_argument("--timeout", type=float, default=30.0)
+    sub.add_parser("reindex", help="rebuild the search index beside the live one, then swap")
     sub.add_parser("doctor", help="check configuration, stores and model")
-    sub.add_parser("export", help="regenerate session_context.md now")
+    sub.add_parser("context", help="regenerate session_context.md now")
 
     worker = sub.add_parser("worker", help="run a job worker (needs KIOKU_REDIS_URL)")
     worker.add_argument("--burst", action="store_true", help="exit when the queue is empty")
@@ -100,30 +122,48 @@ def main(argv: list[str] | None = None) -> int:
 
 def _dispatch(args: argparse.Namespace, settings: KiokuSettings) -> int:
     if args.command == "serve":
-        from .server import serve
+        from .owner import serve
 
-        serve(settings, http=args.http, standalone=args.standalone)
-        return 0
+        return serve(settings, http=args.http, standalone=args.standalone)
     if args.command == "worker":
-        from workers.main import run_worker
-
-        return run_worker(settings, burst=args.burst, check=args.check)
+        return _run_worker(args)
     from . import commands
 
     handlers: dict[str, Callable[[argparse.Namespace, KiokuSettings], Awaitable[int]]] = {
         "add": commands.add,
         "search": commands.search,
+        "list": commands.list_notes,
+        "show": commands.show,
+        "edit": commands.edit,
+        "delete": commands.delete,
+        "restore": commands.delete,
         "stats": commands.stats,
+        "status": commands.status,
+        "stop": commands.stop,
         "reindex": commands.reindex,
         "doctor": commands.doctor,
-        "export": commands.export_now,
+        "context": commands.context,
         "records": commands.records,
     }
     return anyio.run(handlers[args.command], args, settings)
 
 
-def print_json(data: Any) -> None:
-    print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+def _run_worker(args: argparse.Namespace) -> int:
+    """Workers are their own processes (``python -m workers``): the gateway package never
+    imports them. The same environment (settings) and data dir go along."""
+    import os
+    import subprocess
+
+    argv = [sys.executable, "-m", "workers"]
+    argv += ["--burst"] if args.burst else []
+    argv += ["--check"] if args.check else []
+    env = dict(os.environ)
+    if args.data_dir:
+        env["KIOKU_DATA_DIR"] = args.data_dir
+    try:
+        return subprocess.call(argv, env=env)
+    except KeyboardInterrupt:
+        return 130
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ import argparse
 import json
 import logging
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
@@ -18,9 +18,16 @@ from .records.model import (
     RELATIONS,
     STATUSES,
     RecordAdded,
+    RecordGraph,
+    RecordLinked,
     RecordSearchResponse,
+    RecordUpdated,
+    RecordView,
 )
-from .records.store import MAX_SEARCH_LIMIT, RecordStore
+from .records.store import MAX_SEARCH_LIMIT
+
+if TYPE_CHECKING:
+    from .client import Memory
 
 log = logging.getLogger(__name__)
 
@@ -65,10 +72,10 @@ def add_records_parser(subparsers: Any) -> None:
     graph.add_argument("id")
 
 
-async def run_records_command(args: argparse.Namespace, records: RecordStore) -> int:
+async def run_records_command(args: argparse.Namespace, memory: Memory) -> int:
     """Run one ``records`` sub-command; prints to stdout, errors to stderr (exit 1)."""
     try:
-        text, model = await _dispatch(args, records)
+        text, model = await _dispatch(args, memory)
     except KiokuError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -79,38 +86,56 @@ async def run_records_command(args: argparse.Namespace, records: RecordStore) ->
     return 0
 
 
-async def _dispatch(args: argparse.Namespace, records: RecordStore) -> tuple[str, BaseModel]:
+async def _dispatch(args: argparse.Namespace, memory: Memory) -> tuple[str, BaseModel]:
     cmd = args.records_command
     if cmd == "show":
-        view = await records.show(args.id)
+        view = RecordView.model_validate(await memory.call("records.show", id=args.id))
         return render.render_view(view), view
     if cmd == "search":
-        hits = await records.search(args.query, args.type, args.current_only, args.limit)
-        resp = RecordSearchResponse(
-            query=args.query, type=args.type, current_only=args.current_only, hits=hits
+        resp = RecordSearchResponse.model_validate(
+            await memory.call(
+                "records.search",
+                query=args.query,
+                type=args.type,
+                current_only=args.current_only,
+                limit=args.limit,
+            )
         )
-        return render.render_hits(args.query, hits, args.current_only), resp
+        return render.render_hits(args.query, resp.hits, args.current_only), resp
     if cmd == "add":
-        rec = await records.add(
-            args.type,
-            args.title,
-            args.content,
-            args.status,
-            args.action_state,
-            args.link,
-            args.project,
+        added = RecordAdded.model_validate(
+            await memory.call(
+                "records.add",
+                type=args.type,
+                title=args.title,
+                content=args.content,
+                status=args.status,
+                action_state=args.action_state,
+                links=args.link,
+                project=args.project,
+            )
         )
-        edges = [e for e in (await records.show(rec.id)).edges if e.source == rec.id]
-        return render.render_added(rec, edges), RecordAdded(record=rec, links=edges)
+        return render.render_added(added.record, added.links), added
     if cmd == "link":
-        edge = await records.link(args.source, args.relation, args.target)
-        return render.render_edge(edge), edge
+        linked = RecordLinked.model_validate(
+            await memory.call(
+                "records.link", source=args.source, relation=args.relation, target=args.target
+            )
+        )
+        return render.render_edge(linked.edge), linked
     if cmd == "update":
-        out = await records.update(
-            args.id, args.title, args.content, args.status, args.action_state
+        out = RecordUpdated.model_validate(
+            await memory.call(
+                "records.update",
+                id=args.id,
+                title=args.title,
+                content=args.content,
+                status=args.status,
+                action_state=args.action_state,
+            )
         )
         return render.render_updated(out), out
     if cmd == "graph":
-        graph = await records.graph(args.id)
+        graph = RecordGraph.model_validate(await memory.call("records.graph", id=args.id))
         return render.render_graph(graph), graph
     raise KiokuError(f"unknown records command {cmd!r}")

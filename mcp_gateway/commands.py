@@ -1,120 +1,238 @@
-"""One-shot CLI commands. Each opens the app, does one thing, closes it.
-
-They use ``run_jobs=False``: follow-up work (embedding, export) runs inline before the
-command exits, so a CLI ``add`` is fully indexed when it returns.
+"""CLI commands. Each goes through the data dir's owner when one runs (its admin API)
+or owns the stores itself for the command's duration (``client.connect``): a
+``kioku add`` beside a running server is seen by that server at once, and vice versa.
+Human output goes to stdout, logs and progress to stderr.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import signal
 import sys
-import time
+from typing import Any
 
-from .access import settings_scope
-from .app import open_app
-from .cli_records import run_records_command
-from .render import render_search
-from .search import SearchRequest
+import anyio
+
+from . import local_gateway as gw
+from .client import RemoteMemory, connect, owner_client
+from .errors import InvalidInput
+from .owner import read_owner
+from .render import render_note, render_search
+from .services.notes import NoteView
+from .services.reindex import RebuildStatus
 from .settings import KiokuSettings
-from .tools_notes import note_fields, store_note
-from .validation import bounded_int
+from .types import SearchResponse
+
+
+def print_json(data: Any) -> None:
+    print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
 
 
 async def add(args: argparse.Namespace, settings: KiokuSettings) -> int:
-    async with open_app(settings, run_jobs=False) as app:
-        fields = note_fields(
-            app,
+    async with connect(settings) as memory:
+        out = await memory.call(
+            "notes.add",
             text=args.text,
             type=args.type,
             priority=args.priority,
             domain=args.domain,
             solved_query=args.solved_query,
         )
-        note = await store_note(app, fields, settings.namespace)
-        print(note.id)
+    print(out["id"])
     return 0
 
 
 async def search(args: argparse.Namespace, settings: KiokuSettings) -> int:
-    async with open_app(settings, run_jobs=False) as app:
-        response = await app.search.search(
-            SearchRequest(
-                query=args.query,
-                type=args.type,
-                domain=args.domain,
-                top=bounded_int(args.top, "top", 1, settings.search.max_top),
-                namespaces=settings_scope(settings).read,
-            )
+    async with connect(settings) as memory:
+        out = await memory.call(
+            "notes.search", query=args.query, type=args.type, domain=args.domain, top=args.top
         )
-        print(response.model_dump_json(indent=2) if args.json else render_search(response))
+    print(
+        json.dumps(out, ensure_ascii=False, indent=2)
+        if args.json
+        else render_search(SearchResponse.model_validate(out))
+    )
+    return 0
+
+
+async def list_notes(args: argparse.Namespace, settings: KiokuSettings) -> int:
+    async with connect(settings) as memory:
+        out = await memory.call("notes.list", type=args.type, limit=args.limit, after=args.after)
+    if args.json:
+        print_json(out)
+        return 0
+    for note in out["notes"]:
+        flag = " high" if note["priority"] == "high" else ""
+        first = " ".join(note["text"].split())[:90]
+        print(f"{note['id']}  {note['created_at'][:10]}  {note['type']}{flag}  {first}")
+    if out["next_after"]:
+        print(f"(more: --after {out['next_after']})", file=sys.stderr)
+    return 0
+
+
+async def show(args: argparse.Namespace, settings: KiokuSettings) -> int:
+    async with connect(settings) as memory:
+        out = await memory.call("notes.get", note_id=args.id)
+    print_json(out) if args.json else print(render_note(NoteView.model_validate(out).model_dump()))
+    return 0
+
+
+async def edit(args: argparse.Namespace, settings: KiokuSettings) -> int:
+    changes = {
+        k: v
+        for k, v in (
+            ("text", args.text),
+            ("type", args.type),
+            ("priority", args.priority),
+            ("domain", args.domain),
+            ("solved_query", args.solved_query),
+        )
+        if v is not None
+    }
+    if not changes:
+        raise InvalidInput("nothing to change: give --text, --type, --priority, --domain ...")
+    async with connect(settings) as memory:
+        out = await memory.call("notes.update", note_id=args.id, **changes)
+    print(f"updated {', '.join(out['changed'])}" if out["changed"] else "nothing changed")
+    return 0
+
+
+async def delete(args: argparse.Namespace, settings: KiokuSettings) -> int:
+    restore = args.command == "restore"
+    async with connect(settings) as memory:
+        out = await memory.call("notes.delete", note_id=args.id, restore=restore)
+    print(f"{'restored' if restore else 'deleted (kioku restore ID brings it back)'} {out['id']}")
     return 0
 
 
 async def stats(args: argparse.Namespace, settings: KiokuSettings) -> int:
-    from .cli import print_json
-
-    async with open_app(settings, run_jobs=False) as app:
-        print_json(
-            {
-                "data_dir": str(settings.data_dir),
-                "embedder": app.embedder.model_id,
-                "index": type(app.index).__name__,
-                "index_points": await app.index.count(),
-                "notes": await app.notes.counts(),
-                "records": await app.records.counts(),
-                "jobs": await _queue_stats(settings),
-            }
-        )
+    async with connect(settings) as memory:
+        print_json(await memory.call("stats"))
     return 0
 
 
-async def _queue_stats(settings: KiokuSettings) -> dict[str, object]:
-    from workers.main import queue_stats
+async def status(args: argparse.Namespace, settings: KiokuSettings) -> int:
+    """Who owns the data dir, and the stores side by side; never starts anything."""
+    paths = gw.GatewayPaths.for_settings(settings)
+    owner = read_owner(paths)
+    if owner is None:
+        if args.json:
+            print_json({"owner": None})
+        else:
+            print(f"no kioku process owns {settings.data_dir} (it starts with `kioku serve`)")
+        return 0
+    async with owner_client(settings) as client:
+        data = await RemoteMemory(client).status()
+    if args.json:
+        print_json(data)
+        return 0
+    o, index, notes = data["owner"], data["index"], data["notes"]
+    print(f"owner      pid {o['pid']} ({o['kind']}) since {_ago(o['started_at'])}")
+    print(f"requests   {o['requests']} served, {o['in_flight']} in flight, idle {o['idle_s']} s")
+    print(f"notes      {notes['total']} live, {notes['pending_embedding']} pending embedding")
+    print(
+        f"index      {index['points']} points / {index['expected_points']} expected "
+        f"({index['collection']}, {index['model']})"
+    )
+    jobs = data["jobs"]
+    print(
+        f"jobs       {jobs.get('runner')}: {jobs.get('queued', 0)} queued, "
+        f"{jobs.get('in_progress', 0)} running, {jobs.get('failures', {}).get('count', 0)} failed"
+    )
+    return 0
 
-    return await queue_stats(settings)
+
+def _ago(ts: float) -> str:
+    import time
+
+    seconds = int(time.time() - ts)
+    return (
+        f"{seconds // 3600} h {seconds % 3600 // 60} min ago"
+        if seconds >= 3600
+        else (f"{seconds // 60} min {seconds % 60} s ago")
+    )
 
 
-def _progress(done: int, total: int, started: float) -> None:
-    width = 30
-    filled = int(width * done / total) if total else width
-    rate = done / max(time.monotonic() - started, 1e-6)
-    bar = "#" * filled + "-" * (width - filled)
-    print(f"\r[{bar}] {done}/{total} {rate:.0f}/s", end="", file=sys.stderr, flush=True)
+async def stop(args: argparse.Namespace, settings: KiokuSettings) -> int:
+    import os
+    import time
+
+    paths = gw.GatewayPaths.for_settings(settings)
+    owner = read_owner(paths)
+    if owner is None:
+        print("no kioku process owns this data dir")
+        return 0
+    pid = int(owner["pid"])
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + args.timeout
+    while gw.lock_held(paths.lock):
+        if time.monotonic() > deadline:
+            print(f"kioku pid {pid} did not stop within {args.timeout:g} s", file=sys.stderr)
+            return 1
+        await anyio.sleep(0.05)
+    print(f"stopped kioku pid {pid}")
+    return 0
 
 
 async def reindex(args: argparse.Namespace, settings: KiokuSettings) -> int:
-    """Drop the index and rebuild it from SQLite for the configured embedder."""
-    async with open_app(settings, run_jobs=False, adopt_model=True) as app:
-        await app.index.clear()
-        total = (await app.notes.counts())["total"]
-        started, done, after = time.monotonic(), 0, ""
-        while page := await app.notes.page(after, limit=settings.embedder.batch_size * 4):
-            await app.indexer.embed_notes(page)
-            done, after = done + len(page), page[-1].id
-            _progress(done, total, started)
-        print(file=sys.stderr)
-        from workers.jobs import index_all_records
-
-        records = await index_all_records({"app": app})
-        print(f"reindexed {done} notes and {records} records")
+    """Blue/green rebuild: the live index serves until the new one is complete."""
+    async with connect(settings) as memory:
+        if memory.remote:
+            owner = await memory.status()
+            if owner["embedder"] != _configured_model(settings):
+                raise InvalidInput(
+                    f"the running kioku (pid {owner['owner']['pid']}) uses {owner['embedder']}"
+                    f" but this configuration says {_configured_model(settings)}: run "
+                    "`kioku stop`, then `kioku reindex` again"
+                )
+        final = await memory.reindex(_progress)
+    print(file=sys.stderr)
+    if final.state != "done":
+        print(f"kioku: reindex {final.state}: {final.message}", file=sys.stderr)
+        return 1
+    print(
+        f"reindexed {final.notes_done} notes and {final.records_done} records into "
+        f"{final.collection} ({final.model}) in {final.seconds:.1f} s; "
+        f"{final.embedded} embedded"
+    )
     return 0
 
 
+def _configured_model(settings: KiokuSettings) -> str:
+    from .embedders import build_embedder
+
+    return build_embedder(settings.embedder).model_id
+
+
+def _progress(st: RebuildStatus) -> None:
+    total = max(st.notes_total, 1)
+    width = 30
+    filled = min(width, int(width * st.notes_done / total))
+    bar = "#" * filled + "-" * (width - filled)
+    print(
+        f"\r[{bar}] {st.notes_done}/{st.notes_total} notes, {st.records_done} records, "
+        f"{st.embedded} embedded",
+        end="",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
 async def doctor(args: argparse.Namespace, settings: KiokuSettings) -> int:
-    ok = True
     print(f"data dir   {settings.data_dir}")
     try:
-        async with open_app(settings, run_jobs=False) as app:
-            vec = await app.embedder.embed_query("doctor probe")
-            print(f"embedder   ok  {app.embedder.model_id} dim={len(vec)}")
-            print(f"index      ok  {type(app.index).__name__} points={await app.index.count()}")
-            counts = await app.notes.counts()
-            print(f"sqlite     ok  notes={counts['total']} pending={counts['pending_embedding']}")
+        async with connect(settings) as memory:
+            checks = await memory.call("doctor")
     except Exception as exc:
-        ok = False
         print(f"FAILED     {exc}")
+        return 1
+    ok = True
+    for check in checks:
+        ok = ok and check["ok"]
+        print(f"{check['name']:<10} {'ok ' if check['ok'] else 'FAILED'} {check['detail']}")
     if settings.redis_url:
-        from workers.main import check_redis
+        from .jobs.health import check_redis
 
         redis_ok, detail = await check_redis(settings)
         ok = ok and redis_ok
@@ -122,20 +240,15 @@ async def doctor(args: argparse.Namespace, settings: KiokuSettings) -> int:
     return 0 if ok else 1
 
 
-async def export_now(args: argparse.Namespace, settings: KiokuSettings) -> int:
-    from workers.jobs import export_session_context
-
-    async with open_app(settings, run_jobs=False) as app:
-        await export_session_context({"app": app})
-        print(settings.session_context_path)
+async def context(args: argparse.Namespace, settings: KiokuSettings) -> int:
+    """Regenerate session_context.md now."""
+    async with connect(settings) as memory:
+        print(await memory.call("export_context"))
     return 0
 
 
 async def records(args: argparse.Namespace, settings: KiokuSettings) -> int:
-    async with open_app(settings, run_jobs=False) as app:
-        started = time.time()
-        code = await run_records_command(args, app.records)
-        changed = await app.records.changed_since(started - 1)
-        if changed:
-            await app.jobs.records_changed([r.id for r in changed])
-        return code
+    from .cli_records import run_records_command
+
+    async with connect(settings) as memory:
+        return await run_records_command(args, memory)

@@ -1,26 +1,25 @@
-"""Turning notes (and records) into index points, and the embed-and-index step.
+"""Turning notes and records into index points, and writing them to the index.
 
-``put_lexical`` runs on the request path: it computes the sparse vector locally (no
-model) so a note is lexically searchable the moment ``add_note`` returns.
-``embed_notes`` is the heavy part, run by jobs: one embedder call per batch, then one
-upsert of complete points (sparse + dense + payload), which also heals a point that
-went missing from the index.
+Only the owner of the index calls ``Indexer``. ``put_lexical`` runs on the request
+path: it computes the sparse vector locally (no model) so a note is lexically
+searchable the moment ``add_note`` returns. Dense vectors are computed by jobs into the
+truth store (``vectors``); ``put_notes``/``put_records`` build whole points from
+whatever vector the truth store holds for the item's current text.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from . import lexical
 from .db import Database, register_migration
-from .embedders.base import Embedder
 from .index.base import Index, visible_value
 from .notes import NoteStore
 from .records.model import Record
 from .types import IndexPoint, Note, point_id
+from .vectors import VectorStore, content_hash
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +35,12 @@ register_migration(
         updated_at REAL NOT NULL
     );
     """,
+)
+# Reset priors are kept as 1.0 rows (not deleted), so the owner sees every change.
+register_migration(
+    "note_priors",
+    2,
+    "CREATE INDEX note_priors_updated ON note_priors(updated_at);",
 )
 
 
@@ -110,15 +115,16 @@ def record_document(rec: Record) -> str:
     return f"{rec.id}\n{rec.title}\n{rec.content}"
 
 
-@dataclass(slots=True)
-class IndexOutcome:
-    indexed: int
-    embedder_calls: int
-
-
 class Indexer:
-    def __init__(self, notes: NoteStore, index: Index, embedder: Embedder, batch: int) -> None:
-        self.notes, self.index, self.embedder, self.batch = notes, index, embedder, batch
+    """Writes points for the owner; ``index`` is the live index (swapped by reindex)."""
+
+    def __init__(self, notes: NoteStore, index: Index, vectors: VectorStore) -> None:
+        self.notes, self.index, self.vectors = notes, index, vectors
+
+    @property
+    def model_id(self) -> str:
+        """The model whose vectors the index holds (not necessarily the configured one)."""
+        return self.index.spec.model_id
 
     async def put_lexical(self, note: Note) -> None:
         await self.index.upsert([note_point(note)])
@@ -129,41 +135,38 @@ class Indexer:
     async def remove(self, note_id: str) -> None:
         await self.index.delete([point_id("note", note_id)])
 
-    async def embed_notes(self, notes: Sequence[Note]) -> IndexOutcome:
-        """Embed ``notes`` in batches and upsert complete points; mark them embedded."""
-        calls = done = 0
-        for start in range(0, len(notes), self.batch):
-            chunk = list(notes[start : start + self.batch])
-            vectors = await self.embedder.embed_documents([note_document(n) for n in chunk])
-            calls += 1
-            priors = await load_priors(self.notes.db, [n.id for n in chunk])
-            await self.index.upsert(
-                [note_point(n, v, priors.get(n.id)) for n, v in zip(chunk, vectors, strict=True)]
-            )
-            await self.notes.mark_embedded(
-                {n.id: n.updated_at for n in chunk}, self.embedder.model_id
-            )
-            done += len(chunk)
-        return IndexOutcome(indexed=done, embedder_calls=calls)
+    async def put_notes(self, notes: Sequence[Note]) -> list[Note]:
+        """Upsert whole points, with the stored vector where one matches the note's
+        current text; returns the notes that still need embedding."""
+        if not notes:
+            return []
+        stored = await self.vectors.get("note", self.model_id, [n.id for n in notes])
+        priors = await load_priors(self.notes.db, [n.id for n in notes])
+        points, pending, embedded = [], [], {}
+        for note in notes:
+            vec = stored.get(note.id)
+            if vec is not None and vec.content_hash == content_hash(note_document(note)):
+                points.append(note_point(note, vec.vector, priors.get(note.id)))
+                embedded[note.id] = note.updated_at
+            else:
+                points.append(note_point(note, None, priors.get(note.id)))
+                pending.append(note)
+        await self.index.upsert(points)
+        await self.notes.mark_embedded(embedded, self.model_id)
+        return pending
 
-    async def embed_ids(self, note_ids: Sequence[str]) -> IndexOutcome:
-        """Embed the given notes if they still need it (idempotent for duplicates)."""
-        found = await self.notes.get_many(list(dict.fromkeys(note_ids)))
-        todo = [n for n in found.values() if n.embedded_model != self.embedder.model_id]
-        return await self.embed_notes(todo)
-
-    async def index_records(self, records: Sequence[Record], current: set[str]) -> IndexOutcome:
-        """Embed and upsert records whole; lexical first, so a slow embedder never hides them."""
-        await self.index.upsert([record_point(r, current=r.id in current) for r in records])
-        calls = 0
-        for start in range(0, len(records), self.batch):
-            chunk = list(records[start : start + self.batch])
-            vectors = await self.embedder.embed_documents([record_document(r) for r in chunk])
-            calls += 1
-            await self.index.upsert(
-                [
-                    record_point(r, current=r.id in current, dense=v)
-                    for r, v in zip(chunk, vectors, strict=True)
-                ]
-            )
-        return IndexOutcome(indexed=len(records), embedder_calls=calls)
+    async def put_records(self, records: Sequence[Record], current: set[str]) -> list[Record]:
+        """As ``put_notes``, for records and their lifecycle flag."""
+        if not records:
+            return []
+        stored = await self.vectors.get("record", self.model_id, [r.id for r in records])
+        points, pending = [], []
+        for rec in records:
+            vec = stored.get(rec.id)
+            if vec is not None and vec.content_hash == content_hash(record_document(rec)):
+                points.append(record_point(rec, current=rec.id in current, dense=vec.vector))
+            else:
+                points.append(record_point(rec, current=rec.id in current))
+                pending.append(rec)
+        await self.index.upsert(points)
+        return pending

@@ -193,8 +193,28 @@ class NoteStore:
         )
         return [_note(r) for r in await self.db.fetchall(sql, (*params, limit))]
 
+    async def newest(
+        self, *, namespaces: Sequence[str], type: str = "", before_id: str = "", limit: int = 50
+    ) -> list[Note]:
+        """Live notes in ``namespaces``, newest first (ids are time-ordered ULIDs)."""
+        if not namespaces:
+            return []
+        where = [f"namespace IN ({','.join('?' * len(namespaces))})", "deleted = 0"]
+        params: list[Any] = list(namespaces)
+        if type:
+            where.append("type = ?")
+            params.append(type)
+        if before_id:
+            where.append("id < ?")
+            params.append(before_id)
+        sql = f"SELECT {_COLUMNS} FROM notes WHERE {' AND '.join(where)} ORDER BY id DESC LIMIT ?"
+        return [_note(r) for r in await self.db.fetchall(sql, (*params, limit))]
+
     async def mark_embedded(self, versions: dict[str, float], model_id: str) -> None:
-        """Mark notes embedded, unless they changed after the text was read."""
+        """Mark notes as indexed with a dense vector of ``model_id``, unless they changed
+        after the version that was indexed."""
+        if not versions:
+            return
         await self.db.transaction(
             lambda c: c.executemany(
                 "UPDATE notes SET embedded_model = ? WHERE id = ? AND updated_at = ?",

@@ -136,6 +136,10 @@ class SearchService:
         return SearchResponse(query=query, results=results, dense_available=dense_ok)
 
     async def _embed_query(self, query: str) -> tuple[list[float] | None, bool]:
+        if self.embedder.model_id != self.index.spec.model_id:
+            # the configured model differs from the live index's until `kioku reindex`
+            # adopts it: its query vectors would not compare with the stored ones
+            return None, False
         try:
             return await self.embedder.embed_query(query), True
         except EmbedderUnavailable as exc:

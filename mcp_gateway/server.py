@@ -1,5 +1,6 @@
-"""The MCP gateway: one lifespan yielding the ``AppContext``, the tools, the
-``kioku://session_context`` resource and prompt, and the two transports."""
+"""The MCP server: one lifespan yielding the ``Services``, the tools, the
+``kioku://session_context`` resource and prompt, and the HTTP security settings.
+The process that runs it is the data dir's owner (``owner``)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 
-from .access import GrantTokenVerifier
-from .app import AppContext, open_app, preflight
-from .errors import InvalidInput, StoreUnavailable
+from .app import AppContext, open_app
+from .auth import GrantTokenVerifier
+from .errors import InvalidInput
+from .services import Services
 from .settings import KiokuSettings
 from .tools_notes import register_note_tools
 from .tools_records import register_record_tools
@@ -35,20 +37,24 @@ def create_server(
     settings: KiokuSettings,
     *,
     http: bool = False,
+    services: Services | None = None,
     on_app: Callable[[AppContext], None] | None = None,
-) -> MCPServer[AppContext]:
-    """Build the gateway; ``on_app`` sees the opened context (tests use it to wait
-    for background jobs)."""
+) -> MCPServer[Services]:
+    """Build the MCP server over ``services`` (the owner's, already open), or over
+    stores it opens itself (in-process tests; ``on_app`` sees the opened context)."""
 
     @asynccontextmanager
-    async def lifespan(_server: MCPServer[AppContext]) -> AsyncIterator[AppContext]:
+    async def lifespan(_server: MCPServer[Services]) -> AsyncIterator[Services]:
+        if services is not None:
+            yield services
+            return
         async with open_app(settings) as app:
             if on_app is not None:
                 on_app(app)
-            yield app
+            yield Services.over(app)
 
     verifier, auth = _auth(settings) if http else (None, None)
-    mcp: MCPServer[AppContext] = MCPServer(
+    mcp: MCPServer[Services] = MCPServer(
         "kioku", instructions=INSTRUCTIONS, lifespan=lifespan, token_verifier=verifier, auth=auth
     )
     register_note_tools(mcp)
@@ -119,29 +125,4 @@ def transport_security(settings: KiokuSettings) -> TransportSecuritySettings:
         enable_dns_rebinding_protection=True,
         allowed_hosts=hosts,
         allowed_origins=[f"http://{h}" for h in hosts],
-    )
-
-
-def serve(settings: KiokuSettings, *, http: bool, standalone: bool = False) -> None:
-    if not http and not standalone and settings.local_gateway.shared:
-        from . import local_gateway
-
-        # Several editors, one embedded memory: proxy to the data dir's shared daemon.
-        if local_gateway.supported():
-            from .stdio_proxy import run_proxy
-
-            run_proxy(settings)
-            return
-    mcp = create_server(settings, http=http)
-    reason = anyio.run(preflight, settings)
-    if reason is not None:
-        raise StoreUnavailable(f"cannot start: {reason}")
-    if not http:
-        mcp.run("stdio")
-        return
-    mcp.run(
-        "streamable-http",
-        host=settings.http.host,
-        port=settings.http.port,
-        transport_security=transport_security(settings),
     )

@@ -1,21 +1,22 @@
-"""Helpers shared by the MCP tool modules: app access, results, error translation."""
+"""Helpers shared by the MCP tool modules: services and scope access, results, error
+translation."""
 
 from __future__ import annotations
 
 import functools
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel
 
+from .access import Scope
+from .auth import request_scope
 from .errors import KiokuError
-
-if TYPE_CHECKING:
-    from .app import AppContext
+from .services import Services
 
 log = logging.getLogger(__name__)
 
@@ -23,8 +24,13 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-def app_from(ctx: Context[Any, Any]) -> AppContext:
-    return ctx.request_context.lifespan_context
+def services_from(ctx: Context[Any, Any]) -> Services:
+    services: Services = ctx.request_context.lifespan_context
+    return services
+
+
+def scope_of(ctx: Context[Any, Any]) -> Scope:
+    return request_scope(services_from(ctx).app.settings)
 
 
 def result(text: str, model: BaseModel) -> CallToolResult:

@@ -2,19 +2,16 @@
 record_search and record_update.
 
 Each tool returns readable text (stored record text quoted with ``> ``) plus the same
-facts as structured content. After a write that changes what is searchable or
-current, the job scheduler is told which record ids changed.
+facts as structured content. The use cases live in ``services.records``.
 """
 
 from __future__ import annotations
 
-import logging
 from typing import Annotated
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult
 
-from .access import Scope, request_scope
 from .records import render
 from .records.model import (
     RecordAdded,
@@ -23,13 +20,8 @@ from .records.model import (
     RecordUpdated,
     RecordView,
 )
-from .toolkit import app_from, result, tool_errors
+from .toolkit import result, scope_of, services_from, tool_errors
 from .workspace import session_project
-
-log = logging.getLogger(__name__)
-
-# Fields whose change alters search text or lifecycle; action_state alone does not.
-_INDEXED_FIELDS = frozenset({"title", "content", "status"})
 
 
 def register_record_tools(mcp: MCPServer) -> None:
@@ -66,16 +58,20 @@ def register_record_tools(mcp: MCPServer) -> None:
         project: short code for the id (letters/digits/_ up to 16); leave empty: the
         server derives it from your workspace folder (or its settings).
         """
-        app = app_from(ctx)
+        services = services_from(ctx)
         all_links = [*([link] if link.strip() else []), *links]
-        project = project.strip() or await session_project(ctx, app.settings.project)
-        rec = await app.records.add(
-            type, title, content, status, action_state, all_links, project, scope=_scope(ctx)
+        project = project.strip() or await session_project(ctx, services.app.settings.project)
+        out: RecordAdded = await services.records.add(
+            scope_of(ctx),
+            type=type,
+            title=title,
+            content=content,
+            status=status,
+            action_state=action_state,
+            links=all_links,
+            project=project,
         )
-        view = await app.records.show(rec.id, scope=_scope(ctx))
-        edges = [e for e in view.edges if e.source == rec.id]
-        await _changed(ctx, [rec.id, *(e.target for e in edges)])
-        return result(render.render_added(rec, edges), RecordAdded(record=rec, links=edges))
+        return result(render.render_added(out.record, out.links), out)
 
     @mcp.tool()
     @tool_errors
@@ -89,10 +85,10 @@ def register_record_tools(mcp: MCPServer) -> None:
         of the canonical target). Refused: self-links, an edge that already exists, and
         supersedes/duplicates cycles. Edges are never removed; they are history.
         """
-        app = app_from(ctx)
-        edge = await app.records.link(source, relation, target, scope=_scope(ctx))
-        await _changed(ctx, [edge.source, edge.target])
-        return result(render.render_edge(edge), RecordLinked(edge=edge))
+        out: RecordLinked = await services_from(ctx).records.link(
+            scope_of(ctx), source=source, relation=relation, target=target
+        )
+        return result(render.render_edge(out.edge), out)
 
     @mcp.tool()
     @tool_errors
@@ -107,7 +103,7 @@ def register_record_tools(mcp: MCPServer) -> None:
         NOT change this record's own status: truth fields change only through
         record_update, so history is never rewritten implicitly; read resolved_by.
         """
-        view = await app_from(ctx).records.show(id, scope=_scope(ctx))
+        view: RecordView = await services_from(ctx).records.show(scope_of(ctx), id)
         return result(render.render_view(view), view)
 
     @mcp.tool()
@@ -122,13 +118,10 @@ def register_record_tools(mcp: MCPServer) -> None:
         wording of a superseded decision still finds the decision in force now.
         limit: 1 to 100. Call record_show before relying on an important result.
         """
-        hits = await app_from(ctx).records.search(
-            query, type, current_only, limit, scope=_scope(ctx)
+        response: RecordSearchResponse = await services_from(ctx).records.search(
+            scope_of(ctx), query=query, type=type, current_only=current_only, limit=limit
         )
-        response = RecordSearchResponse(
-            query=query, type=type, current_only=current_only, hits=hits
-        )
-        return result(render.render_hits(query, hits, current_only), response)
+        return result(render.render_hits(query, response.hits, current_only), response)
 
     @mcp.tool()
     @tool_errors
@@ -149,22 +142,12 @@ def register_record_tools(mcp: MCPServer) -> None:
         but the work is deferred). To replace a record's meaning, prefer a new record with
         link="supersedes:ID".
         """
-        app = app_from(ctx)
-        out = await app.records.update(id, title, content, status, action_state, scope=_scope(ctx))
-        if any(c.field in _INDEXED_FIELDS for c in out.changes):
-            await _changed(ctx, [out.record.id])
+        out: RecordUpdated = await services_from(ctx).records.update(
+            scope_of(ctx),
+            id,
+            title=title,
+            content=content,
+            status=status,
+            action_state=action_state,
+        )
         return result(render.render_updated(out), out)
-
-
-def _scope(ctx: Context) -> Scope:
-    return request_scope(app_from(ctx).settings)
-
-
-async def _changed(ctx: Context, ids: list[str]) -> None:
-    """Tell the job scheduler which records changed, so their index entries follow."""
-    # The write is committed: a failing notification must not turn it into an error
-    # (the reconcile job re-indexes records whose index entry is missing or stale).
-    try:
-        await app_from(ctx).jobs.records_changed(list(dict.fromkeys(ids)))
-    except Exception:
-        log.exception("could not schedule re-indexing of records %s", ids)

@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 import pytest
 from arq.worker import Worker
+from workers.arq_runner import ArqScheduler
+from workers.inprocess import InProcessScheduler
 
 import mcp_gateway.app as app_module
 from mcp_gateway import export
@@ -31,8 +33,6 @@ from mcp_gateway.tools_notes import store_note
 from mcp_gateway.types import point_id
 from tests.redis_server import RedisDb, redis_base_url, redis_db  # noqa: F401
 from workers import failures
-from workers.arq_runner import ArqScheduler
-from workers.inprocess import InProcessScheduler
 from workers.settings import worker_settings
 
 RUNNERS = ["inprocess", "arq"]

@@ -1,23 +1,18 @@
-"""Entry points used by the CLI: ``kioku worker``, the queue part of ``kioku stats``,
-and the Redis line of ``kioku doctor``."""
+"""``python -m workers`` (what ``kioku worker`` runs): an arq worker until stopped."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import logging
 import socket
 import sys
-from typing import Any
 
-from arq.connections import RedisSettings, create_pool
+from arq.connections import RedisSettings
 from arq.worker import Worker, async_check_health
 
-from mcp_gateway.db import Database
-from mcp_gateway.settings import KiokuSettings
-
-from . import failures
-from .arq_runner import open_pool, queue_counts
-from .scheduler import QueueNames
+from mcp_gateway.jobs.scheduler import QueueNames
+from mcp_gateway.settings import KiokuSettings, load_settings
 
 log = logging.getLogger(__name__)
 
@@ -63,46 +58,22 @@ async def _run(settings: KiokuSettings, burst: bool) -> int:
     return 0
 
 
-async def queue_stats(settings: KiokuSettings) -> dict[str, Any]:
-    """Runner, queue depth (Redis mode) and permanent failures (from SQLite)."""
-    out: dict[str, Any] = {"runner": "arq" if settings.redis_url else "in-process"}
-    if settings.redis_url:
-        names = QueueNames.for_settings(settings)
-        try:
-            pool = await open_pool(settings.redis_url, names)
-        except Exception as exc:  # stats must still show the rest
-            out["redis_error"] = str(exc)
-        else:
-            try:
-                out.update(await queue_counts(pool, names))
-            finally:
-                await pool.aclose(close_connection_pool=True)
-    db = Database(settings.db_path)
-    await db.open()
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="kioku worker", description=__doc__)
+    parser.add_argument("--burst", action="store_true", help="exit when the queue is empty")
+    parser.add_argument("--check", action="store_true", help="health check exit code")
+    args = parser.parse_args(argv)
     try:
-        out["failures"] = await failures.summary(db)
-    finally:
-        await db.close()
-    return out
-
-
-async def check_redis(settings: KiokuSettings) -> tuple[bool, str]:
-    if not settings.redis_url:
-        return False, "KIOKU_REDIS_URL is not set"
-    names = QueueNames.for_settings(settings)
+        settings = load_settings()
+    except Exception as exc:  # pydantic ValidationError: show it, not a traceback
+        print(f"kioku: invalid settings: {exc}", file=sys.stderr)
+        return 2
+    logging.basicConfig(
+        level=settings.log_level.upper(),
+        stream=sys.stderr,
+        format="%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s",
+    )
     try:
-        pool = await create_pool(RedisSettings.from_dsn(settings.redis_url))
-    except Exception as exc:
-        return False, f"cannot connect to {settings.redis_url}: {exc}"
-    try:
-        info = await pool.info("server")
-        workers = [k async for k in pool.scan_iter(match=f"{names.queue}:health-check:*")]
-        detail = (
-            f"redis {info.get('redis_version', '?')} at {settings.redis_url}, "
-            f"{len(workers)} live worker(s) on {names.queue}"
-        )
-        return True, detail
-    except Exception as exc:
-        return False, f"redis at {settings.redis_url} failed: {exc}"
-    finally:
-        await pool.aclose(close_connection_pool=True)
+        return run_worker(settings, burst=args.burst, check=args.check)
+    except KeyboardInterrupt:
+        return 130

@@ -1,11 +1,9 @@
 """arq worker settings: the job registry, cron schedule, start-up and shut-down.
 
 ``worker_settings(settings)`` returns the keyword arguments of ``arq.worker.Worker``
-(arq's ``WorkerSettings``, as a dict). Start-up opens the ``AppContext`` with
-``run_jobs=False`` (the app's own scheduler must not enqueue recursively: inside a
-worker, follow-up requests go through ``ctx["queue"]``), plus the Redis coordinator,
-the queue adapter and the micro-batcher. Tests pass ``app=`` to share one context
-between several ``Worker`` objects in one process (qdrant local mode allows one owner).
+(arq's ``WorkerSettings``, as a dict). Start-up opens the worker's ``JobContext``
+(truth store, embedder, activity log; never the index), plus the Redis coordinator,
+the queue adapter and the micro-batcher. Tests may pass ``kc=`` to share one context.
 """
 
 from __future__ import annotations
@@ -13,29 +11,27 @@ from __future__ import annotations
 import socket
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from arq import cron
 from arq.connections import RedisSettings
 from arq.cron import CronJob
 from arq.worker import Function, func
 
-from mcp_gateway.app import open_app
+from mcp_gateway.jobs import JobContext, failures
+from mcp_gateway.jobs.arq_queue import ArqQueue
+from mcp_gateway.jobs.batcher import Batcher
+from mcp_gateway.jobs.context import KEY
+from mcp_gateway.jobs.coordination import RedisCoordinator
+from mcp_gateway.jobs.scheduler import JOBS, SINGLETON_JOBS, QueueNames
 from mcp_gateway.settings import KiokuSettings
 
-from . import failures
-from .arq_runner import ArqQueue
-from .batcher import Batcher
-from .coordination import RedisCoordinator
-from .scheduler import JOBS, SINGLETON_JOBS, QueueNames
+from .context import open_worker_context
 
 
 def _job(name: str) -> Any:
     return JOBS[name]  # arq's WorkerCoroutine type is narrower than our registry's
 
-
-if TYPE_CHECKING:
-    from mcp_gateway.app import AppContext
 
 # Lock-busy retries of a singleton count as tries in arq; the contract bounds real
 # failures itself (``contract.run_singleton``), so arq's own limit is set out of reach.
@@ -69,13 +65,8 @@ def _every(seconds: int) -> dict[str, Any]:
 
 
 def cron_jobs(settings: KiokuSettings) -> list[CronJob]:
+    # reconcile is the owner's (it needs the index); workers run the computing jobs
     return [
-        cron(
-            _job("reconcile"),
-            name="cron:reconcile",
-            run_at_startup=True,
-            **_every(settings.queue.reconcile_every_s),
-        ),
         cron(_job("rerank"), name="cron:rerank", minute=7, second=0),
         cron(_job("request_tune"), name="cron:request_tune", minute=37, second=0),
     ]
@@ -84,20 +75,20 @@ def cron_jobs(settings: KiokuSettings) -> list[CronJob]:
 def lifecycle(
     settings: KiokuSettings,
     names: QueueNames,
-    app: AppContext | None = None,
+    kc: JobContext | None = None,
     ctx_extra: Mapping[str, Any] | None = None,
 ) -> tuple[Hook, Hook]:
     async def startup(ctx: dict[str, Any]) -> None:
         stack = AsyncExitStack()
         ctx["_stack"] = stack
-        shared = app
+        shared = kc
         if shared is None:
-            shared = await stack.enter_async_context(open_app(settings, run_jobs=False))
+            shared = await stack.enter_async_context(open_worker_context(settings))
         await failures.ensure_table(shared.db)
-        batcher = Batcher(shared.indexer, size=settings.embedder.batch_size)
+        batcher = Batcher(shared, size=settings.embedder.batch_size)
         stack.push_async_callback(batcher.close)
         ctx.update(
-            app=shared,
+            {KEY: shared},
             queue=ArqQueue(ctx["redis"], names),
             coord=RedisCoordinator(ctx["redis"], names.prefix),
             batcher=batcher,
@@ -117,7 +108,7 @@ def worker_settings(
     *,
     burst: bool = False,
     names: QueueNames | None = None,
-    app: AppContext | None = None,
+    kc: JobContext | None = None,
     ctx_extra: Mapping[str, Any] | None = None,
     host: str | None = None,
     **overrides: Any,
@@ -125,7 +116,7 @@ def worker_settings(
     if not settings.redis_url:
         raise ValueError("worker settings need settings.redis_url")
     names = names or QueueNames.for_settings(settings)
-    startup, shutdown = lifecycle(settings, names, app, ctx_extra)
+    startup, shutdown = lifecycle(settings, names, kc, ctx_extra)
     options: dict[str, Any] = {
         "functions": functions(settings),
         "cron_jobs": cron_jobs(settings),

@@ -61,7 +61,9 @@ class IndexSpec:
 
 
 class Index(Protocol):
-    spec: IndexSpec
+    @property
+    def spec(self) -> IndexSpec:
+        """The collection, dense size and model this index holds."""
 
     async def open(self) -> None:
         """Create the collection for ``spec`` or load it; raise ``IndexMismatch`` when an
@@ -92,5 +94,11 @@ class Index(Protocol):
 
     async def count(self, flt: IndexFilter | None = None) -> int: ...
 
+    async def ids(self) -> set[str]:
+        """Every point id (reconcile compares them with the truth store)."""
+
     async def clear(self) -> None:
-        """Drop every point (used by ``kioku reindex`` before a rebuild)."""
+        """Drop every point."""
+
+    async def destroy(self) -> None:
+        """Close and delete the whole collection (an abandoned or replaced rebuild)."""

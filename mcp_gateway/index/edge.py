@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -297,3 +298,22 @@ class EdgeIndex:
     async def count(self, flt: IndexFilter | None = None) -> int:
         request = qe.CountRequest(exact=True, filter=build_filter(flt))
         return await self._run(lambda s: s.count(request))
+
+    async def ids(self) -> set[str]:
+        def scan(shard: qe.EdgeShard) -> set[str]:
+            out: set[str] = set()
+            offset = None
+            while True:
+                request = qe.ScrollRequest(
+                    offset=offset, limit=1000, with_payload=False, with_vector=False
+                )
+                points, offset = shard.scroll(request)
+                out.update(str(p.id) for p in points)
+                if offset is None or not points:
+                    return out
+
+        return await self._run(scan)
+
+    async def destroy(self) -> None:
+        await self.close()
+        await anyio.to_thread.run_sync(lambda: shutil.rmtree(self.dir, ignore_errors=True))

@@ -224,6 +224,24 @@ class QdrantIndex:
         }
 
     @_store_errors
+    async def ids(self) -> set[str]:
+        out: set[str] = set()
+        offset = None
+        while True:
+            points, offset = await self.client.scroll(
+                self._name, limit=1000, offset=offset, with_payload=False, with_vectors=False
+            )
+            out.update(str(p.id) for p in points)
+            if offset is None or not points:
+                return out
+
+    @_store_errors
+    async def destroy(self) -> None:
+        if await self.client.collection_exists(self._name):
+            await self.client.delete_collection(self._name)
+        await self.close()
+
+    @_store_errors
     async def count(self, flt: IndexFilter | None = None) -> int:
         result = await self.client.count(self._name, count_filter=build_filter(flt), exact=True)
         return result.count

@@ -9,9 +9,9 @@ Shelf life: past the ``SHELF_LIFE`` newest lessons, a lesson that is neither hig
 priority nor ever useful decays (halving per further ``SHELF_LIFE`` lessons, floored),
 so a long tail of stale lessons stops burying the old ones that still matter.
 
-The prior (a multiplier around 1.0, clamped) is stored in SQLite ``note_priors`` (which
-``Indexer.embed_notes`` reads, so re-embedding keeps it) and in the point payload
-(``prior``), which ``ranking.fuse`` multiplies into the fused score.
+The prior (a multiplier around 1.0, clamped) is stored in SQLite ``note_priors``; the
+owner of the index copies changed rows into the point payload (``prior``), which
+``ranking.fuse`` multiplies into the fused score, and reads them when it rebuilds points.
 """
 
 from __future__ import annotations
@@ -21,14 +21,12 @@ import time
 from collections import defaultdict, deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 
-from mcp_gateway.types import Note, point_id
-
-if TYPE_CHECKING:
-    from mcp_gateway.app import AppContext
+from ..types import Note
+from .context import JobContext
 
 log = logging.getLogger(__name__)
 
@@ -96,65 +94,47 @@ def compute_priors(notes: Iterable[Note], usage: Mapping[str, Usage]) -> dict[st
     return out
 
 
-async def all_notes(app: AppContext) -> list[Note]:
+async def all_notes(kc: JobContext) -> list[Note]:
     notes: list[Note] = []
     after = ""
-    while page := await app.notes.page(after, limit=1000):
+    while page := await kc.notes.page(after, limit=1000):
         notes.extend(page)
         after = page[-1].id
     return notes
 
 
-async def store_priors(app: AppContext, priors: Mapping[str, float]) -> dict[str, float]:
-    """Write the table (1.0 means no row); return the priors that changed."""
-    rows = await app.db.fetchall("SELECT note_id, prior FROM note_priors")
+async def store_priors(kc: JobContext, priors: Mapping[str, float]) -> dict[str, float]:
+    """Write the priors that changed (a reset is kept as a 1.0 row, so the owner sees
+    it); return them."""
+    rows = await kc.db.fetchall("SELECT note_id, prior FROM note_priors")
     before = {r["note_id"]: float(r["prior"]) for r in rows}
     changed = {nid: p for nid, p in priors.items() if before.get(nid, 1.0) != p}
-    changed.update({nid: 1.0 for nid in before if nid not in priors})
+    changed.update({nid: 1.0 for nid, p in before.items() if nid not in priors and p != 1.0})
     now = time.time()
 
     def write(conn: Any) -> None:
-        for nid, prior in changed.items():
-            if prior == 1.0:
-                conn.execute("DELETE FROM note_priors WHERE note_id = ?", (nid,))
-            else:
-                conn.execute(
-                    "INSERT INTO note_priors(note_id, prior, updated_at) VALUES (?, ?, ?) "
-                    "ON CONFLICT(note_id) DO UPDATE SET prior = excluded.prior, "
-                    "updated_at = excluded.updated_at",
-                    (nid, prior, now),
-                )
+        conn.executemany(
+            "INSERT INTO note_priors(note_id, prior, updated_at) VALUES (?, ?, ?) "
+            "ON CONFLICT(note_id) DO UPDATE SET prior = excluded.prior, "
+            "updated_at = excluded.updated_at",
+            [(nid, prior, now) for nid, prior in changed.items()],
+        )
 
-    await app.db.transaction(write)
+    await kc.db.transaction(write)
     return changed
 
 
-async def push_payloads(app: AppContext, changed: Mapping[str, float]) -> int:
-    """One ``set_payload`` per distinct prior, for points that exist."""
-    pids = {nid: point_id("note", nid) for nid in changed}
-    present = await app.index.present(list(pids.values()))
-    groups: dict[float, list[str]] = defaultdict(list)
-    for nid, prior in changed.items():
-        if pids[nid] in present:
-            groups[prior].append(pids[nid])
-    for prior, ids in groups.items():
-        await app.index.set_payload(ids, {"prior": prior})
-    return sum(len(ids) for ids in groups.values())
-
-
-async def rerank(app: AppContext) -> dict[str, int]:
+async def rerank(kc: JobContext) -> dict[str, int]:
     since = time.time() - LOG_WINDOW_S
-    usage = await anyio.to_thread.run_sync(lambda: usage_from_log(app.activity.read_sync(since)))
-    priors = compute_priors(await all_notes(app), usage)
-    changed = await store_priors(app, priors)
-    pushed = await push_payloads(app, changed)
+    usage = await anyio.to_thread.run_sync(lambda: usage_from_log(kc.activity.read_sync(since)))
+    priors = compute_priors(await all_notes(kc), usage)
+    changed = await store_priors(kc, priors)
     boosted = sum(1 for p in priors.values() if p > 1.0)
     demoted = sum(1 for p in priors.values() if p < 1.0)
     log.info("rerank: %d changed, %d boosted, %d demoted", len(changed), boosted, demoted)
     return {
         "notes": len(priors),
         "changed": len(changed),
-        "pushed": pushed,
         "boosted": boosted,
         "demoted": demoted,
     }

@@ -16,17 +16,15 @@ import logging
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from arq.worker import Retry
 
 from . import failures
 from .batcher import Batcher
+from .context import KEY, JobContext
 from .coordination import MemoryCoordinator
 from .scheduler import JOBS, JobFunction, QueueScheduler, periodic_jobs
-
-if TYPE_CHECKING:
-    from mcp_gateway.app import AppContext
 
 log = logging.getLogger(__name__)
 
@@ -152,19 +150,19 @@ class InProcessQueue:
 class InProcessScheduler(QueueScheduler):
     """``Scheduler`` for the embedded default (``KIOKU_REDIS_URL`` unset)."""
 
-    def __init__(self, app: AppContext, *, ctx_extra: Mapping[str, Any] | None = None) -> None:
-        super().__init__(app)
+    def __init__(self, kc: JobContext, *, ctx_extra: Mapping[str, Any] | None = None) -> None:
+        super().__init__(kc)
         self.ctx_extra = dict(ctx_extra or {})
         self._runner: InProcessQueue | None = None
         self._batcher: Batcher | None = None
         self._timers: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
-        settings = self.app.settings
-        await failures.ensure_table(self.app.db)
+        settings = self.kc.settings
+        await failures.ensure_table(self.kc.db)
         self._coord = MemoryCoordinator()
-        self._batcher = Batcher(self.app.indexer, size=settings.embedder.batch_size)
-        ctx: dict[str, Any] = {"app": self.app, "coord": self._coord, "batcher": self._batcher}
+        self._batcher = Batcher(self.kc, size=settings.embedder.batch_size)
+        ctx: dict[str, Any] = {KEY: self.kc, "coord": self._coord, "batcher": self._batcher}
         ctx.update(self.ctx_extra)
         self._runner = InProcessQueue(
             JOBS, ctx, concurrency=settings.queue.max_jobs, timeout_s=settings.queue.job_timeout_s
@@ -210,5 +208,5 @@ class InProcessScheduler(QueueScheduler):
         if self._batcher is not None:
             out["embedder_calls"] = self._batcher.stats.embedder_calls
             out["batches"] = self._batcher.stats.batches
-        out["failures"] = await failures.summary(self.app.db, limit=5)
+        out["failures"] = await failures.summary(self.kc.db, limit=5)
         return out

@@ -14,29 +14,26 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from . import jobs
+from ..settings import KiokuSettings
+from ..types import Note
+from . import tasks
+from .context import JobContext
 from .contract import EXPORT, TUNE, JobQueue, request_singleton
 from .coordination import Coordinator
-
-if TYPE_CHECKING:
-    from mcp_gateway.app import AppContext
-    from mcp_gateway.settings import KiokuSettings
-    from mcp_gateway.types import Note
 
 log = logging.getLogger(__name__)
 
 JobFunction = Callable[..., Awaitable[Any]]
 
 JOBS: dict[str, JobFunction] = {
-    "index_note": jobs.index_note,
-    "index_records": jobs.index_records,
-    EXPORT: jobs.run_export,
-    TUNE: jobs.run_tune,
-    "reconcile": jobs.reconcile,
-    "rerank": jobs.rerank,
-    "request_tune": jobs.request_tune,
+    "index_note": tasks.index_note,
+    "index_records": tasks.index_records,
+    EXPORT: tasks.run_export,
+    TUNE: tasks.run_tune,
+    "rerank": tasks.rerank,
+    "request_tune": tasks.request_tune,
 }
 SINGLETON_JOBS = frozenset({EXPORT, TUNE})
 RERANK_EVERY_S = 3600
@@ -62,7 +59,6 @@ class QueueNames:
 def periodic_jobs(settings: KiokuSettings) -> list[tuple[str, int, bool]]:
     """(job, every seconds, also at start-up)."""
     return [
-        ("reconcile", settings.queue.reconcile_every_s, True),
         ("rerank", RERANK_EVERY_S, False),
         ("request_tune", TUNE_EVERY_S, False),
     ]
@@ -71,8 +67,8 @@ def periodic_jobs(settings: KiokuSettings) -> list[tuple[str, int, bool]]:
 class QueueScheduler:
     """Enqueue side shared by ``InProcessScheduler`` and ``ArqScheduler``."""
 
-    def __init__(self, app: AppContext) -> None:
-        self.app = app
+    def __init__(self, kc: JobContext) -> None:
+        self.kc = kc
         self._queue: JobQueue | None = None
         self._coord: Coordinator | None = None
 
@@ -96,17 +92,18 @@ class QueueScheduler:
                 "index_note",
                 note.id,
                 tune,
-                job_id=jobs.index_job_id(note.id, note.updated_at),
+                job_id=tasks.index_job_id(note.id, note.updated_at),
             )
         if export:
             await request_singleton(self.coord, self.queue, EXPORT)
         if tune and not notes:
             await request_singleton(self.coord, self.queue, TUNE)
 
-    async def records_changed(self, record_ids: Sequence[str]) -> None:
+    async def records_changed(self, record_ids: Sequence[str], *, export: bool = True) -> None:
         if record_ids:
             await self.queue.enqueue("index_records", sorted(set(record_ids)))
-        await request_singleton(self.coord, self.queue, EXPORT)
+        if export:
+            await request_singleton(self.coord, self.queue, EXPORT)
 
     async def request(self, name: str) -> bool:
         """Ask for a run of a singleton job (``export`` or ``tune``)."""

@@ -24,9 +24,9 @@ from arq.worker import Retry
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from mcp_gateway.errors import EmbedderUnavailable, StoreUnavailable
-
+from ..errors import EmbedderUnavailable, StoreUnavailable
 from . import failures
+from .context import job_context
 from .coordination import Coordinator
 
 log = logging.getLogger(__name__)
@@ -66,7 +66,7 @@ def is_transient(exc: BaseException) -> bool:
 async def give_up(ctx: dict[str, Any], job: str, key: str, exc: BaseException, tries: int) -> None:
     log.error("job %s failed permanently for %s after %d tries: %r", job, key, tries, exc)
     try:
-        await failures.record(ctx["app"].db, job, key, exc, tries)
+        await failures.record(job_context(ctx).db, job, key, exc, tries)
     except Exception:  # the failure log must not hide the failure itself
         log.exception("could not store the failure of %s %s", job, key)
 
@@ -74,7 +74,7 @@ async def give_up(ctx: dict[str, Any], job: str, key: str, exc: BaseException, t
 async def retry_or_fail(ctx: dict[str, Any], job: str, key: str, exc: Exception) -> NoReturn:
     """Per-job retry policy: ``Retry`` while transient and tries remain, else record."""
     tries = int(ctx.get("job_try", 1))
-    limit = ctx["app"].settings.queue.max_tries
+    limit = job_context(ctx).settings.queue.max_tries
     if is_transient(exc) and tries < limit:
         delay = backoff_s(ctx, tries)
         log.warning(
@@ -97,7 +97,7 @@ async def run_singleton(
     """Run ``body`` under the singleton lock, after advancing the generation."""
     coord: Coordinator = ctx["coord"]
     token = uuid.uuid4().hex
-    ttl_ms = int(ctx["app"].settings.queue.job_timeout_s * 1000 + 5_000)
+    ttl_ms = int(job_context(ctx).settings.queue.job_timeout_s * 1000 + 5_000)
     if not await coord.acquire(name, token, ttl_ms):
         raise Retry(defer=float(ctx.get("lock_poll_s", LOCK_BUSY_DEFER_S)))
     try:
@@ -116,7 +116,7 @@ async def _singleton_failed(
 ) -> NoReturn:
     # job_try also counts lock-busy retries, so singletons count their own failures.
     failures_so_far = await coord.count_failure(name)
-    if is_transient(exc) and failures_so_far < ctx["app"].settings.queue.max_tries:
+    if is_transient(exc) and failures_so_far < job_context(ctx).settings.queue.max_tries:
         delay = backoff_s(ctx, failures_so_far)
         log.warning("singleton %s: %s; retry in %.2f s", name, exc, delay)
         raise Retry(defer=delay) from exc

@@ -1,4 +1,4 @@
-"""The Redis runner, gateway side: enqueue into arq; workers (``kioku worker``) run jobs.
+"""The Redis runner, owner side: enqueue into arq; ``kioku worker`` processes run jobs.
 
 ``ArqQueue`` adapts an ``ArqRedis`` pool to ``JobQueue``: job ids get the deployment's
 prefix (arq's job keys are global to the Redis db), and ``enqueue_job`` returning None
@@ -11,17 +11,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from arq.connections import ArqRedis, RedisSettings, create_pool
 from arq.constants import in_progress_key_prefix
 
 from . import failures
+from .context import JobContext
 from .coordination import RedisCoordinator
 from .scheduler import QueueNames, QueueScheduler
-
-if TYPE_CHECKING:
-    from mcp_gateway.app import AppContext
 
 log = logging.getLogger(__name__)
 
@@ -63,16 +61,16 @@ async def queue_counts(redis: ArqRedis, names: QueueNames, sample: int = 1000) -
 class ArqScheduler(QueueScheduler):
     """``Scheduler`` for ``KIOKU_REDIS_URL`` set: the gateway only enqueues."""
 
-    def __init__(self, app: AppContext, names: QueueNames | None = None) -> None:
-        super().__init__(app)
-        self.names = names or QueueNames.for_settings(app.settings)
+    def __init__(self, kc: JobContext, names: QueueNames | None = None) -> None:
+        super().__init__(kc)
+        self.names = names or QueueNames.for_settings(kc.settings)
         self._pool: ArqRedis | None = None
 
     async def start(self) -> None:
-        url = self.app.settings.redis_url
+        url = self.kc.settings.redis_url
         if not url:
             raise RuntimeError("ArqScheduler needs settings.redis_url")
-        await failures.ensure_table(self.app.db)
+        await failures.ensure_table(self.kc.db)
         self._pool = await open_pool(url, self.names)
         self._queue = ArqQueue(self._pool, self.names)
         self._coord = RedisCoordinator(self._pool, self.names.prefix)
@@ -101,5 +99,5 @@ class ArqScheduler(QueueScheduler):
         out: dict[str, Any] = {"runner": "arq", "queue": self.names.queue}
         if self._pool is not None:
             out.update(await queue_counts(self._pool, self.names))
-        out["failures"] = await failures.summary(self.app.db, limit=5)
+        out["failures"] = await failures.summary(self.kc.db, limit=5)
         return out

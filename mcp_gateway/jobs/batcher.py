@@ -6,63 +6,26 @@ and embeds it with one embedder call; while that call runs, new ids accumulate f
 the next batch. A batch that fails with a permanent error is retried id by id, so a
 poison note fails alone.
 
-What "needs embedding" means: the note is live and either not embedded with the
-current model, or its point is missing / lacks a dense vector (the index was lost).
-After embedding, notes edited meanwhile are embedded again, so the last write wins.
+What "needs embedding" means: the note is live and the truth store has no vector for
+the configured model and its current text (``embedding``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
-from dataclasses import dataclass
 
-from mcp_gateway.indexing import Indexer
-from mcp_gateway.types import Note, point_id
-
+from .context import JobContext
 from .contract import is_transient
+from .embedding import EmbedStats, embed_notes
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(slots=True)
-class BatchStats:
-    batches: int = 0
-    embedder_calls: int = 0
-    indexed: int = 0
-
-
-async def notes_needing_embedding(indexer: Indexer, note_ids: Sequence[str]) -> list[Note]:
-    found = await indexer.notes.get_many(list(dict.fromkeys(note_ids)))
-    if not found:
-        return []
-    pids = {nid: point_id("note", nid) for nid in found}
-    present = await indexer.index.present(list(pids.values()))
-    model = indexer.embedder.model_id
-    return [
-        n for n in found.values() if n.embedded_model != model or not present.get(pids[n.id], False)
-    ]
-
-
-async def embed_current(indexer: Indexer, note_ids: Sequence[str], stats: BatchStats) -> None:
-    """Embed what needs it; repeat for notes edited while their text was being embedded."""
-    todo = await notes_needing_embedding(indexer, note_ids)
-    for _round in range(3):
-        if not todo:
-            return
-        outcome = await indexer.embed_notes(todo)
-        stats.embedder_calls += outcome.embedder_calls
-        stats.indexed += outcome.indexed
-        versions = {n.id: n.updated_at for n in todo}
-        fresh = await indexer.notes.get_many(list(versions))
-        todo = [n for n in fresh.values() if n.updated_at != versions[n.id]]
-
-
 class Batcher:
-    def __init__(self, indexer: Indexer, size: int = 32, linger_s: float = 0.02) -> None:
-        self.indexer, self.size, self.linger_s = indexer, size, linger_s
-        self.stats = BatchStats()
+    def __init__(self, kc: JobContext, size: int = 32, linger_s: float = 0.02) -> None:
+        self.kc, self.size, self.linger_s = kc, size, linger_s
+        self.stats = EmbedStats()
         self._pending: list[tuple[str, asyncio.Future[None]]] = []
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -103,7 +66,7 @@ class Batcher:
     async def _flush(self, batch: list[tuple[str, asyncio.Future[None]]]) -> None:
         self.stats.batches += 1
         try:
-            await embed_current(self.indexer, [nid for nid, _ in batch], self.stats)
+            await embed_notes(self.kc, [nid for nid, _ in batch], self.stats)
         except Exception as exc:
             if len(batch) == 1 or is_transient(exc):
                 _settle(batch, exc)

@@ -2,7 +2,8 @@
 
 Pairs (query, note) come from the ``solved_query`` of live notes and from the activity
 log's ``add_note`` events (which keep the original query even if the note's field was
-edited since). For each pair the query is embedded and searched; the note's cosine
+edited since). For each pair the query is embedded and compared with the note's vector
+from the truth store (no index needed, so this runs on any worker); the cosine
 distance is where the query "still found its note". A type's threshold is a high
 quantile of those distances plus a margin, clamped to a sane range; types with too few
 pairs keep the fallback ``"*"``. The result is stored as JSON under the SQLite meta key
@@ -17,15 +18,14 @@ import math
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
+import numpy as np
 
-from mcp_gateway.search import THRESHOLDS_META_KEY
-from mcp_gateway.types import IndexFilter, Note, SparseVector, point_id
-
-if TYPE_CHECKING:
-    from mcp_gateway.app import AppContext
+from ..search import THRESHOLDS_META_KEY
+from ..types import Note
+from .context import JobContext
 
 log = logging.getLogger(__name__)
 
@@ -73,11 +73,11 @@ def pairs_from_log(entries: Iterable[dict[str, Any]]) -> list[tuple[str, str]]:
     ]
 
 
-async def collect_pairs(app: AppContext) -> list[tuple[str, Note]]:
-    solved = await app.notes.solved(limit=MAX_PAIRS)
+async def collect_pairs(kc: JobContext) -> list[tuple[str, Note]]:
+    solved = await kc.notes.solved(limit=MAX_PAIRS)
     since = time.time() - LOG_WINDOW_S
-    logged = await anyio.to_thread.run_sync(lambda: pairs_from_log(app.activity.read_sync(since)))
-    extra = await app.notes.get_many(list({nid for _, nid in logged}))
+    logged = await anyio.to_thread.run_sync(lambda: pairs_from_log(kc.activity.read_sync(since)))
+    extra = await kc.notes.get_many(list({nid for _, nid in logged}))
     seen: set[tuple[str, str]] = set()
     pairs: list[tuple[str, Note]] = []
     candidates = [(n.solved_query, n) for n in solved]
@@ -89,35 +89,27 @@ async def collect_pairs(app: AppContext) -> list[tuple[str, Note]]:
     return pairs[-MAX_PAIRS:]
 
 
-async def distance_to(app: AppContext, query: str, note: Note) -> float | None:
-    """Cosine distance from ``query`` to ``note``; None if it is not among the candidates."""
-    dense = await app.embedder.embed_query(query)
-    flt = IndexFilter(kinds=("note",), types=(note.type,), namespaces=(note.namespace,))
-    hits, _ = await app.index.search(
-        dense, SparseVector([], []), flt, app.settings.search.candidates
-    )
-    wanted = point_id("note", note.id)
-    for hit in hits:
-        if hit.id == wanted:
-            return max(0.0, 1.0 - hit.score)
-    return None
-
-
-async def tune(app: AppContext) -> TuningReport:
+async def tune(kc: JobContext) -> TuningReport:
     report = TuningReport()
     distances: dict[str, list[float]] = {}
-    for query, note in await collect_pairs(app):
+    pairs = await collect_pairs(kc)
+    model = kc.embedder.model_id
+    stored = await kc.vectors.get("note", model, [note.id for _, note in pairs])
+    for query, note in pairs:
         report.pairs += 1
-        found = await distance_to(app, query, note)
-        if found is not None:
-            report.found += 1
-            distances.setdefault(note.type, []).append(found)
+        vec = stored.get(note.id)
+        if vec is None:
+            continue  # not embedded yet: the next run measures it
+        q = np.asarray(await kc.embedder.embed_query(query), dtype=np.float32)
+        report.found += 1
+        distance = max(0.0, 1.0 - float(q @ np.asarray(vec.vector, dtype=np.float32)))
+        distances.setdefault(note.type, []).append(distance)
     report.thresholds = compute_thresholds(distances)
     if report.thresholds:
-        await app.db.set_meta(THRESHOLDS_META_KEY, json.dumps(report.thresholds, sort_keys=True))
-        app.thresholds.invalidate()
+        await kc.db.set_meta(THRESHOLDS_META_KEY, json.dumps(report.thresholds, sort_keys=True))
+        kc.thresholds_changed()
     log.info(
-        "tuned thresholds from %d pairs (%d found): %s",
+        "tuned thresholds from %d pairs (%d measured): %s",
         report.pairs,
         report.found,
         report.thresholds,

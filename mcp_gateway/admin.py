@@ -1,0 +1,78 @@
+"""The owner's admin API, on its private Unix socket only (0600, the owner's user).
+
+``POST /api/call`` runs a use case by name (``services.api``) with the owner's own
+scope; ``GET /api/status``, ``POST /api/stop``; ``/api/reindex`` starts, reports and
+cancels a blue/green rebuild. Errors come back as ``{"error": {"type", "message"}}``
+so the CLI raises the same ``KiokuError`` it would raise in-process.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from .access import settings_scope
+from .errors import KiokuError
+from .services import Services
+from .services.api import call
+
+if TYPE_CHECKING:
+    from .owner import OwnerState
+
+log = logging.getLogger(__name__)
+
+_STATUS = {"InvalidInput": 400, "NotFound": 404, "Conflict": 409, "AccessDenied": 403}
+
+
+def error_response(exc: KiokuError) -> JSONResponse:
+    name = type(exc).__name__
+    return JSONResponse(
+        {"error": {"type": name, "message": str(exc)}}, status_code=_STATUS.get(name, 503)
+    )
+
+
+def admin_app(services: Services, state: OwnerState) -> Starlette:
+    scope = settings_scope(services.app.settings)
+
+    async def do_call(request: Request) -> JSONResponse:
+        try:
+            body = await request.json()
+            op, args = str(body["op"]), dict(body.get("args") or {})
+        except (ValueError, KeyError, TypeError):
+            return JSONResponse({"error": {"type": "InvalidInput", "message": "bad request"}}, 400)
+        try:
+            return JSONResponse({"result": await call(services, scope, op, args)})
+        except KiokuError as exc:
+            return error_response(exc)
+
+    async def status(_: Request) -> JSONResponse:
+        stats = await services.maintenance.stats()
+        return JSONResponse({"owner": state.public(), **stats})
+
+    async def stop(_: Request) -> JSONResponse:
+        log.info("stop requested over the admin API")
+        state.stop.set()
+        return JSONResponse({"stopping": state.pid})
+
+    async def reindex(request: Request) -> JSONResponse:
+        rebuilder = services.rebuild
+        if request.method == "POST":
+            # Runs in the owner, not in this request: the CLI polls and may go away.
+            rebuilder.start(services.app.spawn)
+        elif request.method == "DELETE":
+            rebuilder.cancel()
+        return JSONResponse(rebuilder.status.model_dump())
+
+    return Starlette(
+        routes=[
+            Route("/call", do_call, methods=["POST"]),
+            Route("/status", status, methods=["GET"]),
+            Route("/stop", stop, methods=["POST"]),
+            Route("/reindex", reindex, methods=["GET", "POST", "DELETE"]),
+        ]
+    )

@@ -1,0 +1,174 @@
+"""How the CLI reaches the memory: through the owner when one runs, else in-process.
+
+``connect(settings)`` yields a ``Memory``:
+
+- ``RemoteMemory`` when an owner (the local daemon, ``serve --http`` or ``serve
+  --standalone``) answers on the data dir's Unix socket -- the CLI then sees exactly
+  what the running server sees, and the server sees the CLI's writes at once;
+- ``LocalMemory`` when nobody owns the data dir: the CLI takes the owner lock for the
+  command's duration (so no daemon can start beside it) and opens the stores itself,
+  running follow-up jobs inline before it returns.
+
+Both run the same use cases (``services.api``) and return the same JSON.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any, Protocol
+
+import anyio
+import httpx
+
+from . import errors
+from . import local_gateway as gw
+from .access import settings_scope
+from .app import open_app
+from .errors import KiokuError, StoreUnavailable
+from .services import Services
+from .services.api import call
+from .services.reindex import RebuildStatus
+from .settings import KiokuSettings
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[RebuildStatus], None]
+# how long a CLI waits for an owner that holds the lock but is still starting
+_STARTING_WAIT_S = 60.0
+
+
+class Memory(Protocol):
+    remote: bool
+
+    async def call(self, op: str, **args: Any) -> Any: ...
+
+    async def status(self) -> dict[str, Any]: ...
+
+    async def reindex(self, progress: Progress) -> RebuildStatus: ...
+
+
+class LocalMemory:
+    remote = False
+
+    def __init__(self, services: Services) -> None:
+        self.services = services
+        self.scope = settings_scope(services.app.settings)
+
+    async def call(self, op: str, **args: Any) -> Any:
+        return await call(self.services, self.scope, op, args)
+
+    async def status(self) -> dict[str, Any]:
+        return {"owner": None, **(await self.services.maintenance.stats())}
+
+    async def reindex(self, progress: Progress) -> RebuildStatus:
+        rebuilder = self.services.rebuild
+        async with anyio.create_task_group() as tg:
+
+            async def report() -> None:
+                while True:
+                    progress(rebuilder.status)
+                    await anyio.sleep(0.5)
+
+            tg.start_soon(report)
+            try:
+                final = await rebuilder.rebuild()
+            finally:
+                tg.cancel_scope.cancel()
+        progress(final)
+        return final
+
+
+class RemoteMemory:
+    remote = True
+
+    def __init__(self, client: httpx.AsyncClient) -> None:
+        self.client = client
+
+    async def _json(self, response: httpx.Response) -> Any:
+        try:
+            data = response.json()
+        except ValueError:
+            raise StoreUnavailable(
+                f"the kioku owner answered HTTP {response.status_code} without a result; "
+                "its log (logs/gateway.log in the data dir) has the details"
+            ) from None
+        if isinstance(data, dict) and "error" in data:
+            kind = getattr(errors, str(data["error"].get("type")), KiokuError)
+            if not (isinstance(kind, type) and issubclass(kind, KiokuError)):
+                kind = KiokuError
+            raise kind(str(data["error"].get("message")))
+        return data
+
+    async def call(self, op: str, **args: Any) -> Any:
+        response = await self.client.post("/api/call", json={"op": op, "args": args})
+        return (await self._json(response))["result"]
+
+    async def status(self) -> dict[str, Any]:
+        data: dict[str, Any] = await self._json(await self.client.get("/api/status"))
+        return data
+
+    async def stop(self) -> None:
+        await self._json(await self.client.post("/api/stop"))
+
+    async def reindex(self, progress: Progress) -> RebuildStatus:
+        status = RebuildStatus(**await self._json(await self.client.post("/api/reindex")))
+        try:
+            while status.state == "running":
+                progress(status)
+                await anyio.sleep(0.5)
+                status = RebuildStatus(**await self._json(await self.client.get("/api/reindex")))
+        except BaseException:
+            # Ctrl-C: cancel the owner's rebuild; its live index keeps serving.
+            with anyio.CancelScope(shield=True), anyio.move_on_after(10):
+                await self.client.delete("/api/reindex")
+            raise
+        progress(status)
+        return status
+
+
+def owner_client(settings: KiokuSettings) -> httpx.AsyncClient:
+    paths = gw.GatewayPaths.for_settings(settings)
+    return httpx.AsyncClient(
+        transport=httpx.AsyncHTTPTransport(uds=str(paths.socket)),
+        base_url=f"http://{gw.GATEWAY_HOST}",
+        timeout=httpx.Timeout(settings.local_gateway.request_timeout_s, connect=5.0),
+    )
+
+
+@asynccontextmanager
+async def connect(settings: KiokuSettings) -> AsyncIterator[Memory]:
+    """The running owner's memory, or this process's for the duration of the block."""
+    paths = gw.GatewayPaths.for_settings(settings)
+    deadline = time.monotonic() + _STARTING_WAIT_S
+    while True:
+        if await anyio.to_thread.run_sync(gw.can_connect, paths.socket):
+            async with owner_client(settings) as client:
+                yield RemoteMemory(client)
+            return
+        fd = await anyio.to_thread.run_sync(_try_lock, paths)
+        if fd is not None:
+            break
+        if time.monotonic() > deadline:
+            from .owner import busy_message
+
+            raise StoreUnavailable(busy_message(settings) + " (it does not answer on its socket)")
+        await anyio.sleep(0.1)  # an owner is starting: it listens once its stores are open
+    try:
+        async with open_app(settings, run_jobs=False) as app:
+            yield LocalMemory(Services.over(app))
+    finally:
+        import os
+
+        os.close(fd)
+
+
+def _try_lock(paths: gw.GatewayPaths) -> int | None:
+    try:
+        return gw.acquire(paths.lock, 0.0)
+    except OSError as exc:
+        raise StoreUnavailable(
+            f"cannot lock {paths.lock} ({exc.strerror}): the data dir must be writable"
+        ) from exc

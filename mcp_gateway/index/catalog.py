@@ -1,0 +1,115 @@
+"""Which collection is live, for which model, and how to open one.
+
+The live collection's name and model are kept in the SQLite ``meta`` table, so they
+change in the same place as the truth: a rebuild writes a new collection beside the
+live one and adopts it (name and model together) only once it is complete.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..db import Database
+from ..errors import IndexMismatch
+from ..settings import KiokuSettings
+from .base import Index, IndexSpec
+
+ACTIVE_KEY = "index.active"
+MODEL_KEY = "index.model"
+SCHEMA_KEY = "index.schema"
+APPLIED_KEY = "index.applied_seq"
+PRIORS_KEY = "index.priors_at"
+# Bump when the payload layout changes in a way old points cannot serve (2: "visible").
+SCHEMA = "2"
+
+
+@dataclass(frozen=True, slots=True)
+class LiveIndexInfo:
+    """What the meta table says about the live collection (None fields: never built)."""
+
+    collection: str
+    model_id: str | None
+    dim: int | None
+    schema: str | None
+
+
+async def live_info(db: Database, settings: KiokuSettings) -> LiveIndexInfo:
+    name = await db.get_meta(ACTIVE_KEY) or settings.index.collection
+    model, _, dim = (await db.get_meta(MODEL_KEY) or "").rpartition("@")
+    return LiveIndexInfo(
+        collection=name,
+        model_id=model or None,
+        dim=int(dim) if dim.isdigit() else None,
+        schema=await db.get_meta(SCHEMA_KEY),
+    )
+
+
+def check_schema(info: LiveIndexInfo) -> None:
+    if info.model_id is not None and info.schema != SCHEMA:
+        raise IndexMismatch(
+            "the index was built by an older kioku with another layout: "
+            "run `kioku reindex` to rebuild it from SQLite (nothing is lost)"
+        )
+
+
+async def adopt(db: Database, spec: IndexSpec, *, applied_seq: int) -> None:
+    """Make ``spec`` the live collection, in one transaction."""
+    values = {
+        ACTIVE_KEY: spec.collection,
+        MODEL_KEY: f"{spec.model_id}@{spec.dim}",
+        SCHEMA_KEY: SCHEMA,
+        APPLIED_KEY: str(applied_seq),
+        PRIORS_KEY: "0",
+    }
+    await db.transaction(
+        lambda c: c.executemany(
+            "INSERT INTO meta(key, value) VALUES (?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            list(values.items()),
+        )
+    )
+
+
+def next_collection(base: str, live: str) -> str:
+    """``kioku`` -> ``kioku-2`` -> ``kioku-3``: a fresh name beside the live one."""
+    match = re.fullmatch(rf"{re.escape(base)}-(\d+)", live)
+    return f"{base}-{int(match.group(1)) + 1 if match else 2}"
+
+
+async def open_index(settings: KiokuSettings, spec: IndexSpec) -> Index:
+    if settings.index.backend == "edge" and not settings.qdrant_url:
+        from .edge import EdgeIndex
+
+        index: Index = EdgeIndex(spec, edge_root(settings), settings.index.exact_search_below)
+        await index.open()
+        return index
+    from .qdrant import open_qdrant_index
+
+    key = settings.index.qdrant_api_key
+    return await open_qdrant_index(
+        spec,
+        url=settings.qdrant_url,
+        # local mode allows one client per folder: one folder per collection
+        path=None
+        if settings.qdrant_url
+        else settings.index_path / "qdrant-local" / spec.collection,
+        api_key=key.get_secret_value() if key else None,
+    )
+
+
+def edge_root(settings: KiokuSettings) -> Path:
+    return settings.index_path / "edge"
+
+
+def leftover_collections(settings: KiokuSettings, keep: str) -> list[Path]:
+    """Embedded collections other than the live one (interrupted rebuilds)."""
+    roots = [edge_root(settings), settings.index_path / "qdrant-local"]
+    return [
+        p
+        for root in roots
+        if root.is_dir()
+        for p in root.iterdir()
+        if p.is_dir() and p.name != keep
+    ]

@@ -1,0 +1,92 @@
+"""The index the owner serves from, swappable for blue/green rebuilds.
+
+Everyone in the owner process (search, indexer, applier, reconcile) holds this one
+object. ``kioku reindex`` builds a new collection beside the live one; while it builds,
+every write is mirrored into the new collection too, so nothing written during the
+rebuild is missing from it; ``swap`` then makes it live in one step. A rebuild that is
+interrupted or fails never touches the live collection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..types import IndexFilter, IndexHit, IndexPoint, SparseVector
+from .base import Index, IndexSpec
+
+
+class LiveIndex:
+    def __init__(self, current: Index) -> None:
+        self.current = current
+        self.building: Index | None = None
+
+    @property
+    def spec(self) -> IndexSpec:
+        return self.current.spec
+
+    def begin_build(self, target: Index) -> None:
+        self.building = target
+
+    def end_build(self) -> None:
+        self.building = None
+
+    def swap(self, new: Index) -> Index:
+        """Serve from ``new``; returns the old index for the caller to close."""
+        old, self.current, self.building = self.current, new, None
+        return old
+
+    def _targets(self) -> list[Index]:
+        return [self.current] if self.building is None else [self.current, self.building]
+
+    async def open(self) -> None:
+        await self.current.open()
+
+    async def close(self) -> None:
+        await self.current.close()
+
+    async def upsert(self, points: Sequence[IndexPoint]) -> None:
+        for target in self._targets():
+            same_model = target.spec.model_id == self.current.spec.model_id
+            await target.upsert(points if same_model else _lexical_only(points))
+
+    async def set_payload(self, ids: Sequence[str], payload: Mapping[str, Any]) -> None:
+        for target in self._targets():
+            await target.set_payload(ids, payload)
+
+    async def delete(self, ids: Sequence[str]) -> None:
+        for target in self._targets():
+            await target.delete(ids)
+
+    async def search(
+        self,
+        dense: Sequence[float] | None,
+        sparse: SparseVector,
+        flt: IndexFilter,
+        limit: int,
+    ) -> tuple[list[IndexHit], list[IndexHit]]:
+        return await self.current.search(dense, sparse, flt, limit)
+
+    async def present(self, ids: Sequence[str]) -> dict[str, bool]:
+        return await self.current.present(ids)
+
+    async def count(self, flt: IndexFilter | None = None) -> int:
+        return await self.current.count(flt)
+
+    async def ids(self) -> set[str]:
+        return await self.current.ids()
+
+    async def clear(self) -> None:
+        await self.current.clear()
+
+    async def destroy(self) -> None:
+        raise RuntimeError("the live index is never destroyed; swap it out first")
+
+
+def _lexical_only(points: Sequence[IndexPoint]) -> list[IndexPoint]:
+    """Dense vectors belong to the live index's model; a rebuild for another model gets
+    its own vectors from the truth store, so mirrored points go in lexical-only."""
+    return [
+        p if p.dense is None else IndexPoint(p.id, {**p.payload, "dense": False}, p.sparse)
+        for p in points
+    ]

@@ -1,0 +1,50 @@
+"""What a job may use: the truth store, the embedder and the activity log -- never the
+index. The owner of the index applies what jobs write (``applier``), so the same job
+runs inside the gateway (in-process runner) or in a ``kioku worker`` process that never
+opens the embedded index.
+
+arq hands every job a ``dict`` ctx; the runners put one ``JobContext`` in it under
+``KEY`` (plus arq's own ``job_try``, the queue, the coordinator and the batcher).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..activity import ActivityLog
+from ..db import Database
+from ..embedders.base import Embedder
+from ..notes import NoteStore
+from ..records import RecordStore
+from ..settings import KiokuSettings
+from ..vectors import VectorStore
+
+KEY = "kioku"
+
+
+def _nothing() -> None:
+    return None
+
+
+@dataclass(slots=True)
+class JobContext:
+    settings: KiokuSettings
+    db: Database
+    notes: NoteStore
+    records: RecordStore
+    vectors: VectorStore
+    embedder: Embedder
+    activity: ActivityLog
+    # the namespaces exports and tuning serve (the process's own scope)
+    namespaces: tuple[str, ...]
+    # owner-side hooks: wake the applier, drop cached thresholds (no-ops in workers,
+    # where the owner notices by polling the truth store)
+    vectors_written: Callable[[], None] = field(default=_nothing)
+    thresholds_changed: Callable[[], None] = field(default=_nothing)
+
+
+def job_context(ctx: dict[str, Any]) -> JobContext:
+    kc: JobContext = ctx[KEY]
+    return kc

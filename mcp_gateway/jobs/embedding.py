@@ -1,0 +1,51 @@
+"""The embedding step: texts from the truth store in, vectors into the truth store.
+
+A note (or record) needs a vector when the truth store has none for the configured
+model and the exact text it now has. Edits during embedding are harmless: the vector
+is stored under the hash of the text that was embedded, the owner applies only vectors
+whose hash matches the current text, and the edit queued its own job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..indexing import note_document, record_document
+from ..vectors import content_hash
+from .context import JobContext
+
+
+@dataclass(slots=True)
+class EmbedStats:
+    batches: int = 0
+    embedder_calls: int = 0
+    embedded: int = 0
+
+
+async def _embed(kc: JobContext, kind: str, docs: dict[str, str], stats: EmbedStats) -> None:
+    model = kc.embedder.model_id
+    hashes = {sid: content_hash(doc) for sid, doc in docs.items()}
+    have = await kc.vectors.get(kind, model, list(docs))
+    todo = [sid for sid in docs if sid not in have or have[sid].content_hash != hashes[sid]]
+    size = kc.settings.embedder.batch_size
+    for start in range(0, len(todo), size):
+        chunk = todo[start : start + size]
+        vectors = await kc.embedder.embed_documents([docs[sid] for sid in chunk])
+        stats.embedder_calls += 1
+        await kc.vectors.put(
+            kind, model, [(sid, hashes[sid], v) for sid, v in zip(chunk, vectors, strict=True)]
+        )
+        stats.embedded += len(chunk)
+        kc.vectors_written()
+
+
+async def embed_notes(kc: JobContext, note_ids: Sequence[str], stats: EmbedStats) -> None:
+    """Store vectors for the live notes among ``note_ids`` that lack a current one."""
+    found = await kc.notes.get_many(list(dict.fromkeys(note_ids)))
+    await _embed(kc, "note", {n.id: note_document(n) for n in found.values()}, stats)
+
+
+async def embed_records(kc: JobContext, record_ids: Sequence[str], stats: EmbedStats) -> None:
+    found = await kc.records.get_many(list(dict.fromkeys(record_ids)))
+    await _embed(kc, "record", {r.id: record_document(r) for r in found.values()}, stats)

@@ -1,0 +1,94 @@
+"""Queue jobs. Each is a plain ``async def job(ctx, ...)`` whose ``JobContext`` sits in
+``ctx`` (see ``context``). The same functions run under arq (in ``kioku worker``
+processes) and under the in-process runner, so both honour one contract.
+
+Jobs compute and write to the truth store only: vectors, thresholds, priors and the
+exported session context. None touches the index; the owner applies their results.
+Every job is idempotent: vectors are keyed by item, model and text, so a retry or a
+duplicate run writes the same row again.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import anyio
+
+from .. import export
+from . import priors, tuning
+from .context import job_context
+from .contract import EXPORT, TUNE, request_singleton, retry_or_fail, run_singleton
+from .embedding import EmbedStats, embed_notes, embed_records
+
+log = logging.getLogger(__name__)
+
+
+def index_job_id(note_id: str, updated_at: float) -> str:
+    """One job per note version: a newer edit gets a new id, duplicates collapse."""
+    return f"index:{note_id}:{updated_at!r}"
+
+
+async def index_note(ctx: dict[str, Any], note_id: str, tune: bool = False) -> None:
+    """Embed one note through the worker's micro-batcher (one embedder call per batch)."""
+    try:
+        batcher = ctx.get("batcher")
+        if batcher is not None:
+            await batcher.submit(note_id)
+        else:
+            await embed_notes(job_context(ctx), [note_id], EmbedStats())
+    except Exception as exc:
+        await retry_or_fail(ctx, "index_note", note_id, exc)
+    if tune and "queue" in ctx:
+        # the tuning run measures the note's vector, so it follows the embedding
+        await request_singleton(ctx["coord"], ctx["queue"], TUNE)
+
+
+async def index_records(ctx: dict[str, Any], record_ids: list[str]) -> int:
+    """Embed records lacking a vector for their current text."""
+    stats = EmbedStats()
+    try:
+        await embed_records(job_context(ctx), record_ids, stats)
+    except Exception as exc:
+        await retry_or_fail(ctx, "index_records", ",".join(record_ids[:5]), exc)
+    return stats.embedded
+
+
+async def export_session_context(ctx: dict[str, Any]) -> str:
+    """Regenerate session_context.md and copy it to every configured destination."""
+    kc = job_context(ctx)
+    snap = await export.collect(kc.notes, kc.settings.export, kc.namespaces, records=kc.records)
+    content = export.render(snap)
+    await anyio.to_thread.run_sync(
+        export.write_all,
+        content,
+        kc.settings.session_context_path,
+        kc.settings.export.destinations,
+    )
+    return snap.last_note_id
+
+
+async def tune_thresholds(ctx: dict[str, Any]) -> dict[str, float]:
+    """Recompute per-type distance thresholds from solved queries (see ``tuning``)."""
+    report = await tuning.tune(job_context(ctx))
+    return report.thresholds
+
+
+async def rerank(ctx: dict[str, Any]) -> dict[str, int]:
+    """Recompute usefulness priors and lesson shelf life (see ``priors``)."""
+    return await priors.rerank(job_context(ctx))
+
+
+async def run_export(ctx: dict[str, Any]) -> str:
+    """Singleton wrapper: at most one export at a time, none lost (see ``contract``)."""
+    return str(await run_singleton(ctx, EXPORT, export_session_context))
+
+
+async def run_tune(ctx: dict[str, Any]) -> dict[str, float]:
+    result: dict[str, float] = await run_singleton(ctx, TUNE, tune_thresholds)
+    return result
+
+
+async def request_tune(ctx: dict[str, Any]) -> bool:
+    """Scheduled entry point: ask for a tuning run through the singleton machinery."""
+    return await request_singleton(ctx["coord"], ctx["queue"], TUNE)

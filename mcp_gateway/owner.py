@@ -1,0 +1,305 @@
+"""The owner of a data dir: the one process that opens its stores and serves everyone.
+
+Whichever way kioku runs -- the shared local daemon behind ``kioku serve`` (stdio
+proxies), ``kioku serve --http``, or ``kioku serve --standalone`` -- the process that
+owns the data dir holds the exclusive ``flock`` on ``gateway.lock`` for its whole life
+(the kernel drops it on any exit, SIGKILL included) and listens on the data dir's Unix
+socket (0600) with two things on it:
+
+- ``/mcp``: MCP over stateless streamable HTTP, for the stdio proxies;
+- ``/api``: the admin API (``admin``), for the CLI, ``kioku status`` and ``kioku stop``.
+
+``--http`` adds the TCP listener (bearer tokens, MCP sessions) beside it. The socket is
+listened on only after the stores are open, so a successful ``connect`` means "ready".
+Every other process (CLI commands, proxies) talks to the owner; workers write to the
+truth store, which the owner applies (``applier``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import socket
+import time
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio
+import uvicorn
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.routing import Mount
+
+from . import local_gateway as gw
+from .admin import admin_app
+from .app import open_app
+from .errors import KiokuError
+from .server import create_server, transport_security
+from .services import Services
+from .settings import KiokuSettings
+
+log = logging.getLogger(__name__)
+
+OwnerKind = Literal["daemon", "http", "stdio"]
+EXIT_OK, EXIT_LOST_ELECTION, EXIT_STARTUP_FAILED = 0, 0, 3
+
+
+@dataclass(slots=True)
+class OwnerState:
+    """What ``kioku status`` shows about the owner; ``stop`` ends it."""
+
+    kind: OwnerKind
+    pid: int = field(default_factory=os.getpid)
+    started_at: float = field(default_factory=time.time)
+    http_url: str = ""
+    requests: int = 0
+    in_flight: int = 0
+    last_request: float = field(default_factory=time.monotonic)
+    stop: anyio.Event = field(default_factory=anyio.Event)
+
+    def public(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "pid": self.pid,
+            "started_at": self.started_at,
+            "http_url": self.http_url,
+            "requests": self.requests,
+            "in_flight": self.in_flight,
+            "idle_s": round(time.monotonic() - self.last_request, 1),
+        }
+
+
+def info_path(paths: gw.GatewayPaths) -> Path:
+    return paths.lock.with_name("owner.json")
+
+
+def read_owner(paths: gw.GatewayPaths) -> dict[str, Any] | None:
+    """The running owner's pid and kind, or None when nobody owns the data dir."""
+    pid = gw.owner_pid(paths)
+    if pid is None:
+        return None
+    try:
+        data: dict[str, Any] = json.loads(info_path(paths).read_text())
+    except (OSError, ValueError):
+        data = {}
+    if data.get("pid") != pid:
+        data = {"pid": pid, "kind": "starting"}
+    return data
+
+
+class _Activity:
+    """ASGI middleware counting requests for ``status`` and the idle shutdown."""
+
+    def __init__(self, app: Any, state: OwnerState) -> None:
+        self.app, self.state = app, state
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        self.state.in_flight += 1
+        self.state.requests += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.state.in_flight -= 1
+            self.state.last_request = time.monotonic()
+
+
+def _uvicorn(app: Any, **options: Any) -> uvicorn.Server:
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        lifespan="off",
+        timeout_graceful_shutdown=10,
+        access_log=False,
+        **options,
+    )
+    return uvicorn.Server(config)
+
+
+async def _serve(
+    settings: KiokuSettings,
+    sock: socket.socket,
+    state: OwnerState,
+    stdio: Callable[[Services], Awaitable[None]] | None,
+) -> None:
+    async with AsyncExitStack() as stack:
+        app = await stack.enter_async_context(open_app(settings))
+        services = Services.over(app)
+        local = create_server(settings, services=services)
+        local_http = local.streamable_http_app(
+            stateless_http=True,
+            json_response=True,
+            transport_security=TransportSecuritySettings(
+                enable_dns_rebinding_protection=True,
+                allowed_hosts=[gw.GATEWAY_HOST],
+                allowed_origins=[],
+            ),
+        )
+        await stack.enter_async_context(local.session_manager.run())
+        routes = [Mount("/api", app=admin_app(services, state)), Mount("/", app=local_http)]
+        servers = [_uvicorn(_Activity(Starlette(routes=routes), state))]
+        listeners: list[list[socket.socket] | None] = [[sock]]
+        if state.kind == "http":
+            remote = create_server(settings, http=True, services=services)
+            remote_http = remote.streamable_http_app(
+                transport_security=transport_security(settings)
+            )
+            await stack.enter_async_context(remote.session_manager.run())
+            servers.append(
+                _uvicorn(
+                    _Activity(remote_http, state),
+                    host=settings.http.host,
+                    port=settings.http.port,
+                )
+            )
+            listeners.append(None)
+        # Listeners end gracefully (in-flight requests finish); the helpers are cancelled.
+        async with anyio.create_task_group() as listening:
+            for server, socks in zip(servers, listeners, strict=True):
+                listening.start_soon(_run_server, server, socks)
+            async with anyio.create_task_group() as helpers:
+                if stdio is not None:
+                    helpers.start_soon(_until_done, stdio(services), state)
+                if state.kind == "daemon" and settings.local_gateway.idle_exit_s > 0:
+                    helpers.start_soon(_watch_idle, state, settings.local_gateway.idle_exit_s)
+                await _watch_stop(state, servers)
+                helpers.cancel_scope.cancel()
+
+
+async def _run_server(server: uvicorn.Server, socks: list[socket.socket] | None) -> None:
+    await server.serve(sockets=socks)
+
+
+async def _until_done(work: Awaitable[None], state: OwnerState) -> None:
+    try:
+        await work
+    finally:
+        state.stop.set()  # stdio closed: the editor went away
+
+
+async def _watch_idle(state: OwnerState, idle_s: float) -> None:
+    while not state.stop.is_set():
+        await anyio.sleep(min(max(idle_s / 4, 0.2), 5.0))
+        if state.in_flight == 0 and time.monotonic() - state.last_request > idle_s:
+            log.info("no requests for %.0f s: shutting down", idle_s)
+            state.stop.set()
+
+
+async def _watch_stop(state: OwnerState, servers: list[uvicorn.Server]) -> None:
+    """Stop every listener when asked (admin stop, idle, stdio gone) or when any one
+    of them stops (a signal handled by uvicorn)."""
+    while not state.stop.is_set() and not any(s.should_exit for s in servers):
+        with anyio.move_on_after(0.2):
+            await state.stop.wait()
+    state.stop.set()
+    for server in servers:
+        server.should_exit = True
+
+
+def run_owner(
+    settings: KiokuSettings,
+    kind: OwnerKind,
+    *,
+    stdio: Callable[[Services], Awaitable[None]] | None = None,
+) -> int:
+    """Own the data dir until stopped; the exit code for the process."""
+    paths = gw.GatewayPaths.for_settings(settings)
+    try:
+        fd = gw.acquire(paths.lock, gw.LOCK_WAIT_S if kind == "daemon" else 0.0)
+    except OSError as exc:
+        log.error("%s%s is not writable (%s)", gw.CANNOT_START, paths.lock, exc.strerror)
+        return EXIT_STARTUP_FAILED
+    if fd is None:
+        if kind == "daemon":
+            log.info("another kioku owns %s; leaving it to that one", settings.data_dir)
+            return EXIT_LOST_ELECTION
+        log.error("%s%s", gw.CANNOT_START, busy_message(settings))
+        return EXIT_STARTUP_FAILED
+    state = OwnerState(kind=kind)
+    if kind == "http":
+        state.http_url = f"http://{settings.http.host}:{settings.http.port}/mcp"
+    try:
+        sock = gw.bind(paths.socket)
+    except OSError as exc:
+        log.error("%scannot create %s (%s)", gw.CANNOT_START, paths.socket, exc.strerror)
+        os.close(fd)
+        return EXIT_STARTUP_FAILED
+    inode = os.stat(paths.socket).st_ino
+    gw.write_private(info_path(paths), json.dumps(state.public()))
+    log.info("kioku %s pid %d owns %s", kind, state.pid, settings.data_dir)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda signum, _frame: log.info("signal %d: stopping", signum))
+    try:
+        anyio.run(_serve, settings, sock, state, stdio)
+    except KiokuError as exc:
+        log.error("%s%s", gw.CANNOT_START, exc)
+        return EXIT_STARTUP_FAILED
+    finally:
+        gw.unlink_if_ours(paths.socket, inode)
+        sock.close()
+        info_path(paths).unlink(missing_ok=True)
+        os.close(fd)  # releases the lock last: the stores are closed by now
+    log.info("kioku %s stopped", kind)
+    return EXIT_OK
+
+
+def busy_message(settings: KiokuSettings) -> str:
+    paths = gw.GatewayPaths.for_settings(settings)
+    owner = read_owner(paths) or {}
+    pid, kind = owner.get("pid", "?"), owner.get("kind", "kioku")
+    return (
+        f"{settings.data_dir} is owned by another kioku process (pid {pid}, {kind}); "
+        "CLI commands and `kioku serve` talk to it. Stop it with `kioku stop` "
+        f"(or `kill {pid}`) to run this one instead"
+    )
+
+
+def serve(settings: KiokuSettings, *, http: bool, standalone: bool = False) -> int:
+    """``kioku serve``: a stdio proxy to the shared daemon (default), or an owner itself
+    (``--http``, ``--standalone``)."""
+    if http:
+        return run_owner(settings, "http")
+    if not standalone and settings.local_gateway.shared and gw.supported():
+        from .stdio_proxy import run_proxy
+
+        # Several editors, one embedded memory: proxy to the data dir's shared daemon.
+        run_proxy(settings)
+        return EXIT_OK
+
+    async def stdio(services: Services) -> None:
+        await create_server(settings, services=services).run_stdio_async()
+
+    return run_owner(settings, "stdio", stdio=stdio)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m mcp_gateway.owner --data-dir DIR``: the shared local daemon, started
+    detached by the first ``kioku serve`` proxy (``local_gateway.spawn_daemon``)."""
+    import argparse
+    import sys
+
+    from .settings import load_settings
+
+    parser = argparse.ArgumentParser(prog="python -m mcp_gateway.owner")
+    parser.add_argument("--data-dir", required=True)
+    args = parser.parse_args(argv)
+    settings = load_settings(data_dir=args.data_dir)
+    logging.basicConfig(
+        level=settings.log_level.upper(),
+        stream=sys.stderr,
+        format="%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s",
+    )
+    # Stateless mode "terminates" a transport after every request: not news.
+    logging.getLogger("mcp.server.streamable_http").setLevel(logging.WARNING)
+    return run_owner(settings, "daemon")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

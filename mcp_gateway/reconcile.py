@@ -1,0 +1,76 @@
+"""Reconcile: make the index agree with the truth store (owner side).
+
+SQLite is the truth, so a flushed Redis, a killed worker or a lost index loses nothing:
+reconcile (at start-up, every ``queue.reconcile_every_s`` and after a rebuild) finds
+- live notes and records whose point is missing or lacks the current dense vector:
+  rewritten from the stored vector when the truth store has one, else written
+  lexically and queued for embedding;
+- points with no live note or record behind them (a delete that raced an embedding,
+  a note forgotten while its job ran): deleted. Forgetting a note forgets its point.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from .index.base import Index
+from .indexing import Indexer
+from .jobs.base import Scheduler
+from .notes import NoteStore
+from .records import Record, RecordStore
+from .types import Note, point_id
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class ReconcileReport:
+    rewritten: int = 0
+    queued: int = 0
+    orphans_deleted: int = 0
+
+
+async def reconcile(
+    index: Index, indexer: Indexer, notes: NoteStore, records: RecordStore, jobs: Scheduler
+) -> ReconcileReport:
+    report = ReconcileReport()
+    # Snapshot the index first: a note added after this is not in it, so it can never
+    # be mistaken for an orphan below.
+    existing = await index.ids()
+    expected: set[str] = set()
+    model = indexer.model_id
+    after = ""
+    pending_notes: list[Note] = []
+    while page := await notes.page(after, limit=500):
+        after = page[-1].id
+        pids = {n.id: point_id("note", n.id) for n in page}
+        expected.update(pids.values())
+        present = await index.present(list(pids.values()))
+        stale = [n for n in page if n.embedded_model != model or not present.get(pids[n.id])]
+        pending_notes += await indexer.put_notes(stale)
+        report.rewritten += len(stale)
+    pending_records: list[Record] = []
+    async for batch in records.iter_all():
+        pids = {r.id: point_id("record", r.id) for r in batch}
+        expected.update(pids.values())
+        present = await index.present(list(pids.values()))
+        stale_records = [r for r in batch if not present.get(pids[r.id])]
+        if stale_records:
+            current = await records.current_ids([r.id for r in stale_records])
+            pending_records += await indexer.put_records(stale_records, current)
+            report.rewritten += len(stale_records)
+    orphans = sorted(existing - expected)
+    await index.delete(orphans)
+    report.orphans_deleted = len(orphans)
+    await jobs.notes_changed(pending_notes)
+    await jobs.records_changed([r.id for r in pending_records], export=False)
+    report.queued = len(pending_notes) + len(pending_records)
+    if report.rewritten or report.orphans_deleted:
+        log.info(
+            "reconcile: %d points rewritten, %d queued for embedding, %d orphans deleted",
+            report.rewritten,
+            report.queued,
+            report.orphans_deleted,
+        )
+    return report

@@ -1,0 +1,34 @@
+"""The use cases, one layer shared by every door: MCP tools, the CLI (through the
+owner's admin API or in-process), the memory browser and the benches."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..app import AppContext
+from .maintenance import MaintenanceService
+from .notes import NoteService
+from .records import RecordService
+from .reindex import Rebuilder
+
+
+@dataclass(slots=True)
+class Services:
+    app: AppContext
+    notes: NoteService
+    records: RecordService
+    maintenance: MaintenanceService
+    rebuild: Rebuilder
+
+    @classmethod
+    def over(cls, app: AppContext) -> Services:
+        return cls(
+            app=app,
+            notes=NoteService(app),
+            records=RecordService(app),
+            maintenance=MaintenanceService(app),
+            rebuild=Rebuilder(app),
+        )
+
+
+__all__ = ["Services"]

@@ -1,0 +1,97 @@
+"""Operating the memory: statistics, health checks, export, reconcile."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ..app import AppContext
+from ..index.catalog import live_info
+from ..jobs import tasks
+from ..jobs.context import KEY
+
+
+class MaintenanceService:
+    def __init__(self, app: AppContext) -> None:
+        self.app = app
+        self.started_at = time.time()
+
+    async def stats(self) -> dict[str, Any]:
+        """Counts of every store side by side: SQLite notes and records, the index's
+        points, the vectors per model, and the job queue."""
+        app = self.app
+        notes = await app.notes.counts()
+        records = await app.records.counts()
+        points = await app.index.count()
+        return {
+            "data_dir": str(app.settings.data_dir),
+            "embedder": app.embedder.model_id,
+            "index": {
+                "backend": type(app.index.current).__name__,
+                "collection": app.index.spec.collection,
+                "model": app.index.spec.model_id,
+                "current_model": app.index_current,
+                "points": points,
+                "expected_points": notes["total"] + records.get("total", 0),
+            },
+            "notes": notes,
+            "records": records,
+            "vectors": await app.vectors.counts(),
+            "jobs": await app.jobs.stats(),
+        }
+
+    async def doctor(self) -> list[dict[str, Any]]:
+        """One check per store: ok, and what to do when not."""
+        app = self.app
+        checks: list[dict[str, Any]] = []
+        try:
+            vec = await app.embedder.embed_query("doctor probe")
+            checks.append(_check("embedder", True, f"{app.embedder.model_id} dim={len(vec)}"))
+        except Exception as exc:
+            checks.append(_check("embedder", False, str(exc)))
+        stats = await self.stats()
+        index = stats["index"]
+        same = index["points"] == index["expected_points"]
+        detail = (
+            f"{index['backend']} {index['collection']}: {index['points']} points for "
+            f"{index['expected_points']} live notes and records"
+        )
+        if not same:
+            detail += " -- reconcile runs every few minutes; `kioku reindex` rebuilds now"
+        checks.append(_check("index", same, detail))
+        if not index["current_model"]:
+            checks.append(
+                _check(
+                    "model",
+                    False,
+                    f"the index holds {index['model']} vectors but the embedder is "
+                    f"{app.embedder.model_id}: run `kioku reindex` (search is lexical until then)",
+                )
+            )
+        info = await live_info(app.db, app.settings)
+        notes = stats["notes"]
+        checks.append(
+            _check(
+                "sqlite",
+                True,
+                f"notes={notes['total']} pending_embedding={notes['pending_embedding']} "
+                f"live_collection={info.collection}",
+            )
+        )
+        return checks
+
+    async def export_context(self) -> str:
+        await tasks.export_session_context({KEY: self.app.job_context})
+        return str(self.app.settings.session_context_path)
+
+    async def reconcile(self) -> dict[str, int]:
+        report = await self.app.reconcile()
+        return {
+            "rewritten": report.rewritten,
+            "queued": report.queued,
+            "orphans_deleted": report.orphans_deleted,
+        }
+
+
+def _check(name: str, ok: bool, detail: str) -> dict[str, Any]:
+    return {"name": name, "ok": ok, "detail": detail}

@@ -1,0 +1,281 @@
+"""Note use cases: add, search, show, update, delete/restore, list.
+
+One implementation for every door (MCP tools, CLI, memory browser, benches): the same
+validation, the same index and job follow-ups, the same activity-log entries. Every
+call takes the caller's ``Scope``; a note outside it answers exactly like an unknown id.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from pydantic import BaseModel
+
+from ..access import Scope
+from ..activity import preview
+from ..app import AppContext
+from ..errors import InvalidInput, NotFound
+from ..records.model import RECORD_TYPES
+from ..render import iso
+from ..search import SearchRequest
+from ..types import Note, SearchResponse
+from ..validation import PRIORITIES, bounded_int, choice, clean_text, one_line
+
+
+class AddNoteResult(BaseModel):
+    id: str
+    type: str
+    priority: str
+    status: str
+    lexical_indexed: bool
+    semantic_indexing: str
+
+
+class NoteView(BaseModel):
+    id: str
+    text: str
+    type: str
+    priority: str
+    domain: str
+    solved_query: str
+    namespace: str
+    created_at: str
+    updated_at: str
+    deleted: bool
+    embedded_model: str | None
+    history: list[dict[str, Any]] = []
+
+
+class NoteUpdated(BaseModel):
+    note: NoteView
+    changed: list[str]
+
+
+class NoteList(BaseModel):
+    notes: list[NoteView]
+    next_after: str = ""
+
+
+def note_view(note: Note, history: list[dict[str, Any]] | None = None) -> NoteView:
+    data = note.model_dump()
+    data["created_at"], data["updated_at"] = iso(note.created_at), iso(note.updated_at)
+    return NoteView(**data, history=history or [])
+
+
+def clean_query(query: str, max_chars: int) -> str:
+    if isinstance(query, str) and len(query) > max_chars:
+        raise InvalidInput(
+            f"query is over {max_chars} characters: summarise the situation in a few sentences"
+        )
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidInput("query is empty: describe what you are about to do or look for")
+    return clean_text(query, "query", max_chars * 4)
+
+
+class NoteService:
+    def __init__(self, app: AppContext) -> None:
+        self.app = app
+
+    # -- validation -------------------------------------------------------------------
+    def fields(
+        self, *, text: str, type: str, priority: str, domain: str, solved_query: str
+    ) -> dict[str, str]:
+        limit = self.app.settings.notes.max_text_bytes
+        return {
+            "text": clean_text(text, "text", limit),
+            "type": choice(type, "type", self.app.settings.notes.types),
+            "priority": choice(priority, "priority", PRIORITIES),
+            "domain": one_line(domain, "domain", 64).lower(),
+            "solved_query": clean_text(solved_query, "solved_query", limit, required=False),
+        }
+
+    def search_types(self) -> list[str]:
+        return sorted({*self.app.settings.notes.types, *RECORD_TYPES})
+
+    async def _readable(self, scope: Scope, note_id: str, *, deleted: bool = False) -> Note:
+        note = await self._find(note_id, deleted)
+        if not scope.can_read(note.namespace):
+            raise _unknown(note_id)
+        return note
+
+    async def _writable(self, scope: Scope, note_id: str, *, deleted: bool = False) -> Note:
+        note = await self._find(note_id, deleted)
+        if note.namespace != scope.write:
+            if scope.can_read(note.namespace):
+                raise NotFound(
+                    f"note {note.id!r} belongs to the shared namespace {note.namespace!r}, "
+                    "which is read-only to you"
+                )
+            raise _unknown(note_id)
+        return note
+
+    async def _find(self, note_id: str, deleted: bool) -> Note:
+        try:
+            return await self.app.notes.get(str(note_id).strip(), include_deleted=deleted)
+        except NotFound:
+            raise _unknown(note_id) from None
+
+    # -- use cases --------------------------------------------------------------------
+    async def add(
+        self,
+        scope: Scope,
+        *,
+        text: str,
+        type: str = "note",
+        priority: str = "",
+        domain: str = "",
+        solved_query: str = "",
+    ) -> AddNoteResult:
+        started = time.perf_counter()
+        fields = self.fields(
+            text=text, type=type, priority=priority, domain=domain, solved_query=solved_query
+        )
+        note = await self.store(fields, scope.write)
+        await self.app.activity.append(
+            "add_note" if note.type != "checkpoint" else "checkpoint",
+            id=note.id,
+            type=note.type,
+            priority=note.priority,
+            domain=note.domain,
+            text_preview=preview(note.text),
+            solved_query=note.solved_query,
+            latency_ms=round((time.perf_counter() - started) * 1000, 2),
+        )
+        return AddNoteResult(
+            id=note.id,
+            type=note.type,
+            priority=note.priority,
+            status="stored",
+            lexical_indexed=True,
+            semantic_indexing="queued",
+        )
+
+    async def store(self, fields: dict[str, str], namespace: str) -> Note:
+        """Commit, make lexically searchable, hand the rest to jobs (no logging: for
+        imports and benches that add in bulk)."""
+        app = self.app
+        note = await app.notes.add(
+            fields["text"],
+            fields["type"],
+            priority=fields["priority"],
+            domain=fields["domain"],
+            solved_query=fields["solved_query"],
+            namespace=namespace,
+        )
+        await app.indexer.put_lexical(note)
+        await app.jobs.notes_changed(
+            [note],
+            export=note.type in app.settings.notes.export_types,
+            tune=bool(note.solved_query),
+        )
+        return note
+
+    async def search(
+        self, scope: Scope, *, query: str, type: str = "", domain: str = "", top: int = 5
+    ) -> SearchResponse:
+        started = time.perf_counter()
+        settings = self.app.settings
+        top = bounded_int(top, "top", 1, settings.search.max_top)
+        if type:
+            type = choice(type, "type", self.search_types())
+        request = SearchRequest(
+            query=clean_query(query, settings.search.max_query_chars),
+            type=type,
+            domain=one_line(domain, "domain", 64).lower(),
+            top=top,
+            namespaces=scope.read,
+        )
+        response = await self.app.search.search(request)
+        await self._log_search(response, request, started)
+        return response
+
+    async def get(self, scope: Scope, note_id: str) -> NoteView:
+        note = await self._readable(scope, note_id, deleted=True)
+        return note_view(note, await self.app.notes.history(note.id))
+
+    async def update(
+        self,
+        scope: Scope,
+        note_id: str,
+        *,
+        text: str | None = None,
+        type: str | None = None,
+        priority: str | None = None,
+        domain: str | None = None,
+        solved_query: str | None = None,
+    ) -> NoteUpdated:
+        app = self.app
+        current = await self._writable(scope, note_id)
+        merged = self.fields(
+            text=current.text if text is None else text,
+            type=current.type if type is None else type,
+            priority=current.priority if priority is None else priority,
+            domain=current.domain if domain is None else domain,
+            solved_query=current.solved_query if solved_query is None else solved_query,
+        )
+        note, changed = await app.notes.update(current.id, merged)
+        if "text" in changed or "solved_query" in changed:
+            await app.indexer.put_lexical(note)
+            await app.jobs.notes_changed([note], export=True)
+        elif changed:
+            await app.indexer.update_payload(note)
+            await app.jobs.notes_changed([], export=True)
+        await app.activity.append("update_note", id=note.id, changed=changed)
+        view = note_view(note, await app.notes.history(note.id))
+        return NoteUpdated(note=view, changed=changed)
+
+    async def delete(self, scope: Scope, note_id: str, *, restore: bool = False) -> NoteView:
+        app = self.app
+        found = await self._writable(scope, note_id, deleted=True)
+        note = await app.notes.set_deleted(found.id, deleted=not restore)
+        if restore:
+            pending = await app.indexer.put_notes([note])
+            await app.jobs.notes_changed(pending, export=True)
+        else:
+            await app.indexer.remove(note.id)
+            await app.vectors.forget("note", [note.id])
+            await app.jobs.notes_changed([], export=True)
+        await app.activity.append("delete_note", id=note.id, restore=restore)
+        return note_view(note)
+
+    async def list(
+        self, scope: Scope, *, type: str = "", after: str = "", limit: int = 50
+    ) -> NoteList:
+        """Live notes the scope can read, newest first; ``after`` pages on."""
+        limit = bounded_int(limit, "limit", 1, 1000)
+        if type:
+            type = choice(type, "type", self.app.settings.notes.types)
+        notes = await self.app.notes.newest(
+            namespaces=scope.read, type=type, before_id=after, limit=limit
+        )
+        return NoteList(
+            notes=[note_view(n) for n in notes],
+            next_after=notes[-1].id if len(notes) == limit else "",
+        )
+
+    async def _log_search(
+        self, response: SearchResponse, request: SearchRequest, started: float
+    ) -> None:
+        min_distance: dict[str, float] = {}
+        for item in response.results:
+            if item.distance is not None:
+                min_distance[item.type] = min(min_distance.get(item.type, 2.0), item.distance)
+        await self.app.activity.append(
+            "search_memory",
+            query=request.query,
+            type=request.type,
+            domain=request.domain,
+            top=request.top,
+            hits=len(response.results),
+            result_ids=[r.id for r in response.results],
+            min_distance=min_distance,
+            dense=response.dense_available,
+            latency_ms=round((time.perf_counter() - started) * 1000, 2),
+        )
+
+
+def _unknown(note_id: str) -> NotFound:
+    # The same words for an id that does not exist and one in a namespace the caller
+    # cannot read: ids from other namespaces cannot be probed.
+    return NotFound(f"no note with id {str(note_id).strip()!r}: search_memory shows the ids")

@@ -1,0 +1,157 @@
+"""Dense vectors in the truth store, keyed by item, model and content.
+
+Workers compute embeddings and write them here; the owner of the index applies new rows
+to its index (``jobs.applier``). Keeping vectors in SQLite means:
+
+- a worker never opens the index (the embedded index allows one owning process);
+- a rebuild (``kioku reindex``) needs no re-embedding: it reads vectors back;
+- a switch of embedder fills rows for the new model beside the old ones, and the new
+  index is built from them before it is adopted.
+
+``content_hash`` is the hash of the exact text that was embedded: a vector whose hash
+no longer matches its note's document is stale and never applied. ``seq`` grows with
+every write, so the owner asks "what is new since seq N" with one indexed read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .db import Database, register_migration
+
+register_migration(
+    "vectors",
+    1,
+    """
+    CREATE TABLE vectors (
+        kind TEXT NOT NULL,
+        source_id TEXT NOT NULL,
+        model TEXT NOT NULL,
+        content_hash TEXT NOT NULL,
+        dim INTEGER NOT NULL,
+        vector BLOB NOT NULL,
+        seq INTEGER NOT NULL,
+        created_at REAL NOT NULL,
+        PRIMARY KEY (kind, source_id, model)
+    );
+    CREATE INDEX vectors_seq ON vectors(model, seq);
+    CREATE TABLE vector_seq (id INTEGER PRIMARY KEY CHECK (id = 1), last INTEGER NOT NULL);
+    INSERT INTO vector_seq VALUES (1, 0);
+    """,
+)
+
+
+def content_hash(document: str) -> str:
+    return hashlib.blake2b(document.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class StoredVector:
+    kind: str
+    source_id: str
+    model: str
+    content_hash: str
+    vector: list[float]
+    seq: int
+
+
+def _pack(vector: Sequence[float]) -> bytes:
+    return np.asarray(vector, dtype=np.float32).tobytes()
+
+
+def _unpack(blob: bytes) -> list[float]:
+    values: list[float] = np.frombuffer(blob, dtype=np.float32).tolist()
+    return values
+
+
+def _row(row: sqlite3.Row) -> StoredVector:
+    return StoredVector(
+        kind=row["kind"],
+        source_id=row["source_id"],
+        model=row["model"],
+        content_hash=row["content_hash"],
+        vector=_unpack(row["vector"]),
+        seq=int(row["seq"]),
+    )
+
+
+class VectorStore:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def put(
+        self, kind: str, model: str, items: Sequence[tuple[str, str, Sequence[float]]]
+    ) -> int:
+        """Store ``(source_id, content_hash, vector)`` rows; returns the last seq written."""
+        if not items:
+            return 0
+        now = time.time()
+
+        def write(conn: sqlite3.Connection) -> int:
+            row = conn.execute(
+                "UPDATE vector_seq SET last = last + ? WHERE id = 1 RETURNING last", (len(items),)
+            ).fetchone()
+            last = int(row[0])
+            first = last - len(items) + 1
+            conn.executemany(
+                "INSERT INTO vectors(kind, source_id, model, content_hash, dim, vector, seq, "
+                "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT(kind, source_id, model) DO UPDATE SET "
+                "content_hash = excluded.content_hash, dim = excluded.dim, "
+                "vector = excluded.vector, seq = excluded.seq, created_at = excluded.created_at",
+                [
+                    (kind, sid, model, chash, len(vec), _pack(vec), first + i, now)
+                    for i, (sid, chash, vec) in enumerate(items)
+                ],
+            )
+            return last
+
+        return await self.db.transaction(write)
+
+    async def get(self, kind: str, model: str, ids: Sequence[str]) -> dict[str, StoredVector]:
+        out: dict[str, StoredVector] = {}
+        unique = list(dict.fromkeys(ids))
+        for start in range(0, len(unique), 500):
+            chunk = unique[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = await self.db.fetchall(
+                f"SELECT * FROM vectors WHERE kind = ? AND model = ? AND source_id IN ({marks})",
+                (kind, model, *chunk),
+            )
+            out.update({r["source_id"]: _row(r) for r in rows})
+        return out
+
+    async def since(self, model: str, after_seq: int, limit: int = 512) -> list[StoredVector]:
+        rows = await self.db.fetchall(
+            "SELECT * FROM vectors WHERE model = ? AND seq > ? ORDER BY seq LIMIT ?",
+            (model, after_seq, limit),
+        )
+        return [_row(r) for r in rows]
+
+    async def last_seq(self) -> int:
+        rows = await self.db.fetchall("SELECT last FROM vector_seq WHERE id = 1")
+        return int(rows[0]["last"]) if rows else 0
+
+    async def forget(self, kind: str, source_ids: Sequence[str]) -> None:
+        """Drop every model's vector of these items (forgetting a note forgets its vector)."""
+        if not source_ids:
+            return
+        marks = ",".join("?" * len(source_ids))
+        await self.db.transaction(
+            lambda c: c.execute(
+                f"DELETE FROM vectors WHERE kind = ? AND source_id IN ({marks})",
+                (kind, *source_ids),
+            )
+        )
+
+    async def counts(self) -> dict[str, int]:
+        rows = await self.db.fetchall(
+            "SELECT model, kind, COUNT(*) AS n FROM vectors GROUP BY model, kind"
+        )
+        return {f"{r['model']}:{r['kind']}": int(r["n"]) for r in rows}

@@ -1,0 +1,38 @@
+"""The worker's ``JobContext``: what jobs may use, opened once per worker process."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+
+from mcp_gateway.access import settings_scope
+from mcp_gateway.activity import ActivityLog
+from mcp_gateway.db import Database
+from mcp_gateway.embedders import build_embedder
+from mcp_gateway.jobs import JobContext
+from mcp_gateway.notes import NoteStore
+from mcp_gateway.records import RecordStore
+from mcp_gateway.settings import KiokuSettings
+from mcp_gateway.vectors import VectorStore
+
+
+@asynccontextmanager
+async def open_worker_context(settings: KiokuSettings) -> AsyncIterator[JobContext]:
+    """SQLite (WAL: safe beside the owner and other workers), the embedder, the log."""
+    async with AsyncExitStack() as stack:
+        db = Database(settings.db_path)
+        await db.open()
+        stack.push_async_callback(db.close)
+        embedder = build_embedder(settings.embedder)
+        await embedder.start()
+        stack.push_async_callback(embedder.aclose)
+        yield JobContext(
+            settings=settings,
+            db=db,
+            notes=NoteStore(db),
+            records=RecordStore(db, settings.project),
+            vectors=VectorStore(db),
+            embedder=embedder,
+            activity=ActivityLog(settings.activity_log_path),
+            namespaces=settings_scope(settings).read,
+        )

@@ -75,6 +75,12 @@ class AppContext:
             raise RuntimeError("background work needs an app opened with run_jobs=True")
         self.background.start_soon(fn)
 
+    async def settle(self) -> None:
+        """Wait until every job requested so far has run and its results are applied
+        (tests, benches, shutdown)."""
+        await self.jobs.drain()
+        await self.applier.apply_pending()
+
     async def reconcile(self) -> ReconcileReport:
         return await reconcile(self.index, self.indexer, self.notes, self.records, self.jobs)
 

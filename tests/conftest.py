@@ -56,7 +56,7 @@ class Harness:
 
     async def settle(self) -> None:
         """Wait until background jobs (embedding, export) have caught up."""
-        await self.app.jobs.drain()
+        await self.app.settle()
 
 
 @asynccontextmanager

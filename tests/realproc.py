@@ -89,6 +89,13 @@ async def held_clients(servers: list[Any]) -> AsyncIterator[list[Client]]:
                 await asyncio.wait_for(task, 30)
 
 
+@asynccontextmanager
+async def stdio_client(data_dir: Path, **env: str) -> AsyncIterator[Client]:
+    """One real ``kioku serve`` stdio client (a proxy to the shared daemon)."""
+    async with held_clients([stdio_params(data_dir, **env)]) as clients:
+        yield clients[0]
+
+
 @dataclass
 class HttpProc:
     proc: subprocess.Popen[bytes]

@@ -14,7 +14,8 @@ from mcp_gateway.search import THRESHOLDS_META_KEY
 from mcp_gateway.settings import KiokuSettings
 from mcp_gateway.types import IndexFilter, Note, SparseVector, point_id
 from tests.test_queue_contract import CountingEmbedder
-from workers import jobs, priors, tuning
+from mcp_gateway.jobs import priors, tasks, tuning
+from mcp_gateway.jobs.context import KEY
 
 
 def note(nid: str, type_: str = "lesson", priority: str = "", age: float = 0.0) -> Note:
@@ -92,7 +93,7 @@ async def app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[
 async def _add(app, text: str, type_: str = "lesson", solved: str = "") -> Note:  # type: ignore[no-untyped-def]
     n = await app.notes.add(text, type_, solved_query=solved, namespace=app.namespaces[0])
     await app.indexer.put_lexical(n)
-    await jobs.index_notes({"app": app}, [n.id])
+    await app.jobs.notes_changed([n])  # inline: embeds into the truth store, then applies
     return n
 
 
@@ -103,7 +104,7 @@ async def test_tune_job_stores_thresholds_the_search_reads(app) -> None:  # type
             f"staging deploy {i} broke because the token expired",
             solved=f"deploy {i} broke token",
         )
-    thresholds = await jobs.tune_thresholds({"app": app})
+    thresholds = await tasks.tune_thresholds({KEY: app.job_context})
     assert {"lesson", "*"} <= set(thresholds)
     stored = json.loads(await app.db.get_meta(THRESHOLDS_META_KEY))
     assert stored == thresholds
@@ -115,8 +116,9 @@ async def test_rerank_prior_reaches_payload_and_survives_reembed(app) -> None:  
     solved = await _add(app, "solved the import error", "conclusion", solved="import error")
     app.activity.append_sync("search_memory", query="429", result_ids=[useful.id])
     app.activity.append_sync("add_note", id=solved.id, solved_query="import error")
-    result = await jobs.rerank({"app": app})
+    result = await tasks.rerank({KEY: app.job_context})
     assert result["boosted"] >= 1
+    await app.applier.apply_pending()  # the owner copies changed priors into the index
     pid = point_id("note", useful.id)
 
     async def prior() -> float:
@@ -127,6 +129,8 @@ async def test_rerank_prior_reaches_payload_and_survives_reembed(app) -> None:  
     boosted = await prior()
     assert boosted > 1.0
     # a text edit re-embeds the note (whole-point upsert): the prior must be kept
-    await app.notes.update(useful.id, {"text": "retry with backoff when the API answers 429 !"})
-    await jobs.index_notes({"app": app}, [useful.id])
+    edited, _ = await app.notes.update(
+        useful.id, {"text": "retry with backoff when the API answers 429 !"}
+    )
+    await app.jobs.notes_changed([edited])
     assert await prior() == boosted

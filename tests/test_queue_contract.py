@@ -2,8 +2,9 @@
 
 Every test runs against both. Under arq, several ``Worker`` objects run in this process,
 each with its own Redis connection: they coordinate only through Redis, exactly as
-separate processes would, while sharing one AppContext (qdrant-client local mode
-allows one owner per path). The index is the real qdrant-client (local mode).
+separate processes would, sharing the owner's job context (truth store and model; jobs
+never touch the index). The owner applies their vectors to the real qdrant-client
+index (local mode). Separate worker processes are tested in ``test_worker_process``.
 """
 
 from __future__ import annotations
@@ -19,20 +20,21 @@ from typing import Any
 import numpy as np
 import pytest
 from arq.worker import Worker
-from workers.arq_runner import ArqScheduler
-from workers.inprocess import InProcessScheduler
 
 import mcp_gateway.app as app_module
 from mcp_gateway import export
 from mcp_gateway.app import AppContext, open_app
 from mcp_gateway.embedders.local import LocalEmbedder
 from mcp_gateway.errors import EmbedderUnavailable
+from mcp_gateway.jobs import failures
+from mcp_gateway.jobs.arq_queue import ArqScheduler
+from mcp_gateway.jobs.inprocess import InProcessScheduler
+from mcp_gateway.jobs.tasks import index_job_id
 from mcp_gateway.search import SearchRequest
+from mcp_gateway.services.notes import NoteService
 from mcp_gateway.settings import KiokuSettings
-from mcp_gateway.tools_notes import store_note
 from mcp_gateway.types import point_id
 from tests.redis_server import RedisDb, redis_base_url, redis_db  # noqa: F401
-from workers import failures
 from workers.settings import worker_settings
 
 RUNNERS = ["inprocess", "arq"]
@@ -80,7 +82,7 @@ class Env:
         self.kind, self.app, self.embedder = kind, app, embedder
 
     async def drain(self) -> None:
-        await asyncio.wait_for(self.app.jobs.drain(), 120)
+        await asyncio.wait_for(self.app.settle(), 120)
 
     async def add(self, text: str, type_: str = "note", solved_query: str = "") -> str:
         fields = {
@@ -90,7 +92,7 @@ class Env:
             "domain": "",
             "solved_query": solved_query,
         }
-        return (await store_note(self.app, fields, self.app.namespaces[0])).id
+        return (await NoteService(self.app).store(fields, self.app.namespaces[0])).id
 
     async def has_dense(self, note_ids: Sequence[str]) -> dict[str, bool]:
         present = await self.app.index.present([point_id("note", n) for n in note_ids])
@@ -134,7 +136,7 @@ async def running(
             Worker(
                 **worker_settings(
                     settings,
-                    app=app,
+                    kc=app.job_context,
                     ctx_extra=FAST_CTX,
                     host=f"w{i}",
                     handle_signals=False,
@@ -194,8 +196,6 @@ async def test_duplicate_index_requests_collapse(kind, tmp_path, monkeypatch, re
         note_id = await env.add("a note about deduplication")
         note = await env.app.notes.get(note_id)
         # same note version: refused while the first job is queued or running
-        from workers.jobs import index_job_id
-
         again = await env.app.jobs.queue.enqueue(  # type: ignore[attr-defined]
             "index_note", note_id, False, job_id=index_job_id(note_id, note.updated_at)
         )
@@ -294,7 +294,7 @@ async def test_reconcile_recovers_lost_jobs_and_points(
             note = await env.app.notes.add(f"lost job {i}", "note", namespace=env.app.namespaces[0])
             await env.app.indexer.put_lexical(note)
             lost.append(note.id)
-        await env.app.jobs.queue.enqueue("reconcile")  # type: ignore[attr-defined]
+        await env.app.reconcile()  # the owner's: jobs never see the index
         await env.drain()
         assert all((await env.has_dense([indexed, *lost])).values())
 

@@ -1,0 +1,119 @@
+"""One owner per data dir, many clients -- with real processes.
+
+The CLI beside a running owner (the shared stdio daemon, ``serve --http``) goes
+through the owner's admin API, and each side sees the other's writes; ``kioku status``
+names the owner and ``kioku stop`` ends it; a CLI that finds no owner owns the data
+dir itself for the command's duration.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+from tests.realproc import (
+    KIOKU,
+    daemon_pid,
+    gateway_paths,
+    http_proc,
+    kioku_env,
+    stdio_client,
+    text_of,
+    wait_until,
+)
+
+
+def cli(data_dir: Path, *args: str, timeout: float = 120, **env: str) -> subprocess.CompletedProcess:  # type: ignore[type-arg]
+    return subprocess.run(
+        [KIOKU, *args],
+        env=kioku_env(data_dir, **env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def ok(data_dir: Path, *args: str, **env: str) -> str:
+    done = cli(data_dir, *args, **env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    return done.stdout
+
+
+def stop(data_dir: Path) -> None:
+    cli(data_dir, "stop")
+    assert wait_until(lambda: daemon_pid(data_dir) is None, 30)
+
+
+async def test_cli_and_stdio_daemon_see_each_others_writes(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    try:
+        async with stdio_client(data) as client:
+            added = await client.call_tool(
+                "add_note", {"text": "The billing API paginates with cursors", "type": "knowledge"}
+            )
+            assert not added.is_error
+            pid = daemon_pid(data)
+            assert pid is not None
+            # the CLI goes through the daemon: no "index already open" error, same data
+            assert "paginates with cursors" in ok(data, "search", "billing pagination")
+            note_id = ok(data, "add", "Deploys freeze on Fridays", "--type", "lesson").strip()
+            found = await client.call_tool("search_memory", {"query": "Friday deploy freeze"})
+            assert note_id in text_of(found)
+            status = json.loads(ok(data, "status", "--json"))
+            assert status["owner"]["pid"] == pid and status["owner"]["kind"] == "daemon"
+            assert status["notes"]["total"] == 2
+            assert json.loads(ok(data, "stats"))["notes"]["total"] == 2
+    finally:
+        stop(data)
+    assert not gateway_paths(data).socket.exists()
+
+
+async def test_cli_beside_serve_http(tmp_path: Path) -> None:
+    from tests.http_server import http_client
+
+    data = tmp_path / "data"
+    with http_proc(data) as gw:
+        async with http_client(gw.url, None) as client:
+            await client.call_tool("add_note", {"text": "Use ruff format, not black"})
+            assert "ruff format" in ok(data, "search", "which code formatter")
+            ok(data, "records", "add", "decision", "Postgres 16 for the billing service")
+            assert "DECISION-MEM-001" in ok(data, "records", "search", "billing")
+            found = await client.call_tool("record_search", {"query": "Postgres billing"})
+            assert "DECISION-MEM-001" in text_of(found)
+            status = json.loads(ok(data, "status", "--json"))
+            assert status["owner"]["kind"] == "http" and status["owner"]["pid"] == gw.proc.pid
+        # a second owner is refused with the first one's pid and the way out
+        second = cli(data, "serve", "--http", "--port", "1")
+        assert second.returncode != 0
+        assert str(gw.proc.pid) in second.stderr and "kioku stop" in second.stderr
+        ok(data, "stop")
+        assert gw.proc.wait(timeout=30) == 0
+
+
+def test_cli_owns_an_idle_data_dir_and_lists_notes(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    first = ok(data, "add", "Prefer small pull requests").strip()
+    second = ok(data, "add", "Review migrations twice", "--type", "lesson").strip()
+    listed = ok(data, "list")
+    assert listed.index(second) < listed.index(first)  # newest first
+    ok(data, "edit", first, "--priority", "high")
+    assert "priority=high" in ok(data, "show", first)
+    ok(data, "delete", first)
+    assert first not in ok(data, "list")
+    ok(data, "restore", first)
+    assert first in ok(data, "list")
+    assert "no kioku process owns" in ok(data, "status")
+    missing = cli(data, "show", "01NOPE")
+    assert missing.returncode == 1 and "no note with id" in missing.stderr
+
+
+def test_status_and_stop_without_owner(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    assert "no kioku process owns" in ok(data, "stop")
+    started = time.monotonic()
+    assert json.loads(ok(data, "status", "--json")) == {"owner": None}
+    assert time.monotonic() - started < 60  # it never starts a daemon
+    assert daemon_pid(data) is None

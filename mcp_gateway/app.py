@@ -57,6 +57,8 @@ class AppContext:
     job_context: JobContext
     jobs: Scheduler = field(init=False)
     background: anyio.abc.TaskGroup | None = None
+    # set once the start-up reconcile has run (or at once when none runs)
+    reconciled: anyio.Event = field(default_factory=anyio.Event)
 
     @property
     def namespaces(self) -> tuple[str, ...]:
@@ -78,6 +80,7 @@ class AppContext:
     async def settle(self) -> None:
         """Wait until every job requested so far has run and its results are applied
         (tests, benches, shutdown)."""
+        await self.reconciled.wait()
         await self.jobs.drain()
         await self.applier.apply_pending()
 
@@ -150,6 +153,8 @@ async def open_app(settings: KiokuSettings, *, run_jobs: bool = True) -> AsyncIt
             app.background = tg
             tg.start_soon(app.applier.run)
             tg.start_soon(_reconcile_every, app, settings.queue.reconcile_every_s)
+        else:
+            app.reconciled.set()
         log.info(
             "kioku ready: data=%s index=%s/%s embedder=%s jobs=%s",
             settings.data_dir,
@@ -207,4 +212,5 @@ async def _reconcile_every(app: AppContext, every_s: float) -> None:
             log.warning("reconcile failed: %s; retrying in %.0f s", exc, every_s)
         except Exception:
             log.exception("reconcile failed; retrying in %.0f s", every_s)
+        app.reconciled.set()
         await anyio.sleep(every_s)

@@ -150,9 +150,9 @@ def _dispatch(args: argparse.Namespace, settings: KiokuSettings) -> int:
 
 def _run_worker(args: argparse.Namespace) -> int:
     """Workers are their own processes (``python -m workers``): the gateway package never
-    imports them. The same environment (settings) and data dir go along."""
+    imports them. This process becomes the worker (exec), so signals reach it; the same
+    environment (settings) and data dir go along."""
     import os
-    import subprocess
 
     argv = [sys.executable, "-m", "workers"]
     argv += ["--burst"] if args.burst else []
@@ -160,10 +160,9 @@ def _run_worker(args: argparse.Namespace) -> int:
     env = dict(os.environ)
     if args.data_dir:
         env["KIOKU_DATA_DIR"] = args.data_dir
-    try:
-        return subprocess.call(argv, env=env)
-    except KeyboardInterrupt:
-        return 130
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, argv, env)
 
 
 if __name__ == "__main__":

@@ -5,8 +5,9 @@ reconcile (at start-up, every ``queue.reconcile_every_s`` and after a rebuild) f
 - live notes and records whose point is missing or lacks the current dense vector:
   rewritten from the stored vector when the truth store has one, else written
   lexically and queued for embedding;
-- points with no live note or record behind them (a delete that raced an embedding,
-  a note forgotten while its job ran): deleted. Forgetting a note forgets its point.
+- points and stored vectors with no live note or record behind them (a delete that
+  raced an embedding, a note forgotten while its job ran): deleted. Forgetting a note
+  forgets its point and its vector.
 """
 
 from __future__ import annotations
@@ -29,11 +30,13 @@ class ReconcileReport:
     rewritten: int = 0
     queued: int = 0
     orphans_deleted: int = 0
+    vectors_forgotten: int = 0
 
 
 async def reconcile(
     index: Index, indexer: Indexer, notes: NoteStore, records: RecordStore, jobs: Scheduler
 ) -> ReconcileReport:
+    """One pass; safe beside live traffic (the owner's writes keep going)."""
     report = ReconcileReport()
     # Snapshot the index first: a note added after this is not in it, so it can never
     # be mistaken for an orphan below.
@@ -63,6 +66,7 @@ async def reconcile(
     orphans = sorted(existing - expected)
     await index.delete(orphans)
     report.orphans_deleted = len(orphans)
+    report.vectors_forgotten = await indexer.vectors.forget_orphans()
     await jobs.notes_changed(pending_notes)
     await jobs.records_changed([r.id for r in pending_records], export=False)
     report.queued = len(pending_notes) + len(pending_records)

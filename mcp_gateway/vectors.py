@@ -150,6 +150,20 @@ class VectorStore:
             )
         )
 
+    async def forget_orphans(self) -> int:
+        """Drop vectors of deleted notes and of notes or records that no longer exist
+        (an embedding that finished after its note was deleted)."""
+
+        def write(conn: sqlite3.Connection) -> int:
+            cur = conn.execute(
+                "DELETE FROM vectors WHERE (kind = 'note' AND source_id NOT IN "
+                "(SELECT id FROM notes WHERE deleted = 0)) OR (kind = 'record' AND "
+                "source_id NOT IN (SELECT id FROM records))"
+            )
+            return int(cur.rowcount)
+
+        return await self.db.transaction(write)
+
     async def counts(self) -> dict[str, int]:
         rows = await self.db.fetchall(
             "SELECT model, kind, COUNT(*) AS n FROM vectors GROUP BY model, kind"

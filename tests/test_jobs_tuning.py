@@ -10,12 +10,12 @@ import pytest
 
 import mcp_gateway.app as app_module
 from mcp_gateway.app import open_app
+from mcp_gateway.jobs import priors, tasks, tuning
+from mcp_gateway.jobs.context import KEY
 from mcp_gateway.search import THRESHOLDS_META_KEY
 from mcp_gateway.settings import KiokuSettings
 from mcp_gateway.types import IndexFilter, Note, SparseVector, point_id
 from tests.test_queue_contract import CountingEmbedder
-from mcp_gateway.jobs import priors, tasks, tuning
-from mcp_gateway.jobs.context import KEY
 
 
 def note(nid: str, type_: str = "lesson", priority: str = "", age: float = 0.0) -> Note:

@@ -25,7 +25,9 @@ from tests.realproc import (
 )
 
 
-def cli(data_dir: Path, *args: str, timeout: float = 120, **env: str) -> subprocess.CompletedProcess:  # type: ignore[type-arg]
+def cli(
+    data_dir: Path, *args: str, timeout: float = 120, **env: str
+) -> subprocess.CompletedProcess:  # type: ignore[type-arg]
     return subprocess.run(
         [KIOKU, *args],
         env=kioku_env(data_dir, **env),

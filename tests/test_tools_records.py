@@ -7,7 +7,6 @@ import tempfile
 import unicodedata
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -16,49 +15,26 @@ from hypothesis import strategies as st
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
 
-from mcp_gateway.db import Database
-from mcp_gateway.records import RecordStore
+from mcp_gateway.app import AppContext
+from mcp_gateway.server import create_server
 from mcp_gateway.settings import KiokuSettings
-from mcp_gateway.tools_records import register_record_tools
+from mcp_gateway.types import point_id
 
 
-@dataclass
-class Recorder:
-    calls: list[list[str]] = field(default_factory=list)
-
-    async def records_changed(self, ids: list[str]) -> None:
-        self.calls.append(list(ids))
+def build_server(data_dir: Path) -> tuple[MCPServer, list[AppContext]]:
+    apps: list[AppContext] = []
+    settings = KiokuSettings(data_dir=data_dir, redis_url=None, qdrant_url=None)
+    return create_server(settings, on_app=apps.append), apps
 
 
-@dataclass
-class FakeApp:
-    records: RecordStore
-    settings: KiokuSettings
-    jobs: Recorder
-
-
-def build_server(data_dir: Path) -> tuple[MCPServer, list[FakeApp]]:
-    apps: list[FakeApp] = []
-
-    @asynccontextmanager
-    async def lifespan(_server: MCPServer) -> AsyncIterator[FakeApp]:
-        cfg = KiokuSettings(data_dir=data_dir)
-        db = Database(cfg.db_path)
-        await db.open()
-        app = FakeApp(RecordStore(db, cfg.project), cfg, Recorder())
-        apps.append(app)
-        try:
-            yield app
-        finally:
-            await db.close()
-
-    server = MCPServer("test", lifespan=lifespan)
-    register_record_tools(server)
-    return server, apps
+async def indexed(app: AppContext, *ids: str) -> bool:
+    """Every record has its point in the index (the service re-indexes after writes)."""
+    present = await app.index.present([point_id("record", i) for i in ids])
+    return len(present) == len(ids)
 
 
 @asynccontextmanager
-async def connected(data_dir: Path) -> AsyncIterator[tuple[Client, list[FakeApp]]]:
+async def connected(data_dir: Path) -> AsyncIterator[tuple[Client, list[AppContext]]]:
     # A context manager, not a fixture: the client's task group must be entered and
     # exited in the same task.
     server, apps = build_server(data_dir)
@@ -88,7 +64,7 @@ async def err(c: Client, name: str, **args: Any) -> str:
 async def test_tools_listed_with_contract_docstrings(tmp_path: Path) -> None:
     async with connected(tmp_path) as (c, _apps):
         tools = {t.name: t for t in (await c.list_tools()).tools}
-        assert set(tools) == {
+        assert {n for n in tools if n.startswith("record_")} == {
             "record_add",
             "record_link",
             "record_show",
@@ -135,7 +111,7 @@ async def test_audit_fix_verification_lifecycle(tmp_path: Path) -> None:
         assert lc["fix_verifications"] == {fid: [vid]}
         # A resolving fix does not rewrite the audit's truth fields.
         assert view["record"]["status"] == "open"
-        assert apps[0].jobs.calls == [[aid], [fid, aid], [vid, fid]]
+        assert await indexed(apps[0], aid, fid, vid)
 
         upd = await ok(c, "record_update", id=aid, status="resolved")
         assert upd["record"]["action_state"] == "done"
@@ -146,18 +122,17 @@ async def test_audit_fix_verification_lifecycle(tmp_path: Path) -> None:
 
 
 async def test_update_override_noop_and_indexing(tmp_path: Path) -> None:
-    async with connected(tmp_path) as (c, apps):
+    async with connected(tmp_path) as (c, _apps):
         rid = (await ok(c, "record_add", type="decision", title="Use WAL"))["record"]["id"]
         out = await ok(c, "record_update", id=rid, status="accepted", action_state="deferred")
         assert out["record"]["action_state"] == "deferred"
         same = await call(c, "record_update", id=rid, status="accepted")
         assert not same.is_error and same.structured_content["changed"] is False
         assert "no change" in same.content[0].text
-        apps[0].jobs.calls.clear()
         await ok(c, "record_update", id=rid, action_state="blocked")
-        assert apps[0].jobs.calls == []  # action_state alone is not searchable
-        await ok(c, "record_update", id=rid, title="Use WAL mode")
-        assert apps[0].jobs.calls == [[rid]]
+        await ok(c, "record_update", id=rid, title="Use WAL journaling")
+        found = await ok(c, "search_memory", query="WAL journaling", type="decision")
+        assert [r["id"] for r in found["results"]][:1] == [rid]  # the new title is indexed
         assert "nothing to update" in await err(c, "record_update", id=rid)
         hist = (await ok(c, "record_show", id=rid))["history"]
         assert [h["field"] for h in hist] == [
@@ -221,7 +196,7 @@ async def test_link_tool_and_refusals(tmp_path: Path) -> None:
         a = (await ok(c, "record_add", type="decision", title="Tabs"))["record"]["id"]
         b = (await ok(c, "record_add", type="decision", title="Spaces"))["record"]["id"]
         edge = await ok(c, "record_link", source=a, relation="contradicts", target=b)
-        assert edge["edge"]["source"] == a and apps[0].jobs.calls[-1] == [a, b]
+        assert edge["edge"]["source"] == a and await indexed(apps[0], a, b)
         assert "already exists" in await err(
             c, "record_link", source=a, relation="contradicts", target=b
         )

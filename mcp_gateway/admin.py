@@ -9,7 +9,6 @@ so the CLI raises the same ``KiokuError`` it would raise in-process.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -18,11 +17,9 @@ from starlette.routing import Route
 
 from .access import settings_scope
 from .errors import KiokuError
+from .owner_state import OwnerState
 from .services import Services
 from .services.api import call
-
-if TYPE_CHECKING:
-    from .owner import OwnerState
 
 log = logging.getLogger(__name__)
 

@@ -25,9 +25,8 @@ import socket
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import anyio
 import uvicorn
@@ -39,39 +38,14 @@ from . import local_gateway as gw
 from .admin import admin_app
 from .app import open_app
 from .errors import KiokuError
+from .owner_state import OwnerKind, OwnerState
 from .server import create_server, transport_security
 from .services import Services
 from .settings import KiokuSettings
 
 log = logging.getLogger(__name__)
 
-OwnerKind = Literal["daemon", "http", "stdio"]
 EXIT_OK, EXIT_LOST_ELECTION, EXIT_STARTUP_FAILED = 0, 0, 3
-
-
-@dataclass(slots=True)
-class OwnerState:
-    """What ``kioku status`` shows about the owner; ``stop`` ends it."""
-
-    kind: OwnerKind
-    pid: int = field(default_factory=os.getpid)
-    started_at: float = field(default_factory=time.time)
-    http_url: str = ""
-    requests: int = 0
-    in_flight: int = 0
-    last_request: float = field(default_factory=time.monotonic)
-    stop: anyio.Event = field(default_factory=anyio.Event)
-
-    def public(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "pid": self.pid,
-            "started_at": self.started_at,
-            "http_url": self.http_url,
-            "requests": self.requests,
-            "in_flight": self.in_flight,
-            "idle_s": round(time.monotonic() - self.last_request, 1),
-        }
 
 
 def info_path(paths: gw.GatewayPaths) -> Path:

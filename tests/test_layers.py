@@ -1,0 +1,141 @@
+"""The layers, read from the code's own imports (every import, lazy ones included).
+
+- no import cycle between any two modules;
+- ``mcp_gateway`` never imports ``workers`` (workers use the core, not the reverse);
+- the core (stores, index, embedders, search, export, jobs, services) imports nothing
+  from the MCP SDK: only the MCP door modules do;
+- workers use the core and the jobs, never a door (MCP tools, CLI, owner, UI).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+# The doors that speak MCP; everything else in mcp_gateway is core or another door.
+MCP_DOORS = {
+    "mcp_gateway.server",
+    "mcp_gateway.tools_notes",
+    "mcp_gateway.tools_records",
+    "mcp_gateway.toolkit",
+    "mcp_gateway.workspace",
+    "mcp_gateway.auth",
+    "mcp_gateway.owner",
+}
+DOORS = MCP_DOORS | {
+    "mcp_gateway.cli",
+    "mcp_gateway.cli_records",
+    "mcp_gateway.commands",
+    "mcp_gateway.client",
+    "mcp_gateway.admin",
+    "mcp_gateway.stdio_proxy",
+    "mcp_gateway.local_gateway",
+}
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for path in [*ROOT.glob("mcp_gateway/**/*.py"), *ROOT.glob("workers/**/*.py")]:
+        name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        found[name.removesuffix(".__init__")] = path
+    return found
+
+
+def imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
+    """Every module ``name`` imports (top-level, lazy and TYPE_CHECKING alike)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        if isinstance(node, ast.Import):
+            out.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1])
+                target = f"{base}.{node.module}" if node.module else base
+            else:
+                target = node.module or ""
+            for alias in node.names:
+                # `from pkg import module` imports the module; `from pkg import name`, pkg
+                submodule = f"{target}.{alias.name}"
+                out.add(submodule if submodule in known else target)
+    return out
+
+
+def graph() -> dict[str, set[str]]:
+    known = modules()
+    return {name: imports(name, path, known) for name, path in known.items()}
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in edges[v] & edges.keys():
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in edges:
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_cycle() -> None:
+    assert cycles(graph()) == []
+
+
+def test_gateway_never_imports_workers() -> None:
+    offenders = {
+        name: sorted(d for d in deps if d == "workers" or d.startswith("workers."))
+        for name, deps in graph().items()
+        if name.startswith("mcp_gateway")
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_core_imports_no_mcp() -> None:
+    offenders = {
+        name: sorted(d for d in deps if d == "mcp" or d.startswith("mcp."))
+        for name, deps in graph().items()
+        if name.startswith("mcp_gateway")
+        and name not in MCP_DOORS
+        and not name.startswith("mcp_gateway.ui")
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_workers_use_no_door() -> None:
+    offenders = {
+        name: sorted(d for d in deps if d in DOORS or d.startswith("mcp_gateway.ui"))
+        for name, deps in graph().items()
+        if name.startswith("workers")
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_the_check_sees_a_cycle() -> None:
+    # the detector itself is tested, so a green run means something
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

@@ -1,13 +1,15 @@
-"""Task-queue benchmark (real Redis, real local model, qdrant-client local mode).
+"""Task-queue benchmark: real Redis, the real local model, the embedded Qdrant engine.
 
 Prints, in one run:
-1. ``add_note`` latency p50/p99: through the queue (arq and in-process) vs inline embedding;
-2. ingest throughput (notes/s) with 1 and 2 arq workers, and embedder calls per 1,000 notes;
-3. lag from add to semantically searchable (dense vector upserted), p50/p95, under a
-   burst of ``--burst`` adds with 2 workers running.
+1. ``add_note`` ack latency p50/p99 through the service: arq queue, in-process queue,
+   inline embedding;
+2. for a burst of ``--burst`` adds, the lag from add to semantically searchable (the
+   owner applied the note's dense vector) p50/p95 and the ingest rate, with jobs
+   in-process and with 1 and 2 ``kioku worker`` processes (separate processes; the
+   owner is this process, applying what they write to the truth store);
+3. ``kioku reindex`` time for ``--reindex`` notes whose vectors are in the truth store
+   (the rebuild path: no re-embedding), beside what re-embedding them would cost.
 
-Workers are arq ``Worker`` objects in this process sharing one AppContext (qdrant local
-mode allows one owner per path), each with its own Redis connection.
 Run: ``python bench/queue.py [--redis-url redis://127.0.0.1:6379/14] [--burst 1000]``.
 """
 
@@ -24,39 +26,26 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 
 import argparse
 import asyncio
+import os
 import statistics
+import subprocess
 import tempfile
 import time
 import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from arq.worker import Worker
+import numpy as np
 from redis.asyncio import Redis
 
-import mcp_gateway.app as app_module
 from mcp_gateway.app import AppContext, open_app
-from mcp_gateway.embedders import build_embedder
+from mcp_gateway.indexing import note_document
+from mcp_gateway.services import Services
 from mcp_gateway.settings import KiokuSettings
-from mcp_gateway.tools_notes import store_note
-from workers.settings import worker_settings
+from mcp_gateway.vectors import content_hash
 
 TOPICS = ["deploy", "rate limits", "git rebase", "docker builds", "flaky tests", "migrations"]
-
-
-class CountingEmbedder:
-    """Wraps the real embedder; counts document calls."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner, self.calls = inner, 0
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        self.calls += 1
-        result: list[list[float]] = await self.inner.embed_documents(texts)
-        return result
+FIELDS = {"type": "note", "priority": "", "domain": "", "solved_query": ""}
 
 
 def text(i: int) -> str:
@@ -74,106 +63,129 @@ def settings_for(root: Path, redis_url: str | None) -> KiokuSettings:
         data_dir=root / uuid.uuid4().hex[:8],
         namespace=f"bench{uuid.uuid4().hex[:8]}",
         redis_url=redis_url,
-        index={"backend": "qdrant", "collection": "bench"},
     )
 
 
-async def add(app: AppContext, i: int) -> str:
-    fields = {"text": text(i), "type": "note", "priority": "", "domain": "", "solved_query": ""}
-    return (await store_note(app, fields, app.namespaces[0])).id
+async def add(services: Services, i: int) -> str:
+    return (await services.notes.store({**FIELDS, "text": text(i)}, "default")).id
 
 
 async def add_latency(settings: KiokuSettings, n: int, run_jobs: bool = True) -> list[float]:
     async with open_app(settings, run_jobs=run_jobs) as app:
+        services = Services.over(app)
         for i in range(10):  # warm-up
-            await add(app, i)
+            await add(services, i)
         out = []
         for i in range(n):
             began = time.perf_counter()
-            await add(app, i)
+            await add(services, i)
             out.append((time.perf_counter() - began) * 1000)
         if not settings.redis_url:  # arq: no worker runs in this phase
-            await app.jobs.drain()
+            await app.settle()
     return out
 
 
-def start_workers(settings: KiokuSettings, app: AppContext, n: int) -> list[Worker]:
+def worker_processes(settings: KiokuSettings, n: int, logs: Path) -> list[subprocess.Popen[bytes]]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KIOKU_")}
+    env.update(
+        KIOKU_DATA_DIR=str(settings.data_dir),
+        KIOKU_REDIS_URL=str(settings.redis_url),
+        KIOKU_NAMESPACE=settings.namespace,
+        KIOKU_LOG_LEVEL="WARNING",
+    )
     return [
-        Worker(
-            **worker_settings(
-                settings, app=app, host=f"bench{i}", handle_signals=False, poll_delay=0.05
-            )
+        subprocess.Popen(
+            [sys.executable, "-m", "workers"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=(logs / f"worker{i}.log").open("wb"),
         )
         for i in range(n)
     ]
 
 
-async def run_workers(workers: list[Worker]) -> list[asyncio.Task[None]]:
-    return [asyncio.create_task(w.async_run()) for w in workers]
+def watch_applied(app: AppContext) -> dict[str, float]:
+    """Note id -> when the owner wrote its point with a dense vector."""
+    done: dict[str, float] = {}
+    upsert = app.index.upsert
+
+    async def timed_upsert(points: Sequence[Any]) -> None:
+        await upsert(points)
+        now = time.perf_counter()
+        done.update({p.payload["source_id"]: now for p in points if p.dense is not None})
+
+    app.index.upsert = timed_upsert  # type: ignore[method-assign]
+    return done
 
 
-async def stop(workers: list[Worker], tasks: list[asyncio.Task[None]]) -> None:
-    for w in workers:
-        await w.close()
-    await asyncio.gather(*tasks, return_exceptions=True)
-
-
-async def throughput(settings: KiokuSettings, counter: CountingEmbedder, n: int, k: int) -> str:
-    async with open_app(settings) as app:
-        for i in range(n):  # queued while no worker runs
-            await add(app, i)
-        counter.calls = 0
-        began = time.perf_counter()
-        workers = start_workers(settings, app, k)
-        tasks = await run_workers(workers)
-        while (await app.notes.counts())["pending_embedding"]:  # noqa: ASYNC110 - polls SQLite
-            await asyncio.sleep(0.05)
-        elapsed = time.perf_counter() - began
-        await app.jobs.drain()
-        await stop(workers, tasks)
-    return f"{k} worker(s): {n / elapsed:7.1f} notes/s  ({n} notes, {counter.calls} embedder calls)"
-
-
-async def lag(settings: KiokuSettings, counter: CountingEmbedder, n: int) -> str:
-    async with open_app(settings) as app:
-        done: dict[str, float] = {}
-        upsert = app.index.upsert
-
-        async def timed_upsert(points: Sequence[Any]) -> None:
-            await upsert(points)
-            now = time.perf_counter()
-            done.update({p.payload["source_id"]: now for p in points if p.dense is not None})
-
-        app.index.upsert = timed_upsert  # type: ignore[method-assign]
-        workers = start_workers(settings, app, 2)
-        tasks = await run_workers(workers)
-        counter.calls = 0
-        added: dict[str, float] = {}
-        began = time.perf_counter()
-        for i in range(n):
-            added[await add(app, i)] = time.perf_counter()
-        burst_s = time.perf_counter() - began
-        while len(done) < n:  # noqa: ASYNC110 - a benchmark poll
-            await asyncio.sleep(0.05)
-        await app.jobs.drain()
-        await stop(workers, tasks)
+async def burst_lag(settings: KiokuSettings, n: int, workers: int, logs: Path) -> str:
+    label = f"{workers} worker process(es)" if workers else "in-process jobs"
+    procs = worker_processes(settings, workers, logs) if workers else []
+    try:
+        async with open_app(settings) as app:
+            services = Services.over(app)
+            if procs:  # warm the workers up: the first job loads their model
+                await add(services, -1)
+                await app.settle()
+                while (await app.notes.counts())["pending_embedding"]:  # noqa: ASYNC110
+                    await asyncio.sleep(0.05)
+            done = watch_applied(app)
+            added: dict[str, float] = {}
+            began = time.perf_counter()
+            for i in range(n):
+                added[await add(services, i)] = time.perf_counter()
+            burst_s = time.perf_counter() - began
+            while not set(added) <= set(done):  # noqa: ASYNC110 - a benchmark poll
+                await asyncio.sleep(0.05)
+            total_s = time.perf_counter() - began
+    finally:
+        for proc in procs:
+            proc.terminate()
+            proc.wait(timeout=30)
     lags = [(done[i] - t) * 1000 for i, t in added.items()]
     return (
-        f"burst of {n} adds in {burst_s:.1f} s, 2 workers: lag to searchable "
-        f"p50 {pct(lags, 0.5):.0f} ms, p95 {pct(lags, 0.95):.0f} ms; "
-        f"{counter.calls} embedder calls for {n} notes"
+        f"{label:24s}: burst of {n} adds in {burst_s:4.1f} s; lag to searchable "
+        f"p50 {pct(lags, 0.5) / 1000:5.1f} s, p95 {pct(lags, 0.95) / 1000:5.1f} s; "
+        f"{n / total_s:5.1f} notes/s"
+    )
+
+
+async def reindex_time(settings: KiokuSettings, n: int) -> str:
+    """Notes whose vectors are in the truth store (random unit vectors stand in for the
+    model's: the rebuild path reads them back and never calls the model)."""
+    rng = np.random.default_rng(7)
+    async with open_app(settings, run_jobs=False) as app:
+        model, dim = app.embedder.model_id, app.embedder.dim
+        for start in range(0, n, 500):
+            notes = [
+                await app.notes.add(text(i), "note", namespace="default")
+                for i in range(start, min(n, start + 500))
+            ]
+            vecs = rng.standard_normal((len(notes), dim)).astype(np.float32)
+            vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+            await app.vectors.put(
+                "note",
+                model,
+                [
+                    (nt.id, content_hash(note_document(nt)), v)
+                    for nt, v in zip(notes, vecs, strict=True)
+                ],
+            )
+        began = time.perf_counter()
+        status = await Services.over(app).rebuild.rebuild()
+        elapsed = time.perf_counter() - began
+        assert status.state == "done", status.message
+    return (
+        f"reindex of {n} notes from stored vectors: {elapsed:.1f} s "
+        f"({n / elapsed:.0f} notes/s, {status.embedded} embedded)"
     )
 
 
 async def main(args: argparse.Namespace) -> None:
-    real = build_embedder(KiokuSettings().embedder)
-    await real.start()
-    counter = CountingEmbedder(real)
-    app_module.build_embedder = lambda _s: counter  # type: ignore[assignment]
     redis = Redis.from_url(args.redis_url)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        print(f"embedder {real.model_id}; Redis {args.redis_url}")
+        print(f"Redis {args.redis_url}; {os.cpu_count()} CPUs")
         for label, url, run_jobs in [
             ("arq queue", args.redis_url, True),
             ("in-process queue", None, True),
@@ -184,9 +196,10 @@ async def main(args: argparse.Namespace) -> None:
                 f"add_note {label:17s}: p50 {statistics.median(ms):6.2f} ms  "
                 f"p99 {pct(ms, 0.99):6.2f} ms  (n={len(ms)})"
             )
+        print(await burst_lag(settings_for(root, None), args.burst, 0, root))
         for k in (1, 2):
-            print(await throughput(settings_for(root, args.redis_url), counter, args.burst, k))
-        print(await lag(settings_for(root, args.redis_url), counter, args.burst))
+            print(await burst_lag(settings_for(root, args.redis_url), args.burst, k, root))
+        print(await reindex_time(settings_for(root, None), args.reindex))
     async for key in redis.scan_iter(match="*bench*"):
         await redis.delete(key)
     await redis.aclose()
@@ -197,4 +210,5 @@ if __name__ == "__main__":
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/14")
     parser.add_argument("--burst", type=int, default=1000)
     parser.add_argument("--adds", type=int, default=200)
+    parser.add_argument("--reindex", type=int, default=10_000)
     asyncio.run(main(parser.parse_args()))

@@ -161,9 +161,9 @@ class EdgeIndex:
             msg = str(exc)
             if "WouldBlock" in msg:
                 raise StoreUnavailable(
-                    f"the index at {self.dir} is already open in another kioku process (or "
-                    "another index object in this one); stop that process, or use the "
-                    "qdrant backend for shared access"
+                    f"the index at {self.dir} is open in another process: `kioku status` "
+                    "names the kioku process that owns this data dir and `kioku stop` "
+                    "stops it; CLI commands go through it instead of opening the index"
                 ) from exc
             if "ncompatible" in msg:
                 raise self._mismatch("other") from exc

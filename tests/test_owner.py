@@ -8,11 +8,17 @@ dir itself for the command's duration.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import signal
 import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
+from mcp_gateway.app import open_app
+from mcp_gateway.settings import KiokuSettings
 from tests.realproc import (
     KIOKU,
     daemon_pid,
@@ -119,3 +125,33 @@ def test_status_and_stop_without_owner(tmp_path: Path) -> None:
     assert json.loads(ok(data, "status", "--json")) == {"owner": None}
     assert time.monotonic() - started < 60  # it never starts a daemon
     assert daemon_pid(data) is None
+
+
+@pytest.mark.slow
+def test_sigint_of_reindex_through_the_owner_keeps_it_serving(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    n = 600
+
+    async def prepare() -> None:
+        async with open_app(KiokuSettings(data_dir=data, redis_url=None), run_jobs=False) as app:
+            for i in range(n):  # committed and lexically indexed, never embedded
+                note = await app.notes.add(f"imported note {i}", "knowledge", namespace="default")
+                await app.indexer.put_lexical(note)
+
+    asyncio.run(prepare())
+    with http_proc(data):
+        proc = subprocess.Popen(
+            [KIOKU, "reindex"], env=kioku_env(data), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        assert wait_until(lambda: bool(list((data / "index" / "edge").glob("kioku-2"))), 120)
+        time.sleep(1.0)  # mid-way: embedding 600 notes takes far longer
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode != 0 and b"Traceback" not in err
+        # the owner cancelled its rebuild and serves the live index, complete
+        assert wait_until(lambda: not list((data / "index" / "edge").glob("kioku-2")), 60)
+        status = json.loads(ok(data, "status", "--json"))
+        assert status["index"]["collection"] == "kioku"
+        assert status["index"]["points"] == n
+        assert "imported note 17" in ok(data, "search", "imported note 17")
+        ok(data, "stop")

@@ -125,6 +125,7 @@ async def run_mode(
                     "qid": q["qid"],
                     "kind": q["kind"],
                     "lang": q["lang"],
+                    "split": q["split"],
                     **score(ranked, set(q["relevant"])),
                     "ranked": ranked[:10],
                 }
@@ -144,21 +145,29 @@ def aggregate(rows: list[dict[str, Any]]) -> dict[str, float]:
 
 
 def print_report(results: list[dict[str, Any]]) -> None:
-    kinds = sorted({r["kind"] for r in results[0]["queries"]})
-    header = f"{'group':14s} {'mode':8s} " + " ".join(f"{m:>8s}" for m in METRICS)
-    print(header)
-    print("-" * len(header))
-    for group in ["ALL", *kinds, "lang:en", "lang:ja", "lang:th"]:
-        for res in results:
-            rows = res["queries"]
-            if group.startswith("lang:"):
-                rows = [r for r in rows if r["lang"] == group[5:]]
-            elif group != "ALL":
-                rows = [r for r in rows if r["kind"] == group]
-            agg = aggregate(rows)
-            label = f"{group} ({len(rows)})" if res is results[0] else ""
-            print(f"{label:14s} {res['mode']:8s} " + " ".join(f"{agg[m]:8.3f}" for m in METRICS))
-    print()
+    """One table per split (dev: tuned on; test: held out), every mode side by side."""
+    queries = results[0]["queries"]
+    kinds = sorted({r["kind"] for r in queries})
+    for split in ("dev", "test"):
+        print(f"== {split} ==")
+        header = f"{'group':18s} {'mode':8s} " + " ".join(f"{m:>8s}" for m in METRICS)
+        print(header)
+        print("-" * len(header))
+        for group in ["ALL", *kinds, "lang:en", "lang:ja", "lang:th"]:
+            for res in results:
+                rows = [r for r in res["queries"] if r["split"] == split]
+                if group.startswith("lang:"):
+                    rows = [r for r in rows if r["lang"] == group[5:]]
+                elif group != "ALL":
+                    rows = [r for r in rows if r["kind"] == group]
+                if not rows:
+                    continue
+                agg = aggregate(rows)
+                label = f"{group} ({len(rows)})" if res is results[0] else ""
+                print(
+                    f"{label:18s} {res['mode']:8s} " + " ".join(f"{agg[m]:8.3f}" for m in METRICS)
+                )
+        print()
     for res in results:
         c, s = res["client_ms"], res["server_ms"]
         print(

@@ -1,15 +1,16 @@
 """Ranking: fuse the dense and lexical channels, then apply the source design's rules.
 
 Order of operations (each step is measured in ``docs/ranking.md``):
-1. weighted reciprocal-rank fusion of the two channels (``rrf_k``, channel weights),
-   times a per-point prior (usefulness and shelf life, written by the re-ranking job);
+1. weighted score fusion (DBSF) or reciprocal-rank fusion of the two channels, times a
+   per-point prior (usefulness and shelf life, written by the re-ranking job);
 2. drop candidates that are neither close in the dense space (per-type distance
-   threshold) nor a strong lexical match; high-priority items are always kept;
-3. keep the best ``top``, then put ``priority="high"`` first -- under the shipped
-   "gated" rule only confident high matches (dense distance within the model's
-   ``high_first_distance``, or the best lexical match) jump the queue; the others are
-   boosted (low priority sorts last);
-4. add the newest lessons/conclusions not already present, tagged ``[RECENT]``.
+   threshold and within ``keep_margin`` of the query's best) nor a strong lexical
+   match -- high priority included;
+3. keep the best ``top``, then order: under the shipped "gated" rule a high-priority
+   hit jumps the queue only when it is within ``high_first_margin`` of the query's
+   best dense distance; the others are boosted (low priority sorts last);
+4. the newest lessons/conclusions not already present that pass the same keep rule
+   form a separate ``recent`` part of the answer (never counted against ``top``).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ class RankingParams:
     fusion: str = "dbsf"  # "dbsf" (distribution-based scores) or "rrf" (reciprocal rank)
     rrf_k: float = 10.0
     dense_weight: float = 1.0
-    sparse_weight: float = 0.5
+    sparse_weight: float = 0.3
     thresholds: Mapping[str, float] = field(default_factory=lambda: {"*": 0.2})
     lexical_keep_ratio: float = 0.5  # lexical-only hits kept if >= ratio * best lexical score
     # "first": the source design's rule, high priority always sorts first among the kept;
@@ -37,8 +38,8 @@ class RankingParams:
     # "gated": boosted, and sorted first when it is a confident match for *this* query:
     # its dense distance within ``high_first_margin`` of the query's best dense distance
     priority_rule: str = "gated"
-    high_boost: float = 1.5
-    high_first_margin: float = 0.01
+    high_boost: float = 1.25
+    high_first_margin: float = 0.0
     # A candidate is kept when its distance is within the per-type threshold AND within
     # ``keep_margin`` of the query's best distance, or it is a strong lexical match.
     # High priority gets no exemption: an unrelated high lesson is noise like any other.
@@ -148,6 +149,20 @@ def select(
             rank.get(str(c.payload.get("namespace", "")), 0),
         ),
     )
+
+
+def recent_floor(candidates: Sequence[Candidate], params: RankingParams) -> dict[str, Candidate]:
+    """Notes (by source id) relevant enough to be shown as recent lessons: among this
+    query's candidates and passing the same keep rule as a ranked hit. A note the
+    index did not return for the query at all is unrelated by definition."""
+    best_sparse = max((c.sparse_score or 0.0 for c in candidates), default=0.0)
+    best_distance = min((c.distance for c in candidates if c.distance is not None), default=2.0)
+    return {
+        str(c.payload.get("source_id")): c
+        for c in candidates
+        if c.payload.get("kind", "note") == "note"
+        and passes_threshold(c, params, best_sparse, best_distance)
+    }
 
 
 def _priority_tier(cand: Candidate, params: RankingParams, best_distance: float) -> int:

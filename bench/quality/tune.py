@@ -30,6 +30,7 @@ from embcache import Cache, load_jsonl, memory_document  # noqa: E402
 from metrics import score  # noqa: E402
 
 from mcp_gateway import lexical  # noqa: E402
+from mcp_gateway.calibration import for_model, shift_query  # noqa: E402
 from mcp_gateway.ranking import RankingParams, rank  # noqa: E402
 from mcp_gateway.types import IndexHit  # noqa: E402
 
@@ -48,12 +49,21 @@ class Corpus:
     payloads: list[dict[str, Any]]
 
 
-def load(variant: str = "original") -> Corpus:
+MODEL_IDS = {"original": "local/multilingual-e5-small-q4", "enpt": "local/multilingual-e5-small-q4-enpt"}
+
+
+def load(variant: str = "original", shift: float | None = None) -> Corpus:
+    """``shift``: the language-shift weight (None: the model's calibrated value)."""
     mems, queries = load_jsonl("memories.jsonl"), load_jsonl("queries.jsonl")
     cache = Cache(variant)
     docs = [memory_document(m) for m in mems]
     dmat = np.stack([cache.get("passage", d) for d in docs])
-    qvec = {q["qid"]: cache.get("query", q["query"]) for q in queries}
+    calib = for_model(MODEL_IDS[variant])
+    weight = calib.language_shift if shift is None else shift
+    qvec = {
+        q["qid"]: np.array(shift_query(cache.get("query", q["query"]), q["query"], calib, weight))
+        for q in queries
+    }
     sparse_docs = []
     df: Counter[int] = Counter()
     for d in docs:
@@ -76,7 +86,6 @@ def load(variant: str = "original") -> Corpus:
             "type": m["type"],
             "priority": m.get("priority", ""),
             "domain": m.get("domain", ""),
-            "age_days": m["age_days"],
             "dense": True,
         }
         for m in mems

@@ -88,7 +88,9 @@ def query_script(query: str) -> str:
     return "latin"
 
 
-def shift_query(vector: Sequence[float], query: str, calib: Calibration, weight: float) -> list[float]:
+def shift_query(
+    vector: Sequence[float], query: str, calib: Calibration, weight: float
+) -> list[float]:
     """``vector`` minus ``weight`` times the query's language direction, re-normalised."""
     b64 = calib.directions.get(query_script(query))
     # Short queries (one to three words: "deploy", "force push") lost 0.07 nDCG@10 on

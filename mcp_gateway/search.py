@@ -85,7 +85,9 @@ class SearchService:
         self.calibration: Calibration = for_model(embedder.model_id)
         # ``is None``, not ``or``: 0 is a meaningful setting for every one of these
         c, s = self.calibration, settings
-        self.high_first_margin = c.high_first_margin if s.high_first_margin is None else s.high_first_margin
+        self.high_first_margin = (
+            c.high_first_margin if s.high_first_margin is None else s.high_first_margin
+        )
         self.keep_margin = c.keep_margin if s.keep_margin is None else s.keep_margin
         self.language_shift = c.language_shift if s.language_shift is None else s.language_shift
 

@@ -59,7 +59,11 @@ def test_high_first_margin_is_relative_to_the_query() -> None:
     params = RankingParams(thresholds={"*": 0.5}, high_first_margin=0.02)
     # same gap (0.01) at two absolute levels: the rule gives the same answer
     for best in (0.95, 0.80):
-        dense = [hit("near", best), hit("n2", best - 0.005), hit("high", best - 0.01, priority="high")]
+        dense = [
+            hit("near", best),
+            hit("n2", best - 0.005),
+            hit("high", best - 0.01, priority="high"),
+        ]
         assert ids(select(fuse(dense, [], params), params, 5))[0] == "high"
 
 

@@ -63,10 +63,14 @@ async def test_top_is_respected_and_recent_is_a_separate_labelled_part(harness: 
     for i in range(10):
         await add(harness, f"The staging database is refreshed nightly, copy {i}")
     related = [
-        await add(harness, f"Lesson: the staging database refresh job {c} runs nightly", type="lesson")
+        await add(
+            harness, f"Lesson: the staging database refresh job {c} runs nightly", type="lesson"
+        )
         for c in "ab"
     ]
-    unrelated = await add(harness, "Lesson: the office printer needs toner on Mondays", type="lesson")
+    unrelated = await add(
+        harness, "Lesson: the office printer needs toner on Mondays", type="lesson"
+    )
     await harness.settle()
     result = await harness.call("search_memory", query="staging database refresh", top=1)
     data = result.structured_content

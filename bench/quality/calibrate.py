@@ -26,7 +26,10 @@ from embcache import Cache, load_jsonl, memory_document  # noqa: E402
 
 OUT = HERE.parents[1] / "mcp_gateway" / "calibration_vectors.py"
 GROUPS = {"latin": "en", "cjk": "ja", "thai": "th"}
-MODEL_IDS = {"original": "local/multilingual-e5-small-q4", "enpt": "local/multilingual-e5-small-q4-enpt"}
+MODEL_IDS = {
+    "original": "local/multilingual-e5-small-q4",
+    "enpt": "local/multilingual-e5-small-q4-enpt",
+}
 
 
 def directions(variant: str) -> dict[str, str]:

@@ -40,7 +40,9 @@ def main() -> None:
     )
 
     def sparse_weight(query: str, p: RankingParams) -> float:
-        return p.sparse_weight * (1 - lexical.unspaced_share(query) * (1 - s.unspaced_sparse_factor))
+        return p.sparse_weight * (
+            1 - lexical.unspaced_share(query) * (1 - s.unspaced_sparse_factor)
+        )
 
     newest = [m["key"] for m in c.mems][-args.burst :]  # keys follow creation order
     for label, pending in (

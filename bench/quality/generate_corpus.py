@@ -6304,14 +6304,54 @@ N(
 )
 
 # paraphrases a developer would type (no shared vocabulary with the answer)
-Q("paraphrase", "en", "suite freezes forever on the build machine yet finishes fine on my laptop", "asst_pytest_hang")
-Q("paraphrase", "en", "daily figures are off by most of a workday for folks in Japan, how should I handle clock values", "asst_tz_naive")
-Q("paraphrase", "en", "one check breaks solely if another goes first, shared global state?", "asst_flaky_order")
-Q("paraphrase", "en", "how do we gradually expose the redesigned purchase path to shoppers and back out fast", "asst_feature_flag")
-Q("paraphrase", "en", "our traces were leaking customers' personal contact details, what's the rule", "asst_log_pii")
-Q("paraphrase", "en", "builds pull different library releases each run; how to make dependency fetching deterministic", "asst_pnpm")
-Q("paraphrase", "en", "cluster kept killing all our containers when the db got sluggish, what went wrong", "asst_k8s_probe")
-Q("paraphrase", "ja", "でかい表に新しい項目を足したら、しばらく誰も入れなくなった。安全な手順は？", "asst_ja_migration_lock")
+Q(
+    "paraphrase",
+    "en",
+    "suite freezes forever on the build machine yet finishes fine on my laptop",
+    "asst_pytest_hang",
+)
+Q(
+    "paraphrase",
+    "en",
+    "daily figures are off by most of a workday for folks in Japan, how should I handle clock values",
+    "asst_tz_naive",
+)
+Q(
+    "paraphrase",
+    "en",
+    "one check breaks solely if another goes first, shared global state?",
+    "asst_flaky_order",
+)
+Q(
+    "paraphrase",
+    "en",
+    "how do we gradually expose the redesigned purchase path to shoppers and back out fast",
+    "asst_feature_flag",
+)
+Q(
+    "paraphrase",
+    "en",
+    "our traces were leaking customers' personal contact details, what's the rule",
+    "asst_log_pii",
+)
+Q(
+    "paraphrase",
+    "en",
+    "builds pull different library releases each run; how to make dependency fetching deterministic",
+    "asst_pnpm",
+)
+Q(
+    "paraphrase",
+    "en",
+    "cluster kept killing all our containers when the db got sluggish, what went wrong",
+    "asst_k8s_probe",
+)
+Q(
+    "paraphrase",
+    "ja",
+    "でかい表に新しい項目を足したら、しばらく誰も入れなくなった。安全な手順は？",
+    "asst_ja_migration_lock",
+)
 Q("paraphrase", "ja", "差分が膨大な修正を一度に提出しても構わない？", "asst_ja_review_size")
 Q("paraphrase", "ja", "会計部門から来る表計算の書き出しが文字化けする", "asst_ja_csv_encoding")
 Q(
@@ -6333,37 +6373,102 @@ Q(
 Q("crosslang", "ja", "CIだけでテストが止まったまま終わらない原因", "asst_pytest_hang")
 Q("crosslang", "th", "เทสต์ค้างบน CI นานมาก แต่รันในเครื่องตัวเองผ่าน", "asst_pytest_hang")
 Q("crosslang", "th", "รายงานตอนกลางคืนเวลาเพี้ยนไป 9 ชั่วโมง ต้องจัดการ timezone ยังไง", "asst_tz_naive")
-Q("crosslang", "ja", "日次レポートの時刻が9時間ずれる。datetime の扱いのルールは？", "asst_tz_naive")
-Q("crosslang", "en", "adding a column with a default to a huge table locked logins in production", "asst_ja_migration_lock")
-Q("crosslang", "th", "เพิ่มคอลัมน์ในตารางใหญ่บน production แล้วตารางล็อกจนล็อกอินไม่ได้", "asst_ja_migration_lock")
-Q("crosslang", "en", "docker image build takes 9 minutes on CI every time I change code", "asst_th_docker_cache")
-Q("crosslang", "ja", "コードを変えるたびにDockerのビルドキャッシュが効かない", "asst_th_docker_cache")
-Q("crosslang", "ja", "テストの実行順で結果が変わる。前のテストの状態が残っている？", "asst_flaky_order")
+Q(
+    "crosslang",
+    "ja",
+    "日次レポートの時刻が9時間ずれる。datetime の扱いのルールは？",
+    "asst_tz_naive",
+)
+Q(
+    "crosslang",
+    "en",
+    "adding a column with a default to a huge table locked logins in production",
+    "asst_ja_migration_lock",
+)
+Q(
+    "crosslang",
+    "th",
+    "เพิ่มคอลัมน์ในตารางใหญ่บน production แล้วตารางล็อกจนล็อกอินไม่ได้",
+    "asst_ja_migration_lock",
+)
+Q(
+    "crosslang",
+    "en",
+    "docker image build takes 9 minutes on CI every time I change code",
+    "asst_th_docker_cache",
+)
+Q(
+    "crosslang",
+    "ja",
+    "コードを変えるたびにDockerのビルドキャッシュが効かない",
+    "asst_th_docker_cache",
+)
+Q(
+    "crosslang",
+    "ja",
+    "テストの実行順で結果が変わる。前のテストの状態が残っている？",
+    "asst_flaky_order",
+)
 Q("crosslang", "th", "เทสต์ผ่านถ้ารันเดี่ยว แต่พังเมื่อรันต่อจากเทสต์อื่น", "asst_flaky_order")
 Q("crosslang", "en", "where do I find the staging API key", "asst_ja_env_secret")
 Q("crosslang", "th", "คีย์ API ของ staging เก็บไว้ที่ไหน", "asst_ja_env_secret")
-Q("crosslang", "en", "customer names in Thai come out in the wrong alphabetical order", "asst_th_locale_sort")
+Q(
+    "crosslang",
+    "en",
+    "customer names in Thai come out in the wrong alphabetical order",
+    "asst_th_locale_sort",
+)
 Q("crosslang", "ja", "タイ語の名前を並べ替えると順番がおかしい", "asst_th_locale_sort")
-Q("crosslang", "ja", "新しい購入フローは段階的に公開する？何パーセントから始める？", "asst_feature_flag")
+Q(
+    "crosslang",
+    "ja",
+    "新しい購入フローは段階的に公開する？何パーセントから始める？",
+    "asst_feature_flag",
+)
 Q("crosslang", "th", "ฟีเจอร์ checkout ใหม่ปล่อยทีละกี่เปอร์เซ็นต์ และถ้าพังจะปิดยังไง", "asst_feature_flag")
 Q("crosslang", "ja", "ログにメールアドレスや電話番号が出ていた件の対策", "asst_log_pii")
 Q("crosslang", "th", "log มีอีเมลและเบอร์โทรลูกค้าหลุดไป ต้องแก้ยังไง", "asst_log_pii")
 Q("crosslang", "en", "how big may my pull requests be for this user", "asst_ja_review_size")
 Q("crosslang", "th", "ผู้ใช้อยากให้ PR ยาวไม่เกินกี่บรรทัด", "asst_ja_review_size")
-Q("crosslang", "en", "the nightly cron job on batch-01 runs at 9 am local time instead of 2 am", "asst_th_cron_tz")
+Q(
+    "crosslang",
+    "en",
+    "the nightly cron job on batch-01 runs at 9 am local time instead of 2 am",
+    "asst_th_cron_tz",
+)
 Q("crosslang", "ja", "batch-01 の cron がタイ時間ではなく UTC で動いている", "asst_th_cron_tz")
 Q("crosslang", "ja", "npm と pnpm が混在して CI のインストールが遅い", "asst_pnpm")
 Q("crosslang", "th", "CI ติดตั้งแพ็กเกจช้าและได้เวอร์ชันไม่ตรงกัน ควรใช้ตัวไหน", "asst_pnpm")
-Q("crosslang", "en", "redis filled up and every login failed; which eviction policy goes where", "asst_ja_redis_policy")
+Q(
+    "crosslang",
+    "en",
+    "redis filled up and every login failed; which eviction policy goes where",
+    "asst_ja_redis_policy",
+)
 Q("crosslang", "th", "Redis เต็มแล้วผู้ใช้ล็อกอินไม่ได้ทั้งหมด ควรตั้ง eviction แบบไหน", "asst_ja_redis_policy")
-Q("crosslang", "en", "someone committed a 300 MB model file and now cloning the repo takes forever", "asst_th_git_lfs")
+Q(
+    "crosslang",
+    "en",
+    "someone committed a 300 MB model file and now cloning the repo takes forever",
+    "asst_th_git_lfs",
+)
 Q("crosslang", "ja", "大きなバイナリを git に直接コミットしてしまった時の対処", "asst_th_git_lfs")
 Q("crosslang", "ja", "DBが遅くなると全Podが再起動される。probe の設定は？", "asst_k8s_probe")
 Q("crosslang", "th", "พอฐานข้อมูลช้า pod ถูกรีสตาร์ททั้งหมด ควรตั้ง probe ยังไง", "asst_k8s_probe")
 Q("crosslang", "en", "the accounting CSV import shows garbled characters", "asst_ja_csv_encoding")
 Q("crosslang", "th", "ไฟล์ CSV จากฝ่ายบัญชีอ่านแล้วตัวอักษรเพี้ยน", "asst_ja_csv_encoding")
-Q("crosslang", "en", "bank transfer API calls time out at month end; should I retry", "asst_th_bank_timeout")
-Q("crosslang", "ja", "銀行APIのタイムアウトは何秒？自動でリトライしていい？", "asst_th_bank_timeout")
+Q(
+    "crosslang",
+    "en",
+    "bank transfer API calls time out at month end; should I retry",
+    "asst_th_bank_timeout",
+)
+Q(
+    "crosslang",
+    "ja",
+    "銀行APIのタイムアウトは何秒？自動でリトライしていい？",
+    "asst_th_bank_timeout",
+)
 # ===========================================================================
 # Build, validate, write
 # ===========================================================================

@@ -6,12 +6,13 @@ searches exactly below 20k points, so numpy gives the same hits) and sparse top-
 BM25 with Qdrant's IDF -- from cached vectors (``embcache.py``), then runs
 ``mcp_gateway.ranking`` on them, so a ranking variant is scored on dev in a second.
 
-    python bench/quality/tune.py [--split dev] [--set high_boost=1.25 ...]
+    from tune import load, channels, evaluate, table   # (bench/quality on sys.path)
+    c = load(); hits = {q["qid"]: channels(c, q) for q in c.queries}
+    table(evaluate(c, RankingParams(keep_margin=0.03), hits), "variant")
 """
 
 from __future__ import annotations
 
-import argparse
 import math
 import statistics
 import sys
@@ -49,7 +50,10 @@ class Corpus:
     payloads: list[dict[str, Any]]
 
 
-MODEL_IDS = {"original": "local/multilingual-e5-small-q4", "enpt": "local/multilingual-e5-small-q4-enpt"}
+MODEL_IDS = {
+    "original": "local/multilingual-e5-small-q4",
+    "enpt": "local/multilingual-e5-small-q4-enpt",
+}
 
 
 def load(variant: str = "original", shift: float | None = None) -> Corpus:

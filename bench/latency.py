@@ -29,8 +29,8 @@ sys.path.insert(0, str(ROOT))
 from mcp_gateway.app import AppContext, open_app  # noqa: E402
 from mcp_gateway.indexing import note_point  # noqa: E402
 from mcp_gateway.search import SearchRequest  # noqa: E402
+from mcp_gateway.services import Services  # noqa: E402
 from mcp_gateway.settings import KiokuSettings  # noqa: E402
-from mcp_gateway.tools_notes import store_note  # noqa: E402
 from mcp_gateway.types import Note  # noqa: E402
 
 SUBJECTS = [
@@ -144,6 +144,7 @@ async def time_searches(app: AppContext, queries: list[str]) -> list[float]:
 
 async def time_adds(app: AppContext, count: int, rng: random.Random) -> list[float]:
     out, settings_ns = [], app.settings.namespace
+    notes = Services.over(app).notes
     for i in range(count):
         fields = {
             "text": text_for(10**7 + i, rng),
@@ -153,9 +154,9 @@ async def time_adds(app: AppContext, count: int, rng: random.Random) -> list[flo
             "solved_query": "",
         }
         t = time.perf_counter()
-        await store_note(app, fields, settings_ns)
+        await notes.store(fields, settings_ns)
         out.append((time.perf_counter() - t) * 1000)
-    await app.jobs.drain()
+    await app.settle()
     return out
 
 

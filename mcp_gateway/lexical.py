@@ -184,3 +184,16 @@ def unspaced_share(text: str) -> float:
     if not letters:
         return 0.0
     return sum(1 for k in letters if k in (_CJK, _SEA)) / len(letters)
+
+
+_GROUPS = {_WORD: "latin", _CJK: "cjk", _SEA: "thai"}
+
+
+def script_shares(text: str) -> dict[str, float]:
+    """Share of letters per script group ("latin" = every spaced script, "cjk", "thai")."""
+    kinds = [_script(ch) for ch in unicodedata.normalize("NFKC", text)]
+    letters = [k for k in kinds if k != _SEP]
+    if not letters:
+        return {}
+    counts = Counter(_GROUPS[k] for k in letters)
+    return {g: n / len(letters) for g, n in counts.items()}

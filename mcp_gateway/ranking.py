@@ -1,15 +1,16 @@
 """Ranking: fuse the dense and lexical channels, then apply the source design's rules.
 
 Order of operations (each step is measured in ``docs/ranking.md``):
-1. weighted reciprocal-rank fusion of the two channels (``rrf_k``, channel weights),
-   times a per-point prior (usefulness and shelf life, written by the re-ranking job);
+1. weighted score fusion (DBSF) or reciprocal-rank fusion of the two channels, times a
+   per-point prior (usefulness and shelf life, written by the re-ranking job);
 2. drop candidates that are neither close in the dense space (per-type distance
-   threshold) nor a strong lexical match; high-priority items are always kept;
-3. keep the best ``top``, then put ``priority="high"`` first -- under the shipped
-   "gated" rule only confident high matches (dense distance within the model's
-   ``high_first_distance``, or the best lexical match) jump the queue; the others are
-   boosted (low priority sorts last);
-4. add the newest lessons/conclusions not already present, tagged ``[RECENT]``.
+   threshold and within ``keep_margin`` of the query's best) nor a strong lexical
+   match -- high priority included;
+3. keep the best ``top``, then order: under the shipped "gated" rule a high-priority
+   hit jumps the queue only when it is within ``high_first_margin`` of the query's
+   best dense distance; the others are boosted (low priority sorts last);
+4. the newest lessons/conclusions not already present that pass the same keep rule
+   form a separate ``recent`` part of the answer (never counted against ``top``).
 """
 
 from __future__ import annotations
@@ -29,16 +30,20 @@ class RankingParams:
     fusion: str = "dbsf"  # "dbsf" (distribution-based scores) or "rrf" (reciprocal rank)
     rrf_k: float = 10.0
     dense_weight: float = 1.0
-    sparse_weight: float = 0.5
+    sparse_weight: float = 0.3
     thresholds: Mapping[str, float] = field(default_factory=lambda: {"*": 0.2})
     lexical_keep_ratio: float = 0.5  # lexical-only hits kept if >= ratio * best lexical score
     # "first": the source design's rule, high priority always sorts first among the kept;
     # "boost": high priority multiplies the fused score by ``high_boost`` instead;
-    # "gated": boosted, and sorted first when it is a confident dense match
-    # (``high_first_distance``) or the best lexical match
+    # "gated": boosted, and sorted first when it is a confident match for *this* query:
+    # its dense distance within ``high_first_margin`` of the query's best dense distance
     priority_rule: str = "gated"
-    high_boost: float = 1.5
-    high_first_distance: float = 0.12
+    high_boost: float = 1.25
+    high_first_margin: float = 0.0
+    # A candidate is kept when its distance is within the per-type threshold AND within
+    # ``keep_margin`` of the query's best distance, or it is a strong lexical match.
+    # High priority gets no exemption: an unrelated high lesson is noise like any other.
+    keep_margin: float = 1.0
 
     def threshold_for(self, type_: str) -> float:
         return self.thresholds.get(type_, self.thresholds.get("*", 1.0))
@@ -111,10 +116,14 @@ def fuse(
     return sorted(by_id.values(), key=lambda c: c.score, reverse=True)
 
 
-def passes_threshold(cand: Candidate, params: RankingParams, best_sparse: float) -> bool:
-    if cand.priority == "high":
-        return True
-    if cand.distance is not None and cand.distance <= params.threshold_for(cand.type):
+def passes_threshold(
+    cand: Candidate, params: RankingParams, best_sparse: float, best_distance: float
+) -> bool:
+    if (
+        cand.distance is not None
+        and cand.distance <= params.threshold_for(cand.type)
+        and cand.distance <= best_distance + params.keep_margin
+    ):
         return True
     if cand.sparse_score is not None and best_sparse > 0:
         return cand.sparse_score >= params.lexical_keep_ratio * best_sparse
@@ -130,25 +139,52 @@ def select(
     """Threshold, cut to ``top``, then priority order, the caller's own namespace
     (the first of ``namespaces``) before shared ones; stable otherwise."""
     best_sparse = max((c.sparse_score or 0.0 for c in candidates), default=0.0)
-    kept = [c for c in candidates if passes_threshold(c, params, best_sparse)][:top]
+    best_distance = min((c.distance for c in candidates if c.distance is not None), default=2.0)
+    kept = [c for c in candidates if passes_threshold(c, params, best_sparse, best_distance)][:top]
     rank = {ns: i for i, ns in enumerate(namespaces)}
     return sorted(
         kept,
         key=lambda c: (
-            _priority_tier(c, params),
+            _priority_tier(c, params, best_distance),
             rank.get(str(c.payload.get("namespace", "")), 0),
         ),
     )
 
 
-def _priority_tier(cand: Candidate, params: RankingParams) -> int:
+def recent_floor(candidates: Sequence[Candidate], params: RankingParams) -> dict[str, Candidate]:
+    """Notes (by source id) relevant enough to be shown as recent lessons: among this
+    query's candidates and passing the same keep rule as a ranked hit. A note the
+    index did not return for the query at all is unrelated by definition."""
+    best_sparse = max((c.sparse_score or 0.0 for c in candidates), default=0.0)
+    best_distance = min((c.distance for c in candidates if c.distance is not None), default=2.0)
+    return {
+        str(c.payload.get("source_id")): c
+        for c in candidates
+        if c.payload.get("kind", "note") == "note"
+        and passes_threshold(c, params, best_sparse, best_distance)
+    }
+
+
+def _priority_tier(cand: Candidate, params: RankingParams, best_distance: float) -> int:
     """0 sorts first. Under "boost" and "gated" the boost already lifted high items,
-    so only a gated, confident high match still jumps the queue."""
+    so only a gated, confident high match still jumps the queue. Confidence is relative
+    to the query's own best dense distance: absolute cosine distances shift with the
+    model and the query (e5 packs everything into 0.05-0.25), a margin does not."""
     tier = PRIORITY_ORDER.get(cand.priority, 1)
     if params.priority_rule == "first" or tier != 0:
         return tier
     if params.priority_rule == "gated":
-        close = cand.distance is not None and cand.distance <= params.high_first_distance
-        if close or cand.sparse_rank == 1:
+        if cand.distance is not None and cand.distance <= best_distance + params.high_first_margin:
             return 0
     return 1
+
+
+def rank(
+    dense: Sequence[IndexHit],
+    sparse: Sequence[IndexHit],
+    params: RankingParams,
+    top: int,
+    namespaces: Sequence[str] = (),
+) -> list[Candidate]:
+    """Fuse the two channels, threshold, cut to ``top``, order (the whole ranking step)."""
+    return select(fuse(dense, sparse, params), params, top, namespaces)

@@ -36,18 +36,28 @@ def _result_header(n: int, item: SearchResult) -> str:
 
 
 def render_search(response: SearchResponse) -> str:
-    if not response.results:
+    if not response.results and not response.recent:
         return f'No memories matched "{response.query}".'
-    lines = [f'{len(response.results)} memories for "{response.query}". {DATA_NOTICE}']
+    count = len(response.results)
+    noun = "memory" if count == 1 else "memories"
+    lines = [f'{count} {noun} for "{response.query}". {DATA_NOTICE}']
     if not response.dense_available:
         lines.append("(semantic search is unavailable right now: lexical matches only)")
-    for n, item in enumerate(response.results, start=1):
+    _render_items(lines, response.results, start=1)
+    if response.recent:
+        lines.append("")
+        lines.append("Recent lessons/conclusions related to this query (newest first, not ranked):")
+        _render_items(lines, response.recent, start=count + 1)
+    return "\n".join(lines)
+
+
+def _render_items(lines: list[str], items: list[SearchResult], start: int) -> None:
+    for n, item in enumerate(items, start=start):
         lines.append("")
         lines.append(_result_header(n, item))
         if item.title:
             lines.append(quote(item.title))
         lines.append(quote(item.text))
-    return "\n".join(lines)
 
 
 def render_note(view: dict[str, Any]) -> str:

@@ -16,12 +16,13 @@ from typing import Any, Protocol
 import anyio
 
 from . import lexical
+from .calibration import Calibration, for_model, shift_query
 from .db import Database
 from .embedders.base import Embedder
 from .errors import EmbedderUnavailable, InvalidInput
 from .index.base import Index
 from .notes import NoteStore
-from .ranking import Candidate, RankingParams, fuse, select
+from .ranking import Candidate, RankingParams, fuse, recent_floor, select
 from .render import iso
 from .settings import SearchSettings
 from .types import IndexFilter, Note, SearchResponse, SearchResult, SparseVector
@@ -30,20 +31,6 @@ log = logging.getLogger(__name__)
 
 THRESHOLDS_META_KEY = "search.thresholds"
 
-# Cosine distances are not comparable across models: multilingual-e5 packs everything
-# into 0.05-0.25, nomic-embed-text spreads wider. Starting cut-offs per model, measured
-# on bench/quality (docs/ranking.md); the tuning job and user settings override them.
-MODEL_THRESHOLDS: dict[str, dict[str, float]] = {
-    "local/multilingual-e5-small-q4": {"*": 0.2},
-    "ollama/nomic-embed-text": {"*": 0.5},
-}
-FALLBACK_THRESHOLDS = {"*": 0.35}
-# Distance under which a high-priority match is confident enough to jump the queue.
-MODEL_HIGH_FIRST: dict[str, float] = {
-    "local/multilingual-e5-small-q4": 0.12,
-    "ollama/nomic-embed-text": 0.3,
-}
-FALLBACK_HIGH_FIRST = 0.2
 RECENT_TAG = "[RECENT]"
 
 
@@ -68,7 +55,7 @@ class ThresholdCache:
         self, db: Database, model_id: str, configured: dict[str, float], ttl_s: float = 15.0
     ) -> None:
         self.db, self.ttl_s = db, ttl_s
-        self.defaults = {**MODEL_THRESHOLDS.get(model_id, FALLBACK_THRESHOLDS), **configured}
+        self.defaults = {**for_model(model_id).thresholds, **configured}
         self._value, self._loaded_at = dict(self.defaults), 0.0
 
     async def get(self) -> dict[str, float]:
@@ -95,9 +82,14 @@ class SearchService:
     ) -> None:
         self.notes, self.index, self.embedder = notes, index, embedder
         self.settings, self.thresholds, self.records = settings, thresholds, records
-        self.high_first = settings.high_first_distance or MODEL_HIGH_FIRST.get(
-            embedder.model_id, FALLBACK_HIGH_FIRST
+        self.calibration: Calibration = for_model(embedder.model_id)
+        # ``is None``, not ``or``: 0 is a meaningful setting for every one of these
+        c, s = self.calibration, settings
+        self.high_first_margin = (
+            c.high_first_margin if s.high_first_margin is None else s.high_first_margin
         )
+        self.keep_margin = c.keep_margin if s.keep_margin is None else s.keep_margin
+        self.language_shift = c.language_shift if s.language_shift is None else s.language_shift
 
     async def search(self, req: SearchRequest) -> SearchResponse:
         query = req.query.strip()
@@ -129,11 +121,21 @@ class SearchService:
                 dense, sparse, flt, self.settings.candidates
             )
         params = await self._params(query)
-        chosen = select(fuse(dense_hits, sparse_hits, params), params, req.top, req.namespaces)
+        candidates = fuse(dense_hits, sparse_hits, params)
+        chosen = select(candidates, params, req.top, req.namespaces)
         results = await self._materialise(chosen)
+        # The newest lessons/conclusions are a separate, labelled part of the answer
+        # (never counted against ``top``), and only those the index found relevant to
+        # this query: an unrelated lesson does not ride along with every search.
         present = {r.id for r in results}
-        results += [note_result(n, None, [RECENT_TAG]) for n in recent if n.id not in present]
-        return SearchResponse(query=query, results=results, dense_available=dense_ok)
+        floor = recent_floor(candidates, params)
+        related = [n for n in recent if n.id not in present and n.id in floor]
+        return SearchResponse(
+            query=query,
+            results=results,
+            recent=[note_result(n, floor[n.id], [RECENT_TAG]) for n in related],
+            dense_available=dense_ok,
+        )
 
     async def _embed_query(self, query: str) -> tuple[list[float] | None, bool]:
         if self.embedder.model_id != self.index.spec.model_id:
@@ -141,7 +143,8 @@ class SearchService:
             # adopts it: its query vectors would not compare with the stored ones
             return None, False
         try:
-            return await self.embedder.embed_query(query), True
+            vector = await self.embedder.embed_query(query)
+            return shift_query(vector, query, self.calibration, self.language_shift), True
         except EmbedderUnavailable as exc:
             # Lexical search still answers; indexing catches up when the embedder is back.
             log.warning("dense channel skipped: %s", exc)
@@ -156,7 +159,8 @@ class SearchService:
             fusion=s.fusion,
             priority_rule=s.priority_rule,
             high_boost=s.high_boost,
-            high_first_distance=self.high_first,
+            high_first_margin=self.high_first_margin,
+            keep_margin=self.keep_margin,
             lexical_keep_ratio=s.lexical_keep_ratio,
             rrf_k=s.rrf_k,
             dense_weight=s.dense_weight,

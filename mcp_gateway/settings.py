@@ -69,13 +69,18 @@ class SearchSettings(BaseModel):
     # shipped values are justified by bench/quality figures in docs/ranking.md
     fusion: Literal["rrf", "dbsf"] = "dbsf"
     priority_rule: Literal["first", "boost", "gated"] = "gated"
-    high_boost: float = Field(default=1.5, ge=1.0)
-    # None: the embedder's measured default (see search.MODEL_HIGH_FIRST)
-    high_first_distance: float | None = Field(default=None, ge=0.0, le=2.0)
+    high_boost: float = Field(default=1.25, ge=1.0)
+    # None: the embedder's measured default (mcp_gateway/calibration.py); 0 is honoured.
+    # A high-priority hit sorts first when within this distance of the query's best hit.
+    high_first_margin: float | None = Field(default=None, ge=0.0, le=2.0)
+    # hits farther than this from the query's best dense hit are dropped (None: model's)
+    keep_margin: float | None = Field(default=None, ge=0.0, le=2.0)
+    # weight of the query's language direction removed before the index call (None: model's)
+    language_shift: float | None = Field(default=None, ge=0.0, le=2.0)
     lexical_keep_ratio: float = Field(default=0.5, ge=0.0, le=1.0)
     rrf_k: float = Field(default=10.0, gt=0)
     dense_weight: float = Field(default=1.0, ge=0)
-    sparse_weight: float = Field(default=0.5, ge=0)
+    sparse_weight: float = Field(default=0.3, ge=0)
     # multiplier on sparse_weight for queries written in unspaced scripts (ja, th)
     unspaced_sparse_factor: float = Field(default=0.2, ge=0, le=1)
     # per-type cosine-distance cut-offs ("*" = any type) over the embedder's defaults;

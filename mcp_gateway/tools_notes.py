@@ -58,8 +58,9 @@ def register_note_tools(mcp: MCPServer) -> None:
         Write the query as a full description of the situation (what you are about to do
         and why); short keywords retrieve worse. Filters: type ("lesson", "conclusion",
         "knowledge", "profile", "note", "checkpoint", or a record type such as
-        "decision"), domain, top (1-50). High-priority lessons come first; the newest
-        lessons/conclusions are added and tagged [RECENT]."""
+        "decision"), domain, top (1-50: the number of ranked results). Confident
+        high-priority matches come first. The newest lessons/conclusions related to the
+        query come back separately under "recent", tagged [RECENT]."""
         response = await services_from(ctx).notes.search(
             scope_of(ctx), query=query, type=type, domain=domain, top=top
         )

@@ -109,7 +109,11 @@ class SearchResult(BaseModel):
 
 class SearchResponse(BaseModel):
     query: str
-    results: list[SearchResult]
+    results: list[SearchResult] = Field(description="ranked hits, at most ``top``")
+    recent: list[SearchResult] = Field(
+        default_factory=list,
+        description="newest lessons/conclusions related to the query, outside the ranking",
+    )
     dense_available: bool = Field(
         default=True, description="false while the embedder is unavailable: lexical only"
     )

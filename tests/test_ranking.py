@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp_gateway.ranking import RankingParams, fuse, select
+from mcp_gateway.calibration import MODELS, for_model, query_script, shift_query
+from mcp_gateway.ranking import RankingParams, fuse, recent_floor, select
 from mcp_gateway.types import IndexHit
 
 
@@ -41,13 +42,29 @@ def test_far_high_priority_is_boosted_but_does_not_jump() -> None:
     assert ids(chosen) == ["near", "high"]
 
 
-def test_close_or_best_lexical_high_priority_jumps_first() -> None:
-    params = RankingParams(thresholds={"*": 0.5}, high_first_distance=0.12)
-    dense = [hit("near", 0.99), hit("n2", 0.98), hit("high", 0.90, priority="high")]
-    chosen = select(fuse(dense, [], params), params, top=5)
-    assert ids(chosen)[0] == "high"  # distance 0.10 <= 0.12
-    lexical = select(fuse(dense[:2], [hit("kw", 5.0, priority="high")], params), params, 5)
-    assert ids(lexical)[0] == "kw"
+def test_high_priority_jumps_only_as_the_querys_closest_match() -> None:
+    params = RankingParams(thresholds={"*": 0.5}, high_first_margin=0.0)
+    dense = [hit("high", 0.99, priority="high"), hit("near", 0.985), hit("n2", 0.98)]
+    assert ids(select(fuse(dense, [], params), params, 5))[0] == "high"
+    # a high-priority note that is the best *lexical* match for a common word no longer
+    # jumps when it is semantically farther than the query's best dense hit
+    far_kw = [hit(f"n{i}", 0.95 - i * 0.005) for i in range(8)]
+    far_kw.append(hit("kw", 0.80, priority="high"))
+    sparse = [hit("kw", 5.0, priority="high"), hit("n0", 4.9), hit("n1", 4.8)]
+    chosen = select(fuse(far_kw, sparse, params), params, 5)
+    assert ids(chosen)[0] == "n0"
+
+
+def test_high_first_margin_is_relative_to_the_query() -> None:
+    params = RankingParams(thresholds={"*": 0.5}, high_first_margin=0.02)
+    # same gap (0.01) at two absolute levels: the rule gives the same answer
+    for best in (0.95, 0.80):
+        dense = [
+            hit("near", best),
+            hit("n2", best - 0.005),
+            hit("high", best - 0.01, priority="high"),
+        ]
+        assert ids(select(fuse(dense, [], params), params, 5))[0] == "high"
 
 
 def test_absolute_rule_restores_the_source_design() -> None:
@@ -56,12 +73,44 @@ def test_absolute_rule_restores_the_source_design() -> None:
     assert ids(select(fuse(dense, [], params), params, top=5))[0] == "high"
 
 
-def test_threshold_drops_far_items_but_keeps_high_and_strong_lexical() -> None:
+def test_threshold_drops_far_items_high_priority_included_but_keeps_strong_lexical() -> None:
     params = RankingParams(thresholds={"*": 0.2})
     dense = [hit("near", 0.9), hit("far", 0.5), hit("far-high", 0.5, priority="high")]
     sparse = [hit("far-lexical", 8.0)]
     kept = set(ids(select(fuse(dense, sparse, params), params, top=10)))
-    assert kept == {"near", "far-high", "far-lexical"}
+    assert kept == {"near", "far-lexical"}
+
+
+def test_keep_margin_is_relative_to_the_querys_best_hit() -> None:
+    params = RankingParams(thresholds={"*": 0.5}, keep_margin=0.03)
+    dense = [hit("best", 0.90), hit("close", 0.88), hit("tail", 0.85, priority="high")]
+    assert ids(select(fuse(dense, [], params), params, top=10)) == ["best", "close"]
+
+
+def test_recent_floor_keeps_only_notes_this_query_found() -> None:
+    params = RankingParams(thresholds={"*": 0.5}, keep_margin=0.03)
+    dense = [hit("a", 0.90, source_id="a"), hit("b", 0.80, source_id="b")]
+    floor = recent_floor(fuse(dense, [], params), params)
+    assert set(floor) == {"a"}  # "b" is beyond the margin; anything absent is unrelated
+
+
+def test_every_local_variant_has_its_own_measured_calibration() -> None:
+    for model in ("local/multilingual-e5-small-q4", "local/multilingual-e5-small-q4-enpt"):
+        calib = for_model(model)
+        assert calib is MODELS[model] and calib.measured
+        assert set(calib.directions) == {"latin", "cjk", "thai"}
+    assert for_model("ollama/nomic-embed-text:latest") is MODELS["ollama/nomic-embed-text"]
+
+
+def test_language_shift_moves_the_query_away_from_its_language() -> None:
+    calib = for_model("local/multilingual-e5-small-q4")
+    assert query_script("CIだけでテストが止まる、Docker のせい？") == "cjk"
+    assert query_script("เทสต์ค้างบน CI") == "thai"
+    assert query_script("deploy rollback") == "latin"
+    vec = [1.0] + [0.0] * 383
+    shifted = shift_query(vec, "deploy", calib, 0.5)
+    assert abs(sum(v * v for v in shifted) - 1.0) < 1e-6 and shifted != vec
+    assert shift_query(vec, "deploy", calib, 0.0) == vec
 
 
 def test_own_namespace_before_shared_within_a_priority() -> None:

@@ -26,8 +26,9 @@ async def add(h: Harness, text: str, **kw: object) -> str:
 
 
 async def search(h: Harness, query: str, **kw: object) -> list[dict]:  # type: ignore[type-arg]
+    """Ranked results followed by the separate recent part."""
     data = await h.ok("search_memory", query=query, **kw)
-    return list(data["results"])
+    return list(data["results"]) + list(data.get("recent", []))
 
 
 async def test_add_note_returns_id_and_is_searchable(harness: Harness) -> None:
@@ -57,33 +58,71 @@ async def test_please_lesson_surfaces_first_among_200_notes(harness: Harness) ->
     assert results[0]["priority"] == "high"
 
 
-async def test_recent_lessons_are_injected_and_tagged(harness: Harness) -> None:
+async def test_top_is_respected_and_recent_is_a_separate_labelled_part(harness: Harness) -> None:
     old = [await add(harness, f"Old lesson about deploy step {i}", type="lesson") for i in range(4)]
     for i in range(10):
         await add(harness, f"The staging database is refreshed nightly, copy {i}")
-    newest = [await add(harness, f"Lesson about unrelated topic {c}", type="lesson") for c in "abc"]
+    related = [
+        await add(
+            harness, f"Lesson: the staging database refresh job {c} runs nightly", type="lesson"
+        )
+        for c in "ab"
+    ]
+    unrelated = await add(
+        harness, "Lesson: the office printer needs toner on Mondays", type="lesson"
+    )
     await harness.settle()
-    results = await search(harness, "staging database refresh", top=2)
-    recent = [r for r in results if "[RECENT]" in r["tags"]]
-    assert {r["id"] for r in recent} == set(newest)
-    assert len(results) == 2 + 3
-    assert not set(old) & {r["id"] for r in recent}
+    result = await harness.call("search_memory", query="staging database refresh", top=1)
+    data = result.structured_content
+    assert len(data["results"]) == 1
+    recent_ids = [r["id"] for r in data["recent"]]
+    assert all("[RECENT]" in r["tags"] for r in data["recent"])
+    assert unrelated not in recent_ids  # newest of all, but unrelated: no ride-along
+    assert set(recent_ids) <= set(related) and recent_ids
+    assert not set(old) & set(recent_ids)
+    assert data["results"][0]["id"] not in recent_ids
+    text = result.content[0].text  # type: ignore[union-attr]
+    assert text.startswith('1 memory for "staging database refresh"')
+    head, _, tail = text.partition("Recent lessons/conclusions related to this query")
+    assert tail and "[RECENT]" not in head and "[RECENT]" in tail
 
 
-async def test_recent_boost_respects_type_and_count(harness: Harness) -> None:
+async def test_recent_part_respects_type_and_count(harness: Harness) -> None:
     conclusions = [
-        await add(harness, f"Conclusion {i}: we log in JSON lines", type="conclusion")
+        await add(harness, f"Conclusion {i}: we retry in JSON lines logs", type="conclusion")
         for i in range(5)
     ]
     await add(harness, "A lesson about retries", type="lesson")
     await add(harness, "Knowledge about retries", type="knowledge")
     await harness.settle()
-    found = await search(harness, "retries", type="conclusion", top=1)
-    assert {r["type"] for r in found} == {"conclusion"}
-    recent = [r["id"] for r in found if "[RECENT]" in r["tags"]]
-    assert 2 <= len(recent) <= 3 and set(recent) <= set(conclusions[-3:])
-    knowledge = await search(harness, "retries", type="knowledge")
-    assert knowledge and not [r for r in knowledge if "[RECENT]" in r["tags"]]
+    data = await harness.ok("search_memory", query="retries", type="conclusion", top=1)
+    assert [r["type"] for r in data["results"]] == ["conclusion"]
+    recent = [r["id"] for r in data["recent"]]
+    assert len(recent) <= 3 and set(recent) <= set(conclusions[-3:])
+    knowledge = await harness.ok("search_memory", query="retries", type="knowledge")
+    assert knowledge["results"] and not knowledge["recent"]
+
+
+async def test_unrelated_high_priority_lessons_stay_out_of_the_ranking(harness: Harness) -> None:
+    """Issue 11: a small store answered "code formatter" with four unrelated
+    high-priority lessons and the right one only as a [RECENT] item."""
+    noise = [
+        await add(harness, text, type="lesson", priority="high")
+        for text in (
+            "Never deploy on Fridays after 3 pm: nobody is around to roll back",
+            'When the user says "please" they mean "get ready"; confirm before bulk writes',
+            "Do not force push to main; open a pull request instead",
+            "Rotate the staging API key after every contractor leaves",
+        )
+    ]
+    for text in UNRELATED[:4]:
+        await add(harness, text)
+    ruff = await add(harness, "use ruff format, not black", type="lesson")
+    await harness.settle()
+    data = await harness.ok("search_memory", query="code formatter", top=5)
+    ranked = [r["id"] for r in data["results"]]
+    assert ruff in ranked
+    assert not set(noise) & set(ranked)
 
 
 async def test_high_priority_sorts_first(harness: Harness) -> None:

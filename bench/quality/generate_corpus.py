@@ -17,6 +17,7 @@ resolved to keys.  All labelling rules are asserted in ``validate()``.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import random
 import re
@@ -6130,6 +6131,344 @@ def family_queries() -> None:
 
 
 family_queries()
+
+
+# ---------------------------------------------------------------------------
+# Growth (2026-12): memories written the way assistants write them (session notes
+# with causes, fixes and identifiers), the paraphrases a developer would really type,
+# and cross-language pairs in every direction (en<->ja<->th). Explicit ages keep the
+# seeded age draws of everything above unchanged.
+# ---------------------------------------------------------------------------
+N(
+    "asst_pytest_hang",
+    "lesson",
+    "testing",
+    "en",
+    "Lesson (CI): pytest hung for 40 min on the runner but passed locally. Cause: a test "
+    "spawned a subprocess that waited on stdin, and the CI runner has no TTY. Fix: pass "
+    "stdin=subprocess.DEVNULL and set timeout = 300 in pytest.ini (pytest-timeout).",
+    age=33.5,
+)
+N(
+    "asst_tz_naive",
+    "lesson",
+    "db",
+    "en",
+    "Summary for future sessions: the reports service stores timestamps as naive datetimes "
+    "in UTC. Never call datetime.now() there; use datetime.now(tz=UTC) and strip tzinfo only "
+    "at the ORM boundary. Mixing them shifted the nightly report by 9 hours for the Tokyo office.",
+    age=58.25,
+)
+N(
+    "asst_ja_migration_lock",
+    "lesson",
+    "db",
+    "ja",
+    "学び（2026-10 のセッション）: 本番の users テーブルに ALTER TABLE ... ADD COLUMN ... DEFAULT を"
+    "流したらテーブル全体がロックされ、ログインが3分止まった。大きいテーブルはまず NULL 許可で列を"
+    "追加し、バックフィルはバッチで流し、最後に DEFAULT を付ける。",
+    age=21.75,
+)
+N(
+    "asst_th_docker_cache",
+    "lesson",
+    "ci",
+    "th",
+    "บทเรียน: build Docker บน CI ช้ามากเพราะ COPY . . อยู่ก่อน pip install ทำให้ cache หายทุกครั้งที่"
+    "แก้โค้ด ให้ COPY requirements.txt แล้ว pip install ก่อน จากนั้นค่อย COPY โค้ดทั้งหมด "
+    "เวลา build ลดจาก 9 นาทีเหลือ 1 นาที",
+    age=44.0,
+)
+N(
+    "asst_flaky_order",
+    "conclusion",
+    "testing",
+    "en",
+    "Conclusion after bisecting: test_invoice_totals only fails when it runs after "
+    "test_currency_cache, because that test leaves a module-level dict populated. Added an "
+    "autouse fixture that clears CURRENCY_CACHE; do not mark it xfail.",
+    age=17.5,
+)
+N(
+    "asst_ja_env_secret",
+    "knowledge",
+    "security",
+    "ja",
+    "メモ: ステージングの API キーは .env.staging ではなく 1Password の「kioku-staging」保管庫にある。"
+    ".env.* はリポジトリにコミットしない（pre-commit の detect-secrets が止める）。",
+    age=73.0,
+)
+N(
+    "asst_th_locale_sort",
+    "lesson",
+    "frontend",
+    "th",
+    "บทเรียน: การเรียงชื่อลูกค้าภาษาไทยด้วย sort() ธรรมดาได้ลำดับผิด เพราะสระหน้า (เ แ โ ใ ไ) "
+    "ให้ใช้ Intl.Collator('th') แทน และทดสอบด้วยชื่อที่ขึ้นต้นด้วยสระหน้าเสมอ",
+    age=64.5,
+)
+N(
+    "asst_feature_flag",
+    "conclusion",
+    "deploy",
+    "en",
+    "Decision log from today's session: the new checkout flow ships behind the flag "
+    "checkout_v2 (LaunchDarkly), 5% of traffic first, then 25%, then 100% after 48 h without "
+    "an error-rate regression. Kill switch: turn the flag off, no redeploy.",
+    age=9.5,
+)
+N(
+    "asst_log_pii",
+    "lesson",
+    "security",
+    "en",
+    "Note to self: the request logger in api/middleware.py dumped full JSON bodies, including "
+    "email and phone, into Loki. Bodies are now logged only at DEBUG and through redact_pii(); "
+    "check new log lines with the pii-scan CI step before merging.",
+    age=27.0,
+)
+N(
+    "asst_ja_review_size",
+    "profile",
+    "user",
+    "ja",
+    "ユーザーの好み: プルリクエストは 400 行以内に分けてほしい。大きい変更は「リファクタ」と"
+    "「機能追加」を別の PR にする。レビューコメントは日本語で。",
+    age=120.0,
+)
+N(
+    "asst_th_cron_tz",
+    "knowledge",
+    "infra",
+    "th",
+    "ข้อมูล: cron บนเซิร์ฟเวอร์ batch-01 ใช้เวลา UTC ไม่ใช่เวลาไทย งานที่ตั้งไว้ 02:00 จึงรันตอน "
+    "9 โมงเช้าเวลาไทย ถ้าต้องการตีสองเวลาไทยให้ตั้งเป็น 19:00 UTC ของวันก่อนหน้า",
+    age=96.0,
+)
+N(
+    "asst_pnpm",
+    "conclusion",
+    "tooling",
+    "en",
+    "Conclusion: CI installs were slow and non-reproducible because some jobs ran npm install "
+    "and others pnpm. Standardised on pnpm install --frozen-lockfile everywhere; corepack pins "
+    "the version via packageManager in package.json.",
+    age=51.0,
+)
+N(
+    "asst_ja_redis_policy",
+    "lesson",
+    "infra",
+    "ja",
+    "学び: セッション用の Redis に maxmemory-policy noeviction のままキャッシュも同居させたら、"
+    "メモリが一杯になってログインが全部失敗した。キャッシュは別インスタンスに分け、セッション側は "
+    "noeviction、キャッシュ側は allkeys-lru にする。",
+    age=38.0,
+)
+N(
+    "asst_th_git_lfs",
+    "lesson",
+    "git",
+    "th",
+    "บทเรียน: ไฟล์โมเดลขนาด 300 MB ถูก commit เข้า git ตรงๆ ทำให้ clone ช้ามาก ต้องใช้ "
+    "git lfs track '*.bin' ก่อน commit และถ้าหลุดเข้าไปแล้วต้องล้างประวัติด้วย git filter-repo",
+    age=88.0,
+)
+N(
+    "asst_k8s_probe",
+    "lesson",
+    "infra",
+    "en",
+    "Lesson from the outage: the liveness probe hit /health, which checks the database; when "
+    "Postgres was slow, Kubernetes restarted every pod and made it worse. Liveness must only "
+    "check the process itself; put dependency checks in readiness.",
+    age=69.0,
+)
+N(
+    "asst_ja_csv_encoding",
+    "knowledge",
+    "tooling",
+    "ja",
+    "知識: 経理から届く CSV は Shift_JIS か BOM 付き UTF-8。読み込みは encoding='utf-8-sig' を先に"
+    "試し、失敗したら cp932 で読む。",
+    age=140.0,
+)
+N(
+    "asst_th_bank_timeout",
+    "conclusion",
+    "api",
+    "th",
+    "สรุป: เรียก API ของธนาคารต้องตั้ง timeout 30 วินาที ไม่ใช่ 5 วินาที เพราะการโอนเงินช่วงสิ้นเดือน"
+    "ตอบช้า และห้าม retry อัตโนมัติเพราะอาจโอนซ้ำ ให้เช็กสถานะด้วย GET /transfers/{id} แทน",
+    age=29.0,
+)
+
+# paraphrases a developer would type (no shared vocabulary with the answer)
+Q(
+    "paraphrase",
+    "en",
+    "suite freezes forever on the build machine yet finishes fine on my laptop",
+    "asst_pytest_hang",
+)
+Q(
+    "paraphrase",
+    "en",
+    "daily figures are off by most of a workday for folks in Japan, how should I handle clock values",
+    "asst_tz_naive",
+)
+Q(
+    "paraphrase",
+    "en",
+    "one check breaks solely if another goes first, shared global state?",
+    "asst_flaky_order",
+)
+Q(
+    "paraphrase",
+    "en",
+    "how do we gradually expose the redesigned purchase path to shoppers and back out fast",
+    "asst_feature_flag",
+)
+Q(
+    "paraphrase",
+    "en",
+    "our traces were leaking customers' personal contact details, what's the rule",
+    "asst_log_pii",
+)
+Q(
+    "paraphrase",
+    "en",
+    "builds pull different library releases each run; how to make dependency fetching deterministic",
+    "asst_pnpm",
+)
+Q(
+    "paraphrase",
+    "en",
+    "cluster kept killing all our containers when the db got sluggish, what went wrong",
+    "asst_k8s_probe",
+)
+Q(
+    "paraphrase",
+    "ja",
+    "でかい表に新しい項目を足したら、しばらく誰も入れなくなった。安全な手順は？",
+    "asst_ja_migration_lock",
+)
+Q("paraphrase", "ja", "差分が膨大な修正を一度に提出しても構わない？", "asst_ja_review_size")
+Q("paraphrase", "ja", "会計部門から来る表計算の書き出しが文字化けする", "asst_ja_csv_encoding")
+Q(
+    "paraphrase",
+    "th",
+    "งานอัตโนมัติที่ตั้งไว้ทำงานตอนสายแทนที่จะเป็นกลางดึก",
+    "asst_th_cron_tz",
+    terms=["เซิร์ฟเวอร์", "เวลาไทย", "ตีสอง", "โมงเช้า"],
+)
+Q(
+    "paraphrase",
+    "th",
+    "ทุกครั้งที่เปลี่ยนซอร์ส การสร้างอิมเมจต้องรอนานเกือบสิบนาที",
+    "asst_th_docker_cache",
+    terms=["แก้โค้ด", "ช้ามาก", "ลดจาก", "เหลือ"],
+)
+
+# cross-language, every direction
+Q("crosslang", "ja", "CIだけでテストが止まったまま終わらない原因", "asst_pytest_hang")
+Q("crosslang", "th", "เทสต์ค้างบน CI นานมาก แต่รันในเครื่องตัวเองผ่าน", "asst_pytest_hang")
+Q("crosslang", "th", "รายงานตอนกลางคืนเวลาเพี้ยนไป 9 ชั่วโมง ต้องจัดการ timezone ยังไง", "asst_tz_naive")
+Q(
+    "crosslang",
+    "ja",
+    "日次レポートの時刻が9時間ずれる。datetime の扱いのルールは？",
+    "asst_tz_naive",
+)
+Q(
+    "crosslang",
+    "en",
+    "adding a column with a default to a huge table locked logins in production",
+    "asst_ja_migration_lock",
+)
+Q(
+    "crosslang",
+    "th",
+    "เพิ่มคอลัมน์ในตารางใหญ่บน production แล้วตารางล็อกจนล็อกอินไม่ได้",
+    "asst_ja_migration_lock",
+)
+Q(
+    "crosslang",
+    "en",
+    "docker image build takes 9 minutes on CI every time I change code",
+    "asst_th_docker_cache",
+)
+Q(
+    "crosslang",
+    "ja",
+    "コードを変えるたびにDockerのビルドキャッシュが効かない",
+    "asst_th_docker_cache",
+)
+Q(
+    "crosslang",
+    "ja",
+    "テストの実行順で結果が変わる。前のテストの状態が残っている？",
+    "asst_flaky_order",
+)
+Q("crosslang", "th", "เทสต์ผ่านถ้ารันเดี่ยว แต่พังเมื่อรันต่อจากเทสต์อื่น", "asst_flaky_order")
+Q("crosslang", "en", "where do I find the staging API key", "asst_ja_env_secret")
+Q("crosslang", "th", "คีย์ API ของ staging เก็บไว้ที่ไหน", "asst_ja_env_secret")
+Q(
+    "crosslang",
+    "en",
+    "customer names in Thai come out in the wrong alphabetical order",
+    "asst_th_locale_sort",
+)
+Q("crosslang", "ja", "タイ語の名前を並べ替えると順番がおかしい", "asst_th_locale_sort")
+Q(
+    "crosslang",
+    "ja",
+    "新しい購入フローは段階的に公開する？何パーセントから始める？",
+    "asst_feature_flag",
+)
+Q("crosslang", "th", "ฟีเจอร์ checkout ใหม่ปล่อยทีละกี่เปอร์เซ็นต์ และถ้าพังจะปิดยังไง", "asst_feature_flag")
+Q("crosslang", "ja", "ログにメールアドレスや電話番号が出ていた件の対策", "asst_log_pii")
+Q("crosslang", "th", "log มีอีเมลและเบอร์โทรลูกค้าหลุดไป ต้องแก้ยังไง", "asst_log_pii")
+Q("crosslang", "en", "how big may my pull requests be for this user", "asst_ja_review_size")
+Q("crosslang", "th", "ผู้ใช้อยากให้ PR ยาวไม่เกินกี่บรรทัด", "asst_ja_review_size")
+Q(
+    "crosslang",
+    "en",
+    "the nightly cron job on batch-01 runs at 9 am local time instead of 2 am",
+    "asst_th_cron_tz",
+)
+Q("crosslang", "ja", "batch-01 の cron がタイ時間ではなく UTC で動いている", "asst_th_cron_tz")
+Q("crosslang", "ja", "npm と pnpm が混在して CI のインストールが遅い", "asst_pnpm")
+Q("crosslang", "th", "CI ติดตั้งแพ็กเกจช้าและได้เวอร์ชันไม่ตรงกัน ควรใช้ตัวไหน", "asst_pnpm")
+Q(
+    "crosslang",
+    "en",
+    "redis filled up and every login failed; which eviction policy goes where",
+    "asst_ja_redis_policy",
+)
+Q("crosslang", "th", "Redis เต็มแล้วผู้ใช้ล็อกอินไม่ได้ทั้งหมด ควรตั้ง eviction แบบไหน", "asst_ja_redis_policy")
+Q(
+    "crosslang",
+    "en",
+    "someone committed a 300 MB model file and now cloning the repo takes forever",
+    "asst_th_git_lfs",
+)
+Q("crosslang", "ja", "大きなバイナリを git に直接コミットしてしまった時の対処", "asst_th_git_lfs")
+Q("crosslang", "ja", "DBが遅くなると全Podが再起動される。probe の設定は？", "asst_k8s_probe")
+Q("crosslang", "th", "พอฐานข้อมูลช้า pod ถูกรีสตาร์ททั้งหมด ควรตั้ง probe ยังไง", "asst_k8s_probe")
+Q("crosslang", "en", "the accounting CSV import shows garbled characters", "asst_ja_csv_encoding")
+Q("crosslang", "th", "ไฟล์ CSV จากฝ่ายบัญชีอ่านแล้วตัวอักษรเพี้ยน", "asst_ja_csv_encoding")
+Q(
+    "crosslang",
+    "en",
+    "bank transfer API calls time out at month end; should I retry",
+    "asst_th_bank_timeout",
+)
+Q(
+    "crosslang",
+    "ja",
+    "銀行APIのタイムアウトは何秒？自動でリトライしていい？",
+    "asst_th_bank_timeout",
+)
 # ===========================================================================
 # Build, validate, write
 # ===========================================================================
@@ -6192,6 +6531,44 @@ def mem_text(m: dict) -> str:
     return (m.get("title", "") + " " + m["text"]).strip()
 
 
+# ---------------------------------------------------------------------------
+# Dev/test split, by memory: memories that answer a common query form one group
+# (union-find over each query's relevant set); a group goes to test when a stable
+# hash of its smallest sid says so, and each query follows its relevant memories.
+# Tuning looks at dev queries only, so no test answer is ever seen while tuning.
+# Memories that answer no query are distractors for both splits (their own hash
+# decides their label, which nothing uses). Hashing sids, not keys, keeps a
+# group's split when the data set grows.
+# ---------------------------------------------------------------------------
+TEST_SHARE = 0.5
+
+
+def _split_of(sid: str) -> str:
+    digest = hashlib.blake2b(f"kioku-split\0{sid}".encode(), digest_size=8).digest()
+    return "test" if int.from_bytes(digest, "big") / 2**64 < TEST_SHARE else "dev"
+
+
+def assign_splits() -> dict[str, str]:
+    parent: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for q in QUERIES:
+        for s in q["rel"][1:]:
+            a, b = find(q["rel"][0]), find(s)
+            if a != b:
+                parent[max(a, b)] = min(a, b)
+    groups: dict[str, list[str]] = defaultdict(list)
+    for sid in SIDS:
+        groups[find(sid)].append(sid)
+    return {sid: _split_of(min(members)) for members in groups.values() for sid in members}
+
+
 def build() -> tuple[list[dict], list[dict]]:
     age_rng = random.Random(SEED + 1)
     for m in MEMS:  # MEMS order is authoring order: deterministic
@@ -6202,6 +6579,7 @@ def build() -> tuple[list[dict], list[dict]]:
         m["key"] = f"m{i:04d}"
         m["order"] = i
     key = {m["sid"]: m["key"] for m in ordered}
+    split = assign_splits()
 
     memories = []
     for m in ordered:
@@ -6217,6 +6595,7 @@ def build() -> tuple[list[dict], list[dict]]:
         out["priority"] = m["priority"]
         out["domain"] = m["domain"]
         out["age_days"] = float(m["age"])
+        out["split"] = split[m["sid"]]
         if m["kind"] == "record":
             out["links"] = [f"{lk}:{key[t]}" for lk, t in m["links"]]
         memories.append(out)
@@ -6236,6 +6615,7 @@ def build() -> tuple[list[dict], list[dict]]:
                 "lang": q["lang"],
                 "kind": kind,
                 "relevant": [key[s] for s in q["rel"]],
+                "split": split[q["rel"][0]],
             }
             if q["type"]:
                 out["type"] = q["type"]
@@ -6440,6 +6820,19 @@ def validate(memories: list[dict], queries: list[dict]) -> list[str]:
         f"mean {sum(sup_margin) / len(sup_margin):.2f})"
     )
     res.append("type_filter: every relevant memory has the filtered type")
+
+    for q in queries:
+        assert q["split"] in ("dev", "test"), q
+        for k in q["relevant"]:
+            assert by_key[k]["split"] == q["split"], f"{q['qid']}: relevant {k} in the other split"
+    per = Counter((q["split"], q["kind"]) for q in queries)
+    for k in QUERY_KINDS:
+        assert per["dev", k] >= 10 and per["test", k] >= 10, (k, per["dev", k], per["test", k])
+    res.append(
+        "dev/test split by memory: every query's relevant memories lie in the query's split; "
+        + ", ".join(f"{k} {per['dev', k]}/{per['test', k]}" for k in QUERY_KINDS)
+        + " (dev/test)"
+    )
     return res
 
 
@@ -6501,6 +6894,7 @@ def render_stats(memories: list[dict], queries: list[dict], checks: list[str]) -
     L.append(f"## Queries: {len(queries)}\n")
     table("By kind", Counter(q["kind"] for q in queries), len(queries))
     table("By language", Counter(q["lang"] for q in queries), len(queries))
+    table("By split", Counter(q["split"] for q in queries), len(queries))
     L.append("### Kind x language\n")
     L.append("| kind | en | ja | th | total |")
     L.append("|---|---:|---:|---:|---:|")

@@ -35,8 +35,8 @@ from metrics import percentile, score  # noqa: E402
 
 from mcp_gateway.access import settings_scope  # noqa: E402
 from mcp_gateway.app import open_app  # noqa: E402
+from mcp_gateway.services import Services  # noqa: E402
 from mcp_gateway.settings import KiokuSettings  # noqa: E402
-from mcp_gateway.tools_notes import store_note  # noqa: E402
 
 KIOKU = str(Path(sys.executable).with_name("kioku"))
 METRICS = ("R@1", "R@5", "R@10", "MRR", "nDCG@10")
@@ -54,10 +54,10 @@ async def ingest(data_dir: Path, memories: list[dict[str, Any]]) -> dict[str, st
     ids: dict[str, str] = {}  # key -> server id
     ordered = sorted(memories, key=lambda m: (-float(m["age_days"]), m["key"]))
     async with open_app(settings) as app:
+        services = Services.over(app)
         for mem in ordered:
             if mem["kind"] == "note":
-                note = await store_note(
-                    app,
+                note = await services.notes.store(
                     {
                         "text": mem["text"],
                         "type": mem["type"],
@@ -70,12 +70,11 @@ async def ingest(data_dir: Path, memories: list[dict[str, Any]]) -> dict[str, st
                 ids[mem["key"]] = note.id
             else:
                 links = [_link(spec, ids) for spec in mem.get("links", [])]
-                rec = await app.records.add(
-                    mem["type"], mem["title"], mem["text"], links=links, scope=ns
+                added = await services.records.add(
+                    ns, type=mem["type"], title=mem["title"], content=mem["text"], links=links
                 )
-                ids[mem["key"]] = rec.id
-                await app.jobs.records_changed([rec.id, *[lk.split(":", 1)[1] for lk in links]])
-        await app.jobs.drain()
+                ids[mem["key"]] = added.record.id
+        await app.settle()
         counts = await app.notes.counts()
         assert counts["pending_embedding"] == 0, counts
     return {server_id: key for key, server_id in ids.items()}
@@ -125,6 +124,7 @@ async def run_mode(
                     "qid": q["qid"],
                     "kind": q["kind"],
                     "lang": q["lang"],
+                    "split": q["split"],
                     **score(ranked, set(q["relevant"])),
                     "ranked": ranked[:10],
                 }
@@ -144,21 +144,29 @@ def aggregate(rows: list[dict[str, Any]]) -> dict[str, float]:
 
 
 def print_report(results: list[dict[str, Any]]) -> None:
-    kinds = sorted({r["kind"] for r in results[0]["queries"]})
-    header = f"{'group':14s} {'mode':8s} " + " ".join(f"{m:>8s}" for m in METRICS)
-    print(header)
-    print("-" * len(header))
-    for group in ["ALL", *kinds, "lang:en", "lang:ja", "lang:th"]:
-        for res in results:
-            rows = res["queries"]
-            if group.startswith("lang:"):
-                rows = [r for r in rows if r["lang"] == group[5:]]
-            elif group != "ALL":
-                rows = [r for r in rows if r["kind"] == group]
-            agg = aggregate(rows)
-            label = f"{group} ({len(rows)})" if res is results[0] else ""
-            print(f"{label:14s} {res['mode']:8s} " + " ".join(f"{agg[m]:8.3f}" for m in METRICS))
-    print()
+    """One table per split (dev: tuned on; test: held out), every mode side by side."""
+    queries = results[0]["queries"]
+    kinds = sorted({r["kind"] for r in queries})
+    for split in ("dev", "test"):
+        print(f"== {split} ==")
+        header = f"{'group':18s} {'mode':8s} " + " ".join(f"{m:>8s}" for m in METRICS)
+        print(header)
+        print("-" * len(header))
+        for group in ["ALL", *kinds, "lang:en", "lang:ja", "lang:th"]:
+            for res in results:
+                rows = [r for r in res["queries"] if r["split"] == split]
+                if group.startswith("lang:"):
+                    rows = [r for r in rows if r["lang"] == group[5:]]
+                elif group != "ALL":
+                    rows = [r for r in rows if r["kind"] == group]
+                if not rows:
+                    continue
+                agg = aggregate(rows)
+                label = f"{group} ({len(rows)})" if res is results[0] else ""
+                print(
+                    f"{label:18s} {res['mode']:8s} " + " ".join(f"{agg[m]:8.3f}" for m in METRICS)
+                )
+        print()
     for res in results:
         c, s = res["client_ms"], res["server_ms"]
         print(

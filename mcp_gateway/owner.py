@@ -39,7 +39,7 @@ from .admin import admin_app
 from .app import open_app
 from .errors import KiokuError
 from .owner_state import OwnerKind, OwnerState
-from .server import create_server, transport_security
+from .server import check_http, create_server, transport_security
 from .services import Services
 from .settings import KiokuSettings
 
@@ -199,6 +199,12 @@ def run_owner(
     state = OwnerState(kind=kind)
     if kind == "http":
         state.http_url = f"http://{settings.http.host}:{settings.http.port}/mcp"
+        try:
+            check_http(settings)
+        except KiokuError as exc:
+            log.error("%s%s", gw.CANNOT_START, exc)
+            os.close(fd)
+            return EXIT_STARTUP_FAILED
     try:
         sock = gw.bind(paths.socket)
     except OSError as exc:
@@ -212,8 +218,11 @@ def run_owner(
         signal.signal(sig, lambda signum, _frame: log.info("signal %d: stopping", signum))
     try:
         anyio.run(_serve, settings, sock, state, stdio)
-    except KiokuError as exc:
-        log.error("%s%s", gw.CANNOT_START, exc)
+    except (KiokuError, BaseExceptionGroup) as exc:
+        reason = _kioku_error(exc)
+        if reason is None:
+            raise
+        log.error("%s%s", gw.CANNOT_START, reason)
         return EXIT_STARTUP_FAILED
     finally:
         gw.unlink_if_ours(paths.socket, inode)
@@ -222,6 +231,18 @@ def run_owner(
         os.close(fd)  # releases the lock last: the stores are closed by now
     log.info("kioku %s stopped", kind)
     return EXIT_OK
+
+
+def _kioku_error(exc: BaseException) -> KiokuError | None:
+    """The KiokuError behind a failure, also when task groups wrapped it."""
+    if isinstance(exc, KiokuError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _kioku_error(inner)
+            if found is not None:
+                return found
+    return None
 
 
 def busy_message(settings: KiokuSettings) -> str:

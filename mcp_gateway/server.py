@@ -92,6 +92,11 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def check_http(settings: KiokuSettings) -> None:
+    """Refuse unsafe HTTP settings before anything is opened (one clear line)."""
+    _auth(settings)
+
+
 def _auth(settings: KiokuSettings) -> tuple[GrantTokenVerifier | None, AuthSettings | None]:
     verifier = GrantTokenVerifier(settings)
     host, port = settings.http.host, settings.http.port

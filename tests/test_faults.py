@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import shutil
 import signal
 import subprocess
@@ -149,7 +150,8 @@ async def test_index_deleted_then_reindexed(tmp_path: Path) -> None:
 
     stats = await asyncio.to_thread(_kioku, data, "stats")
     assert stats.returncode == 0, stats.stderr
-    assert '"index_points": 0' in stats.stdout  # a clear state: 11 rows, 0 points
+    index = json.loads(stats.stdout)["index"]
+    assert (index["points"], index["expected_points"]) == (0, 11)  # a clear state
 
     reindex = await asyncio.to_thread(_kioku, data, "reindex")
     assert reindex.returncode == 0, reindex.stderr

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from mcp_gateway.owner import read_owner
 from tests.realproc import (
     daemon_pid,
     db_rows,
@@ -116,4 +117,6 @@ async def test_standalone_mode_still_serves_in_process(data_dir: Path) -> None:
     async with held_clients([params]) as [client]:
         res = await client.call_tool("add_note", {"text": "standalone note"})
         assert not res.is_error
-        assert daemon_pid(data_dir) is None
+        # it owns the data dir itself (CLI commands go through it), no daemon started
+        owner = read_owner(gateway_paths(data_dir))
+        assert owner is not None and owner["kind"] == "stdio"

@@ -155,16 +155,27 @@ async def test_graph_tree(store: RecordStore) -> None:
     assert small.truncated and "truncated" in render_graph(small)
 
 
-async def test_cli_commands(store: RecordStore, capsys: pytest.CaptureFixture[str]) -> None:
+async def test_cli_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import argparse
 
-    from mcp_gateway.cli_records import add_records_parser, run_records_command
+    from mcp_gateway.app import open_app
+    from mcp_gateway.cli_records import add_records_parser
+    from mcp_gateway.client import LocalMemory
+    from mcp_gateway.services import Services
+    from mcp_gateway.settings import KiokuSettings
 
     parser = argparse.ArgumentParser(prog="kioku")
     add_records_parser(parser.add_subparsers(dest="command"))
+    settings = KiokuSettings(data_dir=tmp_path / "data", redis_url=None, qdrant_url=None)
+    async with open_app(settings, run_jobs=False) as app:
+        await _cli_session(parser, LocalMemory(Services.over(app)), capsys)
+
+
+async def _cli_session(parser, memory, capsys) -> None:  # type: ignore[no-untyped-def]
+    from mcp_gateway.cli_records import run_records_command
 
     async def run(*argv: str) -> tuple[int, str, str]:
-        code = await run_records_command(parser.parse_args(["records", *argv]), store)
+        code = await run_records_command(parser.parse_args(["records", *argv]), memory)
         out = capsys.readouterr()
         return code, out.out, out.err
 

@@ -77,6 +77,14 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("doctor", help="check configuration, stores and model")
     sub.add_parser("context", help="regenerate session_context.md now")
 
+    export = sub.add_parser("export", help="every note and record, with history and links")
+    export.add_argument("-o", "--output", help="write to this file (default: stdout)")
+    export.add_argument("--format", choices=["jsonl", "markdown"], default="jsonl")
+    importer = sub.add_parser(
+        "import", help="a kioku export, a server-memory JSONL graph, or a folder of .md notes"
+    )
+    importer.add_argument("source", help="file or folder to import (idempotent)")
+
     worker = sub.add_parser("worker", help="run a job worker (needs KIOKU_REDIS_URL)")
     worker.add_argument("--burst", action="store_true", help="exit when the queue is empty")
     worker.add_argument("--check", action="store_true", help="health check exit code")
@@ -143,6 +151,8 @@ def _dispatch(args: argparse.Namespace, settings: KiokuSettings) -> int:
         "reindex": commands.reindex,
         "doctor": commands.doctor,
         "context": commands.context,
+        "export": commands.export,
+        "import": commands.import_,
         "records": commands.records,
     }
     return anyio.run(handlers[args.command], args, settings)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 from typing import Any
@@ -155,7 +156,6 @@ def _ago(ts: float) -> str:
 
 
 async def stop(args: argparse.Namespace, settings: KiokuSettings) -> int:
-    import os
     import time
 
     paths = gw.GatewayPaths.for_settings(settings)
@@ -244,6 +244,47 @@ async def context(args: argparse.Namespace, settings: KiokuSettings) -> int:
     """Regenerate session_context.md now."""
     async with connect(settings) as memory:
         print(await memory.call("export_context"))
+    return 0
+
+
+async def export(args: argparse.Namespace, settings: KiokuSettings) -> int:
+    """A backup: JSON lines (re-importable) or one Markdown document (for reading)."""
+    from pathlib import Path
+
+    from .export import write_atomic
+    from .services.transfer import render_markdown
+
+    async with connect(settings) as memory:
+        items = await memory.call("transfer.export")
+    if args.format == "markdown":
+        text = render_markdown(items[1:])
+    else:
+        text = "".join(json.dumps(i, ensure_ascii=False) + "\n" for i in items)
+    if args.output:
+        await anyio.to_thread.run_sync(lambda: write_atomic(Path(args.output).expanduser(), text))
+        print(
+            f"exported {items[0]['notes']} notes and {items[0]['records']} records", file=sys.stderr
+        )
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+async def import_(args: argparse.Namespace, settings: KiokuSettings) -> int:
+    from pathlib import Path
+
+    from .services.transfer import parse_file
+
+    items = await anyio.to_thread.run_sync(lambda: parse_file(Path(args.source).expanduser()))
+    async with connect(settings) as memory:
+        report = await memory.call("transfer.import", items=items)
+    print(
+        f"imported {report['notes_added']} notes ({report['notes_updated']} updated), "
+        f"{report['records_added']} records, {report['links_added']} links; "
+        f"{report['skipped']} already present"
+    )
+    for problem in report["problems"]:
+        print(f"skipped: {problem}", file=sys.stderr)
     return 0
 
 

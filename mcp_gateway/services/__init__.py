@@ -10,6 +10,7 @@ from .maintenance import MaintenanceService
 from .notes import NoteService
 from .records import RecordService
 from .reindex import Rebuilder
+from .transfer import TransferService
 
 
 @dataclass(slots=True)
@@ -19,6 +20,7 @@ class Services:
     records: RecordService
     maintenance: MaintenanceService
     rebuild: Rebuilder
+    transfer: TransferService
 
     @classmethod
     def over(cls, app: AppContext) -> Services:
@@ -28,6 +30,7 @@ class Services:
             records=RecordService(app),
             maintenance=MaintenanceService(app),
             rebuild=Rebuilder(app),
+            transfer=TransferService(app),
         )
 
 

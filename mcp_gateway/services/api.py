@@ -35,7 +35,8 @@ OPERATIONS: dict[str, Operation] = {
     "doctor": lambda s, sc, a: s.maintenance.doctor(),
     "export_context": lambda s, sc, a: s.maintenance.export_context(),
     "reconcile": lambda s, sc, a: s.maintenance.reconcile(),
-    "drain": lambda s, sc, a: s.app.jobs.drain(),
+    "transfer.export": lambda s, sc, a: s.transfer.export(),
+    "transfer.import": lambda s, sc, a: s.transfer.import_items(**a),
 }
 
 

@@ -1,0 +1,78 @@
+"""``kioku export`` / ``kioku import`` through real CLI processes: a round trip into a
+fresh data dir, idempotent re-import, and the formats users come from."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.test_owner import cli, ok
+
+
+def test_export_then_import_round_trip_is_idempotent(tmp_path: Path) -> None:
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    lesson = ok(src, "add", "Never force-push to main", "--type", "lesson", "--priority", "high")
+    note = ok(src, "add", "本番環境へのデプロイ前にステージングで確認する").strip()
+    ok(src, "edit", note, "--domain", "deploy")
+    ok(src, "delete", lesson.strip())
+    ok(src, "records", "add", "audit", "Index loses writes on crash")
+    ok(src, "records", "add", "fix", "fsync before rename", "--link", "resolves:AUDIT-MEM-001")
+    backup = tmp_path / "backup.jsonl"
+    ok(src, "export", "-o", str(backup))
+    lines = [json.loads(x) for x in backup.read_text("utf-8").splitlines()]
+    assert lines[0]["kind"] == "kioku-export" and (lines[0]["notes"], lines[0]["records"]) == (2, 2)
+    edited = next(x for x in lines if x.get("id") == note)
+    assert [h["field"] for h in edited["history"]] == ["domain"]
+    fix = next(x for x in lines if x.get("id") == "FIX-MEM-001")
+    assert fix["links"][0]["relation"] == "resolves"
+
+    assert "imported 2 notes" in ok(dst, "import", str(backup))
+    assert "imported 0 notes" in ok(dst, "import", str(backup))  # idempotent
+    assert "ステージング" in ok(dst, "search", "デプロイ前 ステージング")
+    assert "resolved by: FIX-MEM-001" in ok(dst, "records", "show", "AUDIT-MEM-001")
+    assert lesson.strip() not in ok(dst, "list")  # deleted stays deleted (restorable)
+    ok(dst, "restore", lesson.strip())
+    # new ids continue after the imported ones
+    assert "AUDIT-MEM-002" in ok(dst, "records", "add", "audit", "Another finding")
+    assert "# kioku export" in ok(dst, "export", "--format", "markdown")
+
+
+def test_import_server_memory_graph_and_markdown_folder(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    graph = tmp_path / "memory.json"
+    graph.write_text(
+        "\n".join(
+            json.dumps(x)
+            for x in [
+                {
+                    "type": "entity",
+                    "name": "billing-api",
+                    "entityType": "service",
+                    "observations": ["paginates with cursors", "owned by team payments"],
+                },
+                {
+                    "type": "relation",
+                    "from": "billing-api",
+                    "to": "postgres",
+                    "relationType": "uses",
+                },
+            ]
+        ),
+        "utf-8",
+    )
+    assert "imported 1 notes" in ok(data, "import", str(graph))
+    assert "imported 0 notes" in ok(data, "import", str(graph))
+    found = ok(data, "search", "billing api pagination")
+    assert "paginates with cursors" in found and "uses postgres" in found
+
+    notes = tmp_path / "notes"
+    (notes / "git").mkdir(parents=True)
+    (notes / "git" / "rebase.md").write_text("# Rebase\nNever rebase a shared branch.", "utf-8")
+    (notes / "thai.md").write_text("ห้ามส่งคำขอ PATCH พร้อมกันหลายครั้ง", "utf-8")
+    assert "imported 2 notes" in ok(data, "import", str(notes))
+    (notes / "git" / "rebase.md").write_text("# Rebase\nNever rebase main.", "utf-8")
+    assert "(1 updated)" in ok(data, "import", str(notes))  # the file changed: updated
+    assert "Never rebase main" in ok(data, "search", "rebase")
+
+    bad = cli(data, "import", str(tmp_path / "nope.txt"))
+    assert bad.returncode == 1 and "cannot read" in bad.stderr and "Traceback" not in bad.stderr

@@ -68,6 +68,12 @@ def _parser() -> argparse.ArgumentParser:
     for name, text in (("delete", "forget a note (restorable)"), ("restore", "undo a delete")):
         sub.add_parser(name, help=text).add_argument("id")
 
+    ui = sub.add_parser("ui", help="open the memory browser (signed in by a one-time link)")
+    ui.add_argument("--port", dest="ui_port", type=int, default=0, help="loopback port")
+    ui.add_argument("--no-browser", action="store_true", help="only print the link")
+    ui.add_argument("--grant", default="default", help="sign in as this grant")
+    ui.add_argument("--link", metavar="URL", help="print a sign-in link for a gateway at URL")
+
     sub.add_parser("stats", help="counts, index state, queue state")
     status = sub.add_parser("status", help="the owning process, its clients and stores")
     status.add_argument("--json", action="store_true")
@@ -129,6 +135,16 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _dispatch(args: argparse.Namespace, settings: KiokuSettings) -> int:
+    if args.command == "ui":
+        from .ui.launch import serve_ui
+
+        return serve_ui(
+            settings,
+            port=args.ui_port,
+            open_browser=not args.no_browser,
+            grant=args.grant,
+            link=args.link or "",
+        )
     if args.command == "serve":
         from .owner import serve
 

@@ -39,9 +39,10 @@ from .admin import admin_app
 from .app import open_app
 from .errors import KiokuError
 from .owner_state import OwnerKind, OwnerState
-from .server import check_http, create_server, transport_security
+from .server import check_http, create_server, http_verifier, transport_security
 from .services import Services
 from .settings import KiokuSettings
+from .ui import mount_ui, ui_mount
 
 log = logging.getLogger(__name__)
 
@@ -117,14 +118,23 @@ async def _serve(
             ),
         )
         await stack.enter_async_context(local.session_manager.run())
-        routes = [Mount("/api", app=admin_app(services, state)), Mount("/", app=local_http)]
+        # the memory browser: on the socket for `kioku ui` (one-time links, no tokens)...
+        ui_local = ui_mount(settings, app, verifier=None)
+        routes = [
+            Mount("/api", app=admin_app(services, state)),
+            ui_local,
+            Mount("/", app=local_http),
+        ]
         servers = [_uvicorn(_Activity(Starlette(routes=routes), state))]
         listeners: list[list[socket.socket] | None] = [[sock]]
         if state.kind == "http":
             remote = create_server(settings, http=True, services=services)
-            remote_http = remote.streamable_http_app(
-                transport_security=transport_security(settings)
-            )
+            security = transport_security(settings)
+            remote_http = remote.streamable_http_app(transport_security=security)
+            # ...and beside /mcp on the TCP port, signed in with the same bearer tokens
+            hosts = security.allowed_hosts if security.enable_dns_rebinding_protection else None
+            verifier = http_verifier(settings)
+            mount_ui(remote_http, settings, app, verifier=verifier, allowed_hosts=hosts)
             await stack.enter_async_context(remote.session_manager.run())
             servers.append(
                 _uvicorn(

@@ -97,6 +97,11 @@ def check_http(settings: KiokuSettings) -> None:
     _auth(settings)
 
 
+def http_verifier(settings: KiokuSettings) -> GrantTokenVerifier | None:
+    """The bearer-token verifier of the HTTP listener (the memory browser signs in with it)."""
+    return _auth(settings)[0]
+
+
 def _auth(settings: KiokuSettings) -> tuple[GrantTokenVerifier | None, AuthSettings | None]:
     verifier = GrantTokenVerifier(settings)
     host, port = settings.http.host, settings.http.port

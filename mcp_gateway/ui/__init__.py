@@ -1,0 +1,16 @@
+"""The memory browser: a small server-rendered web UI at /ui/ (see docs/ui.md).
+
+- ``ui_mount(settings, app_or_ref, verifier=..., allowed_hosts=...)`` is a
+  ``Mount("/ui", ...)`` route for any Starlette app; ``mount_ui(starlette_app, ...)``
+  inserts it into an MCP server's app. Pass the opened ``AppContext``, or an ``AppRef``
+  whose ``set`` is given to ``create_server(on_app=...)`` when the server opens it.
+- ``launch.serve_ui(settings)`` is ``kioku ui``: join (or start) the data dir's local
+  gateway, serve the UI on a loopback port and open the browser with a one-time link.
+"""
+
+from __future__ import annotations
+
+from .routes import build_ui, mount_ui, ui_mount
+from .web import AppRef, Ui
+
+__all__ = ["AppRef", "Ui", "build_ui", "mount_ui", "ui_mount"]

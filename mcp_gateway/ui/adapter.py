@@ -1,0 +1,256 @@
+"""The one place the memory browser calls the gateway's use cases.
+
+Every page goes through these functions, and every change goes through the same use
+cases as the MCP tools (``services.NoteService`` / ``RecordService``: same validation,
+same index and job follow-ups, same activity-log entries). Reads that the services do
+not offer (filtered browsing, pending state, the log) are plain queries here.
+
+The caller's scope is passed explicitly (``Caller``): the MCP tools read it from the
+request's access token, the browser from its session's grant; both end in the same
+``access.grant_scopes``.
+
+UI searches are logged as ``ui_search``, not ``search_memory``: the re-ranking and
+threshold jobs learn from what the *assistant* retrieved, and a person browsing is
+not that. Curation is logged by the services, exactly as from MCP.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+from .. import export
+from ..access import Scope, settings_scope
+from ..activity import preview
+from ..app import AppContext
+from ..errors import InvalidInput
+from ..jobs import failures
+from ..records.model import RecordGraph, RecordSearchHit, RecordView
+from ..search import SearchRequest
+from ..services.notes import NoteService, clean_query
+from ..services.records import RecordService
+from ..types import Note, SearchResponse
+from ..validation import PRIORITIES, bounded_int, choice, one_line
+
+BROWSE_PAGE = 50
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    grant: str
+    scope: Scope
+
+
+# -- notes ---------------------------------------------------------------------------
+
+
+def note_types(app: AppContext) -> list[str]:
+    return list(app.settings.notes.types)
+
+
+def _namespaces(caller: Caller, namespace: str) -> tuple[str, ...]:
+    if not namespace:
+        return caller.scope.read
+    if not caller.scope.can_read(namespace):
+        raise InvalidInput(f"unknown namespace {namespace!r}")
+    return (namespace,)
+
+
+async def search(
+    app: AppContext,
+    caller: Caller,
+    *,
+    query: str,
+    type: str = "",
+    domain: str = "",
+    priority: str = "",
+    namespace: str = "",
+    top: int = 10,
+) -> SearchResponse:
+    """``search_memory``'s validation and search; ``priority`` filters the ranked hits."""
+    started = time.perf_counter()
+    top = bounded_int(top, "top", 1, app.settings.search.max_top)
+    if type:
+        type = choice(type, "type", NoteService(app).search_types())
+    priority = choice(priority, "priority", PRIORITIES) if priority else ""
+    request = SearchRequest(
+        query=clean_query(query, app.settings.search.max_query_chars),
+        type=type,
+        domain=one_line(domain, "domain", 64).lower(),
+        top=app.settings.search.max_top if priority else top,
+        namespaces=_namespaces(caller, namespace),
+    )
+    response = await app.search.search(request)
+    if priority:
+        kept = [r for r in response.results if r.kind == "note" and r.priority == priority]
+        response.results = kept[:top]
+        response.recent = [r for r in response.recent if r.priority == priority]
+    await app.activity.append(
+        "ui_search",
+        grant=caller.grant,
+        query=request.query,
+        type=request.type,
+        domain=request.domain,
+        hits=len(response.results),
+        result_ids=[r.id for r in response.results],
+        recent_ids=[r.id for r in response.recent],
+        dense=response.dense_available,
+        latency_ms=round((time.perf_counter() - started) * 1000, 2),
+    )
+    return response
+
+
+async def browse(
+    app: AppContext,
+    caller: Caller,
+    *,
+    type: str = "",
+    domain: str = "",
+    priority: str = "",
+    namespace: str = "",
+    deleted: bool = False,
+    before: str = "",
+    limit: int = BROWSE_PAGE,
+) -> list[Note]:
+    """Notes newest first (``before``: the last id of the previous page)."""
+    where = [f"namespace IN ({','.join('?' * len(ns := _namespaces(caller, namespace)))})"]
+    params: list[Any] = list(ns)
+    where.append("deleted = ?")
+    params.append(int(deleted))
+    if type:
+        where.append("type = ?")
+        params.append(choice(type, "type", app.settings.notes.types))
+    if domain:
+        where.append("domain = ?")
+        params.append(one_line(domain, "domain", 64).lower())
+    if priority:
+        where.append("priority = ?")
+        params.append(choice(priority, "priority", PRIORITIES))
+    if before:
+        where.append("id < ?")
+        params.append(before)
+    # ULIDs sort by creation time, so id order is newest-first order and a stable cursor
+    rows = await app.db.fetchall(
+        f"SELECT id FROM notes WHERE {' AND '.join(where)} ORDER BY id DESC LIMIT ?",
+        (*params, limit),
+    )
+    ids = [r["id"] for r in rows]
+    found = {n.id: n for n in await _notes_by_id(app, ids)}
+    return [found[i] for i in ids if i in found]
+
+
+async def _notes_by_id(app: AppContext, ids: list[str]) -> list[Note]:
+    notes = []
+    for nid in ids:  # get() keeps deleted notes visible here; pages are small
+        notes.append(await app.notes.get(nid, include_deleted=True))
+    return notes
+
+
+async def pending_ids(app: AppContext, ids: list[str]) -> set[str]:
+    """Which of the notes ``ids`` still wait for their dense vector."""
+    if not ids:
+        return set()
+    rows = await app.db.fetchall(
+        f"SELECT id FROM notes WHERE embedded_model IS NULL AND deleted = 0 "
+        f"AND id IN ({','.join('?' * len(ids))})",
+        ids,
+    )
+    return {r["id"] for r in rows}
+
+
+async def get_note(
+    app: AppContext, caller: Caller, note_id: str
+) -> tuple[Note, list[dict[str, Any]]]:
+    note = await app.notes.get(note_id.strip(), include_deleted=True)
+    caller.scope.require_read(note.namespace, f"note with id {note_id!r}")
+    return note, await app.notes.history(note.id)
+
+
+async def update_note(
+    app: AppContext, caller: Caller, note_id: str, form: dict[str, str]
+) -> tuple[str, list[str]]:
+    """``update_note``: only the given fields change. Returns (id, changed fields)."""
+    out = await NoteService(app).update(
+        caller.scope,
+        note_id,
+        text=form.get("text"),
+        type=form.get("type"),
+        priority=form.get("priority"),
+        domain=form.get("domain"),
+    )
+    return out.note.id, out.changed
+
+
+async def set_deleted(app: AppContext, caller: Caller, note_id: str, *, deleted: bool) -> str:
+    """``delete_note`` (soft) and ``delete_note(restore=true)``; returns the id."""
+    view = await NoteService(app).delete(caller.scope, note_id, restore=not deleted)
+    return view.id
+
+
+# -- records -------------------------------------------------------------------------
+
+
+async def record_search(
+    app: AppContext, caller: Caller, query: str, type: str, current_only: bool, limit: int = 30
+) -> list[RecordSearchHit]:
+    return await app.records.search(query, type, current_only, limit, scope=caller.scope)
+
+
+async def recent_records(app: AppContext, caller: Caller, limit: int = 30) -> list[Any]:
+    return await app.records.list_current(limit=limit, namespaces=caller.scope.read)
+
+
+async def record_view(app: AppContext, caller: Caller, record_id: str) -> RecordView:
+    return await app.records.show(record_id, scope=caller.scope)
+
+
+async def record_graph(app: AppContext, caller: Caller, record_id: str) -> RecordGraph:
+    """The lifecycle neighbourhood, cut to the records the caller may read."""
+    return await RecordService(app).graph(caller.scope, record_id)
+
+
+# -- insight sources -----------------------------------------------------------------
+
+
+async def activity(app: AppContext, since: float) -> list[dict[str, Any]]:
+    return await anyio.to_thread.run_sync(lambda: list(app.activity.read_sync(since)))
+
+
+async def live_notes(app: AppContext, caller: Caller) -> list[Note]:
+    """Every live note the caller may read (for never-retrieved; pages of 500)."""
+    out: list[Note] = []
+    after = ""
+    while page := await app.notes.page(after, 500):
+        out += [n for n in page if caller.scope.can_read(n.namespace)]
+        after = page[-1].id
+    return out
+
+
+async def job_failures(app: AppContext) -> dict[str, Any]:
+    """Permanent job failures, newest first."""
+    return await failures.summary(app.db, limit=20)
+
+
+def is_owner(app: AppContext, caller: Caller) -> bool:
+    """The data dir's own scope (stdio, the default grant): may see every query text."""
+    return caller.scope == settings_scope(app.settings)
+
+
+async def session_context(app: AppContext, caller: Caller) -> tuple[str, str]:
+    """(markdown, where it came from). The owner sees the file the next session reads;
+    another grant sees the same document rendered live for its own namespaces."""
+    if is_owner(app, caller):
+        path = anyio.Path(app.settings.session_context_path)
+        if await path.exists():
+            return await path.read_text(encoding="utf-8"), str(app.settings.session_context_path)
+    snap = await export.collect(
+        app.notes, app.settings.export, caller.scope.read, records=app.records
+    )
+    return export.render(snap), "rendered now for your namespaces"
+
+
+def preview_text(text: str) -> str:
+    return preview(text)

@@ -1,0 +1,109 @@
+""" "Is it helping?": figures read from the activity log (pure functions, no I/O).
+
+- searches per day and their hit rate (a search with at least one result is a hit);
+- which memories were retrieved shortly before a note with a ``solved_query`` was
+  added: the same attribution the re-ranking job uses (``workers/priors.py``: a
+  retrieval within 30 minutes before the solution is credited once);
+- memories never retrieved by the assistant.
+
+Only the assistant's ``search_memory`` events count; the browser's own searches are
+logged as ``ui_search`` and kept apart.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from ..types import Note
+
+SOLVE_WINDOW_S = 30 * 60
+
+
+@dataclass(slots=True)
+class Day:
+    day: str  # YYYY-MM-DD (UTC)
+    searches: int = 0
+    hits: int = 0
+
+
+@dataclass(slots=True)
+class Solution:
+    note_id: str
+    at: float
+    solved_query: str
+    credited: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Insights:
+    days: list[Day]
+    searches: int
+    hits: int
+    retrieved: Counter[str]
+    solutions: list[Solution]
+    empty_queries: list[tuple[float, str]]  # newest first
+    ui_searches: int
+
+    @property
+    def hit_rate(self) -> float | None:
+        return self.hits / self.searches if self.searches else None
+
+
+def _day(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d")
+
+
+def summarise(entries: Iterable[dict[str, Any]], *, days: int, now: float) -> Insights:
+    """Entries in log order (oldest first)."""
+    today = datetime.fromtimestamp(now, UTC).date()
+    window = [(today - timedelta(days=days - 1 - i)).isoformat() for i in range(days)]
+    per_day = {d: Day(d) for d in window}
+    retrieved: Counter[str] = Counter()
+    solutions: list[Solution] = []
+    empty: list[tuple[float, str]] = []
+    recent: deque[tuple[float, list[str]]] = deque()
+    searches = hits = ui = 0
+    for entry in entries:
+        event, ts = entry.get("event"), float(entry.get("ts", 0.0))
+        while recent and recent[0][0] < ts - SOLVE_WINDOW_S:
+            recent.popleft()
+        if event == "ui_search":
+            ui += 1
+        elif event == "search_memory":
+            ids = [str(i) for i in entry.get("result_ids") or []]
+            hit = int(entry.get("hits", len(ids)) or 0) > 0
+            searches += 1
+            hits += hit
+            retrieved.update(ids)
+            recent.append((ts, ids))
+            bucket = per_day.get(_day(ts))
+            if bucket is not None:
+                bucket.searches += 1
+                bucket.hits += hit
+            if not hit:
+                empty.append((ts, str(entry.get("query", ""))))
+        elif event == "add_note" and entry.get("solved_query"):
+            own = str(entry.get("id", ""))
+            credited = list(dict.fromkeys(i for _, ids in recent for i in ids if i != own))
+            solutions.append(Solution(own, ts, str(entry["solved_query"]), credited))
+            recent.clear()  # each retrieval is credited for one solution at most
+    return Insights(
+        days=list(per_day.values()),
+        searches=searches,
+        hits=hits,
+        retrieved=retrieved,
+        solutions=solutions[::-1],
+        empty_queries=empty[::-1],
+        ui_searches=ui,
+    )
+
+
+def never_retrieved(notes: Sequence[Note], retrieved: Counter[str]) -> list[Note]:
+    """Live notes no assistant search ever returned, oldest first (checkpoints aside:
+    they are progress logs, not memories meant to be recalled)."""
+    out = [n for n in notes if n.id not in retrieved and n.type != "checkpoint"]
+    return sorted(out, key=lambda n: n.created_at)

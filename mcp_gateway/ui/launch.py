@@ -1,0 +1,187 @@
+"""``kioku ui``: open the memory browser for this data dir.
+
+The embedded default keeps one owner per data dir: the local gateway daemon, which
+serves MCP (and /ui/) on a Unix socket only. A browser needs TCP, so ``kioku ui``
+joins that daemon (starting it if none runs, exactly as a stdio client does) and
+serves a loopback port that forwards /ui/ requests to the socket. The page needs a
+session like everywhere else; the command mints a one-time sign-in code from the data
+dir's key (session.py) and opens ``/ui/signin?code=...``. It runs until Ctrl-C.
+
+Every owner (the daemon, ``kioku serve --http``, ``--standalone``) listens on the data
+dir's socket, so the forwarder reaches whichever one runs.
+
+``--link URL`` only prints a one-time sign-in link for a ``kioku serve --http``
+gateway sharing this data dir (e.g. run inside the home server's container).
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import sys
+import webbrowser
+from urllib.parse import quote
+
+import anyio
+import httpx
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
+from starlette.types import Receive, Scope, Send
+
+from ..access import DEFAULT_GRANT, grant_scopes
+from ..errors import InvalidInput
+from ..settings import KiokuSettings
+from .session import mint_signin_code
+
+log = logging.getLogger(__name__)
+
+MAX_BODY = 1024 * 1024
+_HOP = {
+    b"connection",
+    b"keep-alive",
+    b"proxy-authenticate",
+    b"proxy-authorization",
+    b"te",
+    b"trailer",
+    b"transfer-encoding",
+    b"upgrade",
+    b"content-length",
+}
+# set by this server itself (or decoded by httpx)
+_OWN = {"content-encoding", "date", "server"}
+
+
+def signin_url(settings: KiokuSettings, base_url: str, grant: str = DEFAULT_GRANT) -> str:
+    if grant not in grant_scopes(settings):
+        raise InvalidInput(f"no grant {grant!r} in the settings")
+    code = mint_signin_code(settings, grant)
+    return f"{base_url.rstrip('/')}/ui/signin?code={quote(code, safe='')}"
+
+
+def loopback_hosts(port: int) -> list[str]:
+    return [f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}"]
+
+
+class Forwarder:
+    """ASGI app: /ui/ requests on the loopback port -> the daemon's Unix socket.
+
+    The Host header is checked here (the daemon trusts its socket) and passed on, so
+    the UI's same-origin check compares the browser's Origin with what it asked for.
+    A request that could not connect never reached a daemon: start one and retry.
+    """
+
+    def __init__(self, settings: KiokuSettings, port: int) -> None:
+        from ..stdio_proxy import Proxy
+
+        self.proxy = Proxy(settings)
+        self.hosts = loopback_hosts(port)
+
+    def _client(self) -> httpx.AsyncClient:
+        transport = httpx.AsyncHTTPTransport(uds=str(self.proxy.paths.socket), retries=0)
+        return httpx.AsyncClient(
+            transport=transport,
+            timeout=httpx.Timeout(self.proxy.settings.local_gateway.request_timeout_s, connect=5),
+            limits=httpx.Limits(max_keepalive_connections=0),
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":  # nothing to open: the daemon owns the stores
+            while (await receive())["type"] != "lifespan.shutdown":
+                await send({"type": "lifespan.startup.complete"})
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        if scope["type"] != "http":
+            return
+        response = await self._answer(Request(scope, receive))
+        await response(scope, receive, send)
+
+    async def _answer(self, request: Request) -> Response:
+        if request.headers.get("host", "").lower() not in self.hosts:
+            return PlainTextResponse("unknown host\n", 421)
+        path = request.url.path
+        if path in ("/", "/ui"):
+            return RedirectResponse("/ui/", 307)
+        if not path.startswith("/ui/"):
+            return PlainTextResponse("not found\n", 404)
+        body = await request.body()
+        if len(body) > MAX_BODY:
+            return PlainTextResponse("request too large\n", 413)
+        headers = [(k, v) for k, v in request.headers.raw if k.lower() not in _HOP]
+        target = path + (f"?{request.url.query}" if request.url.query else "")
+        async with self._client() as client:
+            for attempt in range(3):
+                try:
+                    upstream = await client.request(
+                        request.method,
+                        f"http://kioku-gateway{target}",
+                        headers=headers,
+                        content=body,
+                    )
+                    break
+                except httpx.ConnectError:
+                    if attempt == 2:
+                        return PlainTextResponse("the kioku gateway is not reachable\n", 502)
+                    await self.proxy.ensure_daemon()
+        out = Response(upstream.content, status_code=upstream.status_code)
+        for key, value in upstream.headers.multi_items():
+            if key.lower().encode() not in _HOP and key.lower() not in _OWN:
+                out.headers.append(key, value)
+        return out
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _build(settings: KiokuSettings, port: int) -> Forwarder:
+    from .. import local_gateway
+
+    if not local_gateway.supported():
+        raise InvalidInput(
+            "kioku ui needs Unix sockets: run `kioku serve --http` and open /ui/ instead"
+        )
+    return Forwarder(settings, port)
+
+
+def serve_ui(
+    settings: KiokuSettings,
+    *,
+    port: int = 0,
+    open_browser: bool = True,
+    grant: str = DEFAULT_GRANT,
+    link: str = "",
+) -> int:
+    if link:
+        print(signin_url(settings, link, grant))
+        return 0
+    import uvicorn
+
+    port = port or _free_port()
+    app = _build(settings, port)
+    anyio.run(app.proxy.ensure_daemon)
+    base = f"http://127.0.0.1:{port}"
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="auto")
+    )
+
+    async def run() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(server.serve)
+            while not server.started:
+                if server.should_exit:
+                    return
+                await anyio.sleep(0.05)
+            url = signin_url(settings, base, grant)
+            print(f"kioku memory browser: {base}/ui/  (Ctrl-C to stop)", flush=True)
+            print(f"one-time sign-in link (2 minutes): {url}", flush=True)
+            if open_browser:
+                await anyio.to_thread.run_sync(webbrowser.open, url)
+
+    try:
+        anyio.run(run)
+    except KeyboardInterrupt:
+        pass
+    print("kioku ui stopped", file=sys.stderr)
+    return 0

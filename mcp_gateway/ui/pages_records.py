@@ -1,0 +1,63 @@
+"""Records: search (with the ``current_only`` toggle) and one record's lifecycle page."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from ..errors import KiokuError
+from ..records.model import RECORD_TYPES, RELATIONS
+from ..render import iso
+from . import adapter, graph
+from .web import Viewer, app_of, page, ui_of
+
+
+async def records(request: Request, who: Viewer) -> Response:
+    app = app_of(request)
+    q = request.query_params.get("q", "").strip()
+    rtype = request.query_params.get("type", "").strip()
+    current_only = request.query_params.get("current_only") == "1"
+    error, hits, recent = "", [], []
+    try:
+        if q:
+            hits = await adapter.record_search(app, who.caller, q, rtype, current_only)
+        else:
+            recent = await adapter.recent_records(app, who.caller)
+    except KiokuError as exc:
+        error = str(exc)
+    return page(
+        request,
+        "records.html",
+        status=400 if error else 200,
+        who=who,
+        q=q,
+        rtype=rtype,
+        current_only=current_only,
+        hits=hits,
+        recent=recent,
+        error=error,
+        types=RECORD_TYPES,
+        iso=iso,
+    )
+
+
+async def record(request: Request, who: Viewer) -> Response:
+    app = app_of(request)
+    rid = request.path_params["record_id"]
+    view = await adapter.record_view(app, who.caller, rid)
+    neighbourhood = await adapter.record_graph(app, who.caller, view.record.id)
+    picture = graph.render(
+        neighbourhood, focus=view.record.id, head=view.lifecycle.head, base=ui_of(request).base
+    )
+    return page(
+        request,
+        "record.html",
+        who=who,
+        view=view,
+        rec=view.record,
+        life=view.lifecycle,
+        picture=picture,
+        truncated=neighbourhood.truncated,
+        relations=RELATIONS,
+        iso=iso,
+    )

@@ -1,0 +1,193 @@
+"""Browser sessions for the memory browser: signed cookies, CSRF tokens, sign-in codes.
+
+One secret per data dir (``ui.key``, mode 0600, created on first use) signs everything,
+so a session survives a gateway restart (the embedded daemon exits when idle) and
+``kioku ui`` can mint a one-time sign-in code without talking to the server: whoever
+can read the data dir can read every memory anyway, so the key file grants nothing new.
+If the data dir is read-only, a per-process key is used (sessions end with the process).
+
+Two keys are derived from the secret:
+- the *session* key also covers a digest of the configured bearer tokens, so rotating
+  or removing a token signs every browser out;
+- the *sign-in* key does not, so ``kioku ui`` (which may not see the server's token
+  environment) mints codes the server accepts. A code is single-use and lives 2 minutes.
+
+Verified by tests/test_ui_session.py (tampering, expiry, reuse, token rotation).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import hmac
+import json
+import logging
+import os
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..settings import KiokuSettings
+
+log = logging.getLogger(__name__)
+
+KEY_FILE = "ui.key"
+SESSION_TTL_S = 24 * 3600
+SIGNIN_TTL_S = 120
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def load_secret(data_dir: Path) -> bytes:
+    """The data dir's UI secret; created 0600 on first use (O_EXCL: two racing
+    processes end up with the same file)."""
+    path = data_dir / KEY_FILE
+    for _ in range(50):
+        try:
+            secret = bytes.fromhex(path.read_text().strip())
+        except FileNotFoundError:
+            break
+        except (OSError, ValueError) as exc:
+            log.warning("ui: %s unreadable (%s); using a per-process key", path, exc)
+            return secrets.token_bytes(32)
+        if len(secret) >= 32:
+            return secret
+        time.sleep(0.02)  # another process created it a moment ago and is writing it
+    else:
+        log.warning("ui: %s is not a key; using a per-process key", path)
+        return secrets.token_bytes(32)
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return load_secret(data_dir)
+    except OSError as exc:
+        log.warning("ui: cannot create %s (%s); using a per-process key", path, exc)
+        return secrets.token_bytes(32)
+    secret = secrets.token_bytes(32)
+    try:
+        os.write(fd, secret.hex().encode())
+    finally:
+        os.close(fd)
+    return secret
+
+
+def token_digest(settings: KiokuSettings) -> bytes:
+    """A digest of every configured bearer token (order-independent)."""
+    tokens = []
+    if settings.http.token:
+        tokens.append(settings.http.token.get_secret_value())
+    tokens += [g.token.get_secret_value() for g in settings.http.grants.values()]
+    return hashlib.sha256("\0".join(sorted(tokens)).encode()).digest()
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    grant: str
+    sid: str
+    expires: float
+
+
+class Keys:
+    """Signs and checks session cookies, CSRF tokens and sign-in codes."""
+
+    def __init__(self, secret: bytes, tokens: bytes = b"") -> None:
+        self._session = hmac.new(secret, b"kioku-ui-session\0" + tokens, "sha256").digest()
+        self._signin = hmac.new(secret, b"kioku-ui-signin", "sha256").digest()
+        # cookie name differs per key: two kioku UIs on one host (cookies ignore the
+        # port) never overwrite each other's session
+        self.cookie_name = "kioku_session_" + hashlib.sha256(self._session).hexdigest()[:8]
+        self._used_codes: dict[str, float] = {}
+        self._revoked: dict[str, float] = {}
+
+    @classmethod
+    def for_settings(cls, settings: KiokuSettings) -> Keys:
+        return cls(load_secret(settings.data_dir), token_digest(settings))
+
+    # -- signed blobs ------------------------------------------------------------------
+    @staticmethod
+    def _sign(key: bytes, payload: dict[str, object]) -> str:
+        body = _b64(json.dumps(payload, separators=(",", ":")).encode())
+        mac = _b64(hmac.new(key, body.encode(), "sha256").digest())
+        return f"{body}.{mac}"
+
+    @staticmethod
+    def _open(key: bytes, blob: str) -> dict[str, object] | None:
+        body, _, mac = blob.partition(".")
+        if not body or not mac:
+            return None
+        want = _b64(hmac.new(key, body.encode(), "sha256").digest())
+        if not hmac.compare_digest(want, mac):
+            return None
+        try:
+            data = json.loads(_unb64(body))
+        except ValueError:
+            return None
+        if not isinstance(data, dict) or float(data.get("exp", 0)) < time.time():
+            return None
+        return data
+
+    # -- sessions ----------------------------------------------------------------------
+    def new_session(self, grant: str) -> tuple[str, Session]:
+        sess = Session(grant, secrets.token_hex(16), time.time() + SESSION_TTL_S)
+        cookie = self._sign(self._session, {"g": sess.grant, "sid": sess.sid, "exp": sess.expires})
+        return cookie, sess
+
+    def read_session(self, cookie: str | None) -> Session | None:
+        data = self._open(self._session, cookie) if cookie else None
+        if (
+            data is None
+            or not isinstance(data.get("g"), str)
+            or not isinstance(data.get("sid"), str)
+        ):
+            return None
+        sid = str(data["sid"])
+        if sid in self._revoked:
+            return None
+        return Session(str(data["g"]), sid, float(data["exp"]))  # type: ignore[arg-type]
+
+    def revoke(self, sess: Session) -> None:
+        """Sign-out: this process refuses the cookie from now on (a copy kept by an
+        attacker dies with its expiry or the next key rotation)."""
+        now = time.time()
+        self._revoked = {s: e for s, e in self._revoked.items() if e > now}
+        self._revoked[sess.sid] = sess.expires
+
+    def csrf_token(self, sess: Session) -> str:
+        return _b64(hmac.new(self._session, b"csrf\0" + sess.sid.encode(), "sha256").digest())
+
+    def csrf_ok(self, sess: Session, given: str) -> bool:
+        return bool(given) and hmac.compare_digest(self.csrf_token(sess), given)
+
+    # -- one-time sign-in codes -------------------------------------------------------
+    def signin_code(self, grant: str, ttl_s: float = SIGNIN_TTL_S) -> str:
+        payload = {"g": grant, "n": secrets.token_hex(16), "exp": time.time() + ttl_s}
+        return self._sign(self._signin, payload)
+
+    def redeem(self, code: str) -> str | None:
+        """The grant a valid, unused code signs in as; a code works once."""
+        data = self._open(self._signin, code)
+        if data is None or not isinstance(data.get("g"), str):
+            return None
+        nonce = str(data.get("n", ""))
+        now = time.time()
+        self._used_codes = {n: e for n, e in self._used_codes.items() if e > now}
+        if not nonce or nonce in self._used_codes:
+            return None
+        self._used_codes[nonce] = float(data["exp"])  # type: ignore[arg-type]
+        return str(data["g"])
+
+
+def mint_signin_code(settings: KiokuSettings, grant: str) -> str:
+    """A one-time code for ``grant``, from the data dir's key (``kioku ui``)."""
+    with contextlib.suppress(OSError):
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+    return Keys(load_secret(settings.data_dir)).signin_code(grant)

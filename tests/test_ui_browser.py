@@ -1,0 +1,374 @@
+"""The memory browser driven by a real headless browser against a real gateway.
+
+One ``kioku serve --http`` subprocess (bearer token set) serves MCP and /ui/; memories
+are written and checked through MCP over HTTP, and Chromium (Selenium) does what a
+person would: sign in, search, open, edit, delete, restore, open a record's lifecycle.
+Screenshots of the main pages go to bench/results/ui/ (not committed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.server
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcp_gateway.local_gateway import lock_held
+
+from .http_server import KIOKU, free_port, http_gateway, kioku_env
+from .ui_support import TOKEN, mcp, screenshot, start_browser
+
+SCRIPT_NOTE = (
+    "Escaping check <script>window.__pwned = 1</script>"
+    '<img src="x" onerror="window.__pwned = 2"> & <b>bold?</b>'
+)
+JA_NOTE = "本番環境へのデプロイ前に、必ずステージング環境で動作確認をすること。"
+TH_NOTE = "ก่อนดีพลอยขึ้นโปรดักชัน ต้องทดสอบบนสเตจจิงทุกครั้ง"
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with http_gateway(tmp_path_factory.mktemp("ui") / "data", KIOKU_HTTP__TOKEN=TOKEN) as url:
+        yield url.removesuffix("/mcp")
+
+
+@pytest.fixture(scope="module")
+def seeded(gateway: str) -> dict[str, str]:
+    url = gateway + "/mcp"
+    ids = {
+        "lesson": mcp(
+            url,
+            "add_note",
+            text="Never force-push to main: rebase locally and open a pull request instead.",
+            type="lesson",
+            priority="high",
+            domain="git",
+        )["id"],
+        "knowledge": mcp(
+            url,
+            "add_note",
+            text="The staging database is reset every night at 02:00 UTC.",
+            type="knowledge",
+            domain="deploy",
+        )["id"],
+        "script": mcp(url, "add_note", text=SCRIPT_NOTE, type="note")["id"],
+        "ja": mcp(url, "add_note", text=JA_NOTE, type="lesson", domain="deploy")["id"],
+        "th": mcp(url, "add_note", text=TH_NOTE, type="conclusion", domain="deploy")["id"],
+    }
+    mcp(url, "search_memory", query="force push to the main branch")
+    audit = mcp(url, "record_add", type="audit", title="Deploy script ignores failed health checks")
+    fix = mcp(
+        url,
+        "record_add",
+        type="fix",
+        title="Abort the deploy when a health check fails",
+        link=f"resolves:{audit['record']['id']}",
+    )
+    mcp(
+        url,
+        "record_add",
+        type="verification",
+        title="Failed health check now stops the rollout (tested on staging)",
+        link=f"verifies:{fix['record']['id']}",
+    )
+    old = mcp(url, "record_add", type="decision", title="Deploy on Fridays after 4 pm")
+    new = mcp(
+        url,
+        "record_add",
+        type="decision",
+        title="No deploys on Friday afternoons",
+        link=f"supersedes:{old['record']['id']}",
+    )
+    ids |= {
+        "audit": audit["record"]["id"],
+        "fix": fix["record"]["id"],
+        "old_decision": old["record"]["id"],
+        "new_decision": new["record"]["id"],
+    }
+    return ids
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    driver = start_browser()
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+@pytest.fixture(scope="module")
+def signed_in(browser: Any, gateway: str, seeded: dict[str, str]) -> Any:
+    from selenium.webdriver.common.by import By
+
+    browser.get(gateway + "/ui/")
+    assert "/ui/login" in browser.current_url  # no session yet: sent to sign in
+    screenshot(browser, "signin")
+    browser.find_element(By.ID, "token").send_keys(TOKEN)
+    browser.find_element(By.CSS_SELECTOR, "#login button").click()
+    _wait(browser, lambda d: "/login" not in d.current_url)
+    assert browser.current_url.rstrip("/").endswith("/ui")
+    cookie = next(c for c in browser.get_cookies() if c["name"].startswith("kioku_session_"))
+    assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
+    return browser
+
+
+def _wait(browser: Any, condition: Any) -> None:
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    WebDriverWait(browser, 20).until(condition)
+
+
+def _by() -> Any:
+    from selenium.webdriver.common.by import By
+
+    return By
+
+
+def _search(browser: Any, gateway: str, query: str, **filters: str) -> list[str]:
+    By = _by()
+    browser.get(gateway + "/ui/")
+    box = browser.find_element(By.CSS_SELECTOR, "#search input[name=q]")
+    box.send_keys(query)
+    box.submit()
+    return [e.text for e in browser.find_elements(By.CSS_SELECTOR, ".result a.id")]
+
+
+def test_sign_in_and_search_shows_the_marks(signed_in: Any, gateway: str, seeded: dict) -> None:
+    By = _by()
+    ids = _search(signed_in, gateway, "can I force push my branch to main?")
+    assert ids[0] == seeded["lesson"]
+    first = signed_in.find_elements(By.CSS_SELECTOR, ".result")[0]
+    assert "▲ high" in first.text
+    assert "?q=" in signed_in.current_url  # GET /ui/?q=... is the search
+    screenshot(signed_in, "search")
+
+
+def test_recent_lessons_are_shown_as_the_assistant_gets_them(
+    signed_in: Any, gateway: str, seeded: dict
+) -> None:
+    By = _by()
+    # one ranked hit: the other related deploy lesson/conclusion come as [RECENT]
+    signed_in.get(gateway + "/ui/?q=check+the+deploy+on+staging+first&top=1")
+    assert len(signed_in.find_elements(By.CSS_SELECTOR, "ol.results:not(#recent) .result")) == 1
+    recent = signed_in.find_element(By.ID, "recent").text
+    assert "[RECENT]" in recent and (JA_NOTE in recent or TH_NOTE in recent)
+
+
+def test_type_filter_narrows_the_search(signed_in: Any, gateway: str, seeded: dict) -> None:
+    signed_in.get(gateway + "/ui/?q=staging+database+reset&type=knowledge")
+    ids = [e.text for e in signed_in.find_elements(_by().CSS_SELECTOR, ".result a.id")]
+    assert ids and all(i == seeded["knowledge"] for i in ids)
+
+
+def test_japanese_and_thai_render_as_written(signed_in: Any, gateway: str, seeded: dict) -> None:
+    By = _by()
+    _search(signed_in, gateway, "デプロイ前のステージング確認")
+    texts = [e.text for e in signed_in.find_elements(By.CSS_SELECTOR, ".result .text")]
+    assert JA_NOTE in texts
+    signed_in.get(f"{gateway}/ui/notes/{seeded['th']}")
+    assert signed_in.find_element(By.ID, "note-text").text == TH_NOTE
+    assert signed_in.execute_script("return document.characterSet") == "UTF-8"
+
+
+def test_edit_a_note_and_see_it_through_mcp(signed_in: Any, gateway: str, seeded: dict) -> None:
+    By = _by()
+    nid = seeded["knowledge"]
+    signed_in.get(f"{gateway}/ui/notes/{nid}")
+    screenshot(signed_in, "note")
+    text = signed_in.find_element(By.ID, "text")
+    text.clear()
+    text.send_keys("The staging database is reset every night at 03:00 UTC (moved in Nov).")
+    signed_in.find_element(
+        By.CSS_SELECTOR, "#edit select[name=priority] option[value=high]"
+    ).click()
+    signed_in.find_element(By.CSS_SELECTOR, "#edit button").click()
+    assert "Saved." in signed_in.find_element(By.CSS_SELECTOR, ".done").text
+    via_mcp = mcp(gateway + "/mcp", "get_note", id=nid)
+    assert via_mcp["text"].startswith("The staging database is reset every night at 03:00")
+    assert via_mcp["priority"] == "high"
+    assert {h["field"] for h in via_mcp["history"]} == {"text", "priority"}
+    history = signed_in.find_element(By.CSS_SELECTOR, "table.history").text
+    assert "02:00 UTC" in history and "03:00 UTC" in history
+
+
+def test_invalid_edit_is_refused_with_the_tools_message(
+    signed_in: Any, gateway: str, seeded: dict
+) -> None:
+    By = _by()
+    signed_in.get(f"{gateway}/ui/notes/{seeded['lesson']}")
+    signed_in.find_element(By.ID, "text").clear()
+    signed_in.find_element(By.CSS_SELECTOR, "#edit button").click()
+    assert "text is empty" in signed_in.find_element(By.CSS_SELECTOR, ".error").text
+    assert mcp(gateway + "/mcp", "get_note", id=seeded["lesson"])["text"].startswith("Never")
+
+
+def test_delete_and_restore(signed_in: Any, gateway: str, seeded: dict) -> None:
+    By = _by()
+    nid, url = seeded["ja"], gateway + "/mcp"
+    signed_in.get(f"{gateway}/ui/notes/{nid}")
+    signed_in.find_element(By.CSS_SELECTOR, "#delete button").click()
+    signed_in.switch_to.alert.accept()  # ui.js asks first
+    assert "Deleted." in signed_in.find_element(By.CSS_SELECTOR, ".done").text
+    assert mcp(url, "get_note", id=nid)["deleted"] is True
+    found = mcp(url, "search_memory", query=JA_NOTE)["results"]
+    assert nid not in [r["id"] for r in found]
+    signed_in.find_element(By.CSS_SELECTOR, "#restore button").click()
+    assert "Restored." in signed_in.find_element(By.CSS_SELECTOR, ".done").text
+    assert mcp(url, "get_note", id=nid)["deleted"] is False
+
+
+def test_record_lifecycle_picture(signed_in: Any, gateway: str, seeded: dict) -> None:
+    By = _by()
+    signed_in.get(f"{gateway}/ui/records/{seeded['audit']}")
+    svg = signed_in.find_element(By.CSS_SELECTOR, "#lifecycle svg.graph")
+    labels = [e.text for e in svg.find_elements(By.CSS_SELECTOR, ".node .rid")]
+    assert seeded["audit"] in labels and seeded["fix"] in labels
+    assert any(label.startswith("VERIFICATION-") for label in labels)
+    relations = {e.text for e in svg.find_elements(By.CSS_SELECTOR, ".edge text")}
+    assert relations == {"resolves", "verifies"}
+    screenshot(signed_in, "record")
+    # a superseded decision: not current, its head outlined, itself dimmed
+    signed_in.get(f"{gateway}/ui/records/{seeded['old_decision']}")
+    head = signed_in.find_element(By.CSS_SELECTOR, "#lifecycle .node.head .rid")
+    assert head.text == seeded["new_decision"]
+    retired = signed_in.find_element(By.CSS_SELECTOR, "#lifecycle .node.retired .rid")
+    assert retired.text == seeded["old_decision"]
+    assert "not current" in signed_in.find_element(By.ID, "record").text
+    screenshot(signed_in, "record-superseded")
+    # record search: current_only resolves the old wording to the decision in force
+    signed_in.get(f"{gateway}/ui/records/?q=Fridays+after+4+pm&current_only=1")
+    hits = [e.text for e in signed_in.find_elements(By.CSS_SELECTOR, "table.records a.id")]
+    assert hits == [seeded["new_decision"]]
+
+
+def test_stored_script_does_not_execute(signed_in: Any, gateway: str, seeded: dict) -> None:
+    By = _by()
+    signed_in.implicitly_wait(0)  # the checks below look for absent elements
+    try:
+        for path in (f"/ui/notes/{seeded['script']}", "/ui/?q=Escaping+check", "/ui/"):
+            signed_in.get(gateway + path)
+            assert signed_in.execute_script("return window.__pwned === undefined")
+            assert not signed_in.find_elements(By.CSS_SELECTOR, "main script, main img")
+    finally:
+        signed_in.implicitly_wait(5)
+    signed_in.get(f"{gateway}/ui/notes/{seeded['script']}")
+    assert signed_in.find_element(By.ID, "note-text").text == SCRIPT_NOTE  # shown as text
+
+
+def test_helping_and_context_pages(signed_in: Any, gateway: str, seeded: dict) -> None:
+    By = _by()
+    unseen = mcp(gateway + "/mcp", "add_note", text="Profile: prefers tabs.", type="profile")
+    signed_in.get(gateway + "/ui/helping")
+    assert signed_in.find_elements(By.CSS_SELECTOR, "#searches svg.chart rect.bar-hit")
+    searches = signed_in.find_element(By.ID, "searches").text
+    assert "searches in all" in searches
+    assert seeded["lesson"] in signed_in.find_element(By.ID, "top").text
+    assert unseen["id"] in signed_in.find_element(By.ID, "never").text
+    screenshot(signed_in, "helping")
+    signed_in.get(gateway + "/ui/context")
+    context = signed_in.find_element(By.ID, "context").text
+    assert "Never force-push to main" in context
+    assert TH_NOTE in context and "prefers tabs" in context
+    screenshot(signed_in, "context")
+
+
+def test_request_without_session_is_refused(gateway: str, seeded: dict) -> None:
+    fresh = start_browser()
+    try:
+        fresh.get(f"{gateway}/ui/notes/{seeded['lesson']}")
+        assert "/ui/login" in fresh.current_url
+        assert "force-push" not in fresh.page_source
+    finally:
+        fresh.quit()
+
+
+class _EvilSite(http.server.BaseHTTPRequestHandler):
+    target = ""
+
+    def do_GET(self) -> None:
+        page = (
+            "<html><body><form id='f' method='post' action='" + self.target + "'>"
+            "<input name='csrf' value='guess'></form>"
+            "<script>document.getElementById('f').submit()</script></body></html>"
+        ).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(page)))
+        self.end_headers()
+        self.wfile.write(page)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_cross_site_form_post_is_refused(signed_in: Any, gateway: str, seeded: dict) -> None:
+    nid = seeded["lesson"]
+    _EvilSite.target = f"{gateway}/ui/notes/{nid}/delete"
+    evil = http.server.HTTPServer(("127.0.0.1", free_port()), _EvilSite)
+    thread = threading.Thread(target=evil.serve_forever, daemon=True)
+    thread.start()
+    try:
+        # "localhost" is another site than "127.0.0.1": the signed-in browser visits it
+        signed_in.get(f"http://localhost:{evil.server_address[1]}/")
+        body = signed_in.find_element(_by().TAG_NAME, "body").text
+        assert "sign in first" in body or "refused" in body
+    finally:
+        evil.shutdown()
+        thread.join()
+    assert mcp(gateway + "/mcp", "get_note", id=nid)["deleted"] is False
+
+
+def test_kioku_ui_opens_a_signed_in_page(tmp_path: Path) -> None:
+    """``kioku ui`` on the embedded default: starts the local gateway daemon, forwards a
+    loopback port to it and prints a one-time sign-in link that works once."""
+    data = tmp_path / "data"
+    env = kioku_env(data)
+    subprocess.run([KIOKU, "add", "UI launch check: a note before the daemon"], env=env, check=True)
+    port = free_port()
+    proc = subprocess.Popen(
+        [KIOKU, "ui", "--no-browser", "--port", str(port)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    browser = start_browser()
+    try:
+        assert proc.stdout is not None
+        link = ""
+        for line in proc.stdout:
+            if "sign-in link" in line:
+                link = line.split(": ", 1)[1].strip()
+                break
+        assert link.startswith(f"http://127.0.0.1:{port}/ui/signin?code="), proc.stderr
+        browser.get(link)
+        assert "UI launch check" in browser.find_element(_by().TAG_NAME, "main").text
+        browser.delete_all_cookies()
+        browser.get(link)  # the second use of the link is refused
+        assert "used up or expired" in browser.find_element(_by().TAG_NAME, "main").text
+    finally:
+        browser.quit()
+        proc.terminate()
+        proc.wait(timeout=30)
+        _stop_daemon(data / "gateway.lock")
+
+
+def _stop_daemon(lock: Path) -> None:
+    """The daemon `kioku ui` started: SIGTERM it by its pid and wait for the lock."""
+    pid = lock.read_text().strip() if lock.exists() else ""
+    if not pid.isdigit():
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(int(pid), signal.SIGTERM)
+    deadline = time.monotonic() + 30
+    while lock_held(lock) and time.monotonic() < deadline:
+        time.sleep(0.1)

@@ -1,0 +1,106 @@
+"""Shared by the memory-browser tests: a real gateway, MCP calls, a real headless browser.
+
+The browser is Debian's ``chromium`` driven by Selenium through Debian's
+``chromium-driver``. If either is missing, ``browser_paths`` installs both with apt
+(root only) and skips, with the reason, only if that is impossible.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .http_server import http_client
+
+TOKEN = "ui-test-token-0123456789abcdef"
+SCREENSHOTS = Path(__file__).resolve().parents[1] / "bench" / "results" / "ui"
+APT_TIMEOUT_S = 1200
+
+
+def mcp(url: str, tool: str, token: str = TOKEN, **arguments: Any) -> dict[str, Any]:
+    """One MCP tool call over streamable HTTP; the structured result (errors raise)."""
+
+    async def call() -> dict[str, Any]:
+        async with http_client(url, token) as client:
+            res = await client.call_tool(tool, arguments)
+            assert not res.is_error, res.content[0].text  # type: ignore[union-attr]
+            return res.structured_content or {}
+
+    return asyncio.run(call())
+
+
+def _found() -> tuple[str, str] | None:
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver = shutil.which("chromedriver")
+    return (chromium, driver) if chromium and driver else None
+
+
+def browser_paths() -> tuple[str, str]:
+    """(chromium, chromedriver), installing Debian's packages if they are missing."""
+    found = _found()
+    if found:
+        return found
+    if not shutil.which("apt-get"):
+        pytest.skip("no chromium/chromedriver and no apt-get to install them")
+    if os.geteuid() != 0:
+        pytest.skip("no chromium/chromedriver, and installing them with apt needs root")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    log = []
+    for cmd in (
+        ["apt-get", "update", "-q"],
+        [
+            "apt-get",
+            "install",
+            "-y",
+            "-q",
+            "--no-install-recommends",
+            "chromium",
+            "chromium-driver",
+        ],
+    ):
+        try:
+            done = subprocess.run(
+                cmd, env=env, capture_output=True, text=True, timeout=APT_TIMEOUT_S, check=False
+            )
+        except subprocess.TimeoutExpired:
+            pytest.skip(f"`{' '.join(cmd)}` did not finish within {APT_TIMEOUT_S} s")
+        log.append(done.stdout[-1500:] + done.stderr[-1500:])
+    found = _found()
+    if not found:
+        pytest.skip("chromium could not be installed with apt:\n" + "\n".join(log)[-2000:])
+    return found
+
+
+def start_browser() -> Any:
+    chromium, driver = browser_paths()
+    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium (a dev dependency)")
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = chromium
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",  # tests may run as root in a container
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        "--window-size=1280,1000",
+        "--lang=en-US",
+        "--no-first-run",
+    ):
+        opts.add_argument(arg)
+    service = webdriver.ChromeService(executable_path=driver)
+    browser = webdriver.Chrome(options=opts, service=service)
+    browser.set_page_load_timeout(60)
+    browser.implicitly_wait(5)
+    return browser
+
+
+def screenshot(browser: Any, name: str) -> Path:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    browser.save_screenshot(str(path))
+    return path

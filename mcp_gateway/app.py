@@ -136,9 +136,12 @@ async def open_app(settings: KiokuSettings, *, run_jobs: bool = True) -> AsyncIt
         await start_embedder(embedder, db, settings)
         stack.push_async_callback(embedder.aclose)
 
-        index = LiveIndex(
-            await catalog.open_index(settings, await live_spec(db, settings, embedder))
-        )
+        spec = await live_spec(db, settings, embedder)
+        for name in await anyio.to_thread.run_sync(
+            catalog.remove_leftovers, settings, spec.collection
+        ):
+            log.info("removed %s, left by an interrupted rebuild", name)
+        index = LiveIndex(await catalog.open_index(settings, spec))
         stack.push_async_callback(index.close)
 
         app = _compose(settings, db, embedder, index)

@@ -8,6 +8,7 @@ live one and adopts it (name and model together) only once it is complete.
 from __future__ import annotations
 
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -103,13 +104,15 @@ def edge_root(settings: KiokuSettings) -> Path:
     return settings.index_path / "edge"
 
 
-def leftover_collections(settings: KiokuSettings, keep: str) -> list[Path]:
-    """Embedded collections other than the live one (interrupted rebuilds)."""
-    roots = [edge_root(settings), settings.index_path / "qdrant-local"]
-    return [
-        p
-        for root in roots
-        if root.is_dir()
-        for p in root.iterdir()
-        if p.is_dir() and p.name != keep
-    ]
+def remove_leftovers(settings: KiokuSettings, keep: str) -> list[str]:
+    """Delete embedded collections other than the live one (an interrupted rebuild's);
+    only the owner calls this, so none of them is in use."""
+    removed = []
+    for root in (edge_root(settings), settings.index_path / "qdrant-local"):
+        if not root.is_dir():
+            continue
+        for path in root.iterdir():
+            if path.is_dir() and path.name != keep:
+                shutil.rmtree(path, ignore_errors=True)
+                removed.append(path.name)
+    return removed

@@ -118,10 +118,11 @@ class Rebuilder:
         st.collection, st.model = spec.collection, spec.model_id
         st.notes_total = (await app.notes.counts())["total"]
         start_seq = await app.vectors.last_seq()
-        target = await catalog.open_index(app.settings, spec)
-        app.index.begin_build(target)
+        target: Index | None = None
         adopted = False
         try:
+            target = await catalog.open_index(app.settings, spec)
+            app.index.begin_build(target)
             embedded = await self._fill_notes(target, st)
             await self._fill_records(target, st)
             await catalog.adopt(app.db, spec, applied_seq=start_seq)
@@ -132,7 +133,12 @@ class Rebuilder:
             if not adopted:
                 app.index.end_build()
                 with anyio.CancelScope(shield=True):
-                    await target.destroy()
+                    if target is not None:
+                        await target.destroy()
+                    # a collection interrupted while it was being created
+                    await anyio.to_thread.run_sync(
+                        catalog.remove_leftovers, app.settings, app.index.spec.collection
+                    )
         with anyio.CancelScope(shield=True):
             await old.destroy()
             await app.applier.apply_pending()

@@ -11,7 +11,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-PYTEST := $(BIN)/pytest -q -ra
+PYTEST := $(BIN)/pytest -q -ra --durations=10
 
 .PHONY: serve serve-http test test-slow test-all lint bench-latency bench-quality bench-queue clean
 

@@ -2,7 +2,8 @@
 status, stop, stats, reindex, doctor, context, worker, records.
 
 Settings are read once here and passed down. Human output goes to stdout; logs go to
-stderr (stdout carries the protocol when serving over stdio).
+stderr (stdout carries the protocol when serving over stdio). One-shot commands log
+warnings only (``-v``: info, ``-vv``: debug); ``serve`` and ``worker`` use ``log_level``.
 """
 
 from __future__ import annotations
@@ -15,18 +16,45 @@ from typing import Any
 
 import anyio
 
+from . import __version__
 from .errors import KiokuError
-from .settings import KiokuSettings, load_settings
+from .settings import DEFAULT_NOTE_TYPES, KiokuSettings, load_settings
+from .validation import PRIORITIES
 
 log = logging.getLogger("kioku")
+SERVICES = ("serve", "worker")
+
+
+def _common() -> argparse.ArgumentParser:
+    """Options accepted before or after the sub-command (``kioku search x -v``)."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=argparse.SUPPRESS,
+        help="more log output on stderr: -v info, -vv debug",
+    )
+    return common
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="kioku", description="Long-term memory for AI assistants")
-    p.add_argument("--data-dir", help="override KIOKU_DATA_DIR")
-    sub = p.add_subparsers(dest="command", required=True)
+    common = _common()
+    p = argparse.ArgumentParser(
+        prog="kioku",
+        description="Long-term memory for AI coding assistants, over MCP.",
+        epilog="kioku COMMAND --help describes each command. Settings: config/kioku.toml, "
+        "KIOKU_* environment variables.",
+    )
+    p.add_argument("--version", action="version", version=f"kioku {__version__}")
+    p.add_argument("--data-dir", help="where the memory lives (overrides KIOKU_DATA_DIR)")
+    p.add_argument("-v", "--verbose", action="count", default=0, help=common._actions[0].help)
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    note_types = ", ".join(DEFAULT_NOTE_TYPES)
 
-    serve = sub.add_parser("serve", help="run the MCP server (stdio unless --http)")
+    serve = sub.add_parser(
+        "serve", parents=[common], help="run the MCP server (stdio unless --http)"
+    )
     serve.add_argument("--http", action="store_true", help="streamable HTTP on /mcp")
     serve.add_argument("--host", help="HTTP bind address (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="HTTP port (default 8765)")
@@ -36,68 +64,101 @@ def _parser() -> argparse.ArgumentParser:
         help="stdio: own the stores in-process (no shared gateway)",
     )
 
-    add = sub.add_parser("add", help="add a note")
-    add.add_argument("text")
-    add.add_argument("--type", default="note")
-    add.add_argument("--priority", default="")
-    add.add_argument("--domain", default="")
-    add.add_argument("--solved-query", default="")
+    add = sub.add_parser("add", parents=[common], help="add a note (prints its id)")
+    add.add_argument("text", help="the note; write it so it stands alone")
+    add.add_argument(
+        "--type", default="note", help=f"one of {note_types} (notes.types) (default: note)"
+    )
+    add.add_argument(
+        "--priority",
+        default="",
+        choices=PRIORITIES,
+        help="high: a lesson from a correction, shown first (default: none)",
+    )
+    add.add_argument("--domain", default="", help='a topic label such as "git" or "deploy"')
+    add.add_argument(
+        "--solved-query", default="", help="the query or request that led to the problem"
+    )
 
-    search = sub.add_parser("search", help="search memories")
-    search.add_argument("query")
-    search.add_argument("--type", default="")
-    search.add_argument("--domain", default="")
-    search.add_argument("--top", type=int, default=5)
-    search.add_argument("--json", action="store_true")
+    search = sub.add_parser("search", parents=[common], help="search notes and records")
+    search.add_argument("query", help="a full description of the situation")
+    search.add_argument(
+        "--type",
+        default="",
+        help=f"only this type: {note_types}, or a record type (audit, fix, verification, decision)",
+    )
+    search.add_argument("--domain", default="", help="only this domain")
+    search.add_argument("--top", type=int, default=5, help="how many results (default: 5)")
+    search.add_argument("--json", action="store_true", help="print the response as JSON")
 
-    listing = sub.add_parser("list", help="list notes, newest first")
-    listing.add_argument("--type", default="")
-    listing.add_argument("--limit", type=int, default=50)
+    listing = sub.add_parser("list", parents=[common], help="list notes, newest first")
+    listing.add_argument("--type", default="", help="only this type")
+    listing.add_argument("--limit", type=int, default=50, help="how many (default: 50)")
     listing.add_argument("--after", default="", help="continue after this note id")
-    listing.add_argument("--json", action="store_true")
+    listing.add_argument("--json", action="store_true", help="print the result as JSON")
 
-    show = sub.add_parser("show", help="one note with its history")
-    show.add_argument("id")
-    show.add_argument("--json", action="store_true")
+    show = sub.add_parser("show", parents=[common], help="one note with its history")
+    show.add_argument("id", help="note id (search and list show them)")
+    show.add_argument("--json", action="store_true", help="print the result as JSON")
 
-    edit = sub.add_parser("edit", help="change a note (history keeps the old values)")
-    edit.add_argument("id")
+    edit = sub.add_parser(
+        "edit", parents=[common], help="change a note (history keeps the old values)"
+    )
+    edit.add_argument("id", help="note id")
     for name in ("text", "type", "priority", "domain", "solved-query"):
-        edit.add_argument(f"--{name}")
+        edit.add_argument(f"--{name}", help=f"the new {name} (unchanged when omitted)")
 
     for name, text in (("delete", "forget a note (restorable)"), ("restore", "undo a delete")):
-        sub.add_parser(name, help=text).add_argument("id")
+        sub.add_parser(name, parents=[common], help=text).add_argument("id", help="note id")
 
-    ui = sub.add_parser("ui", help="open the memory browser (signed in by a one-time link)")
+    ui = sub.add_parser(
+        "ui", parents=[common], help="open the memory browser (signed in by a one-time link)"
+    )
     ui.add_argument("--port", dest="ui_port", type=int, default=0, help="loopback port")
     ui.add_argument("--no-browser", action="store_true", help="only print the link")
     ui.add_argument("--grant", default="default", help="sign in as this grant")
     ui.add_argument("--link", metavar="URL", help="print a sign-in link for a gateway at URL")
 
-    sub.add_parser("stats", help="counts, index state, queue state")
-    status = sub.add_parser("status", help="the owning process, its clients and stores")
-    status.add_argument("--json", action="store_true")
-    stop = sub.add_parser("stop", help="stop the process that owns the data dir")
-    stop.add_argument("--timeout", type=float, default=30.0)
-    sub.add_parser("reindex", help="rebuild the search index beside the live one, then swap")
-    sub.add_parser("doctor", help="check configuration, stores and model")
-    sub.add_parser("context", help="regenerate session_context.md now")
+    sub.add_parser("stats", parents=[common], help="counts, index state, queue state")
+    status = sub.add_parser(
+        "status", parents=[common], help="the owning process, its clients and stores"
+    )
+    status.add_argument("--json", action="store_true", help="print the result as JSON")
+    stop = sub.add_parser("stop", parents=[common], help="stop the process that owns the data dir")
+    stop.add_argument(
+        "--timeout", type=float, default=30.0, help="seconds to wait for it (default: 30)"
+    )
+    sub.add_parser(
+        "reindex",
+        parents=[common],
+        help="rebuild the search index beside the live one, then swap",
+    )
+    sub.add_parser("doctor", parents=[common], help="check configuration, stores and model")
+    sub.add_parser("context", parents=[common], help="regenerate session_context.md now")
 
-    export = sub.add_parser("export", help="every note and record, with history and links")
+    export = sub.add_parser(
+        "export", parents=[common], help="every note and record, with history and links"
+    )
     export.add_argument("-o", "--output", help="write to this file (default: stdout)")
-    export.add_argument("--format", choices=["jsonl", "markdown"], default="jsonl")
+    export.add_argument(
+        "--format", choices=["jsonl", "markdown"], default="jsonl", help="(default: jsonl)"
+    )
     importer = sub.add_parser(
-        "import", help="a kioku export, a server-memory JSONL graph, or a folder of .md notes"
+        "import",
+        parents=[common],
+        help="a kioku export, a server-memory JSONL graph, or a folder of .md notes",
     )
     importer.add_argument("source", help="file or folder to import (idempotent)")
 
-    worker = sub.add_parser("worker", help="run a job worker (needs KIOKU_REDIS_URL)")
+    worker = sub.add_parser(
+        "worker", parents=[common], help="run a job worker (needs KIOKU_REDIS_URL)"
+    )
     worker.add_argument("--burst", action="store_true", help="exit when the queue is empty")
     worker.add_argument("--check", action="store_true", help="health check exit code")
 
     from .cli_records import add_records_parser
 
-    add_records_parser(sub)
+    add_records_parser(sub, common)
     return p
 
 
@@ -113,18 +174,38 @@ def _settings(args: argparse.Namespace) -> KiokuSettings:
     return settings
 
 
+def _log_level(args: argparse.Namespace, settings: KiokuSettings) -> str:
+    verbose = int(getattr(args, "verbose", 0) or 0)
+    if verbose:
+        return "DEBUG" if verbose > 1 else "INFO"
+    return settings.log_level if args.command in SERVICES else "WARNING"
+
+
+def _check_args(args: argparse.Namespace, settings: KiokuSettings) -> None:
+    """Argument checks that need the settings (the same rules as the MCP tools)."""
+    if args.command == "search" and args.type:
+        from .records.model import RECORD_TYPES
+        from .validation import choice
+
+        args.type = choice(args.type, "type", sorted({*settings.notes.types, *RECORD_TYPES}))
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    try:
-        settings = _settings(args)
-    except Exception as exc:  # pydantic ValidationError: show it, not a traceback
-        print(f"kioku: invalid settings: {exc}", file=sys.stderr)
-        return 2
+    # warnings while reading the settings (unknown KIOKU_* variables) need a handler
     logging.basicConfig(
-        level=settings.log_level.upper(),
+        level="WARNING",
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    try:
+        settings = _settings(args)
+        _check_args(args, settings)
+    except KiokuError as exc:  # config mistakes and bad arguments: one line each
+        for line in str(exc).splitlines():
+            print(f"kioku: {line}", file=sys.stderr)
+        return 2
+    logging.getLogger().setLevel(_log_level(args, settings))
     try:
         return _dispatch(args, settings)
     except KiokuError as exc:

@@ -32,44 +32,74 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def add_records_parser(subparsers: Any) -> None:
-    """Add ``records`` with its sub-commands to an argparse ``subparsers`` object."""
-    p = subparsers.add_parser("records", help="durable lifecycle records (audit, fix, ...)")
+def add_records_parser(subparsers: Any, common: argparse.ArgumentParser | None = None) -> None:
+    """Add ``records`` with its sub-commands to an argparse ``subparsers`` object;
+    ``common`` holds the options every sub-command accepts (-v)."""
+    common = common or argparse.ArgumentParser(add_help=False)
+    p = subparsers.add_parser(
+        "records", parents=[common], help="durable lifecycle records (audit, fix, ...)"
+    )
     p.add_argument("--json", action="store_true", help="print the structured result as JSON")
-    sub = p.add_subparsers(dest="records_command", required=True)
+    sub = p.add_subparsers(dest="records_command", required=True, metavar="COMMAND")
+    # --json also after the sub-command (`kioku records search X --json`); SUPPRESS keeps
+    # an earlier `records --json` when the sub-command does not repeat it
+    each = argparse.ArgumentParser(add_help=False, parents=[common])
+    each.add_argument(
+        "--json",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="print the structured result as JSON",
+    )
 
-    show = sub.add_parser("show", help="a record with its lifecycle and history")
-    show.add_argument("id")
+    def add_parser(name: str, help: str) -> argparse.ArgumentParser:
+        parser: argparse.ArgumentParser = sub.add_parser(name, help=help, parents=[each])
+        return parser
 
-    search = sub.add_parser("search", help="full-text search of titles and contents")
-    search.add_argument("query")
-    search.add_argument("--type", default="", choices=["", *RECORD_TYPES])
-    search.add_argument("--current-only", action="store_true")
+    show = add_parser("show", help="a record with its lifecycle and history")
+    show.add_argument("id", help="e.g. AUDIT-MEM-001")
+
+    search = add_parser("search", help="full-text search of titles and contents")
+    search.add_argument("query", help="words to find in titles and contents")
+    search.add_argument("--type", default="", choices=RECORD_TYPES, help="only this type")
+    search.add_argument(
+        "--current-only", action="store_true", help="skip superseded and resolved records"
+    )
     search.add_argument("--limit", type=int, default=10, help=f"1..{MAX_SEARCH_LIMIT}")
 
-    add = sub.add_parser("add", help="create a record (optionally linked)")
-    add.add_argument("type", choices=RECORD_TYPES)
-    add.add_argument("title")
-    add.add_argument("--content", default="")
-    add.add_argument("--status", default="open", choices=STATUSES)
-    add.add_argument("--action-state", default="actionable", choices=ACTION_STATES)
-    add.add_argument("--link", action="append", default=[], metavar="RELATION:TARGET_ID")
-    add.add_argument("--project", default="")
+    add = add_parser("add", help="create a record (optionally linked)")
+    add.add_argument("type", choices=RECORD_TYPES, help="the record type (its id prefix)")
+    add.add_argument("title", help="one line")
+    add.add_argument("--content", default="", help="the details")
+    add.add_argument("--status", default="open", choices=STATUSES, help="(default: open)")
+    add.add_argument(
+        "--action-state",
+        default="actionable",
+        choices=ACTION_STATES,
+        help="(default: actionable)",
+    )
+    add.add_argument(
+        "--link",
+        action="append",
+        default=[],
+        metavar="RELATION:TARGET_ID",
+        help=f"repeatable; RELATION is one of {', '.join(RELATIONS)}",
+    )
+    add.add_argument("--project", default="", help="project code in the id (default: settings)")
 
-    link = sub.add_parser("link", help="add an edge: SOURCE RELATION TARGET")
-    link.add_argument("source")
+    link = add_parser("link", help="add an edge: SOURCE RELATION TARGET")
+    link.add_argument("source", help="record id")
     link.add_argument("relation", choices=RELATIONS)
-    link.add_argument("target")
+    link.add_argument("target", help="record id")
 
-    update = sub.add_parser("update", help="change fields (history keeps old values)")
-    update.add_argument("id")
+    update = add_parser("update", help="change fields (history keeps old values)")
+    update.add_argument("id", help="record id")
     update.add_argument("--title")
     update.add_argument("--content")
     update.add_argument("--status", choices=STATUSES)
     update.add_argument("--action-state", choices=ACTION_STATES)
 
-    graph = sub.add_parser("graph", help="the lifecycle chain around a record as a tree")
-    graph.add_argument("id")
+    graph = add_parser("graph", help="the lifecycle chain around a record as a tree")
+    graph.add_argument("id", help="record id")
 
 
 async def run_records_command(args: argparse.Namespace, memory: Memory) -> int:

@@ -41,6 +41,8 @@ async def add(args: argparse.Namespace, settings: KiokuSettings) -> int:
             solved_query=args.solved_query,
         )
     print(out["id"])
+    if out.get("status") == "already_stored":
+        print(f"kioku: already stored as {out['id']}: not stored twice", file=sys.stderr)
     return 0
 
 

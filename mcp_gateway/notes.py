@@ -2,12 +2,19 @@
 
 ``embedded_model`` records which embedding model last indexed the note's dense vector,
 so the reconcile job can find notes whose vector is missing or stale.
+
+``content_hash`` (sha256 of the text with whitespace runs collapsed) deduplicates: adding
+a note whose text, type and namespace match a live note returns that note instead of a
+second copy. Lookup and insert run in one ``BEGIN IMMEDIATE`` transaction, so two
+identical adds racing each other still store one row.
 """
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 import time
+import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
@@ -47,11 +54,41 @@ register_migration(
     """,
 )
 
+register_migration(
+    "notes_dedup",
+    1,
+    """
+    ALTER TABLE notes ADD COLUMN content_hash TEXT;
+    CREATE INDEX notes_content ON notes(namespace, type, content_hash) WHERE deleted = 0;
+    -- rows written before this migration; filled in by the first add (see _backfill)
+    CREATE INDEX notes_unhashed ON notes(id) WHERE content_hash IS NULL;
+    """,
+)
+
 _COLUMNS = (
     "id, text, type, priority, domain, solved_query, namespace, created_at, updated_at, "
     "deleted, embedded_model"
 )
 EDITABLE = ("text", "type", "priority", "domain", "solved_query")
+
+
+def normalised(text: str) -> str:
+    """The text two notes must share to be the same note: NFC, whitespace runs as one
+    space (a re-sent note often differs only in line breaks or trailing spaces)."""
+    return " ".join(unicodedata.normalize("NFC", text).split())
+
+
+def text_key(text: str) -> str:
+    return hashlib.sha256(normalised(text).encode("utf-8")).hexdigest()
+
+
+def _backfill(conn: sqlite3.Connection) -> None:
+    rows = conn.execute("SELECT id, text FROM notes WHERE content_hash IS NULL").fetchall()
+    if rows:
+        conn.executemany(
+            "UPDATE notes SET content_hash = ? WHERE id = ?",
+            [(text_key(r["text"]), r["id"]) for r in rows],
+        )
 
 
 def _note(row: sqlite3.Row) -> Note:
@@ -74,6 +111,29 @@ class NoteStore:
         solved_query: str = "",
         namespace: str = "default",
     ) -> Note:
+        """Store a note, or return the identical live note already stored (same
+        normalised text, type and namespace; see ``add_or_existing``)."""
+        note, _created = await self.add_or_existing(
+            text,
+            type,
+            priority=priority,
+            domain=domain,
+            solved_query=solved_query,
+            namespace=namespace,
+        )
+        return note
+
+    async def add_or_existing(
+        self,
+        text: str,
+        type: str,
+        *,
+        priority: str = "",
+        domain: str = "",
+        solved_query: str = "",
+        namespace: str = "default",
+    ) -> tuple[Note, bool]:
+        """(note, True) for a new note; (the existing note, False) for an exact repeat."""
         now = time.time()
         note = Note(
             id=str(ULID()),
@@ -86,15 +146,27 @@ class NoteStore:
             created_at=now,
             updated_at=now,
         )
+        key, same = text_key(text), normalised(text)
         row = note.model_dump(exclude={"embedded_model"})
         row["deleted"] = 0
-        await self.db.transaction(
-            lambda c: c.execute(
+        row["content_hash"] = key
+
+        def apply(conn: sqlite3.Connection) -> tuple[Note, bool]:
+            _backfill(conn)
+            for found in conn.execute(
+                f"SELECT {_COLUMNS} FROM notes WHERE namespace = ? AND type = ? "
+                "AND content_hash = ? AND deleted = 0 ORDER BY id",
+                (namespace, type, key),
+            ):
+                if normalised(found["text"]) == same:  # not just the same hash
+                    return _note(found), False
+            conn.execute(
                 f"INSERT INTO notes ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
                 tuple(row.values()),
             )
-        )
-        return note
+            return note, True
+
+        return await self.db.transaction(apply)
 
     async def get(self, note_id: str, *, include_deleted: bool = False) -> Note:
         rows = await self.db.fetchall(f"SELECT {_COLUMNS} FROM notes WHERE id = ?", (note_id,))
@@ -138,6 +210,11 @@ class NoteStore:
                     f"UPDATE notes SET {sets}, updated_at = ?{reembed} WHERE id = ?",
                     (*[changes[f] for f in changed], now, note_id),
                 )
+                if "text" in changed:
+                    conn.execute(
+                        "UPDATE notes SET content_hash = ? WHERE id = ?",
+                        (text_key(changes["text"]), note_id),
+                    )
             return changed
 
         changed = await self.db.transaction(apply)

@@ -73,5 +73,6 @@ def render_note(view: dict[str, Any]) -> str:
     if view.get("solved_query"):
         lines.append(f"solved_query: {view['solved_query']!r}")
     for change in view.get("history") or []:
-        lines.append(f"- changed {change['field']} at {change['changed_at']:.0f}")
+        at = change["changed_at"]
+        lines.append(f"- changed {change['field']} at {iso(at) if isinstance(at, float) else at}")
     return "\n".join(lines)

@@ -14,6 +14,7 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 
+from . import __version__
 from .app import AppContext, open_app
 from .auth import GrantTokenVerifier
 from .errors import InvalidInput
@@ -55,7 +56,12 @@ def create_server(
 
     verifier, auth = _auth(settings) if http else (None, None)
     mcp: MCPServer[Services] = MCPServer(
-        "kioku", instructions=INSTRUCTIONS, lifespan=lifespan, token_verifier=verifier, auth=auth
+        "kioku",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        lifespan=lifespan,
+        token_verifier=verifier,
+        auth=auth,
     )
     register_note_tools(mcp)
     register_record_tools(mcp)
@@ -113,10 +119,13 @@ def _auth(settings: KiokuSettings) -> tuple[GrantTokenVerifier | None, AuthSetti
             )
         return None, None
     url = f"http://{'127.0.0.1' if is_loopback(host) else host}:{port}"
+    # Plain bearer tokens, no OAuth: without resource_server_url the SDK neither serves
+    # protected-resource metadata naming an authorization server (``issuer_url``, which
+    # has no OAuth endpoints here: its metadata URL was a 404) nor points a 401's
+    # WWW-Authenticate at it. The SDK requires an issuer_url all the same.
     auth = AuthSettings(
         issuer_url=url,  # type: ignore[arg-type]
-        resource_server_url=f"{url}/mcp",  # type: ignore[arg-type]
-        validate_token_resource=False,
+        resource_server_url=None,
         required_scopes=["kioku"],
     )
     return verifier, auth

@@ -9,18 +9,24 @@ environment itself.
 
 from __future__ import annotations
 
+import logging
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 import platformdirs
-from pydantic import BaseModel, Field, SecretStr, field_validator
+from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
+
+from .config_check import ConfigError, check_toml, describe, unknown_env
+
+log = logging.getLogger("kioku.config")
 
 DEFAULT_NOTE_TYPES = ["note", "lesson", "conclusion", "knowledge", "profile", "checkpoint"]
 
@@ -112,6 +118,11 @@ class ExportSettings(BaseModel):
     recent_lessons: int = Field(default=10, ge=0)
     recent_conclusions: int = Field(default=10, ge=0)
 
+    @field_validator("destinations")
+    @classmethod
+    def _expand_home(cls, value: list[Path]) -> list[Path]:
+        return [path.expanduser() for path in value]
+
 
 class QueueSettings(BaseModel):
     max_jobs: int = Field(default=64, ge=1)
@@ -127,6 +138,9 @@ class LocalGatewaySettings(BaseModel):
     idle_exit_s: float = Field(default=900.0, ge=0, description="0: never exit when idle")
     start_timeout_s: float = Field(default=60.0, gt=0)
     request_timeout_s: float = Field(default=300.0, gt=0)
+
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 def default_data_dir() -> Path:
@@ -155,6 +169,22 @@ class KiokuSettings(BaseSettings):
     export: ExportSettings = Field(default_factory=ExportSettings)
     queue: QueueSettings = Field(default_factory=QueueSettings)
     local_gateway: LocalGatewaySettings = Field(default_factory=LocalGatewaySettings)
+
+    @field_validator("data_dir")
+    @classmethod
+    def _data_dir(cls, value: Path) -> Path:
+        path = value.expanduser()
+        if path.exists() and not path.is_dir():
+            raise ValueError(f"{path} is a file, not a directory: point data_dir at a directory")
+        return path
+
+    @field_validator("log_level")
+    @classmethod
+    def _log_level(cls, value: str) -> str:
+        level = value.strip().upper()
+        if level not in LOG_LEVELS:
+            raise ValueError(f"unknown log level {value!r}: use one of {', '.join(LOG_LEVELS)}")
+        return level
 
     @field_validator("project")
     @classmethod
@@ -189,7 +219,7 @@ class KiokuSettings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        toml_files = [p for p in _config_files() if p.is_file()]
+        toml_files = _config_files()
         sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
         if toml_files:
             sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_files))
@@ -197,14 +227,34 @@ class KiokuSettings(BaseSettings):
 
 
 def _config_files() -> list[Path]:
-    # The one place the environment is consulted outside pydantic-settings itself:
-    # it chooses which file the settings are read from.
-    explicit = os.environ.get("KIOKU_CONFIG")
+    return [p for p in config_files(os.environ) if p.is_file()]
+
+
+def config_files(environ: Mapping[str, str]) -> list[Path]:
+    """The TOML files settings are read from (existing or not). The one place the
+    environment is consulted outside pydantic-settings itself: it chooses the file."""
+    explicit = environ.get("KIOKU_CONFIG")
     if explicit:
-        return [Path(explicit)]
+        return [Path(explicit).expanduser()]
     return [Path(platformdirs.user_config_dir("kioku", appauthor=False)) / "kioku.toml"]
 
 
 def load_settings(**overrides: Any) -> KiokuSettings:
-    """Read settings once (entry points only); ``overrides`` win over every source."""
-    return KiokuSettings(**overrides)
+    """Read settings once (entry points only); ``overrides`` win over every source.
+
+    Raises ``ConfigError`` with one line per mistake (see ``config_check``); logs a
+    warning for each unknown ``KIOKU_*`` variable."""
+    environ = os.environ
+    files = config_files(environ)
+    explicit = environ.get("KIOKU_CONFIG")
+    if explicit and not files[0].is_file():
+        raise ConfigError(f"KIOKU_CONFIG={explicit}: no such file")
+    files = [p for p in files if p.is_file()]
+    for path in files:
+        check_toml(path, KiokuSettings)
+    for warning in unknown_env(environ, KiokuSettings):
+        log.warning("%s", warning)
+    try:
+        return KiokuSettings(**overrides)
+    except ValidationError as exc:
+        raise ConfigError(describe(exc, environ, files)) from None

@@ -4,6 +4,7 @@ translation."""
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, ParamSpec, TypeVar
@@ -44,7 +45,9 @@ def result(text: str, model: BaseModel) -> CallToolResult:
 def tool_errors(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
     """Turn our typed errors into clean tool errors; log anything unexpected.
 
-    The assistant sees only the message (``is_error=True``), never a traceback.
+    The assistant sees only the message (``is_error=True``), never a traceback. The
+    docstring becomes the tool's description: dedented here (Python 3.11 keeps the
+    source indentation, which would reach the client as 8 leading spaces per line).
     """
 
     @functools.wraps(fn)
@@ -62,4 +65,5 @@ def tool_errors(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
                 "nothing was changed. The server log has the details."
             ) from exc
 
+    wrapper.__doc__ = inspect.cleandoc(fn.__doc__ or "")
     return wrapper

@@ -44,7 +44,7 @@ def register_note_tools(mcp: MCPServer) -> None:
             domain=domain,
             solved_query=solved_query,
         )
-        return result(f"Stored {out.type} note {out.id}.", out)
+        return result(stored_message(out), out)
 
     @mcp.tool()
     @tool_errors
@@ -120,4 +120,13 @@ def register_note_tools(mcp: MCPServer) -> None:
         out = await services_from(ctx).notes.add(
             scope_of(ctx), text=text, type="checkpoint", domain=domain
         )
-        return result(f"Checkpoint {out.id} stored.", out)
+        return result(stored_message(out), out)
+
+
+def stored_message(out: AddNoteResult) -> str:
+    if out.status == "already_stored":
+        return (
+            f"Already stored: {out.type} {out.id} has the same text "
+            "(not stored twice; update_note changes it)."
+        )
+    return f"Stored {out.type} {out.id}."

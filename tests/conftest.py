@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import signal
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -13,9 +16,23 @@ import pytest
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
 
+from mcp_gateway import local_gateway as gw
 from mcp_gateway.app import AppContext
 from mcp_gateway.server import create_server
 from mcp_gateway.settings import KiokuSettings
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_daemon_outlives_the_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Every shared-gateway daemon a test started (through ``kioku serve`` on stdio) lives
+    in a data dir under the session's base temp dir: kill any still running at the end.
+    (They also idle out after 20 s: tests.http_server.kioku_env.)"""
+    yield
+    for lock in tmp_path_factory.getbasetemp().rglob("gateway.lock"):
+        pid = gw.owner_pid(gw.GatewayPaths(lock=lock, socket=lock, log=lock))
+        if pid is not None and pid != os.getpid():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 @pytest.fixture

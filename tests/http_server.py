@@ -26,7 +26,16 @@ def free_port() -> int:
 
 def kioku_env(data_dir: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("KIOKU_")}
-    env.update({"KIOKU_DATA_DIR": str(data_dir), "KIOKU_LOG_LEVEL": "WARNING", **extra})
+    # A shared-gateway daemon a test leaves behind idles out in seconds, not 15 min
+    # (conftest also kills any still running when the session ends).
+    env.update(
+        {
+            "KIOKU_DATA_DIR": str(data_dir),
+            "KIOKU_LOG_LEVEL": "WARNING",
+            "KIOKU_LOCAL_GATEWAY__IDLE_EXIT_S": "20",
+            **extra,
+        }
+    )
     return env
 
 

@@ -140,6 +140,14 @@ async def test_token_required_and_checked(tmp_path: Path) -> None:
             )
         assert missing.status_code == 401
         assert wrong.status_code == 401
+        # plain bearer tokens: no OAuth server is advertised (its metadata would 404)
+        for refused in (missing, wrong):
+            challenge = refused.headers["www-authenticate"]
+            assert challenge.startswith("Bearer ") and "resource_metadata" not in challenge
+        async with httpx2.AsyncClient(timeout=30) as http:
+            base = gw.url.removesuffix("/mcp")
+            for path in ("oauth-protected-resource/mcp", "oauth-authorization-server"):
+                assert (await http.get(f"{base}/.well-known/{path}")).status_code == 404
         assert rebinding.status_code in (400, 421)  # DNS-rebinding protection: Host refused
         async with http_client(gw.url, TOKEN) as client:
             assert (await client.list_tools()).tools

@@ -169,11 +169,23 @@ async def test_list_current_export_and_counts(store: RecordStore) -> None:
     assert [r.id for r in decisions] == [rejected.id, new.id]
     actionable = await store.list_current(action_states=["actionable"])
     assert [r.id for r in actionable] == [audit.id, rejected.id, new.id]
+    fact = await store.add("knowledge", "the API limit is 10 req/s")
+    await store.add("verification", "fix checked on staging")
     view = await store.export_view()
     assert [d["id"] for d in view["decisions"]] == [new.id]
-    assert view["actionable"][0]["id"] == audit.id
+    # open work: the actionable audit only; not the decisions (their own section), nor
+    # knowledge/verification records (facts, not work)
+    assert [a["id"] for a in view["actionable"]] == [audit.id]
+    assert fact.action_state == "actionable"
     counts = await store.counts()
-    assert counts == {"audit": 2, "decision": 3, "total": 5, "current": 4}
+    assert counts == {
+        "audit": 2,
+        "decision": 3,
+        "knowledge": 1,
+        "verification": 1,
+        "total": 7,
+        "current": 6,
+    }
     sv = await store.search_view([old.id, new.id])
     assert set(sv) == {new.id} and sv[new.id]["title"] == "new way"
     assert await store.current_ids([old.id, new.id]) == {new.id}

@@ -34,8 +34,12 @@ TOPICS = ["deploy", "database", "rate limits", "git history", "docker images", "
 
 def worker_env(settings: KiokuSettings) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("KIOKU_")}
+    # an empty config file: the user's own config must not apply (a KIOKU_CONFIG naming
+    # no file is an error)
+    empty = settings.data_dir.parent / "empty.toml"
+    empty.write_text("", encoding="utf-8")
     env.update(
-        KIOKU_CONFIG=str(settings.data_dir / "absent.toml"),
+        KIOKU_CONFIG=str(empty),
         KIOKU_DATA_DIR=str(settings.data_dir),
         KIOKU_REDIS_URL=str(settings.redis_url),
         KIOKU_NAMESPACE=settings.namespace,

@@ -297,13 +297,15 @@ class RecordStore:
     async def export_view(
         self, namespaces: Sequence[str] = (), limit: int = 50
     ) -> dict[str, list[dict[str, Any]]]:
-        """Current decisions (not rejected) and current actionable records in
-        ``namespaces``, newest first, for session_context.md; titles on one line."""
+        """Current decisions (not rejected) and open work -- current actionable audits
+        and fixes -- in ``namespaces``, newest first, for session_context.md; titles on
+        one line. Knowledge and verification records are facts, not work, and decisions
+        have their own section: neither is listed as open work."""
         decisions = await self.list_current(
             types=["decision"], limit=limit * 2, namespaces=namespaces
         )
         actionable = await self.list_current(
-            action_states=["actionable"], limit=limit, namespaces=namespaces
+            types=OPEN_WORK_TYPES, action_states=["actionable"], limit=limit, namespaces=namespaces
         )
         in_force = [d for d in decisions if d.status != "rejected"][:limit]
         return {
@@ -365,6 +367,9 @@ def _require(conn: sqlite3.Connection, rid: str, scope: Scope | None, *, write: 
         else:
             scope.require_read(rec.namespace, f"record {rid!r}")
     return rec
+
+
+OPEN_WORK_TYPES = ("audit", "fix")
 
 
 def _export_item(rec: Record) -> dict[str, Any]:

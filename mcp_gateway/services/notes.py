@@ -60,7 +60,8 @@ class NoteList(BaseModel):
 def note_view(note: Note, history: list[dict[str, Any]] | None = None) -> NoteView:
     data = note.model_dump()
     data["created_at"], data["updated_at"] = iso(note.created_at), iso(note.updated_at)
-    return NoteView(**data, history=history or [])
+    changes = [{**h, "changed_at": iso(h["changed_at"])} for h in history or []]
+    return NoteView(**data, history=changes)
 
 
 def clean_query(query: str, max_chars: int) -> str:
@@ -131,7 +132,7 @@ class NoteService:
         fields = self.fields(
             text=text, type=type, priority=priority, domain=domain, solved_query=solved_query
         )
-        note = await self.store(fields, scope.write)
+        note, created = await self.store_checked(fields, scope.write)
         await self.app.activity.append(
             "add_note" if note.type != "checkpoint" else "checkpoint",
             id=note.id,
@@ -146,16 +147,22 @@ class NoteService:
             id=note.id,
             type=note.type,
             priority=note.priority,
-            status="stored",
+            # an exact repeat of a live note is that note, not a second copy
+            status="stored" if created else "already_stored",
             lexical_indexed=True,
-            semantic_indexing="queued",
+            semantic_indexing="queued" if created else "unchanged",
         )
 
     async def store(self, fields: dict[str, str], namespace: str) -> Note:
         """Commit, make lexically searchable, hand the rest to jobs (no logging: for
         imports and benches that add in bulk)."""
+        return (await self.store_checked(fields, namespace))[0]
+
+    async def store_checked(self, fields: dict[str, str], namespace: str) -> tuple[Note, bool]:
+        """``store`` that also says whether the note is new: an exact repeat of a live
+        note (same normalised text, type, namespace) returns that note, no follow-ups."""
         app = self.app
-        note = await app.notes.add(
+        note, created = await app.notes.add_or_existing(
             fields["text"],
             fields["type"],
             priority=fields["priority"],
@@ -163,13 +170,15 @@ class NoteService:
             solved_query=fields["solved_query"],
             namespace=namespace,
         )
+        if not created:
+            return note, False
         await app.indexer.put_lexical(note)
         await app.jobs.notes_changed(
             [note],
             export=note.type in app.settings.notes.export_types,
             tune=bool(note.solved_query),
         )
-        return note
+        return note, True
 
     async def search(
         self, scope: Scope, *, query: str, type: str = "", domain: str = "", top: int = 5

@@ -1,0 +1,137 @@
+"""The ``kioku`` command line as a user runs it: a real subprocess, its exit code, and
+exactly what reaches stdout and stderr. Config mistakes are one clear line each."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from mcp_gateway import __version__
+from tests.http_server import KIOKU, kioku_env
+
+
+def run(
+    home: Path, *args: str, data_dir: Path | None = None, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """``kioku ARGS`` with HOME and the config dir in ``home`` (never the user's)."""
+    full = kioku_env(data_dir or home / "data", **env)
+    if "KIOKU_LOG_LEVEL" not in env:
+        full.pop("KIOKU_LOG_LEVEL")  # the default applies: quiet
+    full.update({"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")})
+    if data_dir is None and "KIOKU_DATA_DIR" not in env:
+        full.pop("KIOKU_DATA_DIR")
+    cwd = home / "cwd"
+    cwd.mkdir(parents=True, exist_ok=True)
+    return subprocess.run(
+        [KIOKU, *args], env=full, cwd=cwd, capture_output=True, text=True, timeout=180
+    )
+
+
+def one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("kioku: ")
+    return lines[0]
+
+
+def test_version_and_help(tmp_path: Path) -> None:
+    version = run(tmp_path, "--version")
+    assert version.returncode == 0 and version.stdout.strip() == f"kioku {__version__}"
+    top = run(tmp_path, "--help").stdout
+    for command in ("serve", "add", "search", "stats", "reindex", "doctor", "records"):
+        assert f"\n    {command} " in top, top
+    assert "-v, --verbose" in top
+    add = run(tmp_path, "add", "--help").stdout
+    assert "{,high,low}" in add and "lesson" in add and "the query or request" in add
+
+
+def test_add_search_quiet_dedup_and_verbose(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    text = "Deploys to staging need the VPN; the runner times out without it."
+    first = run(tmp_path, "add", text, data_dir=data)
+    assert first.returncode == 0, first.stderr
+    assert first.stderr == ""  # quiet by default: no INFO lines
+    note_id = first.stdout.strip()
+    again = run(tmp_path, "add", f"{text}\n", data_dir=data)
+    assert again.returncode == 0 and again.stdout.strip() == note_id
+    assert again.stderr.strip() == f"kioku: already stored as {note_id}: not stored twice"
+    found = run(tmp_path, "-v", "search", "staging VPN runner", "--top", "1", data_dir=data)
+    assert found.returncode == 0, found.stderr
+    assert found.stdout.startswith('1 memory for "staging VPN runner"')
+    assert note_id in found.stdout
+    assert " INFO " in found.stderr  # -v: info logs, on stderr only
+    rejected = run(tmp_path, "search", "staging", "--type", "nope", data_dir=data)
+    assert "unknown type 'nope': use one of" in one_error_line(rejected)
+
+
+def test_records_json_flag_after_the_sub_command(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    added = run(tmp_path, "records", "add", "audit", "Flaky upload test", "--json", data_dir=data)
+    assert added.returncode == 0, added.stderr
+    record_id = json.loads(added.stdout)["record"]["id"]
+    found = run(tmp_path, "records", "search", "flaky upload", "--json", data_dir=data)
+    assert found.returncode == 0, found.stderr
+    assert [h["id"] for h in json.loads(found.stdout)["hits"]] == [record_id]
+
+
+def test_tilde_paths_expand_and_misspelled_variables_warn(tmp_path: Path) -> None:
+    config = tmp_path / "kioku.toml"
+    config.write_text(
+        'data_dir = "~/memory"\n[export]\ndestinations = ["~/editor"]\n', encoding="utf-8"
+    )
+    (tmp_path / "editor").mkdir()
+    added = run(
+        tmp_path,
+        "add",
+        "Use ruff format, not black",
+        "--type",
+        "lesson",
+        KIOKU_CONFIG=str(config),
+        KIOKU_EMBEDDERR__PROVIDER="ollama",
+    )
+    assert added.returncode == 0, added.stderr
+    assert (tmp_path / "memory" / "kioku.sqlite3").is_file()
+    assert "ruff format" in (tmp_path / "editor" / "session_context.md").read_text("utf-8")
+    assert not (tmp_path / "cwd" / "~").exists()
+    warning = added.stderr.strip()
+    assert "KIOKU_EMBEDDERR__PROVIDER" in warning and "KIOKU_EMBEDDER__PROVIDER" in warning
+    assert len(warning.splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [
+        ("log_level", "invalid setting log_level = 'verbose': unknown log level"),
+        ("data_dir_file", "is a file, not a directory"),
+        ("config_missing", "no such file"),
+        ("unknown_keys", "unknown section 'embeder' (did you mean 'embedder'?)"),
+        ("malformed", "is not valid TOML"),
+    ],
+)
+def test_config_mistakes_are_one_clear_line(tmp_path: Path, case: str, expected: str) -> None:
+    config = tmp_path / "kioku.toml"
+    env: dict[str, str] = {"KIOKU_DATA_DIR": str(tmp_path / "data")}
+    if case == "log_level":
+        env["KIOKU_LOG_LEVEL"] = "verbose"
+    elif case == "data_dir_file":
+        (tmp_path / "afile").write_text("x")
+        env["KIOKU_DATA_DIR"] = str(tmp_path / "afile")
+    elif case == "config_missing":
+        env["KIOKU_CONFIG"] = str(tmp_path / "nowhere.toml")
+    elif case == "unknown_keys":
+        config.write_text('[embeder]\nprovider = "ollama"\n', encoding="utf-8")
+        env["KIOKU_CONFIG"] = str(config)
+    else:
+        config.write_text("[search\nrrf_k = 3\n", encoding="utf-8")
+        env["KIOKU_CONFIG"] = str(config)
+    line = one_error_line(run(tmp_path, "search", "anything", **env))
+    assert expected in line, line
+    if case in ("unknown_keys", "malformed"):
+        assert str(config) in line
+    if case == "config_missing":
+        assert "nowhere.toml" in line

@@ -1,0 +1,93 @@
+"""Papercuts of issue 11, through the real MCP protocol (in-process server): identical
+notes stored once, search wording, server version, tool descriptions, readable history,
+and what session_context.md lists as open work."""
+
+from __future__ import annotations
+
+import re
+
+from mcp_gateway import __version__
+from mcp_gateway.notes import NoteStore
+from tests.conftest import Harness
+
+ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
+
+
+async def test_identical_note_returns_the_existing_id(harness: Harness) -> None:
+    text = "Never force-push to main: rebase locally and open a PR."
+    first = await harness.call("add_note", text=text, type="lesson", priority="high")
+    assert first.content[0].text == f"Stored lesson {first.structured_content['id']}."
+    # the same text again (re-sent with other line breaks and spacing): the same note
+    resent = "  " + text.replace(" ", "\n", 2) + "\n"
+    again = await harness.call("add_note", text=resent, type="lesson")
+    assert not again.is_error
+    assert again.structured_content["id"] == first.structured_content["id"]
+    assert again.structured_content["status"] == "already_stored"
+    assert "Already stored" in again.content[0].text and "not stored twice" in again.content[0].text
+    # another type is another note
+    other = await harness.ok("add_note", text=text, type="knowledge")
+    assert other["id"] != first.structured_content["id"] and other["status"] == "stored"
+    counts = await harness.app.notes.counts()
+    assert counts["total"] == 2
+
+
+async def test_dedup_is_per_namespace_and_ignores_deleted_notes(harness: Harness) -> None:
+    store: NoteStore = harness.app.notes
+    a, created = await store.add_or_existing("same words", "note", namespace="alice")
+    assert created
+    b, created = await store.add_or_existing("same words", "note", namespace="bob")
+    assert created and b.id != a.id
+    again, created = await store.add_or_existing("same  words", "note", namespace="alice")
+    assert not created and again.id == a.id
+    await store.set_deleted(a.id, True)
+    fresh, created = await store.add_or_existing("same words", "note", namespace="alice")
+    assert created and fresh.id != a.id
+    # an edit moves the note's identity with its text
+    await store.update(fresh.id, {"text": "new words"})
+    moved, created = await store.add_or_existing("new words", "note", namespace="alice")
+    assert not created and moved.id == fresh.id
+
+
+async def test_empty_search_says_what_to_search_for(harness: Harness) -> None:
+    message = await harness.error("search_memory", query="   ")
+    assert "query is empty: describe what you" in message and "store" not in message
+
+
+async def test_server_version_and_dedented_tool_descriptions(harness: Harness) -> None:
+    info = harness.client.server_info
+    assert info is not None and info.name == "kioku" and info.version == __version__ != ""
+    tools = await harness.client.list_tools()
+    for tool in tools.tools:
+        assert tool.description, tool.name
+        assert not any(line.startswith("    ") for line in tool.description.splitlines()), (
+            tool.name,
+            tool.description,
+        )
+
+
+async def test_history_and_counts_read_naturally(harness: Harness) -> None:
+    added = await harness.ok("add_note", text="The staging cluster runs Kubernetes 1.29")
+    await harness.ok("update_note", id=added["id"], text="The staging cluster runs 1.30")
+    shown = await harness.call("get_note", id=added["id"])
+    text = shown.content[0].text
+    assert re.search(rf"- changed text at {ISO.pattern}", text), text
+    assert ISO.fullmatch(shown.structured_content["history"][0]["changed_at"])
+    await harness.settle()
+    found = await harness.call("search_memory", query="staging cluster Kubernetes", top=1)
+    assert found.content[0].text.startswith('1 memory for "staging cluster Kubernetes"')
+
+
+async def test_session_context_open_work_is_audits_and_fixes(harness: Harness) -> None:
+    audit = await harness.ok("record_add", type="audit", title="Login times out on Safari")
+    fact = await harness.ok("record_add", type="knowledge", title="Safari caps cookies at 4 KB")
+    check = await harness.ok("record_add", type="verification", title="Checked on Safari 17")
+    decision = await harness.ok("record_add", type="decision", title="Store sessions in Redis")
+    await harness.ok("add_note", text="Safari needs the SameSite=None cookie", type="lesson")
+    await harness.settle()
+    context = harness.app.settings.session_context_path.read_text(encoding="utf-8")
+    head, open_work = context.split("## Open work", 1)
+    ids = {k: v["record"]["id"] for k, v in (("a", audit), ("f", fact), ("c", check))}
+    assert ids["a"] in open_work
+    assert ids["f"] not in open_work and ids["c"] not in open_work
+    decision_id = decision["record"]["id"]
+    assert decision_id in head and decision_id not in open_work

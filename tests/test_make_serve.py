@@ -1,0 +1,107 @@
+"""``make serve`` is what an MCP client launches: every byte on its stdout must be
+protocol. Speaks raw JSON-RPC over the stdout of a real ``make serve`` run in the
+checkout (as the README's quick start does), including the first-run set-up. (``make -C
+DIR`` prints "Entering directory" on stdout before reading any Makefile in GNU make 4.3:
+the README shows ``make -s -C DIR serve`` for that case, or the venv's ``kioku``.)
+
+The set-up recipe runs for real but with a stand-in ``PYTHON`` whose ``-m venv`` makes
+a venv in seconds (no download): its "pip" prints to stdout as a real pip does, and its
+``kioku`` is the installed one. Verified: this test fails on the previous Makefile (the
+echoed ``.venv/bin/kioku serve`` line and the pip noise reach stdout).
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+from typing import Any
+
+from mcp.types import LATEST_PROTOCOL_VERSION
+
+from tests.realproc import KIOKU, kill_daemon, kioku_env
+
+REPO = Path(__file__).resolve().parents[1]
+
+FAKE_PYTHON = """#!/bin/sh
+# stands in for python3 in the Makefile's set-up recipe
+if [ "$1" = "-m" ] && [ "$2" = "venv" ]; then
+    echo "creating virtual environment $3"
+    mkdir -p "$3/bin"
+    printf '#!/bin/sh\\necho "Collecting kioku (pip progress on stdout)"\\n' > "$3/bin/pip"
+    chmod +x "$3/bin/pip"
+    ln -sf "{kioku}" "$3/bin/kioku"
+fi
+"""
+
+
+class Lines:
+    """stdout lines read by a thread, so a silent server fails the test, not hangs it."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.queue: queue.Queue[bytes] = queue.Queue()
+        assert proc.stdout is not None
+        stream = proc.stdout
+        threading.Thread(target=lambda: [self.queue.put(b) for b in stream], daemon=True).start()
+
+    def message(self, timeout: float = 120) -> dict[str, Any]:
+        line = self.queue.get(timeout=timeout)
+        try:
+            return dict(json.loads(line))
+        except ValueError:
+            raise AssertionError(f"not protocol on stdout: {line!r}") from None
+
+
+def send(proc: subprocess.Popen[bytes], message: dict[str, Any]) -> None:
+    assert proc.stdin is not None
+    proc.stdin.write(json.dumps(message).encode() + b"\n")
+    proc.stdin.flush()
+
+
+def test_make_serve_stdout_is_only_the_protocol(tmp_path: Path) -> None:
+    checkout = tmp_path / "kioku"
+    checkout.mkdir()
+    for name in ("Makefile", "pyproject.toml"):
+        shutil.copy(REPO / name, checkout / name)
+    python = tmp_path / "python3"
+    python.write_text(FAKE_PYTHON.format(kioku=KIOKU), encoding="utf-8")
+    python.chmod(0o755)
+    data = tmp_path / "data"
+    env = kioku_env(data)
+    env.pop("MAKEFLAGS", None)
+    env.pop("MAKELEVEL", None)  # as a client launches it, not as a sub-make of `make test`
+    proc = subprocess.Popen(
+        ["make", "serve", f"PYTHON={python}"],
+        cwd=checkout,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    try:
+        lines = Lines(proc)
+        send(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {},
+            "clientInfo": {"name": "test", "version": "0"}}})  # fmt: skip
+        init = lines.message()
+        assert init["id"] == 1 and init["result"]["serverInfo"]["name"] == "kioku", init
+        send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        send(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "add_note", "arguments": {"text": "make serve speaks only MCP"}}})  # fmt: skip
+        added = lines.message()
+        assert added["id"] == 2 and not added["result"].get("isError"), added
+        assert (checkout / ".venv" / ".installed").exists()  # the set-up recipe did run
+    finally:
+        if proc.stdin is not None:
+            proc.stdin.close()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=30)
+        kill_daemon(data)
+    stderr = proc.stderr.read().decode() if proc.stderr else ""
+    assert "creating virtual environment" in stderr and "Collecting kioku" in stderr

@@ -10,7 +10,15 @@ exact search, for ``--queries`` queries drawn near the stored points.
     flock /tmp/kioku-bench.lock python bench/optimize_gil.py [--n 20000]
 """
 
+# ruff: noqa: E402
 from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# bench/queue.py shadows the stdlib ``queue`` when this folder leads sys.path.
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 
 import argparse
 import tempfile

@@ -35,7 +35,14 @@ from mcp_gateway.app import open_app
 from mcp_gateway.embedders import build_embedder
 from mcp_gateway.search import SearchRequest
 from mcp_gateway.settings import EmbedderSettings, KiokuSettings
-from mcp_gateway.tools_notes import store_note
+
+try:  # the service layer (issue 9); older checkouts had the function in tools_notes
+    from mcp_gateway.services.notes import NoteService
+
+    async def store_note(app: Any, fields: dict[str, str], namespace: str) -> Any:
+        return await NoteService(app).store(fields, namespace)
+except ImportError:
+    from mcp_gateway.tools_notes import store_note  # type: ignore[no-redef]
 
 TOPICS = ["deploy", "rate limits", "git rebase", "docker builds", "flaky tests", "migrations"]
 

@@ -131,6 +131,18 @@ async def _load_kioku(data_dir: Path, texts: list[str], pool_n: int) -> None:
                 )
                 notes.append(note)
                 points.append(note_point(note, (base / np.linalg.norm(base)).tolist()))
+            if hasattr(app, "vectors"):  # the truth store of vectors (issue 9), when present
+                from mcp_gateway.indexing import note_document
+                from mcp_gateway.vectors import content_hash
+
+                await app.vectors.put(
+                    "note",
+                    app.embedder.model_id,
+                    [
+                        (n.id, content_hash(note_document(n)), p.dense)
+                        for n, p in zip(notes, points, strict=True)
+                    ],
+                )
             await app.index.upsert(points)
             await app.notes.mark_embedded(
                 {n.id: n.updated_at for n in notes}, app.embedder.model_id

@@ -4,19 +4,26 @@ It is the raw material of the source design's PDCA loop: which queries found not
 useful, which query led to which lesson. The threshold-tuning and re-ranking jobs read
 it back. Each entry is written with one ``write`` on an ``O_APPEND`` file, so lines
 from several processes never interleave.
+
+The reply never waits for the log: ``append`` hands the entry to one writer thread per
+log and returns (before: one thread hop and a file open/write/close awaited on every
+tool call). ``read_sync`` and ``flush`` wait until everything appended so far is on
+disk, so a reader in this process always sees its own entries; the writer is a daemon
+thread that an ``atexit`` hook drains, so entries are not lost at a normal exit.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import os
+import queue
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import anyio
 
 log = logging.getLogger(__name__)
 
@@ -31,9 +38,14 @@ def preview(text: str) -> str:
 class ActivityLog:
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._queue: queue.Queue[dict[str, Any]] = queue.Queue()
+        self._writer: threading.Thread | None = None
+        self._start_lock = threading.Lock()
 
     def append_sync(self, event: str, **fields: Any) -> None:
-        entry = {"ts": round(time.time(), 3), "event": event, **fields}
+        self._write({"ts": round(time.time(), 3), "event": event, **fields})
+
+    def _write(self, entry: dict[str, Any]) -> None:
         line = json.dumps(entry, ensure_ascii=False, default=str) + "\n"
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -47,9 +59,37 @@ class ActivityLog:
             log.warning("activity log not written (%s): %s", self.path, exc)
 
     async def append(self, event: str, **fields: Any) -> None:
-        await anyio.to_thread.run_sync(lambda: self.append_sync(event, **fields))
+        """Queue the entry (stamped now) for the writer thread; returns at once."""
+        self._queue.put({"ts": round(time.time(), 3), "event": event, **fields})
+        if self._writer is None:
+            self._start()
+
+    def _start(self) -> None:
+        with self._start_lock:
+            if self._writer is None:
+                self._writer = threading.Thread(
+                    target=self._drain_forever, name="kioku-activity-log", daemon=True
+                )
+                self._writer.start()
+                atexit.register(self.flush)
+
+    def _drain_forever(self) -> None:
+        while True:
+            entry = self._queue.get()
+            try:
+                self._write(entry)
+            except Exception:  # never let one bad entry stop the writer
+                log.exception("activity log entry dropped")
+            finally:
+                self._queue.task_done()
+
+    def flush(self) -> None:
+        """Block until every entry appended so far is written (sync: call from a thread)."""
+        if self._writer is not None:
+            self._queue.join()
 
     def read_sync(self, since: float = 0.0) -> Iterator[dict[str, Any]]:
+        self.flush()
         if not self.path.exists():
             return
         with self.path.open(encoding="utf-8", errors="replace") as fh:

@@ -17,6 +17,7 @@ import logging
 from collections.abc import Sequence
 
 import anyio
+import anyio.to_thread
 
 from .db import Database
 from .index.base import Index
@@ -83,21 +84,27 @@ class Applier:
         by_kind: dict[str, dict[str, StoredVector]] = {"note": {}, "record": {}}
         for row in rows:
             by_kind.setdefault(row.kind, {})[row.source_id] = row
-        points: list[IndexPoint] = []
         notes = await self.notes.get_many(list(by_kind["note"]))
         priors = await load_priors(self.db, list(notes))
-        applied_notes: dict[str, float] = {}
-        for nid, note in notes.items():
-            vec = by_kind["note"][nid]
-            if vec.content_hash == content_hash(note_document(note)):
-                points.append(note_point(note, vec.vector, priors.get(nid)))
-                applied_notes[nid] = note.updated_at
         records = await self.records.get_many(list(by_kind["record"]))
         current = await self.records.current_ids(list(records))
-        for rid, rec in records.items():
-            vec = by_kind["record"][rid]
-            if vec.content_hash == content_hash(record_document(rec)):
-                points.append(record_point(rec, current=rid in current, dense=vec.vector))
+
+        def build() -> tuple[list[IndexPoint], dict[str, float]]:
+            # Hashing and sparse encoding of a batch is CPU work: off the event loop.
+            points: list[IndexPoint] = []
+            applied_notes: dict[str, float] = {}
+            for nid, note in notes.items():
+                vec = by_kind["note"][nid]
+                if vec.content_hash == content_hash(note_document(note)):
+                    points.append(note_point(note, vec.vector, priors.get(nid)))
+                    applied_notes[nid] = note.updated_at
+            for rid, rec in records.items():
+                vec = by_kind["record"][rid]
+                if vec.content_hash == content_hash(record_document(rec)):
+                    points.append(record_point(rec, current=rid in current, dense=vec.vector))
+            return points, applied_notes
+
+        points, applied_notes = await anyio.to_thread.run_sync(build)
         # a deleted note or a stale text has no point written here; reconcile removes any
         # point left by a delete that raced this pass
         await self.index.upsert(points)

@@ -13,6 +13,8 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+import anyio.to_thread
+
 from . import lexical
 from .db import Database, register_migration
 from .index.base import Index, visible_value
@@ -127,7 +129,8 @@ class Indexer:
         return self.index.spec.model_id
 
     async def put_lexical(self, note: Note) -> None:
-        await self.index.upsert([note_point(note)])
+        # Sparse encoding is CPU work (~25 ms for a 32 KB note): never on the event loop.
+        await self.index.upsert([await anyio.to_thread.run_sync(note_point, note)])
 
     async def update_payload(self, note: Note) -> None:
         await self.index.set_payload([point_id("note", note.id)], note_payload(note))
@@ -142,15 +145,22 @@ class Indexer:
             return []
         stored = await self.vectors.get("note", self.model_id, [n.id for n in notes])
         priors = await load_priors(self.notes.db, [n.id for n in notes])
-        points, pending, embedded = [], [], {}
-        for note in notes:
-            vec = stored.get(note.id)
-            if vec is not None and vec.content_hash == content_hash(note_document(note)):
-                points.append(note_point(note, vec.vector, priors.get(note.id)))
-                embedded[note.id] = note.updated_at
-            else:
-                points.append(note_point(note, None, priors.get(note.id)))
-                pending.append(note)
+
+        def build() -> tuple[list[IndexPoint], list[Note], dict[str, float]]:
+            # Hashing and sparse encoding are CPU work (~25 ms for a 32 KB note): in a
+            # worker thread, never on the event loop.
+            points, pending, embedded = [], [], {}
+            for note in notes:
+                vec = stored.get(note.id)
+                if vec is not None and vec.content_hash == content_hash(note_document(note)):
+                    points.append(note_point(note, vec.vector, priors.get(note.id)))
+                    embedded[note.id] = note.updated_at
+                else:
+                    points.append(note_point(note, None, priors.get(note.id)))
+                    pending.append(note)
+            return points, pending, embedded
+
+        points, pending, embedded = await anyio.to_thread.run_sync(build)
         await self.index.upsert(points)
         await self.notes.mark_embedded(embedded, self.model_id)
         return pending
@@ -160,13 +170,18 @@ class Indexer:
         if not records:
             return []
         stored = await self.vectors.get("record", self.model_id, [r.id for r in records])
-        points, pending = [], []
-        for rec in records:
-            vec = stored.get(rec.id)
-            if vec is not None and vec.content_hash == content_hash(record_document(rec)):
-                points.append(record_point(rec, current=rec.id in current, dense=vec.vector))
-            else:
-                points.append(record_point(rec, current=rec.id in current))
-                pending.append(rec)
+
+        def build() -> tuple[list[IndexPoint], list[Record]]:
+            points, pending = [], []
+            for rec in records:
+                vec = stored.get(rec.id)
+                if vec is not None and vec.content_hash == content_hash(record_document(rec)):
+                    points.append(record_point(rec, current=rec.id in current, dense=vec.vector))
+                else:
+                    points.append(record_point(rec, current=rec.id in current))
+                    pending.append(rec)
+            return points, pending
+
+        points, pending = await anyio.to_thread.run_sync(build)
         await self.index.upsert(points)
         return pending

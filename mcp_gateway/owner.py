@@ -125,7 +125,9 @@ async def _serve(
             ui_local,
             Mount("/", app=local_http),
         ]
-        servers = [_uvicorn(_Activity(Starlette(routes=routes), state))]
+        # Proxies keep one connection alive (stdio_proxy): uvicorn closes an idle one after
+        # 5 s by default, i.e. a reconnect between most of an assistant's calls.
+        servers = [_uvicorn(_Activity(Starlette(routes=routes), state), timeout_keep_alive=3600)]
         listeners: list[list[socket.socket] | None] = [[sock]]
         if state.kind == "http":
             remote = create_server(settings, http=True, services=services)

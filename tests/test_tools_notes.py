@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import anyio
+
 from mcp_gateway.types import point_id
 
 from .conftest import Harness
@@ -223,6 +225,8 @@ async def test_activity_log_records_calls(harness: Harness) -> None:
     )
     await harness.settle()
     await search(harness, "bulk operations", type="lesson")
+    # The reply does not wait for the log: wait for the writer thread before reading.
+    await anyio.to_thread.run_sync(harness.app.activity.flush)
     lines = harness.app.settings.activity_log_path.read_text(encoding="utf-8").splitlines()
     events = [json.loads(line) for line in lines]
     added = next(e for e in events if e["event"] == "add_note")

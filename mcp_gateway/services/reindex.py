@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+import anyio.to_thread
 from pydantic import BaseModel
 
 from ..app import AppContext
@@ -174,7 +175,13 @@ class Rebuilder:
             after = page[-1].id
             vectors = await self._vectors("note", {n.id: note_document(n) for n in page}, st)
             priors = await load_priors(self.app.db, [n.id for n in page])
-            await target.upsert([note_point(n, vectors.get(n.id), priors.get(n.id)) for n in page])
+            # sparse encoding of a page is CPU work: off the event loop
+            points = await anyio.to_thread.run_sync(
+                lambda p=page, v=vectors, pr=priors: [  # type: ignore[misc]
+                    note_point(n, v.get(n.id), pr.get(n.id)) for n in p
+                ]
+            )
+            await target.upsert(points)
             embedded.update({n.id: n.updated_at for n in page if n.id in vectors})
             st.notes_done += len(page)
         return embedded
@@ -183,8 +190,10 @@ class Rebuilder:
         async for batch in self.app.records.iter_all(batch_size=PAGE):
             vectors = await self._vectors("record", {r.id: record_document(r) for r in batch}, st)
             current = await self.app.records.current_ids([r.id for r in batch])
-            points: list[IndexPoint] = [
-                record_point(r, current=r.id in current, dense=vectors.get(r.id)) for r in batch
-            ]
+            points: list[IndexPoint] = await anyio.to_thread.run_sync(
+                lambda b=batch, v=vectors, c=current: [  # type: ignore[misc]
+                    record_point(r, current=r.id in c, dense=v.get(r.id)) for r in b
+                ]
+            )
             await target.upsert(points)
             st.records_done += len(batch)

@@ -1,0 +1,148 @@
+"""Where a trivial call's round trip goes: stdio standalone vs the proxy hop vs raw HTTP.
+
+Starts kioku on a fresh data dir and times, interleaved, N rounds of:
+- ``standalone``: ``kioku serve --standalone`` over stdio (no proxy, no HTTP);
+- ``proxied``: ``kioku serve`` over stdio (proxy -> Unix-socket HTTP -> daemon);
+- ``http-new`` / ``http-keepalive``: the proxy's POST alone, a new connection per request
+  vs one kept-alive connection (what the proxy hop costs without stdio);
+for an MCP ping and a ``get_note`` of a missing id.
+
+    flock /tmp/kioku-bench.lock python bench/hop.py [--rounds 300] [--baseline-src DIR]
+"""
+
+# ruff: noqa: E402
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+
+import argparse
+import json
+import os
+import signal
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from typing import Any
+
+import anyio
+import httpx
+from mcp import Client, StdioServerParameters
+
+ROOT = _HERE.parent
+_MISSING = {"id": "01MISSING0000000000000000000"}
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def _env(data_dir: Path, src: Path = ROOT) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KIOKU_")}
+    env.update(
+        PYTHONPATH=str(src),
+        KIOKU_DATA_DIR=str(data_dir),
+        KIOKU_LOG_LEVEL="WARNING",
+        KIOKU_LOCAL_GATEWAY__IDLE_EXIT_S="120",
+    )
+    return env
+
+
+def _rpc(method: str, params: dict[str, Any], i: int) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params}).encode()
+
+
+async def main(rounds: int, baseline: Path | None) -> None:
+    with tempfile.TemporaryDirectory(prefix="kioku-hop-") as tmp:
+        shared, alone = Path(tmp) / "shared", Path(tmp) / "alone"
+        exe = [sys.executable, "-m", "mcp_gateway.cli", "serve"]
+        samples: dict[str, list[float]] = {}
+        async with AsyncExitStack() as stack:
+            proxied = await stack.enter_async_context(
+                Client(
+                    StdioServerParameters(command=exe[0], args=exe[1:], env=_env(shared)),
+                    mode="legacy",
+                )
+            )
+            standalone = await stack.enter_async_context(
+                Client(
+                    StdioServerParameters(
+                        command=exe[0], args=[*exe[1:], "--standalone"], env=_env(alone)
+                    ),
+                    mode="legacy",
+                )
+            )
+            old = None
+            if baseline is not None:  # another checkout's proxy, same daemon
+                old = await stack.enter_async_context(
+                    Client(
+                        StdioServerParameters(
+                            command=exe[0], args=exe[1:], env=_env(shared, baseline)
+                        ),
+                        mode="legacy",
+                    )
+                )
+            sock = shared / "gateway.sock"
+            headers = {
+                "content-type": "application/json",
+                "accept": "application/json, text/event-stream",
+                "mcp-protocol-version": "2025-06-18",
+            }
+
+            def http(keep: bool) -> httpx.AsyncClient:
+                return httpx.AsyncClient(
+                    transport=httpx.AsyncHTTPTransport(uds=str(sock)),
+                    base_url="http://kioku-gateway",
+                    limits=httpx.Limits(max_keepalive_connections=1 if keep else 0),
+                )
+
+            new = await stack.enter_async_context(http(False))
+            kept = await stack.enter_async_context(http(True))
+            calls: dict[str, Callable[[int], Awaitable[Any]]] = {
+                "standalone ping": lambda i: standalone.send_ping(),
+                "proxied ping": lambda i: proxied.send_ping(),
+                "standalone get_note": lambda i: standalone.call_tool("get_note", _MISSING),
+                "proxied get_note": lambda i: proxied.call_tool("get_note", _MISSING),
+                "http-new ping": lambda i: new.post("/mcp", content=_rpc("ping", {}, i),
+                                                    headers=headers),
+                "http-keepalive ping": lambda i: kept.post("/mcp", content=_rpc("ping", {}, i),
+                                                           headers=headers),
+                "http-keepalive get_note": lambda i: kept.post(
+                    "/mcp",
+                    content=_rpc("tools/call", {"name": "get_note", "arguments": _MISSING}, i),
+                    headers=headers,
+                ),
+            }  # fmt: skip
+            if old is not None:
+                calls["baseline-proxied ping"] = lambda i: old.send_ping()
+                calls["baseline-proxied get_note"] = lambda i: old.call_tool("get_note", _MISSING)
+            for i in range(rounds + 10):
+                for name, call in calls.items():
+                    t = time.perf_counter()
+                    await call(i)
+                    if i >= 10:
+                        samples.setdefault(name, []).append((time.perf_counter() - t) * 1000)
+        try:
+            os.kill(int((shared / "gateway.lock").read_text().strip()), signal.SIGTERM)
+        except (OSError, ValueError):
+            pass
+    load = os.getloadavg()[0]
+    print(f"{rounds} interleaved rounds, load average {load:.1f} on {os.cpu_count()} cpus (ms)")
+    for name, ms in samples.items():
+        print(
+            f"{name:24s} p50 {pct(ms, 0.5):6.2f}  p95 {pct(ms, 0.95):6.2f}  "
+            f"p99 {pct(ms, 0.99):6.2f}"
+        )
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--rounds", type=int, default=300)
+    ap.add_argument("--baseline-src", type=Path, help="also time this checkout's proxy")
+    args = ap.parse_args()
+    anyio.run(main, args.rounds, args.baseline_src)

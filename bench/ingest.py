@@ -1,0 +1,144 @@
+"""Ingest, in one process (the embedded default: in-process job runner, edge index).
+
+1. Embedding throughput of one worker on this machine: the local embedder's document
+   lane at 1 and 2 OpenMP threads, batches of ``--batch`` short notes, interleaved.
+2. A burst of ``--burst`` ``add_note`` calls (the server path, no MCP), then the lag from
+   each add to its dense vector being in the index (semantically searchable), and the
+   search latency of new queries issued while the burst is being embedded.
+
+Run with another checkout's code for a before/after: ``PYTHONPATH=DIR python bench/ingest.py``
+(settings this checkout adds are passed as KIOKU_* variables and ignored by older code).
+
+    flock /tmp/kioku-bench.lock python bench/ingest.py [--burst 1000]
+"""
+
+# ruff: noqa: E402
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+
+import argparse
+import os
+import tempfile
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+
+import mcp_gateway
+from mcp_gateway.app import open_app
+from mcp_gateway.embedders import build_embedder
+from mcp_gateway.search import SearchRequest
+from mcp_gateway.settings import EmbedderSettings, KiokuSettings
+
+try:  # the service layer (issue 9); older checkouts had the function in tools_notes
+    from mcp_gateway.services.notes import NoteService
+
+    async def store_note(app: Any, fields: dict[str, str], namespace: str) -> Any:
+        return await NoteService(app).store(fields, namespace)
+except ImportError:
+    from mcp_gateway.tools_notes import store_note  # type: ignore[no-redef]
+
+TOPICS = ["deploy", "rate limits", "git rebase", "docker builds", "flaky tests", "migrations"]
+
+
+def text(i: int) -> str:
+    return (
+        f"Lesson {i}: with {TOPICS[i % len(TOPICS)]}, check the logs first and write down "
+        f"what fixed it; the user asked to keep note {i} short."
+    )
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+async def throughput(batch: int, rounds: int) -> None:
+    configs: dict[str, Any] = {}
+    if "document_threads" in EmbedderSettings.model_fields:
+        for threads in (1, 2):
+            configs[f"document lane, {threads} thread(s)"] = build_embedder(
+                EmbedderSettings(document_threads=threads)
+            )
+    else:  # older code: the OpenMP runtime's defaults
+        configs["document lane, OpenMP defaults"] = build_embedder(EmbedderSettings())
+    for emb in configs.values():
+        await emb.start()
+    rates: dict[str, list[float]] = {name: [] for name in configs}
+    for r in range(rounds):
+        for name, emb in configs.items():
+            docs = [text(r * 1000 + i) for i in range(batch)]
+            began = time.perf_counter()
+            await emb.embed_documents(docs)
+            rates[name].append(batch / (time.perf_counter() - began))
+    for name, values in rates.items():
+        print(f"{name}: {pct(values, 0.5):6.1f} notes/s (median of {rounds} batches of {batch})")
+    for emb in configs.values():
+        await emb.aclose()
+
+
+async def burst(n: int, queries: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = KiokuSettings(data_dir=Path(tmp), redis_url=None)
+        async with open_app(settings) as app:
+            done: dict[str, float] = {}
+            upsert = app.index.upsert
+
+            async def timed_upsert(points: Sequence[Any]) -> None:
+                await upsert(points)
+                now = time.perf_counter()
+                done.update({p.payload["source_id"]: now for p in points if p.dense is not None})
+
+            app.index.upsert = timed_upsert  # type: ignore[method-assign]
+            added: dict[str, float] = {}
+            ack: list[float] = []
+            began = time.perf_counter()
+            for i in range(n):
+                fields = {"text": text(i), "type": "note", "priority": "", "domain": ""}
+                t = time.perf_counter()
+                note = await store_note(app, {**fields, "solved_query": ""}, app.namespaces[0])
+                added[note.id] = time.perf_counter()
+                ack.append((added[note.id] - t) * 1000)
+            burst_s = time.perf_counter() - began
+            searches: list[float] = []
+            for i in range(queries):  # while the burst is still being embedded
+                t = time.perf_counter()
+                await app.search.search(SearchRequest(query=f"what broke the {TOPICS[i % 6]} {i}"))
+                searches.append((time.perf_counter() - t) * 1000)
+            busy = len(done) < n
+            while len(done) < n:  # noqa: ASYNC110 - a benchmark poll
+                await anyio.sleep(0.05)
+            total_s = time.perf_counter() - began
+            await app.jobs.drain()
+    lags = [(done[i] - t) * 1000 for i, t in added.items()]
+    print(
+        f"burst of {n} adds in {burst_s:.1f} s (ack p50 {pct(ack, 0.5):.2f} ms, "
+        f"p99 {pct(ack, 0.99):.2f} ms); all searchable after {total_s:.1f} s "
+        f"({n / total_s:.1f} notes/s); lag to searchable p50 {pct(lags, 0.5) / 1000:.1f} s, "
+        f"p95 {pct(lags, 0.95) / 1000:.1f} s"
+    )
+    print(
+        f"search (new query, server side) during the burst{'' if busy else ' (burst done)'}: "
+        f"p50 {pct(searches, 0.5):.1f} ms, p95 {pct(searches, 0.95):.1f} ms (n={len(searches)})"
+    )
+
+
+async def main(args: argparse.Namespace) -> None:
+    print(f"kioku from {Path(mcp_gateway.__file__).parent.parent}; load {os.getloadavg()[0]:.1f}")
+    await throughput(args.batch, args.rounds)
+    await burst(args.burst, args.queries)
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--burst", type=int, default=1000)
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--rounds", type=int, default=4)
+    ap.add_argument("--queries", type=int, default=40)
+    anyio.run(main, ap.parse_args())

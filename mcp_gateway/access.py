@@ -2,9 +2,9 @@
 
 Over stdio the scope comes from settings (``namespace`` + ``read_namespaces``). Over
 HTTP each bearer token maps to a grant (``auth``), and every use case receives the
-grant's ``Scope``. A record
-or note outside the caller's namespaces is reported as not found, so ids from another
-namespace cannot even be probed.
+grant's ``Scope``. A record or note outside the caller's namespaces gets exactly the
+answer of an unknown id (``unseen``), so ids from another namespace cannot even be
+probed.
 """
 
 from __future__ import annotations
@@ -17,6 +17,12 @@ from .settings import KiokuSettings
 DEFAULT_GRANT = "default"
 
 
+def unseen(what: str, hint: str = "") -> NotFound:
+    """The one answer for an unknown id AND for an id in a namespace the caller cannot
+    read: identical text, so the answer tells nothing about other tenants."""
+    return NotFound(f"no {what} you can read{hint}")
+
+
 @dataclass(frozen=True, slots=True)
 class Scope:
     write: str
@@ -25,13 +31,13 @@ class Scope:
     def can_read(self, namespace: str) -> bool:
         return namespace in self.read
 
-    def require_read(self, namespace: str, what: str) -> None:
+    def require_read(self, namespace: str, what: str, hint: str = "") -> None:
         if namespace not in self.read:
-            raise NotFound(f"no {what} (or it belongs to a namespace you cannot read)")
+            raise unseen(what, hint)
 
-    def require_write(self, namespace: str, what: str) -> None:
+    def require_write(self, namespace: str, what: str, hint: str = "") -> None:
         if namespace != self.write:
-            self.require_read(namespace, what)
+            self.require_read(namespace, what, hint)
             raise NotFound(f"{what} belongs to another namespace ({namespace}): read-only to you")
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
+from . import fsperms
 from .access import settings_scope
 from .activity import ActivityLog
 from .applier import Applier
@@ -127,8 +128,8 @@ async def live_spec(db: Database, settings: KiokuSettings, embedder: Embedder) -
 async def open_app(settings: KiokuSettings, *, run_jobs: bool = True) -> AsyncIterator[AppContext]:
     """Open every store and client; ``run_jobs=False`` for one-shot CLI commands."""
     async with AsyncExitStack() as stack:
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
-        db = Database(settings.db_path)
+        fsperms.secure_data_dir(settings.data_dir)  # 0700, and 0600 files inside
+        db = Database(settings.db_path, reserve_bytes=settings.index.reserve_free_mb << 20)
         await db.open()
         stack.push_async_callback(db.close)
 

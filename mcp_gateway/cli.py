@@ -16,7 +16,7 @@ from typing import Any
 
 import anyio
 
-from . import __version__
+from . import __version__, fsperms
 from .errors import KiokuError
 from .settings import DEFAULT_NOTE_TYPES, KiokuSettings, load_settings
 from .validation import PRIORITIES
@@ -191,6 +191,7 @@ def _check_args(args: argparse.Namespace, settings: KiokuSettings) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    fsperms.private_umask()  # SQLite, WAL, logs, index, exports: owner-only files
     args = _parser().parse_args(argv)
     # warnings while reading the settings (unknown KIOKU_* variables) need a handler
     logging.basicConfig(

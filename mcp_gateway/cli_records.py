@@ -25,6 +25,7 @@ from .records.model import (
     RecordView,
 )
 from .records.store import MAX_SEARCH_LIMIT
+from .validation import terminal_safe
 
 if TYPE_CHECKING:
     from .client import Memory
@@ -109,10 +110,13 @@ async def run_records_command(args: argparse.Namespace, memory: Memory) -> int:
     except KiokuError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    # Stored text may hold control characters (records written before they were
+    # refused): never let it drive the terminal (OSC 52 clipboard writes, cursor moves).
     if getattr(args, "json", False):
-        print(json.dumps(model.model_dump(mode="json"), ensure_ascii=False, indent=2))
+        dumped = json.dumps(model.model_dump(mode="json"), ensure_ascii=False, indent=2)
+        print(terminal_safe(dumped, json_text=True))
     else:
-        print(text)
+        print(terminal_safe(text))
     return 0
 
 

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 import anyio
 
+from .diskguard import require_space
 from .errors import StoreUnavailable
 
 log = logging.getLogger(__name__)
@@ -42,8 +43,11 @@ def register_migration(module: str, version: int, sql: str) -> None:
 
 
 class Database:
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, reserve_bytes: int = 0) -> None:
         self.path = Path(path) if str(path) != ":memory:" else path
+        # write transactions are refused while less is free (diskguard: the index,
+        # written through mmapped files, must never be the one to hit ENOSPC)
+        self.reserve_bytes = reserve_bytes
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
 
@@ -97,11 +101,25 @@ class Database:
             if current.get(module, 0) >= version:
                 continue
             # One script, one transaction: a migration is applied whole or not at all.
-            conn.executescript(
-                f"BEGIN IMMEDIATE;\n{sql}\n;"
-                f"INSERT OR REPLACE INTO schema_versions(module, version) "
-                f"VALUES ('{module}', {int(version)});\nCOMMIT;"
-            )
+            # Foreign keys are off meanwhile (SQLite's way to rebuild a parent table, which
+            # cannot be toggled inside a transaction) and checked right after.
+            conn.execute("PRAGMA foreign_keys=OFF")
+            try:
+                conn.executescript(
+                    f"BEGIN IMMEDIATE;\n{sql}\n;"
+                    f"INSERT OR REPLACE INTO schema_versions(module, version) "
+                    f"VALUES ('{module}', {int(version)});\nCOMMIT;"
+                )
+            except BaseException:
+                _rollback(conn)
+                raise
+            finally:
+                conn.execute("PRAGMA foreign_keys=ON")
+            broken = conn.execute("PRAGMA foreign_key_check").fetchall()
+            if broken:
+                log.error(
+                    "migration %s v%d left %d broken references", module, version, len(broken)
+                )
             current[module] = version
 
     # -- running work ----------------------------------------------------------------
@@ -115,6 +133,8 @@ class Database:
 
     def transaction_sync(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``fn(conn)`` in one ``BEGIN IMMEDIATE`` transaction: all or nothing."""
+        if self.reserve_bytes and isinstance(self.path, Path):
+            require_space(self.path.parent, self.reserve_bytes)
         with self._lock:
             conn = self.conn
             try:

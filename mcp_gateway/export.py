@@ -3,7 +3,11 @@
 High-priority lessons, the newest lessons and conclusions, profile notes, and (from the
 records store) current decisions and actionable records. Written atomically (temp file
 + rename) to the data dir and to every configured destination, so a reader never sees
-half a file. Also served as the MCP resource ``kioku://session_context``.
+half a file. Also served as the MCP resource/prompt ``kioku://session_context``,
+rendered for the caller's own scope (``build``): a token sees its own namespace's
+context, then -- under headings naming them -- the namespaces it may also read, and
+never another tenant's. Every stored text, record titles included, is a ``> `` quote.
+A destination that is a symlink is not followed (it could point anywhere).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from .access import Scope
 from .notes import NoteStore
 from .render import iso, quote
 from .settings import ExportSettings
@@ -74,11 +79,13 @@ async def collect(
     return snap
 
 
-def _notes_section(title: str, notes: Sequence[Note], skip: set[str]) -> list[str]:
+def _notes_section(
+    title: str, notes: Sequence[Note], skip: set[str], level: str = "##"
+) -> list[str]:
     shown = [n for n in notes if n.id not in skip]
     if not shown:
         return []
-    lines = [f"\n## {title}\n"]
+    lines = [f"\n{level} {title}\n"]
     for note in shown:
         flag = " · high" if note.priority == "high" else ""
         lines.append(f"- `{note.id}` · {iso(note.created_at)[:10]}{flag}")
@@ -87,28 +94,60 @@ def _notes_section(title: str, notes: Sequence[Note], skip: set[str]) -> list[st
     return lines
 
 
-def _records_section(title: str, items: Sequence[dict[str, Any]]) -> list[str]:
+def _records_section(title: str, items: Sequence[dict[str, Any]], level: str = "##") -> list[str]:
     if not items:
         return []
-    lines = [f"\n## {title}\n"]
+    lines = [f"\n{level} {title}\n"]
     for item in items:
         state = item.get("action_state") or item.get("status") or ""
-        lines.append(f"- `{item['id']}` ({state}) {item['title']}")
+        lines.append(f"- `{item['id']}` ({state})")
+        lines.append(quote(str(item["title"])))  # stored text: quoted like every note
     return lines
 
 
-def render(snap: ContextSnapshot) -> str:
+def _sections(snap: ContextSnapshot, seen: set[str], level: str = "##") -> list[str]:
+    return [
+        *_notes_section("High-priority lessons", snap.high_lessons, seen, level),
+        *_notes_section("Recent lessons", snap.lessons, seen, level),
+        *_notes_section("Recent conclusions", snap.conclusions, seen, level),
+        *_notes_section("About the user", snap.profile, seen, level),
+        *_records_section("Current decisions", snap.decisions, level),
+        *_records_section("Open work (actionable records)", snap.actionable, level),
+    ]
+
+
+def render(snap: ContextSnapshot, shared: Sequence[tuple[str, ContextSnapshot]] = ()) -> str:
+    """``snap`` (the reader's own namespace), then each ``shared`` (name, snapshot) under
+    a heading that says whose it is."""
     seen: set[str] = set()
     parts = [HEADER]
-    parts += _notes_section("High-priority lessons", snap.high_lessons, seen)
-    parts += _notes_section("Recent lessons", snap.lessons, seen)
-    parts += _notes_section("Recent conclusions", snap.conclusions, seen)
-    parts += _notes_section("About the user", snap.profile, seen)
-    parts += _records_section("Current decisions", snap.decisions)
-    parts += _records_section("Open work (actionable records)", snap.actionable)
+    parts += _sections(snap, seen)
     if len(parts) == 1:
         parts.append("\n_No lessons, conclusions or profile notes yet._")
+    for namespace, other in shared:
+        body = _sections(other, seen, "###")
+        if body:
+            parts.append(
+                f"\n## Shared namespace `{namespace}` (you may read it; written by others)\n"
+            )
+            parts += body
     return "\n".join(parts) + "\n"
+
+
+async def build(
+    notes: NoteStore,
+    settings: ExportSettings,
+    scope: Scope,
+    records: CurrentRecords | None = None,
+) -> tuple[ContextSnapshot, str]:
+    """The context for one reader: its own namespace, then each one it may also read."""
+    own = await collect(notes, settings, [scope.write], records)
+    shared = [
+        (ns, await collect(notes, settings, [ns], records))
+        for ns in scope.read
+        if ns != scope.write
+    ]
+    return own, render(own, shared)
 
 
 def write_atomic(path: Path, content: str) -> None:
@@ -130,6 +169,9 @@ def write_all(content: str, primary: Path, destinations: Sequence[Path]) -> list
     write_atomic(primary, content)
     written = [primary]
     for dest in destinations:
+        if dest.is_symlink():
+            log.error("session_context not written to %s: it is a symlink (not followed)", dest)
+            continue
         target = dest / primary.name if dest.is_dir() else dest
         try:
             write_atomic(target, content)

@@ -8,7 +8,7 @@ dir (``kioku serve --http`` owns it the same way and serves that socket too)::
 
     VS Code ── stdio ── kioku serve (proxy) ─┐
     Claude  ── stdio ── kioku serve (proxy) ─┼─ <data_dir>/gateway.sock ── daemon ── stores
-    Cursor  ── stdio ── kioku serve (proxy) ─┘      (0600, HTTP, stateless JSON)
+    Cursor  ── stdio ── kioku serve (proxy) ─┘      (0700 dir, peer uid checked, HTTP)
 
 Election: the daemon holds an exclusive ``fcntl.flock`` on ``gateway.lock`` for its
 whole life (the kernel drops it on any exit, SIGKILL included). Only the lock holder
@@ -24,23 +24,23 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import hashlib
 import logging
 import os
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import fsperms, peercred
 from .settings import KiokuSettings
 
 log = logging.getLogger(__name__)
 
-# The Host header the proxy sends; the socket's file mode is the real access control.
+# The Host header the proxy sends; the socket's private directory and the peer-uid
+# check on both ends (``peercred``) are the access control.
 GATEWAY_HOST = "kioku-gateway"
 # AF_UNIX paths are limited to 108 bytes on Linux (104 on macOS).
 _MAX_SOCKET_PATH = 100
@@ -56,18 +56,39 @@ def supported() -> bool:
 @dataclass(frozen=True, slots=True)
 class GatewayPaths:
     lock: Path
-    socket: Path
     log: Path
+    # short enough for AF_UNIX: the socket in the 0700 data dir itself
+    direct: Path | None
+    # otherwise: the file (in the data dir) naming the private mkdtemp dir of the socket
+    socket_record: Path
 
     @classmethod
     def for_settings(cls, settings: KiokuSettings) -> GatewayPaths:
         data = settings.data_dir.resolve()
         sock = data / "gateway.sock"
-        if len(os.fsencode(sock)) > _MAX_SOCKET_PATH:
-            # A deep data dir: fall back to a per-user, per-data-dir name in the temp dir.
-            digest = hashlib.sha256(os.fsencode(data)).hexdigest()[:16]
-            sock = Path(tempfile.gettempdir()) / f"kioku-{os.getuid()}-{digest}.sock"
-        return cls(lock=data / "gateway.lock", socket=sock, log=data / "logs" / "gateway.log")
+        fits = len(os.fsencode(sock)) <= _MAX_SOCKET_PATH
+        return cls(
+            lock=data / "gateway.lock",
+            log=data / "logs" / "gateway.log",
+            direct=sock if fits else None,
+            socket_record=data / "gateway.sockdir",
+        )
+
+    @property
+    def socket(self) -> Path:
+        """Where the daemon listens. Never a predictable name in a shared temp dir
+        (another user could bind it first): a deep data dir uses the private dir
+        recorded by the daemon, or before one exists a path that cannot be connected."""
+        if self.direct is not None:
+            return self.direct
+        private = peercred.read_recorded_dir(self.socket_record)
+        return private / "gateway.sock" if private else self.socket_record.with_suffix(".none")
+
+    def make_socket_path(self) -> Path:
+        """The owner's side: the socket path, creating the private dir if needed."""
+        if self.direct is not None:
+            return self.direct
+        return peercred.ensure_private_dir(self.socket_record) / "gateway.sock"
 
 
 # -- election -------------------------------------------------------------------------
@@ -109,8 +130,8 @@ def owner_pid(paths: GatewayPaths) -> int | None:
 def acquire(path: Path, wait_s: float) -> int | None:
     """Take the lock (retrying up to ``wait_s``); the fd stays open while we own it.
     OSError when the data dir is not writable."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    fsperms.secure_data_dir(path.parent)
+    fd = fsperms.open_private(path, os.O_RDWR | os.O_CREAT)
     deadline = time.monotonic() + wait_s
     while True:
         try:
@@ -127,20 +148,25 @@ def acquire(path: Path, wait_s: float) -> int | None:
 
 
 def can_connect(path: Path) -> bool:
-    """A listening daemon accepts at once; a stale or still-starting one refuses."""
+    """A listening daemon accepts at once; a stale or still-starting one refuses, and
+    one run by another user does not count."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
         s.settimeout(1.0)
         try:
             s.connect(os.fspath(path))
         except OSError:
             return False
+        if not peercred.same_user(s):
+            log.warning("%s is served by another user: ignoring it", path)
+            return False
         return True
 
 
 def spawn_daemon(settings: KiokuSettings, paths: GatewayPaths) -> subprocess.Popen[bytes]:
     """Start a detached daemon; it exits at once (code 0) if another one won."""
-    paths.log.parent.mkdir(parents=True, exist_ok=True)
-    with open(paths.log, "ab") as logfile:
+    fsperms.secure_data_dir(paths.log.parent)
+    fd = fsperms.open_private(paths.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    with os.fdopen(fd, "ab") as logfile:
         # New session: the daemon outlives the editor that happened to start it. Its
         # stdout is not ours: the proxy's stdout carries the protocol.
         return subprocess.Popen(
@@ -196,6 +222,6 @@ def unlink_if_ours(path: Path, inode: int) -> None:
 
 def write_private(path: Path, text: str) -> None:
     """Write a small file readable by its owner only."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    fd = fsperms.open_private(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     with os.fdopen(fd, "w") as fh:
         fh.write(text)

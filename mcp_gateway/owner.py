@@ -34,6 +34,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.routing import Mount
 
+from . import fsperms, httpguard
 from . import local_gateway as gw
 from .admin import admin_app
 from .app import open_app
@@ -86,13 +87,16 @@ class _Activity:
             self.state.last_request = time.monotonic()
 
 
-def _uvicorn(app: Any, **options: Any) -> uvicorn.Server:
+def _uvicorn(app: Any, settings: KiokuSettings, *, unix: bool, **options: Any) -> uvicorn.Server:
     config = uvicorn.Config(
         app,
         log_level="warning",
         lifespan="off",
         timeout_graceful_shutdown=10,
         access_log=False,
+        # bounds the wait for request headers (slowloris); on the Unix socket it also
+        # drops connections from another uid (peercred)
+        http=httpguard.guarded_protocol(settings.http.header_timeout_s, peer_check=unix),
         **options,
     )
     return uvicorn.Server(config)
@@ -127,7 +131,14 @@ async def _serve(
         ]
         # Proxies keep one connection alive (stdio_proxy): uvicorn closes an idle one after
         # 5 s by default, i.e. a reconnect between most of an assistant's calls.
-        servers = [_uvicorn(_Activity(Starlette(routes=routes), state), timeout_keep_alive=3600)]
+        servers = [
+            _uvicorn(
+                _Activity(Starlette(routes=routes), state),
+                settings,
+                unix=True,
+                timeout_keep_alive=3600,
+            )
+        ]
         listeners: list[list[socket.socket] | None] = [[sock]]
         if state.kind == "http":
             remote = create_server(settings, http=True, services=services)
@@ -138,9 +149,12 @@ async def _serve(
             verifier = http_verifier(settings)
             mount_ui(remote_http, settings, app, verifier=verifier, allowed_hosts=hosts)
             await stack.enter_async_context(remote.session_manager.run())
+            httpguard.limit_sessions(remote.session_manager, settings.http.max_sessions_per_grant)
             servers.append(
                 _uvicorn(
                     _Activity(remote_http, state),
+                    settings,
+                    unix=False,
                     host=settings.http.host,
                     port=settings.http.port,
                 )
@@ -218,12 +232,13 @@ def run_owner(
             os.close(fd)
             return EXIT_STARTUP_FAILED
     try:
-        sock = gw.bind(paths.socket)
+        sock_path = paths.make_socket_path()
+        sock = gw.bind(sock_path)
     except OSError as exc:
-        log.error("%scannot create %s (%s)", gw.CANNOT_START, paths.socket, exc.strerror)
+        log.error("%scannot create the owner socket (%s)", gw.CANNOT_START, exc.strerror)
         os.close(fd)
         return EXIT_STARTUP_FAILED
-    inode = os.stat(paths.socket).st_ino
+    inode = os.stat(sock_path).st_ino
     gw.write_private(info_path(paths), json.dumps(state.public()))
     log.info("kioku %s pid %d owns %s", kind, state.pid, settings.data_dir)
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -237,7 +252,7 @@ def run_owner(
         log.error("%s%s", gw.CANNOT_START, reason)
         return EXIT_STARTUP_FAILED
     finally:
-        gw.unlink_if_ours(paths.socket, inode)
+        gw.unlink_if_ours(sock_path, inode)
         sock.close()
         info_path(paths).unlink(missing_ok=True)
         os.close(fd)  # releases the lock last: the stores are closed by now
@@ -297,6 +312,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mcp_gateway.owner")
     parser.add_argument("--data-dir", required=True)
     args = parser.parse_args(argv)
+    fsperms.private_umask()  # logs, SQLite, index: owner-only whatever the parent's umask
     settings = load_settings(data_dir=args.data_dir)
     logging.basicConfig(
         level=settings.log_level.upper(),

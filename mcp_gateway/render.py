@@ -3,6 +3,7 @@ block: it is data recorded earlier, never instructions to follow."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -65,13 +66,16 @@ def render_note(view: dict[str, Any]) -> str:
     if view.get("priority"):
         meta.append(f"priority={view['priority']}")
     if view.get("domain"):
-        meta.append(f"domain={view['domain']}")
+        # a label (validation.label); shown as a JSON string all the same, since older
+        # notes were stored before that check
+        meta.append(f"domain={json.dumps(view['domain'], ensure_ascii=False)}")
     meta.append(f"created {view['created_at']}")
     if view.get("deleted"):
         meta.append("DELETED (restorable)")
     lines = [" · ".join(meta), quote(view["text"])]
     if view.get("solved_query"):
-        lines.append(f"solved_query: {view['solved_query']!r}")
+        lines.append("solved_query (quoted):")
+        lines.append(quote(view["solved_query"]))
     for change in view.get("history") or []:
         at = change["changed_at"]
         lines.append(f"- changed {change['field']} at {iso(at) if isinstance(at, float) else at}")

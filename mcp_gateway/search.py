@@ -31,6 +31,13 @@ log = logging.getLogger(__name__)
 
 THRESHOLDS_META_KEY = "search.thresholds"
 
+
+def thresholds_key(namespace: str) -> str:
+    """Each namespace's thresholds are tuned from its own solved queries only: one
+    tenant's notes must not move another's cut-offs (issue 10)."""
+    return f"{THRESHOLDS_META_KEY}:{namespace}"
+
+
 RECENT_TAG = "[RECENT]"
 
 
@@ -56,18 +63,19 @@ class ThresholdCache:
     ) -> None:
         self.db, self.ttl_s = db, ttl_s
         self.defaults = {**for_model(model_id).thresholds, **configured}
-        self._value, self._loaded_at = dict(self.defaults), 0.0
+        self._values: dict[str, tuple[dict[str, float], float]] = {}  # ns -> (value, loaded)
 
-    async def get(self) -> dict[str, float]:
-        if time.monotonic() - self._loaded_at > self.ttl_s:
-            stored = await self.db.get_meta(THRESHOLDS_META_KEY)
+    async def get(self, namespace: str = "default") -> dict[str, float]:
+        cached = self._values.get(namespace)
+        if cached is None or time.monotonic() - cached[1] > self.ttl_s:
+            stored = await self.db.get_meta(thresholds_key(namespace))
             tuned = json.loads(stored) if stored else {}
-            self._value = {**self.defaults, **tuned}
-            self._loaded_at = time.monotonic()
-        return self._value
+            cached = ({**self.defaults, **tuned}, time.monotonic())
+            self._values[namespace] = cached
+        return cached[0]
 
     def invalidate(self) -> None:
-        self._loaded_at = 0.0
+        self._values.clear()
 
 
 class SearchService:
@@ -120,7 +128,7 @@ class SearchService:
             dense_hits, sparse_hits = await self.index.search(
                 dense, sparse, flt, self.settings.candidates
             )
-        params = await self._params(query)
+        params = await self._params(query, req.namespaces[0] if req.namespaces else "default")
         candidates = fuse(dense_hits, sparse_hits, params)
         chosen = select(candidates, params, req.top, req.namespaces)
         results = await self._materialise(chosen)
@@ -150,7 +158,7 @@ class SearchService:
             log.warning("dense channel skipped: %s", exc)
             return None, False
 
-    async def _params(self, query: str) -> RankingParams:
+    async def _params(self, query: str, namespace: str) -> RankingParams:
         s = self.settings
         # n-gram matches in unspaced scripts are weaker evidence than whole words
         unspaced = lexical.unspaced_share(query)
@@ -165,7 +173,7 @@ class SearchService:
             rrf_k=s.rrf_k,
             dense_weight=s.dense_weight,
             sparse_weight=sparse_weight,
-            thresholds=await self.thresholds.get(),
+            thresholds=await self.thresholds.get(namespace),
         )
 
     async def _materialise(self, chosen: list[Candidate]) -> list[SearchResult]:

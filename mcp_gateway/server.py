@@ -9,15 +9,16 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
-import anyio
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
+from pydantic import SecretStr
 
-from . import __version__
+from . import __version__, export
 from .app import AppContext, open_app
-from .auth import GrantTokenVerifier
+from .auth import GrantTokenVerifier, request_scope
 from .errors import InvalidInput
+from .http_token import local_token, token_path
 from .services import Services
 from .settings import KiokuSettings
 from .tools_notes import register_note_tools
@@ -44,15 +45,26 @@ def create_server(
     """Build the MCP server over ``services`` (the owner's, already open), or over
     stores it opens itself (in-process tests; ``on_app`` sees the opened context)."""
 
+    opened: list[Services] = []  # for the resource and prompt, which get no Context
+
     @asynccontextmanager
     async def lifespan(_server: MCPServer[Services]) -> AsyncIterator[Services]:
         if services is not None:
-            yield services
+            opened.append(services)
+            try:
+                yield services
+            finally:
+                opened.remove(services)
             return
         async with open_app(settings) as app:
             if on_app is not None:
                 on_app(app)
-            yield Services.over(app)
+            over = Services.over(app)
+            opened.append(over)
+            try:
+                yield over
+            finally:
+                opened.remove(over)
 
     verifier, auth = _auth(settings) if http else (None, None)
     mcp: MCPServer[Services] = MCPServer(
@@ -73,20 +85,25 @@ def create_server(
         mime_type="text/markdown",
     )
     async def session_context() -> str:
-        return await _read_context(settings)
+        return await _context_for_caller(settings, opened)
 
     @mcp.prompt(name="session_context", description="Load kioku's session context.")
     async def session_context_prompt() -> str:
-        return await _read_context(settings)
+        return await _context_for_caller(settings, opened)
 
     return mcp
 
 
-async def _read_context(settings: KiokuSettings) -> str:
-    path = anyio.Path(settings.session_context_path)
-    if await path.exists():
-        return await path.read_text(encoding="utf-8")
-    return "# Session context (kioku)\n\n_Nothing recorded yet._\n"
+async def _context_for_caller(settings: KiokuSettings, opened: list[Services]) -> str:
+    """Rendered for the caller's scope (its token's grant over HTTP), never the file of
+    the settings' namespace: each tenant reads its own context (issue 10)."""
+    if not opened:
+        return "# Session context (kioku)\n\n_Nothing recorded yet._\n"
+    app = opened[-1].app
+    _snap, content = await export.build(
+        app.notes, settings.export, request_scope(settings), app.records
+    )
+    return content
 
 
 def is_loopback(host: str) -> bool:
@@ -117,7 +134,12 @@ def _auth(settings: KiokuSettings) -> tuple[GrantTokenVerifier | None, AuthSetti
                 f"refusing to serve HTTP on {host} without a token: set KIOKU_HTTP__TOKEN "
                 "(any long random string) or KIOKU_HTTP__GRANTS, or bind to 127.0.0.1"
             )
-        return None, None
+        # Loopback is shared by every local user: require the data dir's generated
+        # token (0600; `kioku status` shows it) instead of serving anyone.
+        generated = SecretStr(local_token(settings.data_dir))
+        http = settings.http.model_copy(update={"token": generated})
+        verifier = GrantTokenVerifier(settings.model_copy(update={"http": http}))
+        log.info("HTTP needs the bearer token in %s", token_path(settings.data_dir))
     url = f"http://{'127.0.0.1' if is_loopback(host) else host}:{port}"
     # Plain bearer tokens, no OAuth: without resource_server_url the SDK neither serves
     # protected-resource metadata naming an authorization server (``issuer_url``, which

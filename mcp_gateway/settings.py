@@ -58,6 +58,9 @@ class IndexSettings(BaseModel):
     exact_search_below: int = Field(
         default=20_000, ge=0, description="use exact dense search below this many points"
     )
+    # writes (SQLite and index) are refused while less than this is free on the data
+    # dir's disk: the index writes through mmapped files, which die of SIGBUS on ENOSPC
+    reserve_free_mb: int = Field(default=48, ge=0)
 
 
 class NoteSettings(BaseModel):
@@ -115,6 +118,11 @@ class HttpSettings(BaseModel):
     token: SecretStr | None = None
     # ...and/or named grants, one per person or team: {"alice": {"token": ..., "namespace": ...}}
     grants: dict[str, TokenGrant] = Field(default_factory=dict)
+    # with neither: a token generated into <data_dir>/http.token (0600) is required
+    # a connection whose request headers are not complete by then is closed (slowloris)
+    header_timeout_s: float = Field(default=10.0, gt=0)
+    # open MCP sessions per grant (the SDK's 10,000 stays the server-wide cap)
+    max_sessions_per_grant: int = Field(default=1000, ge=1)
 
 
 class ExportSettings(BaseModel):
@@ -154,7 +162,11 @@ def default_data_dir() -> Path:
 
 class KiokuSettings(BaseSettings):
     model_config = SettingsConfigDict(
-        env_prefix="KIOKU_", env_nested_delimiter="__", extra="ignore"
+        env_prefix="KIOKU_",
+        env_nested_delimiter="__",
+        extra="ignore",
+        # a typo in one grant must not print its token (or any other secret) in the error
+        hide_input_in_errors=True,
     )
 
     data_dir: Path = Field(default_factory=default_data_dir)

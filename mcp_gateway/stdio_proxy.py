@@ -31,6 +31,8 @@ import anyio.abc
 import httpx
 
 from . import local_gateway as gw
+from . import peercred
+from .jsonrpc_peek import peek_id
 from .settings import KiokuSettings
 
 log = logging.getLogger(__name__)
@@ -38,6 +40,9 @@ log = logging.getLogger(__name__)
 # JSON-RPC "server error" range; the message says what to do.
 GATEWAY_UNAVAILABLE = -32001
 _SEND_ATTEMPTS = 3
+# The gateway's own body limit (the MCP SDK's 4 MiB): larger lines are refused here,
+# answered with the request's id instead of an HTTP 413 the client cannot match.
+MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 
 
 class GatewayUnavailable(Exception):
@@ -52,6 +57,9 @@ class Proxy:
         self._write_lock = anyio.Lock()
         self._protocol_version: str | None = None
         self._out = anyio.wrap_file(sys.stdout.buffer)
+        self._uds = ""
+        self._http: httpx.AsyncClient
+        self._old_clients: list[httpx.AsyncClient] = []
 
     # -- the daemon -------------------------------------------------------------------
 
@@ -89,29 +97,39 @@ class Proxy:
     def _client(self) -> httpx.AsyncClient:
         # Only a failed connect is retried ("never delivered"); see the module docstring
         # for why keep-alive keeps that true.
-        transport = httpx.AsyncHTTPTransport(uds=str(self.paths.socket), retries=0)
+        self._uds = str(self.paths.socket)
         return httpx.AsyncClient(
-            transport=transport,
+            # every connection must reach a gateway run by this user (SO_PEERCRED)
+            # (kept alive: checked once per connection; the pool's limits live there)
+            transport=peercred.checked_transport(self._uds, keepalive=8),
             base_url=f"http://{gw.GATEWAY_HOST}",
             timeout=httpx.Timeout(self.settings.local_gateway.request_timeout_s, connect=5.0),
-            limits=httpx.Limits(max_keepalive_connections=8, keepalive_expiry=None),
         )
 
     # -- one message ------------------------------------------------------------------
 
     async def forward(self, client: httpx.AsyncClient, raw: bytes) -> None:
+        # Hostile lines (nested thousands deep, over the size limit) are answered here
+        # with the request's id, and the session goes on.
+        if len(raw) > MAX_MESSAGE_BYTES:
+            await self._write(
+                _error(
+                    peek_id(raw),
+                    f"message of {len(raw)} bytes is over the {MAX_MESSAGE_BYTES}-byte limit",
+                    code=-32600,
+                )
+            )
+            return
         try:
             message: Any = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError) as exc:
+            why = "nested too deeply" if isinstance(exc, RecursionError) else "not valid JSON"
             await self._write(
-                {
-                    "jsonrpc": "2.0",
-                    "id": None,
-                    "error": {
-                        "code": -32700,
-                        "message": "parse error: each line must be one JSON-RPC message",
-                    },
-                }
+                _error(
+                    peek_id(raw),
+                    f"parse error ({why}): each line must be one JSON-RPC message",
+                    code=-32700,
+                )
             )
             return
         req_id = message.get("id") if isinstance(message, dict) else None
@@ -128,6 +146,8 @@ class Proxy:
         for reply in _replies(response):
             if isinstance(message, dict) and message.get("method") == "initialize":
                 self._remember_version(reply)
+            if is_request and isinstance(reply, dict) and reply.get("id") is None:
+                reply["id"] = req_id  # the gateway could not read it: the client waits on it
             await self._write(reply)
 
     async def _post(self, client: httpx.AsyncClient, raw: bytes) -> httpx.Response:
@@ -144,7 +164,17 @@ class Proxy:
                 if attempt == _SEND_ATTEMPTS - 1:
                     raise
                 await self.ensure_daemon()
+                client = self._current(client)
         raise AssertionError("unreachable")
+
+    def _current(self, client: httpx.AsyncClient) -> httpx.AsyncClient:
+        """A client for where the daemon listens now: a deep data dir's private socket
+        dir can be re-created by a new daemon (e.g. after a temp-dir cleaner)."""
+        if str(self.paths.socket) == self._uds:
+            return client
+        self._old_clients.append(client)
+        self._http = self._client()
+        return self._http
 
     def _remember_version(self, reply: Any) -> None:
         version = (
@@ -163,16 +193,19 @@ class Proxy:
 
     async def run(self) -> None:
         stdin = anyio.wrap_file(sys.stdin.buffer)
-        async with self._client() as client, anyio.create_task_group() as tg:
-            try:
-                await self.ensure_daemon()
-            except GatewayUnavailable as exc:
-                # Keep serving: each request gets this error, and a later one may succeed.
-                log.error("%s", exc)
+        try:
+            await self.ensure_daemon()
+        except GatewayUnavailable as exc:
+            # Keep serving: each request gets this error, and a later one may succeed.
+            log.error("%s", exc)
+        self._http = self._client()  # after the daemon made its socket (deep data dir)
+        async with anyio.create_task_group() as tg:
             while line := await stdin.readline():
                 if line.strip():
                     # Concurrent, like a real MCP server: a slow search never blocks an add.
-                    tg.start_soon(self.forward, client, line)
+                    tg.start_soon(self.forward, self._http, line)
+        for client in (self._http, *self._old_clients):
+            await client.aclose()
 
 
 def _replies(response: httpx.Response) -> list[Any]:
@@ -187,16 +220,12 @@ def _replies(response: httpx.Response) -> list[Any]:
         return [response.json()]
     except ValueError:
         return [
-            _error(None, f"gateway answered HTTP {response.status_code}: {response.text[:200]}")
+            _error(None, f"gateway answered HTTP {response.status_code}: {response.text[:200]!r}")
         ]
 
 
-def _error(req_id: Any, message: str) -> dict[str, Any]:
-    return {
-        "jsonrpc": "2.0",
-        "id": req_id,
-        "error": {"code": GATEWAY_UNAVAILABLE, "message": message},
-    }
+def _error(req_id: Any, message: str, code: int = GATEWAY_UNAVAILABLE) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": req_id, "error": {"code": code, "message": message}}
 
 
 def _describe(exc: Exception) -> str:

@@ -29,7 +29,7 @@ def _no_daemon_outlives_the_session(tmp_path_factory: pytest.TempPathFactory) ->
     (They also idle out after 20 s: tests.http_server.kioku_env.)"""
     yield
     for lock in tmp_path_factory.getbasetemp().rglob("gateway.lock"):
-        pid = gw.owner_pid(gw.GatewayPaths(lock=lock, socket=lock, log=lock))
+        pid = gw.owner_pid(gw.GatewayPaths(lock=lock, log=lock, direct=lock, socket_record=lock))
         if pid is not None and pid != os.getpid():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)

@@ -102,9 +102,17 @@ class HttpProc:
     url: str
     port: int
     stderr_path: Path
+    data_dir: Path
 
     def stderr(self) -> str:
         return self.stderr_path.read_text("utf-8", errors="replace")
+
+    @property
+    def token(self) -> str | None:
+        """The token generated into the data dir when none is configured (else None)."""
+        from mcp_gateway.http_token import read_token
+
+        return read_token(self.data_dir)
 
 
 @contextmanager
@@ -122,7 +130,7 @@ def http_proc(
             stdout=subprocess.DEVNULL,
             stderr=errfile,
         )
-    handle = HttpProc(proc, f"http://127.0.0.1:{port}/mcp", port, err)
+    handle = HttpProc(proc, f"http://127.0.0.1:{port}/mcp", port, err, data_dir)
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -140,6 +148,15 @@ def http_proc(
             proc.kill()
         proc.wait(timeout=30)
         err.unlink(missing_ok=True)
+
+
+def authed(url: str, token: str | None) -> Any:
+    """A streamable-HTTP transport for ``Client`` that sends ``token``."""
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return streamable_http_client(url, http_client=httpx2.AsyncClient(headers=headers, timeout=60))
 
 
 def db_rows(data_dir: Path, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:

@@ -26,6 +26,7 @@ from starlette.routing import Route
 from tests.http_server import http_client
 from tests.realproc import (
     KIOKU,
+    authed,
     db_rows,
     free_port,
     held_clients,
@@ -83,7 +84,7 @@ async def test_sigkill_http_gateway_during_burst(tmp_path: Path) -> None:
     data, stop, enough = tmp_path / "data", asyncio.Event(), asyncio.Event()
     acked: dict[str, str] = {}
     with gateway(data) as gw:
-        async with held_clients([gw.url] * 3) as clients:
+        async with held_clients([authed(gw.url, gw.token) for _ in range(3)]) as clients:
             tasks = [
                 asyncio.create_task(burst(c, acked, f"k{i}", stop, enough))
                 for i, c in enumerate(clients)
@@ -95,7 +96,7 @@ async def test_sigkill_http_gateway_during_burst(tmp_path: Path) -> None:
             await asyncio.wait_for(asyncio.gather(*tasks), 60)
     print(f"\n{len(acked)} notes acknowledged before SIGKILL")
     with gateway(data) as gw2:
-        async with http_client(gw2.url, None) as client:
+        async with http_client(gw2.url, gw2.token) as client:
             await assert_all_present(client, acked)
     assert_no_duplicates(data, acked)
 
@@ -140,7 +141,7 @@ def _kioku(data: Path, *args: str, **env: str) -> subprocess.CompletedProcess[st
 async def test_index_deleted_then_reindexed(tmp_path: Path) -> None:
     data, acked = tmp_path / "data", {}
     with gateway(data) as gw:
-        async with http_client(gw.url, None) as client:
+        async with http_client(gw.url, gw.token) as client:
             for n in range(10):
                 res = await client.call_tool("add_note", {"text": f"index loss {letters(n)}"})
                 acked[res.structured_content["id"]] = letters(n)
@@ -157,7 +158,7 @@ async def test_index_deleted_then_reindexed(tmp_path: Path) -> None:
     assert reindex.returncode == 0, reindex.stderr
     assert "reindexed 10 notes and 1 records" in reindex.stdout
     with gateway(data) as gw:
-        async with http_client(gw.url, None) as client:
+        async with http_client(gw.url, gw.token) as client:
             await assert_all_present(client, acked)
             found = await client.call_tool("search_memory", {"query": "keep wal decision"})
             assert "keep wal" in text_of(found)
@@ -204,7 +205,7 @@ async def test_read_only_data_dir(tmp_path: Path) -> None:
     with tmpfs(tmp_path / "fs", "256m") as fs:
         data, acked = fs / "data", {}
         with gateway(data) as gw:
-            async with http_client(gw.url, None) as client:
+            async with http_client(gw.url, gw.token) as client:
                 for n in range(5):
                     res = await client.call_tool("add_note", {"text": f"ro {letters(n)}"})
                     acked[res.structured_content["id"]] = letters(n)
@@ -229,7 +230,7 @@ async def test_read_only_data_dir(tmp_path: Path) -> None:
         assert integrity(data) == "ok"
         assert db_rows(data, "SELECT count(*) FROM notes") == before
         with gateway(data) as gw:
-            async with http_client(gw.url, None) as client:
+            async with http_client(gw.url, gw.token) as client:
                 await assert_all_present(client, acked)
 
 
@@ -238,7 +239,7 @@ async def test_disk_full_then_freed(tmp_path: Path) -> None:
     with tmpfs(tmp_path / "fs", "96m") as fs:
         data, acked, errors = fs / "data", {}, []
         with gateway(data) as gw:
-            async with http_client(gw.url, None) as client:
+            async with http_client(gw.url, gw.token) as client:
                 ok = await client.call_tool("add_note", {"text": "before full"})
                 acked[ok.structured_content["id"]] = "before full"
                 filler = fs / "filler"
@@ -334,7 +335,7 @@ async def test_embedder_down_or_slow_then_back(tmp_path: Path, fault: str) -> No
     env = ollama_env(stub)
     try:
         with gateway(data, **env) as gw:  # type: ignore[arg-type]
-            async with http_client(gw.url, None) as client:
+            async with http_client(gw.url, gw.token) as client:
                 if fault == "down":
                     stub.stop()
                 else:
@@ -367,12 +368,12 @@ async def test_gateway_starts_while_the_embedder_is_down(tmp_path: Path) -> None
     env = ollama_env(stub)
     try:
         with gateway(data, **env) as gw:  # type: ignore[arg-type]
-            async with http_client(gw.url, None) as client:
+            async with http_client(gw.url, gw.token) as client:
                 res = await client.call_tool("add_note", {"text": "first note, embedder up"})
                 acked[res.structured_content["id"]] = "first"
         stub.stop()
         with gateway(data, **env) as gw:  # type: ignore[arg-type]  # Ollama is down now
-            async with http_client(gw.url, None) as client:
+            async with http_client(gw.url, gw.token) as client:
                 for n in range(3):
                     res = await client.call_tool("add_note", {"text": f"down {letters(n)}"})
                     assert not res.is_error, text_of(res)

@@ -12,7 +12,7 @@ import mcp_gateway.app as app_module
 from mcp_gateway.app import open_app
 from mcp_gateway.jobs import priors, tasks, tuning
 from mcp_gateway.jobs.context import KEY
-from mcp_gateway.search import THRESHOLDS_META_KEY
+from mcp_gateway.search import thresholds_key
 from mcp_gateway.settings import KiokuSettings
 from mcp_gateway.types import IndexFilter, Note, SparseVector, point_id
 from tests.test_queue_contract import CountingEmbedder
@@ -106,9 +106,9 @@ async def test_tune_job_stores_thresholds_the_search_reads(app) -> None:  # type
         )
     thresholds = await tasks.tune_thresholds({KEY: app.job_context})
     assert {"lesson", "*"} <= set(thresholds)
-    stored = json.loads(await app.db.get_meta(THRESHOLDS_META_KEY))
+    stored = json.loads(await app.db.get_meta(thresholds_key(app.namespaces[0])))
     assert stored == thresholds
-    assert (await app.thresholds.get())["lesson"] == thresholds["lesson"]
+    assert (await app.thresholds.get(app.namespaces[0]))["lesson"] == thresholds["lesson"]
 
 
 async def test_rerank_prior_reaches_payload_and_survives_reembed(app) -> None:  # type: ignore[no-untyped-def]

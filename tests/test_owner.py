@@ -84,7 +84,7 @@ async def test_cli_beside_serve_http(tmp_path: Path) -> None:
 
     data = tmp_path / "data"
     with http_proc(data) as gw:
-        async with http_client(gw.url, None) as client:
+        async with http_client(gw.url, gw.token) as client:
             await client.call_tool("add_note", {"text": "Use ruff format, not black"})
             assert "ruff format" in ok(data, "search", "which code formatter")
             ok(data, "records", "add", "decision", "Postgres 16 for the billing service")

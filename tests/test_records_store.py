@@ -39,7 +39,7 @@ async def test_ids_per_type_and_project(store: RecordStore) -> None:
 
 async def test_sequence_grows_past_999(store: RecordStore) -> None:
     await store.db.transaction(
-        lambda c: c.execute("INSERT INTO record_sequences VALUES ('audit', 'MEM', 999)")
+        lambda c: c.execute("INSERT INTO record_sequences VALUES ('default', 'audit', 'MEM', 999)")
     )
     assert (await store.add("audit", "x")).id == "AUDIT-MEM-1000"
 
@@ -70,7 +70,7 @@ async def test_concurrent_adds_never_collide(store: RecordStore) -> None:
         ({"action_state": "soon"}, "actionable, deferred, blocked, nonactionable, done"),
         ({"title": "   "}, "title is empty"),
         ({"title": "x" * 501}, "limit is 500"),
-        ({"title": "bad\x07bell"}, "control character"),
+        ({"title": "\u200b\ufeff \u200d"}, "invisible"),
         ({"content": "é" * 16_385}, "limit is 32768"),
         ({"project": "has space"}, "project code"),
         ({"project": "A" * 17}, "project code"),

@@ -19,6 +19,7 @@ from mcp_gateway.app import AppContext
 from mcp_gateway.server import create_server
 from mcp_gateway.settings import KiokuSettings
 from mcp_gateway.types import point_id
+from mcp_gateway.validation import clean_text
 
 
 def build_server(data_dir: Path) -> tuple[MCPServer, list[AppContext]]:
@@ -314,7 +315,7 @@ async def test_property_add_and_search_never_crash(
             )
             _clean_or_correct(added)
             if not added.is_error:
-                assert added.structured_content["record"]["title"] == title.strip()
+                assert added.structured_content["record"]["title"] == clean_text(title, "t", 10**6)
             found = await call(
                 c, "record_search", query=query, current_only=current_only, limit=limit
             )

@@ -11,8 +11,10 @@ import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from ..db import Database
+from ..diskguard import SpaceGuarded
 from ..errors import IndexMismatch
 from ..settings import KiokuSettings
 from .base import Index, IndexSpec
@@ -84,8 +86,11 @@ async def open_index(settings: KiokuSettings, spec: IndexSpec) -> Index:
         from .edge import EdgeIndex
 
         index: Index = EdgeIndex(spec, edge_root(settings), settings.index.exact_search_below)
-        await index.open()
-        return index
+        # mmapped writes die of SIGBUS on a full disk: refuse them before (diskguard)
+        reserve = settings.index.reserve_free_mb << 20
+        guarded = cast(Index, SpaceGuarded(index, settings.index_path, reserve))
+        await guarded.open()
+        return guarded
     from .qdrant import open_qdrant_index
 
     key = settings.index.qdrant_api_key

@@ -16,6 +16,7 @@ from typing import Any
 import anyio
 
 from .. import export
+from ..access import Scope, settings_scope
 from . import priors, tuning
 from .context import job_context
 from .contract import EXPORT, TUNE, request_singleton, retry_or_fail, run_singleton
@@ -54,11 +55,12 @@ async def index_records(ctx: dict[str, Any], record_ids: list[str]) -> int:
     return stats.embedded
 
 
-async def export_session_context(ctx: dict[str, Any]) -> str:
-    """Regenerate session_context.md and copy it to every configured destination."""
+async def export_session_context(ctx: dict[str, Any], scope: Scope | None = None) -> str:
+    """Regenerate session_context.md (for ``scope``: by default the settings' own
+    namespace, then the ones it may read) and copy it to every configured destination."""
     kc = job_context(ctx)
-    snap = await export.collect(kc.notes, kc.settings.export, kc.namespaces, records=kc.records)
-    content = export.render(snap)
+    scope = scope or settings_scope(kc.settings)
+    snap, content = await export.build(kc.notes, kc.settings.export, scope, kc.records)
     await anyio.to_thread.run_sync(
         export.write_all,
         content,

@@ -6,8 +6,9 @@ edited since). For each pair the query is embedded and compared with the note's 
 from the truth store (no index needed, so this runs on any worker); the cosine
 distance is where the query "still found its note". A type's threshold is a high
 quantile of those distances plus a margin, clamped to a sane range; types with too few
-pairs keep the fallback ``"*"``. The result is stored as JSON under the SQLite meta key
-``THRESHOLDS_META_KEY``, which ``ThresholdCache`` reads.
+pairs keep the fallback ``"*"``. Each namespace is tuned from its own pairs only and
+stored as JSON under its own SQLite meta key (``thresholds_key``), which
+``ThresholdCache`` reads for searches made from that namespace.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any
 import anyio
 import numpy as np
 
-from ..search import THRESHOLDS_META_KEY
+from ..search import thresholds_key
 from ..types import Note
 from .context import JobContext
 
@@ -39,7 +40,8 @@ LOG_WINDOW_S = 90 * 86_400
 
 @dataclass(slots=True)
 class TuningReport:
-    thresholds: dict[str, float] = field(default_factory=dict)
+    thresholds: dict[str, float] = field(default_factory=dict)  # the app's own namespace
+    by_namespace: dict[str, dict[str, float]] = field(default_factory=dict)
     pairs: int = 0
     found: int = 0
 
@@ -91,7 +93,7 @@ async def collect_pairs(kc: JobContext) -> list[tuple[str, Note]]:
 
 async def tune(kc: JobContext) -> TuningReport:
     report = TuningReport()
-    distances: dict[str, list[float]] = {}
+    distances: dict[str, dict[str, list[float]]] = {}  # namespace -> type -> distances
     pairs = await collect_pairs(kc)
     model = kc.embedder.model_id
     stored = await kc.vectors.get("note", model, [note.id for _, note in pairs])
@@ -103,15 +105,20 @@ async def tune(kc: JobContext) -> TuningReport:
         q = np.asarray(await kc.embedder.embed_query(query), dtype=np.float32)
         report.found += 1
         distance = max(0.0, 1.0 - float(q @ np.asarray(vec.vector, dtype=np.float32)))
-        distances.setdefault(note.type, []).append(distance)
-    report.thresholds = compute_thresholds(distances)
-    if report.thresholds:
-        await kc.db.set_meta(THRESHOLDS_META_KEY, json.dumps(report.thresholds, sort_keys=True))
+        # per namespace: one tenant's solved queries must not move another's cut-offs
+        distances.setdefault(note.namespace, {}).setdefault(note.type, []).append(distance)
+    for namespace, per_type in distances.items():
+        tuned = compute_thresholds(per_type)
+        if tuned:
+            report.by_namespace[namespace] = tuned
+            await kc.db.set_meta(thresholds_key(namespace), json.dumps(tuned, sort_keys=True))
+    report.thresholds = report.by_namespace.get(kc.namespaces[0], {})
+    if report.by_namespace:
         kc.thresholds_changed()
     log.info(
-        "tuned thresholds from %d pairs (%d measured): %s",
+        "tuned thresholds from %d pairs (%d measured) in %d namespace(s)",
         report.pairs,
         report.found,
-        report.thresholds,
+        len(report.by_namespace),
     )
     return report

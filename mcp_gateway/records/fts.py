@@ -96,17 +96,27 @@ def match_rowids(
     match: str,
     limit: int,
     weights: Sequence[float] = (),
+    *,
+    content: tuple[str, str] | None = None,
+    where: str = "",
+    params: Sequence[object] = (),
 ) -> list[tuple[int, float]]:
     """(rowid, score) pairs for ``match``, best first; score = -bm25 (higher is better).
 
     ``weights`` are per-column bm25 weights in column order (e.g. titles count double).
+    ``content`` = (table, rowid column) joins the content table so that ``where`` (on
+    its columns, alias ``c``) filters inside the query, before ``limit``: rows the
+    caller may not see never take a place among the top ``limit``.
     """
     args = "".join(f", {float(w)}" for w in weights)
+    join = f" JOIN {content[0]} c ON c.{content[1]} = {fts_table}.rowid" if content else ""
+    cond = f" AND ({where})" if where else ""
     sql = (
-        f"SELECT rowid, bm25({fts_table}{args}) AS rank FROM {fts_table} "
-        f"WHERE {fts_table} MATCH ? ORDER BY rank LIMIT ?"
+        f"SELECT {fts_table}.rowid, bm25({fts_table}{args}) AS rank FROM {fts_table}{join} "
+        f"WHERE {fts_table} MATCH ?{cond} ORDER BY rank LIMIT ?"
     )
-    return [(int(r[0]), -float(r[1])) for r in conn.execute(sql, (match, limit))]
+    rows = conn.execute(sql, (match, *params, limit))
+    return [(int(r[0]), -float(r[1])) for r in rows]
 
 
 def fts_schema(fts_table: str, content_table: str, rowid_col: str, columns: Sequence[str]) -> str:
@@ -116,12 +126,19 @@ def fts_schema(fts_table: str, content_table: str, rowid_col: str, columns: Sequ
     with the rows it mirrors.
     """
     cols = ", ".join(columns)
-    new_vals = ", ".join(f"new.{c}" for c in columns)
-    old_vals = ", ".join(f"old.{c}" for c in columns)
     return f"""
 CREATE VIRTUAL TABLE {fts_table} USING fts5(
     {cols}, content='{content_table}', content_rowid='{rowid_col}', tokenize='trigram'
 );
+""" + fts_triggers(fts_table, content_table, rowid_col, columns)
+
+
+def fts_triggers(fts_table: str, content_table: str, rowid_col: str, columns: Sequence[str]) -> str:
+    """The triggers of ``fts_schema`` alone (a rebuilt content table needs them again)."""
+    cols = ", ".join(columns)
+    new_vals = ", ".join(f"new.{c}" for c in columns)
+    old_vals = ", ".join(f"old.{c}" for c in columns)
+    return f"""
 CREATE TRIGGER {fts_table}_ai AFTER INSERT ON {content_table} BEGIN
     INSERT INTO {fts_table}(rowid, {cols}) VALUES (new.{rowid_col}, {new_vals});
 END;

@@ -6,8 +6,9 @@ Every function takes the open ``sqlite3.Connection``; callers choose the transac
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from ..errors import Conflict, NotFound
 from . import lifecycle
@@ -61,14 +62,47 @@ def _chunks(items: list[object], size: int) -> Iterable[list[object]]:
 
 
 # -- writes ----------------------------------------------------------------------------
-def next_seq(conn: sqlite3.Connection, rtype: str, project: str) -> int:
+DEFAULT_NAMESPACE = "default"
+
+
+def next_seq(conn: sqlite3.Connection, rtype: str, project: str, namespace: str) -> int:
+    """The namespace's next number for (type, project): one counter per namespace, so
+    an id never reveals how many records other tenants wrote."""
     # Same BEGIN IMMEDIATE transaction as the insert: concurrent adds cannot collide.
     row = conn.execute(
-        "INSERT INTO record_sequences(type, project, last_seq) VALUES (?, ?, 1) "
-        "ON CONFLICT(type, project) DO UPDATE SET last_seq = last_seq + 1 RETURNING last_seq",
-        (rtype, project),
+        "INSERT INTO record_sequences(namespace, type, project, last_seq) VALUES (?, ?, ?, 1) "
+        "ON CONFLICT(namespace, type, project) DO UPDATE SET last_seq = last_seq + 1 "
+        "RETURNING last_seq",
+        (namespace, rtype, project),
     ).fetchone()
     return int(row[0])
+
+
+def namespace_tag(conn: sqlite3.Connection, namespace: str) -> str:
+    """The id suffix of ``namespace`` ("" for the default one), unique and stable:
+    assigned on its first record (letters/digits of the name, plus a number if taken)."""
+    if namespace == DEFAULT_NAMESPACE:
+        return ""
+    row = conn.execute(
+        "SELECT tag FROM record_namespace_tags WHERE namespace = ?", (namespace,)
+    ).fetchone()
+    if row is not None:
+        return str(row[0])
+    base = re.sub(r"[^A-Z0-9]", "", namespace.upper())[:12] or "NS"
+    tag, n = base, 1
+    while conn.execute("SELECT 1 FROM record_namespace_tags WHERE tag = ?", (tag,)).fetchone():
+        n += 1
+        tag = f"{base}{n}"
+    conn.execute(
+        "INSERT INTO record_namespace_tags(namespace, tag) VALUES (?, ?)", (namespace, tag)
+    )
+    return tag
+
+
+def record_id_for(rtype: str, project: str, seq: int, tag: str) -> str:
+    """AUDIT-MEM-001 in the default namespace, AUDIT-MEM-001.ALICE in namespace alice."""
+    base = f"{rtype.upper()}-{project}-{seq:03d}"
+    return f"{base}.{tag}" if tag else base
 
 
 def insert_record(conn: sqlite3.Connection, rec: Record) -> None:
@@ -192,7 +226,14 @@ _IN = {
 }
 
 
-def lifecycle_of(conn: sqlite3.Connection, rid: str, edges: list[Edge]) -> Lifecycle:
+def lifecycle_of(
+    conn: sqlite3.Connection,
+    rid: str,
+    edges: list[Edge],
+    visible: Callable[[str], bool] | None = None,
+) -> Lifecycle:
+    """The record's relations from ``edges``; ``visible`` hides records of namespaces
+    the caller cannot read (from the verifications too)."""
     lists: dict[str, list[str]] = {name: [] for name in (*_OUT.values(), *_IN.values())}
     for e in edges:
         if e.source == rid:
@@ -200,7 +241,10 @@ def lifecycle_of(conn: sqlite3.Connection, rid: str, edges: list[Edge]) -> Lifec
         if e.target == rid:
             lists[_IN[e.relation]].append(e.source)
     path = lifecycle.head_path(rid, successors(conn))
-    verifications = {fix: incoming(conn, fix, "verifies") for fix in lists["resolved_by"]}
+    verifications = {
+        fix: [v for v in incoming(conn, fix, "verifies") if visible is None or visible(v)]
+        for fix in lists["resolved_by"]
+    }
     return Lifecycle(
         current=len(path) == 1,
         head=path[-1],

@@ -11,12 +11,12 @@ from __future__ import annotations
 import logging
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import Any
 
-from ..access import Scope
+from ..access import Scope, unseen
 from ..db import Database
-from ..errors import InvalidInput
+from ..errors import InvalidInput, NotFound
 from . import lifecycle, queries
 from . import validate as v
 from .fts import like_condition, match_rowids, parse_query
@@ -38,6 +38,13 @@ MAX_SEARCH_LIMIT = 100
 _CANDIDATES = 1000
 # bm25 column weights (title, content): a title is the record's summary.
 _WEIGHTS = (2.0, 1.0)
+# Steps of all head walks of one current_only search together (see lifecycle.heads).
+_HEAD_BUDGET = 20_000
+_RECORD_HINT = "; find ids with record_search (ids look like AUDIT-MEM-001)"
+# Links that only point at a record; every other relation changes the target's state
+# or what its readers see (superseded, duplicated, resolved, verified, contradicted),
+# so it needs write access to the target's namespace.
+_READ_ONLY_RELATIONS = frozenset({"references"})
 
 
 class RecordStore:
@@ -80,14 +87,17 @@ class RecordStore:
             act = "done"
         parsed = [v.parse_link(link) for link in links]
 
+        namespace = scope.write if scope else queries.DEFAULT_NAMESPACE
+
         def write(conn: sqlite3.Connection) -> Record:
-            for _, target in parsed:
-                _require(conn, target, scope, write=False)
-            seq = queries.next_seq(conn, rtype, code)
+            for rel, target in parsed:
+                _require(conn, target, scope, write=rel not in _READ_ONLY_RELATIONS)
+            seq = queries.next_seq(conn, rtype, code, namespace)
+            tag = queries.namespace_tag(conn, namespace)
             now = time.time()
             rec = Record.model_validate(
                 {
-                    "id": f"{rtype.upper()}-{code}-{seq:03d}",
+                    "id": queries.record_id_for(rtype, code, seq, tag),
                     "type": rtype,
                     "project": code,
                     "seq": seq,
@@ -97,7 +107,7 @@ class RecordStore:
                     "action_state": act,
                     "created_at": now,
                     "updated_at": now,
-                    "namespace": scope.write if scope else "default",
+                    "namespace": namespace,
                 }
             )
             queries.insert_record(conn, rec)
@@ -116,7 +126,7 @@ class RecordStore:
 
         def write(conn: sqlite3.Connection) -> Edge:
             _require(conn, src, scope, write=True)
-            _require(conn, tgt, scope, write=False)
+            _require(conn, tgt, scope, write=rel not in _READ_ONLY_RELATIONS)
             return queries.insert_edge(conn, src, rel, tgt, time.time())
 
         edge = await self.db.transaction(write)
@@ -180,10 +190,10 @@ class RecordStore:
 
         def read(conn: sqlite3.Connection) -> RecordView:
             rec = _require(conn, rid, scope, write=False)
-            edges = queries.edges_touching(conn, rid)
+            edges, visible = _visible_edges(conn, rid, queries.edges_touching(conn, rid), scope)
             return RecordView(
                 record=rec,
-                lifecycle=queries.lifecycle_of(conn, rid, edges),
+                lifecycle=queries.lifecycle_of(conn, rid, edges, visible),
                 edges=edges,
                 history=queries.history(conn, rid),
             )
@@ -208,8 +218,10 @@ class RecordStore:
         rtype = v.record_type(type) if type.strip() else ""
         parsed = parse_query(query)
 
+        namespaces = list(scope.read) if scope is not None else []
+
         def read(conn: sqlite3.Connection) -> list[RecordSearchHit]:
-            scored = _candidates(conn, parsed.match_expression(), parsed.short_terms)
+            scored = _candidates(conn, parsed.match_expression(), parsed.short_terms, namespaces)
             recs = queries.records_by_pk(conn, list(scored))
             matched = [(recs[pk], recs[pk].id, s) for pk, s in scored.items() if pk in recs]
             if current_only:
@@ -359,17 +371,40 @@ class RecordStore:
 
 
 def _require(conn: sqlite3.Connection, rid: str, scope: Scope | None, *, write: bool) -> Record:
-    """The record, if the caller's scope may read (or write) it; else NotFound."""
-    rec = queries.get_record(conn, rid)
+    """The record, if the caller's scope may read (or write) it; else NotFound, worded
+    the same for an unknown id and another namespace's id (``unseen``)."""
+    try:
+        rec = queries.get_record(conn, rid)
+    except NotFound:
+        raise unseen(f"record {rid!r}", _RECORD_HINT) from None
     if scope is not None:
         if write:
-            scope.require_write(rec.namespace, f"record {rid!r}")
+            scope.require_write(rec.namespace, f"record {rid!r}", _RECORD_HINT)
         else:
-            scope.require_read(rec.namespace, f"record {rid!r}")
+            scope.require_read(rec.namespace, f"record {rid!r}", _RECORD_HINT)
     return rec
 
 
 OPEN_WORK_TYPES = ("audit", "fix")
+
+
+def _visible_edges(
+    conn: sqlite3.Connection, rid: str, edges: list[Edge], scope: Scope | None
+) -> tuple[list[Edge], Callable[[str], bool] | None]:
+    """The edges whose other end the caller may read, and that test itself: another
+    tenant's record ids never appear in a view (e.g. one that references yours)."""
+    if scope is None:
+        return edges, None
+    namespaces: dict[str, str] = {}
+
+    def visible(other: str) -> bool:
+        if other not in namespaces:
+            found = queries.records_by_id(conn, [other]).get(other)
+            namespaces[other] = found.namespace if found else ""
+        return scope.can_read(namespaces[other])
+
+    kept = [e for e in edges if visible(e.target if e.source == rid else e.source)]
+    return kept, visible
 
 
 def _export_item(rec: Record) -> dict[str, Any]:
@@ -379,16 +414,36 @@ def _export_item(rec: Record) -> dict[str, Any]:
 
 
 def _candidates(
-    conn: sqlite3.Connection, match: str | None, short_terms: Sequence[str]
+    conn: sqlite3.Connection,
+    match: str | None,
+    short_terms: Sequence[str],
+    namespaces: Sequence[str] = (),
 ) -> dict[int, float]:
-    """pk -> score: bm25 hits for long terms, then LIKE hits for short ones (score 0)."""
+    """pk -> score: bm25 hits for long terms, then LIKE hits for short ones (score 0).
+
+    ``namespaces`` (when given) filters inside both queries, before the candidate
+    limit: another tenant's records can neither push the caller's own out of the top
+    ``_CANDIDATES`` nor change how much work the query does.
+    """
+    marks = ",".join("?" * len(namespaces))
     scored: dict[int, float] = {}
     if match:
-        scored.update(match_rowids(conn, FTS_TABLE, match, _CANDIDATES, _WEIGHTS))
+        hits = match_rowids(
+            conn,
+            FTS_TABLE,
+            match,
+            _CANDIDATES,
+            _WEIGHTS,
+            content=("records", "pk"),
+            where=f"c.namespace IN ({marks})" if namespaces else "",
+            params=list(namespaces),
+        )
+        scored.update(hits)
     if short_terms:
         cond, params = like_condition(("title", "content"), short_terms)
-        sql = f"SELECT pk FROM records WHERE {cond} ORDER BY pk DESC LIMIT ?"
-        for row in conn.execute(sql, (*params, _CANDIDATES)):
+        ns_cond = f" AND namespace IN ({marks})" if namespaces else ""
+        sql = f"SELECT pk FROM records WHERE {cond}{ns_cond} ORDER BY pk DESC LIMIT ?"
+        for row in conn.execute(sql, (*params, *namespaces, _CANDIDATES)):
             scored.setdefault(int(row[0]), 0.0)
     return scored
 
@@ -396,11 +451,15 @@ def _candidates(
 def _resolve_heads(
     conn: sqlite3.Connection, matched: list[tuple[Record, str, float]]
 ) -> list[tuple[Record, str, float]]:
-    """Replace each hit by its lifecycle head; a head keeps its best-scoring match."""
-    step = queries.successors(conn)
+    """Replace each hit by its lifecycle head; a head keeps its best-scoring match.
+    Oldest first, so one walk of a chain resolves every version of it."""
+    ordered = sorted(matched, key=lambda hit: hit[0].created_at)
+    head_of = lifecycle.heads([r.id for r, _, _ in ordered], queries.successors(conn), _HEAD_BUDGET)
     best: dict[str, tuple[str, float]] = {}  # head id -> (matched id, score)
     for rec, _, score in matched:
-        head = lifecycle.head_path(rec.id, step)[-1]
+        head = head_of.get(rec.id)
+        if head is None:
+            continue
         if head not in best or score > best[head][1]:
             best[head] = (rec.id, score)
     heads = queries.records_by_id(conn, best)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Sequence
 
 from ..errors import InvalidInput
+from ..validation import clean_text, visible
 from .model import ACTION_STATES, RECORD_TYPES, RELATIONS, STATUSES
 
 LINK_FORMAT = "RELATION:TARGET_ID, e.g. resolves:AUDIT-MEM-001"
@@ -51,40 +51,29 @@ def record_id(value: str) -> str:
     return value.strip().upper()
 
 
-def _encodable(what: str, text: str) -> None:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InvalidInput(f"the {what} is not valid Unicode text (lone surrogate)") from exc
-
-
 def title(value: str, max_chars: int) -> str:
-    _encodable("title", value)
-    text = value.strip()
-    if not text:
-        raise InvalidInput("the title is empty; give a short one-line summary")
+    """The notes' text policy (``validation.clean_text``): control characters dropped
+    (no ESC/BEL/NUL), invisible-only text refused."""
+    if isinstance(value, str) and not visible(value):
+        raise InvalidInput("the title is empty or invisible; give a short one-line summary")
+    text = clean_text(value, "the title", max_chars * 4)
     if len(text) > max_chars:
         raise InvalidInput(
             f"the title is {len(text)} characters; the limit is {max_chars}. "
             "Put the details in content"
         )
-    bad = [ch for ch in text if ch not in "\n\t" and unicodedata.category(ch) == "Cc"]
-    if bad:
-        raise InvalidInput(
-            f"the title contains control character {bad[0]!r}; only newline and tab are allowed"
-        )
     return text
 
 
 def content(value: str, max_bytes: int) -> str:
-    _encodable("content", value)
-    size = len(value.encode("utf-8"))
-    if size > max_bytes:
-        raise InvalidInput(
-            f"the content is {size} bytes; the limit is {max_bytes}. Split it into several "
-            "records joined by references links"
-        )
-    return value
+    if isinstance(value, str):
+        size = len(value.encode("utf-8", errors="replace"))
+        if size > max_bytes:
+            raise InvalidInput(
+                f"the content is {size} bytes; the limit is {max_bytes}. Split it into several "
+                "records joined by references links"
+            )
+    return clean_text(value, "the content", max_bytes, required=False)
 
 
 def parse_link(link: str) -> tuple[str, str]:

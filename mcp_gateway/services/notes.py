@@ -20,7 +20,7 @@ from ..records.model import RECORD_TYPES
 from ..render import iso
 from ..search import SearchRequest
 from ..types import Note, SearchResponse
-from ..validation import PRIORITIES, bounded_int, choice, clean_text, one_line
+from ..validation import PRIORITIES, bounded_int, choice, clean_text, label, one_line
 
 
 class AddNoteResult(BaseModel):
@@ -87,7 +87,7 @@ class NoteService:
             "text": clean_text(text, "text", limit),
             "type": choice(type, "type", self.app.settings.notes.types),
             "priority": choice(priority, "priority", PRIORITIES),
-            "domain": one_line(domain, "domain", 64).lower(),
+            "domain": label(domain, "domain", 64).lower(),
             "solved_query": clean_text(solved_query, "solved_query", limit, required=False),
         }
 

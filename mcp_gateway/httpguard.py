@@ -1,0 +1,107 @@
+"""HTTP hardening shared by ``kioku serve --http`` and the local gateway daemon.
+
+- **Header timeout.** uvicorn waits forever for a request's headers, so a client that
+  sends them a byte at a time (slowloris) holds a connection indefinitely; 300 such
+  connections were held in the attack of issue 10. ``guarded_protocol`` closes a
+  connection whose request headers are not complete ``header_timeout_s`` after the
+  connection opened (or after its first byte of a keep-alive request).
+- **Peer uid** (Unix socket only): connections from another user are dropped
+  (``peercred``).
+- **Sessions per grant.** The MCP SDK caps open sessions (10,000) for the whole server,
+  so one token could use them all and lock every other grant out; ``limit_sessions``
+  gives each grant its own cap and leaves the global one in place.
+
+Verified by ``tests/test_security_http.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from . import peercred
+
+log = logging.getLogger(__name__)
+
+
+def _base_protocol() -> type[Any]:
+    from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+    return AutoHTTPProtocol
+
+
+def guarded_protocol(header_timeout_s: float, *, peer_check: bool = False) -> type[Any]:
+    """uvicorn's HTTP protocol with a request-header deadline (and a peer-uid check)."""
+    base = _base_protocol()
+
+    class Guarded(base):  # type: ignore[misc, valid-type]
+        _header_timer: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            if peer_check and not peercred.same_user(transport.get_extra_info("socket")):
+                log.warning("dropped a connection from another user")
+                transport.abort()
+                return
+            self._arm()
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if not self._awaiting_headers():
+                self._disarm()
+            elif self._header_timer is None:
+                self._arm()  # the first bytes of a keep-alive connection's next request
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def _awaiting_headers(self) -> bool:
+            cycle = getattr(self, "cycle", None)
+            return cycle is None or bool(cycle.response_complete)
+
+        def _arm(self) -> None:
+            self._header_timer = self.loop.call_later(header_timeout_s, self._expire)
+
+        def _disarm(self) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+
+        def _expire(self) -> None:
+            self._header_timer = None
+            if self._awaiting_headers() and not self.transport.is_closing():
+                log.info(
+                    "closing a connection: request headers incomplete after %gs", header_timeout_s
+                )
+                self.transport.close()
+
+    Guarded.__name__ = f"Guarded{base.__name__}"
+    return Guarded
+
+
+def limit_sessions(manager: Any, per_grant: int) -> None:
+    """Give every grant (token) its own cap on open MCP sessions.
+
+    Wraps the SDK session manager's admission step (``_admit_session``); the SDK's own
+    global cap still applies. A refused grant gets the SDK's 503 "Too many open
+    sessions", and only that grant is refused.
+    """
+    admit = manager._admit_session
+
+    def admit_per_grant(requestor: Any) -> Any:
+        if requestor is not None:
+            owners = manager._session_owners
+            live = manager._server_instances
+            mine = sum(1 for sid, who in owners.items() if sid in live and who == requestor)
+            if mine >= per_grant:
+                log.warning(
+                    "grant %r has %d open sessions (its cap): refusing another",
+                    requestor.get("client_id"),
+                    mine,
+                )
+                return None
+        return admit(requestor)
+
+    manager._admit_session = admit_per_grant

@@ -213,10 +213,10 @@ class TransferService:
                         queries.add_history(conn, rec.id, h.field, h.old_value, h.new_value, h.at)
                 # later ids of this type and project continue after the imported ones
                 conn.execute(
-                    "INSERT INTO record_sequences(type, project, last_seq) VALUES (?, ?, ?) "
-                    "ON CONFLICT(type, project) DO UPDATE SET "
+                    "INSERT INTO record_sequences(namespace, type, project, last_seq) "
+                    "VALUES (?, ?, ?, ?) ON CONFLICT(namespace, type, project) DO UPDATE SET "
                     "last_seq = MAX(last_seq, excluded.last_seq)",
-                    (rec.type, rec.project, rec.seq),
+                    (rec.namespace, rec.type, rec.project, rec.seq),
                 )
                 added.append(rec.id)
             linked = 0

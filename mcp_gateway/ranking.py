@@ -88,6 +88,18 @@ def _contributions(hits: Sequence[IndexHit], params: RankingParams, weight: floa
     return [weight / (params.rrf_k + rank) for rank in range(1, len(hits) + 1)]
 
 
+def best_of_views(views: Sequence[Sequence[IndexHit]], limit: int) -> list[IndexHit]:
+    """Dense hits of several query views merged by each point's best score."""
+    if len(views) == 1:
+        return list(views[0])
+    best: dict[str, IndexHit] = {}
+    for hits in views:
+        for h in hits:
+            if h.id not in best or h.score > best[h.id].score:
+                best[h.id] = h
+    return sorted(best.values(), key=lambda h: h.score, reverse=True)[:limit]
+
+
 def fuse(
     dense: Sequence[IndexHit], sparse: Sequence[IndexHit], params: RankingParams
 ) -> list[Candidate]:

@@ -16,16 +16,16 @@ from typing import Any, Protocol
 import anyio
 
 from . import lexical
-from .calibration import Calibration, for_model, shift_query
+from .calibration import Calibration, for_model, shift_views
 from .db import Database
 from .embedders.base import Embedder
 from .errors import EmbedderUnavailable, InvalidInput
 from .index.base import Index
 from .notes import NoteStore
-from .ranking import Candidate, RankingParams, fuse, recent_floor, select
+from .ranking import Candidate, RankingParams, best_of_views, fuse, recent_floor, select
 from .render import iso
 from .settings import SearchSettings
-from .types import IndexFilter, Note, SearchResponse, SearchResult, SparseVector
+from .types import IndexFilter, IndexHit, Note, SearchResponse, SearchResult, SparseVector
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +98,7 @@ class SearchService:
         )
         self.keep_margin = c.keep_margin if s.keep_margin is None else s.keep_margin
         self.language_shift = c.language_shift if s.language_shift is None else s.language_shift
+        self.wide_shift = c.wide_shift if s.wide_shift is None else s.wide_shift
 
     async def search(self, req: SearchRequest) -> SearchResponse:
         query = req.query.strip()
@@ -109,7 +110,8 @@ class SearchService:
                 "summarise the situation in a few sentences"
             )
         mode = self.settings.mode
-        dense, dense_ok = (None, False) if mode == "lexical" else await self._embed_query(query)
+        views, dense_ok = ([], False) if mode == "lexical" else await self._embed_query(query)
+        dense = views[0] if views else None
         sparse = SparseVector([], []) if mode == "dense" else lexical.sparse_query(query)
         flt = IndexFilter(
             types=(req.type,) if req.type else (),
@@ -119,15 +121,22 @@ class SearchService:
         )
         # The recency read does not depend on the index answer: run both at once.
         recent: list[Note] = []
+        limit = self.settings.candidates
+        wide_hits: list[list[IndexHit]] = []
 
         async def read_recent() -> None:
             recent.extend(await self._recent(req))
 
+        async def search_wide(vector: list[float]) -> None:
+            hits, _ = await self.index.search(vector, SparseVector([], []), flt, limit)
+            wide_hits.append(hits)
+
         async with anyio.create_task_group() as tg:
             tg.start_soon(read_recent)
-            dense_hits, sparse_hits = await self.index.search(
-                dense, sparse, flt, self.settings.candidates
-            )
+            for extra in views[1:]:
+                tg.start_soon(search_wide, extra)
+            dense_hits, sparse_hits = await self.index.search(dense, sparse, flt, limit)
+        dense_hits = best_of_views([dense_hits, *wide_hits], limit)
         params = await self._params(query, req.namespaces[0] if req.namespaces else "default")
         candidates = fuse(dense_hits, sparse_hits, params)
         chosen = select(candidates, params, req.top, req.namespaces)
@@ -145,18 +154,20 @@ class SearchService:
             dense_available=dense_ok,
         )
 
-    async def _embed_query(self, query: str) -> tuple[list[float] | None, bool]:
+    async def _embed_query(self, query: str) -> tuple[list[list[float]], bool]:
+        """The query's dense views (one embedding, shifted once or twice)."""
         if self.embedder.model_id != self.index.spec.model_id:
             # the configured model differs from the live index's until `kioku reindex`
             # adopts it: its query vectors would not compare with the stored ones
-            return None, False
+            return [], False
         try:
             vector = await self.embedder.embed_query(query)
-            return shift_query(vector, query, self.calibration, self.language_shift), True
         except EmbedderUnavailable as exc:
             # Lexical search still answers; indexing catches up when the embedder is back.
             log.warning("dense channel skipped: %s", exc)
-            return None, False
+            return [], False
+        c = self.calibration
+        return shift_views(vector, query, c, self.language_shift, self.wide_shift), True
 
     async def _params(self, query: str, namespace: str) -> RankingParams:
         s = self.settings

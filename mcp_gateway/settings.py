@@ -91,6 +91,8 @@ class SearchSettings(BaseModel):
     keep_margin: float | None = Field(default=None, ge=0.0, le=2.0)
     # weight of the query's language direction removed before the index call (None: model's)
     language_shift: float | None = Field(default=None, ge=0.0, le=2.0)
+    # a second, wider-shifted query view scored by max cosine (None: model's; 0: off)
+    wide_shift: float | None = Field(default=None, ge=0.0, le=2.0)
     lexical_keep_ratio: float = Field(default=0.5, ge=0.0, le=1.0)
     rrf_k: float = Field(default=10.0, gt=0)
     dense_weight: float = Field(default=1.0, ge=0)

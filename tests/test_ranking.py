@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp_gateway.calibration import MODELS, for_model, query_script, shift_query
-from mcp_gateway.ranking import RankingParams, fuse, recent_floor, select
+from mcp_gateway.calibration import MODELS, for_model, query_script, shift_query, shift_views
+from mcp_gateway.ranking import RankingParams, best_of_views, fuse, recent_floor, select
 from mcp_gateway.types import IndexHit
 
 
@@ -111,6 +111,24 @@ def test_language_shift_moves_the_query_away_from_its_language() -> None:
     shifted = shift_query(vec, "deploy", calib, 0.5)
     assert abs(sum(v * v for v in shifted) - 1.0) < 1e-6 and shifted != vec
     assert shift_query(vec, "deploy", calib, 0.0) == vec
+
+
+def test_two_query_views_each_memory_scored_by_its_better_one() -> None:
+    """Verified on bench/quality dev: the wide view lifts cross-language answers the
+    calibrated view ranks below same-language neighbours (docs/ranking.md)."""
+    calib = for_model("local/multilingual-e5-small-q4")
+    vec = [1.0] + [0.0] * 383
+    query = "how do we roll back a bad deploy on friday"
+    views = shift_views(vec, query, calib, calib.language_shift, calib.wide_shift)
+    assert len(views) == 2 and views[0] == shift_query(vec, query, calib, 0.5)
+    assert views[1] == shift_query(vec, query, calib, 1.0)
+    assert len(shift_views(vec, query, calib, 0.5, 0.0)) == 1  # wide 0: one view
+    assert len(shift_views(vec, query, calib, 0.5, 0.5)) == 1
+    near = [hit("same-lang", 0.90), hit("other", 0.80)]
+    wide = [hit("other", 0.93), hit("same-lang", 0.85), hit("third", 0.70)]
+    merged = best_of_views([near, wide], limit=2)
+    assert [(h.id, h.score) for h in merged] == [("other", 0.93), ("same-lang", 0.90)]
+    assert best_of_views([near], limit=1) == near  # one view: untouched
 
 
 def test_own_namespace_before_shared_within_a_priority() -> None:

@@ -6,7 +6,10 @@ state ``add_note`` leaves them in until the embedding job runs. ``+Ns`` assumes
 ``--rate`` passages embedded per second in creation order (FIFO), i.e. the oldest of
 the burst first. Scores dev and test with the shipped ranking (``tune.py`` channels).
 
-    python bench/quality/fresh.py [--burst 500] [--rate 15]
+``--embed-top K`` simulates embedding, during the search, the query's K best lexical hits
+that are still pending (measured, not shipped: see docs/ranking.md).
+
+    python bench/quality/fresh.py [--burst 500] [--rate 15] [--embed-top 3]
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--burst", type=int, default=500)
     ap.add_argument("--rate", type=float, default=15.0)
+    ap.add_argument("--embed-top", type=int, default=0)
     args = ap.parse_args()
     s = SearchSettings()
     c = load()
@@ -45,12 +49,21 @@ def main() -> None:
         )
 
     newest = [m["key"] for m in c.mems][-args.burst :]  # keys follow creation order
+    done = int(10 * args.rate)
     for label, pending in (
         ("settled", []),
         ("+0s", newest),
-        ("+10s", newest[int(10 * args.rate) :]),
+        ("+10s", newest[done:]),  # oldest of the burst embedded first (FIFO)
+        ("+10s lifo", newest[:-done]),  # newest first
     ):
-        hits = {q["qid"]: channels(c, q, pending=frozenset(pending)) for q in c.queries}
+        hits = {}
+        for q in c.queries:
+            pend = frozenset(pending)
+            if args.embed_top:
+                _, sparse = channels(c, q, pending=pend)
+                found = [h.id for h in sparse if h.id in pend][: args.embed_top]
+                pend -= set(found)
+            hits[q["qid"]] = channels(c, q, pending=pend)
         table(evaluate(c, params, hits, sparse_weight_for=sparse_weight), label)
 
 

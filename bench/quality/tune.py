@@ -31,7 +31,7 @@ from embcache import Cache, load_jsonl, memory_document  # noqa: E402
 from metrics import score  # noqa: E402
 
 from mcp_gateway import lexical  # noqa: E402
-from mcp_gateway.calibration import for_model, shift_query  # noqa: E402
+from mcp_gateway.calibration import for_model, shift_views  # noqa: E402
 from mcp_gateway.ranking import RankingParams, rank  # noqa: E402
 from mcp_gateway.types import IndexHit  # noqa: E402
 
@@ -44,6 +44,7 @@ class Corpus:
     queries: list[dict[str, Any]]
     dmat: np.ndarray  # memories x dim
     qvec: dict[str, np.ndarray]
+    qwide: dict[str, np.ndarray]  # the wider-shifted view (empty: one view)
     sparse_docs: list[dict[int, float]]
     idf: dict[int, float]
     current: np.ndarray  # bool per memory: not superseded
@@ -56,18 +57,24 @@ MODEL_IDS = {
 }
 
 
-def load(variant: str = "original", shift: float | None = None) -> Corpus:
-    """``shift``: the language-shift weight (None: the model's calibrated value)."""
+def load(
+    variant: str = "original", shift: float | None = None, wide: float | None = None
+) -> Corpus:
+    """``shift``/``wide``: the language-shift weights of the two query views (None: the
+    model's calibrated values; wide 0: one view)."""
     mems, queries = load_jsonl("memories.jsonl"), load_jsonl("queries.jsonl")
     cache = Cache(variant)
     docs = [memory_document(m) for m in mems]
     dmat = np.stack([cache.get("passage", d) for d in docs])
     calib = for_model(MODEL_IDS[variant])
     weight = calib.language_shift if shift is None else shift
-    qvec = {
-        q["qid"]: np.array(shift_query(cache.get("query", q["query"]), q["query"], calib, weight))
-        for q in queries
-    }
+    wide_w = calib.wide_shift if wide is None else wide
+    qvec, qwide = {}, {}
+    for q in queries:
+        views = shift_views(cache.get("query", q["query"]), q["query"], calib, weight, wide_w)
+        qvec[q["qid"]] = np.array(views[0])
+        if len(views) > 1:
+            qwide[q["qid"]] = np.array(views[1])
     sparse_docs = []
     df: Counter[int] = Counter()
     for d in docs:
@@ -94,7 +101,7 @@ def load(variant: str = "original", shift: float | None = None) -> Corpus:
         }
         for m in mems
     ]
-    return Corpus(mems, queries, dmat, qvec, sparse_docs, idf, current, payloads)
+    return Corpus(mems, queries, dmat, qvec, qwide, sparse_docs, idf, current, payloads)
 
 
 def channels(
@@ -110,6 +117,8 @@ def channels(
     else:
         dmask = mask
     sims = c.dmat @ c.qvec[q["qid"]]
+    if q["qid"] in c.qwide:  # a memory's dense score: its best over the query's views
+        sims = np.maximum(sims, c.dmat @ c.qwide[q["qid"]])
     sims = np.where(dmask, sims, -np.inf)
     order = np.argsort(-sims)[:limit]
     dense = [

@@ -83,7 +83,12 @@ async def open_index(settings: KiokuSettings, spec: IndexSpec) -> Index:
     if settings.index.backend == "edge" and not settings.qdrant_url:
         from .edge import EdgeIndex
 
-        index: Index = EdgeIndex(spec, edge_root(settings), settings.index.exact_search_below)
+        index: Index = EdgeIndex(
+            spec,
+            edge_root(settings),
+            settings.index.exact_search_below,
+            hnsw_ef=settings.index.hnsw_ef,
+        )
         await index.open()
         return index
     from .qdrant import open_qdrant_index

@@ -36,6 +36,15 @@ def graph_settings(data: Path):  # type: ignore[no-untyped-def]
     return settings_for(data, index={"exact_search_below": 1, "graph_check_s": 0})
 
 
+async def until(condition: Callable[[], bool]) -> None:
+    """Poll a condition another process makes true (no time limit of ours: pytest's)."""
+    for _ in range(100_000):
+        if condition():
+            return
+        await anyio.sleep(0.02)
+    raise AssertionError("never happened")
+
+
 async def dense_top(app: AppContext, query: str, k: int = 5) -> list[str]:
     vec = await app.embedder.embed_query(query)
     hits, _ = await app.index.search(vec, SparseVector((), ()), IndexFilter(), k)
@@ -83,8 +92,7 @@ async def test_writes_during_the_build_are_not_lost(
         async with anyio.create_task_group() as tg:
             tg.start_soon(services.rebuild.rebuild)
             marker = settings.index_path / "edge" / "kioku-2" / GRAPH_FILE
-            while not marker.exists():
-                await anyio.sleep(0.02)
+            await until(marker.exists)
             # the build process has read SQLite and built its graph but not exited: all
             # of this is written during the build, into the live index only
             added = await add_notes(app, ["zebra migration happened on tuesday night"])
@@ -122,12 +130,10 @@ async def test_killed_build_leaves_the_live_index_serving(
         await add_notes(app, TEXTS[:10])
         async with anyio.create_task_group() as tg:
             tg.start_soon(services.rebuild.rebuild)
-            while not services.rebuild.status.build_pid:
-                await anyio.sleep(0.02)
+            await until(lambda: bool(services.rebuild.status.build_pid))
             go.touch()
             target = settings.index_path / "edge" / "kioku-2"
-            while not target.exists():  # the build process has created its collection
-                await anyio.sleep(0.02)
+            await until(target.exists)  # the build process has created its collection
             os.kill(services.rebuild.status.build_pid, signal.SIGKILL)
         status = services.rebuild.status
         assert status.state == "failed" and "status -9" in status.message

@@ -74,11 +74,13 @@ def tile(docs: np.ndarray, n: int, sigma: float, rng: np.random.Generator) -> np
     return out
 
 
-async def timed(index: EdgeIndex, qv: np.ndarray) -> tuple[list[float], list[list[str]]]:
+async def timed(
+    index: EdgeIndex, qv: np.ndarray, flt: IndexFilter = FILTER
+) -> tuple[list[float], list[list[str]]]:
     lat, tops = [], []
     for q in qv:
         t = time.perf_counter()
-        hits, _ = await index.search(q.tolist(), EMPTY, FILTER, 10)
+        hits, _ = await index.search(q.tolist(), EMPTY, flt, 10)
         lat.append((time.perf_counter() - t) * 1000)
         tops.append([h.id for h in hits])
     return lat, tops
@@ -120,7 +122,7 @@ async def bench(n: int, docs: np.ndarray, qv: np.ndarray, args: argparse.Namespa
             for ef in args.ef:
                 index._hnsw_ef = ef
                 await timed(index, qv[:20])
-                lat, top = await timed(index, qv)
+                lat, top = await timed(index, qv, FILTER if args.filter else IndexFilter())
                 recall = np.mean(
                     [len(set(a) & set(b)) / 10 for a, b in zip(top, exact_top, strict=True)]
                 )
@@ -135,6 +137,9 @@ async def main() -> None:
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--sigma", type=float, default=0.02)
     ap.add_argument("--ef", type=int, nargs="+", default=[64, 128, 256])
+    ap.add_argument(
+        "--no-filter", dest="filter", action="store_false", help="HNSW searches unfiltered"
+    )
     args = ap.parse_args()
     docs, qv = await real_vectors(args.queries)
     print(f"{len(docs)} real e5 memory vectors tiled with sigma={args.sigma}; {len(qv)} queries")

@@ -60,7 +60,7 @@ class IndexSettings(BaseModel):
     )
     # Edge only: above exact_search_below, the owner has a separate process build an HNSW
     # graph and swaps it in (checked every graph_check_s; 0 = never automatically).
-    hnsw_ef: int = Field(default=128, ge=4, le=4096, description="HNSW search breadth")
+    hnsw_ef: int = Field(default=512, ge=4, le=4096, description="HNSW search breadth")
     graph_check_s: float = Field(default=60.0, ge=0)
 
 

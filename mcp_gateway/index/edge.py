@@ -110,7 +110,7 @@ class EdgeIndex:
         spec: IndexSpec,
         path: Path,
         exact_search_below: int = 20_000,
-        hnsw_ef: int = 128,
+        hnsw_ef: int = 512,
         optimizers: qe.EdgeOptimizersConfig | None = None,
     ) -> None:
         self.spec = spec

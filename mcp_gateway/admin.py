@@ -49,7 +49,8 @@ def admin_app(services: Services, state: OwnerState) -> Starlette:
 
     async def status(_: Request) -> JSONResponse:
         stats = await services.maintenance.stats()
-        return JSONResponse({"owner": state.public(), **stats})
+        rebuild = services.rebuild.status.model_dump()
+        return JSONResponse({"owner": state.public(), **stats, "rebuild": rebuild})
 
     async def stop(_: Request) -> JSONResponse:
         log.info("stop requested over the admin API")

@@ -136,8 +136,13 @@ async def status(args: argparse.Namespace, settings: KiokuSettings) -> int:
     print(f"notes      {notes['total']} live, {notes['pending_embedding']} pending embedding")
     print(
         f"index      {index['points']} points / {index['expected_points']} expected "
-        f"({index['collection']}, {index['model']})"
+        f"({index['collection']}, {index['model']}; "
+        f"HNSW graph over {index.get('graph_points', 0)})"
     )
+    rebuild = data.get("rebuild") or {}
+    if rebuild.get("state") == "running":
+        where = f"build process {rebuild['build_pid']}" if rebuild.get("out_of_process") else ""
+        print(f"rebuild    {rebuild['collection']} running {rebuild['seconds']} s {where}")
     jobs = data["jobs"]
     print(
         f"jobs       {jobs.get('runner')}: {jobs.get('queued', 0)} queued, "

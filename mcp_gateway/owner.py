@@ -111,6 +111,9 @@ async def _serve(
     async with AsyncExitStack() as stack:
         app = await stack.enter_async_context(open_app(settings))
         services = Services.over(app)
+        if settings.index.graph_check_s > 0:
+            every = settings.index.graph_check_s
+            app.spawn(lambda: services.rebuild.watch_graph(every))
         local = create_server(settings, services=services)
         local_http = local.streamable_http_app(
             stateless_http=True,

@@ -61,6 +61,10 @@ class IndexSettings(BaseModel):
     # writes (SQLite and index) are refused while less than this is free on the data
     # dir's disk: the index writes through mmapped files, which die of SIGBUS on ENOSPC
     reserve_free_mb: int = Field(default=48, ge=0)
+    # Edge only: above exact_search_below, the owner has a separate process build an HNSW
+    # graph and swaps it in (checked every graph_check_s; 0 = never automatically).
+    hnsw_ef: int = Field(default=512, ge=4, le=4096, description="HNSW search breadth")
+    graph_check_s: float = Field(default=60.0, ge=0)
 
 
 class NoteSettings(BaseModel):

@@ -85,7 +85,12 @@ async def open_index(settings: KiokuSettings, spec: IndexSpec) -> Index:
     if settings.index.backend == "edge" and not settings.qdrant_url:
         from .edge import EdgeIndex
 
-        index: Index = EdgeIndex(spec, edge_root(settings), settings.index.exact_search_below)
+        index: Index = EdgeIndex(
+            spec,
+            edge_root(settings),
+            settings.index.exact_search_below,
+            hnsw_ef=settings.index.hnsw_ef,
+        )
         # mmapped writes die of SIGBUS on a full disk: refuse them before (diskguard)
         reserve = settings.index.reserve_free_mb << 20
         guarded = cast(Index, SpaceGuarded(index, settings.index_path, reserve))

@@ -15,9 +15,14 @@ Facts this module relies on (qdrant-edge-py 0.9, verified by tests/test_index_co
   matches a boolean payload. The ``current`` flag is therefore mirrored into a keyword
   field (``_current``) that filters use; it is stripped from returned payloads.
 - No HNSW graph is built unless ``EdgeShard.optimize()`` is called, and that call holds
-  the GIL for its whole run (8 s at 30k points): it would freeze the gateway, so kioku
-  does not call it and dense search stays exact (recall 1.0). A collection that outgrows
-  that belongs on a Qdrant server (``KIOKU_QDRANT_URL``), which indexes in the background.
+  the GIL for its whole run (3.7 s at 20k points): it would freeze the gateway. So the
+  owner never calls it: a separate process builds a graphed collection from the truth
+  store (``index/build.py``) and the owner swaps it in. Points written after that go to
+  a plain segment, searched exactly beside the graph. ``graph_points`` (a marker file the
+  build writes) says how many points the graph covered; ``wants_graph`` says when a
+  (new) build is due. Below ``exact_search_below`` points dense search is exact.
+- ``ShardInfo.indexed_vectors_count`` counts sparse vectors too, so it cannot tell
+  whether a dense graph exists; hence the marker.
 """
 
 from __future__ import annotations
@@ -52,6 +57,9 @@ T = TypeVar("T")
 
 _CURRENT_MIRROR = "_current"
 _CONFIG_FILE = "edge_config.json"
+GRAPH_FILE = "kioku_graph.json"
+# A build is due again when this many points (at least) were added since the last graph.
+MIN_GRAPH_GROWTH = 1_000
 
 
 def _current_mirror(value: Any) -> str:
@@ -97,10 +105,20 @@ def _hits(points: Sequence[qe.ScoredPoint]) -> list[IndexHit]:
 class EdgeIndex:
     """``Index`` on an ``EdgeShard`` stored in ``path / spec.collection``."""
 
-    def __init__(self, spec: IndexSpec, path: Path, exact_search_below: int = 20_000) -> None:
+    def __init__(
+        self,
+        spec: IndexSpec,
+        path: Path,
+        exact_search_below: int = 20_000,
+        hnsw_ef: int = 512,
+        optimizers: qe.EdgeOptimizersConfig | None = None,
+    ) -> None:
         self.spec = spec
         self.dir = Path(path) / spec.collection
         self._exact_below = exact_search_below
+        self._hnsw_ef = hnsw_ef
+        self._optimizers = optimizers
+        self.graph_points = 0
         self._shard: qe.EdgeShard | None = None
         self._lock = anyio.Lock()  # open/close only
         self._in_flight = 0
@@ -113,6 +131,7 @@ class EdgeIndex:
         return qe.EdgeConfig(
             vectors={DENSE: qe.EdgeVectorParams(size=self.spec.dim, distance=qe.Distance.Cosine)},
             sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+            optimizers=self._optimizers,
         )
 
     async def _run(self, fn: Callable[[qe.EdgeShard], T]) -> T:
@@ -195,10 +214,17 @@ class EdgeIndex:
             raise
         return shard
 
+    def _read_graph(self) -> int:
+        try:
+            return int(json.loads((self.dir / GRAPH_FILE).read_text("utf-8"))["points"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return 0
+
     async def open(self) -> None:
         async with self._lock:
             if self._shard is None:
                 self._shard = await anyio.to_thread.run_sync(self._open_sync)
+                self.graph_points = await anyio.to_thread.run_sync(self._read_graph)
                 log.debug("opened edge index %s", self.dir)
 
     async def close(self) -> None:
@@ -221,6 +247,26 @@ class EdgeIndex:
     async def flush(self) -> None:
         """Flush segments to disk (the WAL already protects acknowledged writes)."""
         await self._run(lambda s: s.flush())
+
+    async def build_graph(self) -> None:
+        """Build the HNSW graph and record how many points it covers. Holds the GIL for
+        the whole build: only the build process (``index/build.py``) calls this."""
+
+        def _build(shard: qe.EdgeShard) -> int:
+            shard.optimize()
+            shard.flush()
+            points = shard.info().points_count
+            (self.dir / GRAPH_FILE).write_text(json.dumps({"points": points}), "utf-8")
+            return points
+
+        self.graph_points = await self._run(_build)
+
+    async def wants_graph(self) -> bool:
+        """Above ``exact_search_below`` points, with no graph yet or with that many
+        points (at least ``MIN_GRAPH_GROWTH``) added since the last one was built."""
+        points = await self._run(lambda s: s.info().points_count)
+        growth = max(self._exact_below, MIN_GRAPH_GROWTH)
+        return points >= self._exact_below and points - self.graph_points >= growth
 
     # -- writes -------------------------------------------------------------------
 
@@ -282,13 +328,16 @@ class EdgeIndex:
             requests: list[qe.QueryRequest] = []
             if dense is not None:
                 exact = shard.info().points_count < self._exact_below
+                # With a graph, hnsw_ef sets recall (docs/performance.md, "Scale");
+                # without one, a non-exact search scans the plain segments anyway.
+                params = qe.SearchParams(exact=exact, hnsw_ef=None if exact else self._hnsw_ef)
                 requests.append(
                     qe.QueryRequest(
                         limit=limit,
                         query=qe.Query.Nearest(list(dense), using=DENSE),
                         filter=qfilter,
                         with_payload=True,
-                        params=qe.SearchParams(exact=exact),
+                        params=params,
                     )
                 )
             if want_sparse:

@@ -5,6 +5,11 @@ object. ``kioku reindex`` builds a new collection beside the live one; while it 
 every write is mirrored into the new collection too, so nothing written during the
 rebuild is missing from it; ``swap`` then makes it live in one step. A rebuild that is
 interrupted or fails never touches the live collection.
+
+A collection built by another process (``index/build.py``) cannot be mirrored into
+while it builds; instead the ids of every point written meanwhile are journaled
+(``begin_journal``), and the rebuild rewrites those from the truth store once the new
+collection is open here, before the swap.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ class LiveIndex:
     def __init__(self, current: Index) -> None:
         self.current = current
         self.building: Index | None = None
+        self._journal: set[str] | None = None
 
     @property
     def spec(self) -> IndexSpec:
@@ -30,6 +36,18 @@ class LiveIndex:
 
     def end_build(self) -> None:
         self.building = None
+
+    def begin_journal(self) -> None:
+        self._journal = set()
+
+    def take_journal(self) -> set[str]:
+        """The point ids written since ``begin_journal``; journaling stops."""
+        journal, self._journal = self._journal or set(), None
+        return journal
+
+    def _note(self, ids: Sequence[str]) -> None:
+        if self._journal is not None:
+            self._journal.update(ids)
 
     def swap(self, new: Index) -> Index:
         """Serve from ``new``; returns the old index for the caller to close."""
@@ -46,15 +64,18 @@ class LiveIndex:
         await self.current.close()
 
     async def upsert(self, points: Sequence[IndexPoint]) -> None:
+        self._note([p.id for p in points])
         for target in self._targets():
             same_model = target.spec.model_id == self.current.spec.model_id
             await target.upsert(points if same_model else _lexical_only(points))
 
     async def set_payload(self, ids: Sequence[str], payload: Mapping[str, Any]) -> None:
+        self._note(ids)
         for target in self._targets():
             await target.set_payload(ids, payload)
 
     async def delete(self, ids: Sequence[str]) -> None:
+        self._note(ids)
         for target in self._targets():
             await target.delete(ids)
 

@@ -33,6 +33,8 @@ class MaintenanceService:
                 "current_model": app.index_current,
                 "points": points,
                 "expected_points": notes["total"] + records.get("total", 0),
+                # points the HNSW graph covers (edge; 0 = exact search only)
+                "graph_points": getattr(app.index.current, "graph_points", 0),
             },
             "notes": notes,
             "records": records,

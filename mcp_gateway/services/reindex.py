@@ -7,13 +7,24 @@ complete; while it builds, every write is mirrored into it (``LiveIndex``). Only
 are the new collection and model adopted, in one SQLite transaction. A rebuild that is
 interrupted (Ctrl-C, a crash) or fails leaves the live index as it was; its half-built
 collection is removed.
+
+Two ways to build (docs/queue.md, "Rebuilds: blue/green"):
+- in this process, mirroring every write into the new collection (small collections,
+  the Qdrant-client backend, or a model switch's embedding pass);
+- for the embedded engine above ``index.exact_search_below`` points, in a separate
+  process that also builds the HNSW graph (``index/build.py``), which would freeze the
+  owner's event loop if built here. Writes made meanwhile are journaled by the live
+  index and rewritten into the new collection from the truth store before the swap;
+  the applier's cursor restarts at the vectors' seq taken before the build, and the
+  reconcile after the swap removes anything deleted. The owner also starts such a build
+  by itself when the live collection wants a graph (``watch_graph``).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,13 +35,13 @@ from pydantic import BaseModel
 from ..app import AppContext
 from ..index import catalog
 from ..index.base import Index, IndexSpec
-from ..indexing import load_priors, note_document, note_point, record_document, record_point
-from ..types import IndexPoint
+from ..index.build import build_command, run_build
+from ..index.fill import VectorsFor, fill_notes, fill_records, stored_vectors
+from ..indexing import Indexer
+from ..types import IndexPoint, point_id
 from ..vectors import content_hash
 
 log = logging.getLogger(__name__)
-
-PAGE = 256
 
 
 class RebuildStatus(BaseModel):
@@ -41,6 +52,9 @@ class RebuildStatus(BaseModel):
     notes_total: int = 0
     records_done: int = 0
     embedded: int = 0
+    out_of_process: bool = False
+    build_pid: int = 0
+    graph_points: int = 0
     seconds: float = 0.0
     message: str = ""
 
@@ -107,6 +121,15 @@ class Rebuilder:
             st.seconds = round(time.monotonic() - self.run_state.started, 2)
             return st
 
+    def _outside(self, points: int) -> bool:
+        """Build in another process (with a graph) for a big embedded collection."""
+        settings = self.app.settings
+        return (
+            settings.index.backend == "edge"
+            and not settings.qdrant_url
+            and points >= settings.index.exact_search_below
+        )
+
     async def _rebuild(self, st: RebuildStatus) -> None:
         app = self.app
         embedder = app.embedder
@@ -118,14 +141,27 @@ class Rebuilder:
         )
         st.collection, st.model = spec.collection, spec.model_id
         st.notes_total = (await app.notes.counts())["total"]
+        st.out_of_process = self._outside(st.notes_total)
+        if st.out_of_process and spec.model_id != app.index.spec.model_id:
+            # the build process embeds nothing: embed what the new model lacks first
+            await fill_notes(app.notes, app.db, _Discard(), self._vectors_for(st))
+            await fill_records(app.records, _Discard(), self._vectors_for(st))
         start_seq = await app.vectors.last_seq()
         target: Index | None = None
         adopted = False
+        embedded: dict[str, float] = {}  # the out-of-process build marks none
         try:
-            target = await catalog.open_index(app.settings, spec)
-            app.index.begin_build(target)
-            embedded = await self._fill_notes(target, st)
-            await self._fill_records(target, st)
+            if st.out_of_process:
+                target = await self._build_outside(spec, st)
+            else:
+                target = await catalog.open_index(app.settings, spec)
+                app.index.begin_build(target)
+                embedded = await fill_notes(
+                    app.notes, app.db, target, self._vectors_for(st), st_bump(st, "notes_done")
+                )
+                await fill_records(
+                    app.records, target, self._vectors_for(st), st_bump(st, "records_done")
+                )
             await catalog.adopt(app.db, spec, applied_seq=start_seq)
             adopted = True
             await app.notes.mark_embedded(embedded, spec.model_id)
@@ -133,6 +169,7 @@ class Rebuilder:
         finally:
             if not adopted:
                 app.index.end_build()
+                app.index.take_journal()
                 with anyio.CancelScope(shield=True):
                     if target is not None:
                         await target.destroy()
@@ -146,54 +183,101 @@ class Rebuilder:
             await app.reconcile()
         log.info("reindex: %s (%s) is live", spec.collection, spec.model_id)
 
+    async def _build_outside(self, spec: IndexSpec, st: RebuildStatus) -> Index:
+        """Build in a separate process, open the result here, replay what was written
+        meanwhile; the caller adopts and swaps it."""
+        app = self.app
+        root = catalog.edge_root(app.settings)
+
+        def progress(p: dict[str, int]) -> None:
+            st.notes_done = p.get("notes_done", st.notes_done)
+            st.records_done = p.get("records_done", st.records_done)
+            st.graph_points = p.get("graph_points", st.graph_points)
+
+        def started(pid: int) -> None:
+            st.build_pid = pid
+
+        app.index.begin_journal()
+        command = build_command(app.settings.db_path, root, spec, app.settings.project)
+        await run_build(command, root / spec.collection, progress, started)
+        target = await catalog.open_index(app.settings, spec)
+        try:
+            # from here every write reaches both; what came before is in the journal
+            app.index.begin_build(target)
+            await self._replay(target, app.index.take_journal())
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await target.destroy()
+            raise
+        return target
+
+    async def _replay(self, target: Index, touched: set[str]) -> None:
+        """Rewrite every point written during an out-of-process build from the truth
+        store (stored vectors, priors, lifecycle); delete those whose item is gone."""
+        if not touched:
+            return
+        app = self.app
+        indexer = Indexer(app.notes, target, app.vectors)
+        after = ""
+        while page := await app.notes.page(after, limit=500):
+            after = page[-1].id
+            await indexer.put_notes([n for n in page if point_id("note", n.id) in touched])
+            touched.difference_update(point_id("note", n.id) for n in page)
+        async for batch in app.records.iter_all():
+            changed = [r for r in batch if point_id("record", r.id) in touched]
+            if changed:
+                current = await app.records.current_ids([r.id for r in changed])
+                await indexer.put_records(changed, current)
+            touched.difference_update(point_id("record", r.id) for r in batch)
+        await target.delete(sorted(touched))
+
+    def _vectors_for(self, st: RebuildStatus) -> VectorsFor:
+        async def get(kind: str, docs: dict[str, str]) -> dict[str, list[float]]:
+            return await self._vectors(kind, docs, st)
+
+        return get
+
     async def _vectors(
         self, kind: str, docs: dict[str, str], st: RebuildStatus
     ) -> dict[str, list[float]]:
         """The stored vector of each item for the configured model; embeds the missing."""
         app = self.app
         model = app.embedder.model_id
-        hashes = {sid: content_hash(doc) for sid, doc in docs.items()}
-        stored = await app.vectors.get(kind, model, list(docs))
-        out = {sid: v.vector for sid, v in stored.items() if v.content_hash == hashes[sid]}
+        out = await stored_vectors(app.vectors, model)(kind, docs)
         missing = [sid for sid in docs if sid not in out]
         size = app.settings.embedder.batch_size
         for start in range(0, len(missing), size):
             chunk = missing[start : start + size]
             vecs = await app.embedder.embed_documents([docs[sid] for sid in chunk])
-            await app.vectors.put(
-                kind, model, [(sid, hashes[sid], v) for sid, v in zip(chunk, vecs, strict=True)]
-            )
+            hashes = [content_hash(docs[sid]) for sid in chunk]
+            await app.vectors.put(kind, model, list(zip(chunk, hashes, vecs, strict=True)))
             out.update(zip(chunk, vecs, strict=True))
             st.embedded += len(chunk)
         return out
 
-    async def _fill_notes(self, target: Index, st: RebuildStatus) -> dict[str, float]:
-        """Write every live note; returns the versions written with a dense vector."""
-        embedded: dict[str, float] = {}
-        after = ""
-        while page := await self.app.notes.page(after, limit=PAGE):
-            after = page[-1].id
-            vectors = await self._vectors("note", {n.id: note_document(n) for n in page}, st)
-            priors = await load_priors(self.app.db, [n.id for n in page])
-            # sparse encoding of a page is CPU work: off the event loop
-            points = await anyio.to_thread.run_sync(
-                lambda p=page, v=vectors, pr=priors: [  # type: ignore[misc]
-                    note_point(n, v.get(n.id), pr.get(n.id)) for n in p
-                ]
-            )
-            await target.upsert(points)
-            embedded.update({n.id: n.updated_at for n in page if n.id in vectors})
-            st.notes_done += len(page)
-        return embedded
+    async def watch_graph(self, every_s: float) -> None:
+        """The owner's periodic check: start an out-of-process graph build when the
+        live embedded collection wants one (``EdgeIndex.wants_graph``); one at a time."""
+        while True:
+            await anyio.sleep(every_s)
+            wants = getattr(self.app.index.current, "wants_graph", None)
+            try:
+                if wants is not None and self.status.state != "running" and await wants():
+                    log.info("the index outgrew exact search: building an HNSW graph")
+                    await self.rebuild()
+            except Exception:
+                log.exception("graph check failed; retrying in %.0f s", every_s)
 
-    async def _fill_records(self, target: Index, st: RebuildStatus) -> None:
-        async for batch in self.app.records.iter_all(batch_size=PAGE):
-            vectors = await self._vectors("record", {r.id: record_document(r) for r in batch}, st)
-            current = await self.app.records.current_ids([r.id for r in batch])
-            points: list[IndexPoint] = await anyio.to_thread.run_sync(
-                lambda b=batch, v=vectors, c=current: [  # type: ignore[misc]
-                    record_point(r, current=r.id in c, dense=v.get(r.id)) for r in b
-                ]
-            )
-            await target.upsert(points)
-            st.records_done += len(batch)
+
+def st_bump(st: RebuildStatus, key: str) -> Callable[[int], None]:
+    def bump(n: int) -> None:
+        setattr(st, key, getattr(st, key) + n)
+
+    return bump
+
+
+class _Discard:
+    """Drops writes: lets the embedding pass reuse the fill walk."""
+
+    async def upsert(self, points: Sequence[IndexPoint]) -> None:
+        return None

@@ -1,0 +1,151 @@
+"""Search latency at 10k and 100k memories: exact scan vs the HNSW graph the build
+process makes (``index/build.py``), on real e5 vectors; plus the graph's build time and
+its recall@10 against exact search.
+
+Vectors: the bundled e5 model embeds the ~1k real memories of bench/quality/data
+(documents) and its queries (queries, 200 of them). A collection of N points tiles the
+memories: copy k of memory i is its vector plus Gaussian noise (sigma per dimension,
+0.02 by default, i.e. a noise vector of norm ~0.4 against unit vectors), renormalised --
+"paraphrases" of real memories, so neighbourhoods look like real ones rather than like
+random vectors (HNSW's worst case). Each point carries the payload the search path
+filters on; every search uses the owner's usual filter (namespace, current only).
+
+The graph is built here, in-process, with the build process's own code and settings
+(``EdgeIndex.build_graph`` with ``BUILD_OPTIMIZERS``); the time printed is that build
+(``optimize``) alone, not the upserts.
+
+    flock /tmp/kioku-bench.lock python bench/hnsw_scale.py [--n 10000 100000]
+"""
+
+# ruff: noqa: E402
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# bench/queue.py shadows the stdlib ``queue`` when this folder leads sys.path.
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+
+import argparse
+import json
+import tempfile
+import time
+import uuid
+
+import anyio
+import numpy as np
+
+from mcp_gateway.embedders import build_embedder
+from mcp_gateway.index.base import IndexSpec
+from mcp_gateway.index.build import BUILD_OPTIMIZERS
+from mcp_gateway.index.edge import EdgeIndex
+from mcp_gateway.settings import EmbedderSettings
+from mcp_gateway.types import IndexFilter, IndexPoint, SparseVector
+
+DATA = _HERE / "quality" / "data"
+CACHE = Path(tempfile.gettempdir()) / "kioku-hnsw-bench-vectors.npz"
+FILTER = IndexFilter(namespaces=("default",), current_only=True)
+EMPTY = SparseVector((), ())
+
+
+async def real_vectors(queries: int) -> tuple[np.ndarray, np.ndarray]:
+    if CACHE.exists():
+        got = np.load(CACHE)
+        return got["docs"], got["queries"][:queries]
+    mems = [json.loads(line) for line in (DATA / "memories.jsonl").read_text().splitlines()]
+    qs = [json.loads(line) for line in (DATA / "queries.jsonl").read_text().splitlines()]
+    embedder = build_embedder(EmbedderSettings())
+    await embedder.start()
+    try:
+        docs = await embedder.embed_documents([m["text"] for m in mems])
+        qv = [await embedder.embed_query(q["query"]) for q in qs[:200]]
+    finally:
+        await embedder.aclose()
+    np.savez(CACHE, docs=np.array(docs, np.float32), queries=np.array(qv, np.float32))
+    return np.array(docs, np.float32), np.array(qv, np.float32)[:queries]
+
+
+def tile(docs: np.ndarray, n: int, sigma: float, rng: np.random.Generator) -> np.ndarray:
+    base = docs[np.arange(n) % len(docs)]
+    noisy = base + rng.normal(0, sigma, base.shape).astype(np.float32)
+    noisy[: len(docs)] = docs[: min(n, len(docs))]  # the originals themselves
+    out: np.ndarray = noisy / np.linalg.norm(noisy, axis=1, keepdims=True)
+    return out
+
+
+async def timed(
+    index: EdgeIndex, qv: np.ndarray, flt: IndexFilter = FILTER
+) -> tuple[list[float], list[list[str]]]:
+    lat, tops = [], []
+    for q in qv:
+        t = time.perf_counter()
+        hits, _ = await index.search(q.tolist(), EMPTY, flt, 10)
+        lat.append((time.perf_counter() - t) * 1000)
+        tops.append([h.id for h in hits])
+    return lat, tops
+
+
+def pcts(lat: list[float]) -> str:
+    return " / ".join(f"{np.percentile(lat, q):.2f}" for q in (50, 95, 99))
+
+
+async def bench(n: int, docs: np.ndarray, qv: np.ndarray, args: argparse.Namespace) -> None:
+    vecs = tile(docs, n, args.sigma, np.random.default_rng(n))
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = IndexSpec("bench", vecs.shape[1], "e5")
+        index = EdgeIndex(spec, Path(tmp), optimizers=BUILD_OPTIMIZERS)
+        await index.open()
+        try:
+            for start in range(0, n, 2000):
+                await index.upsert(
+                    [
+                        IndexPoint(
+                            str(uuid.uuid4()),
+                            {"kind": "note", "namespace": "default", "visible": "default"},
+                            EMPTY,
+                            vecs[i].tolist(),
+                        )
+                        for i in range(start, min(n, start + 2000))
+                    ]
+                )
+            index._exact_below = n + 1  # exact scan (what kioku does today)
+            await timed(index, qv[:20])  # warm-up
+            exact_lat, exact_top = await timed(index, qv)
+            t = time.perf_counter()
+            await index.build_graph()
+            build_s = time.perf_counter() - t
+            print(f"\nN = {n:,}: graph build (optimize) {build_s:.1f} s")
+            print(f"{'search top-10':<22}{'p50 / p95 / p99 ms':>26}{'recall@10':>12}")
+            print(f"{'exact':<22}{pcts(exact_lat):>26}{1.0:>12.3f}")
+            index._exact_below = 0
+            for ef in args.ef:
+                index._hnsw_ef = ef
+                await timed(index, qv[:20])
+                lat, top = await timed(index, qv, FILTER if args.filter else IndexFilter())
+                recall = np.mean(
+                    [len(set(a) & set(b)) / 10 for a, b in zip(top, exact_top, strict=True)]
+                )
+                print(f"{f'HNSW ef={ef}':<22}{pcts(lat):>26}{recall:>12.3f}")
+        finally:
+            await index.close()
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, nargs="+", default=[10_000, 100_000])
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--sigma", type=float, default=0.02)
+    ap.add_argument("--ef", type=int, nargs="+", default=[64, 128, 256])
+    ap.add_argument(
+        "--no-filter", dest="filter", action="store_false", help="HNSW searches unfiltered"
+    )
+    args = ap.parse_args()
+    docs, qv = await real_vectors(args.queries)
+    print(f"{len(docs)} real e5 memory vectors tiled with sigma={args.sigma}; {len(qv)} queries")
+    for n in args.n:
+        await bench(n, docs, qv, args)
+
+
+if __name__ == "__main__":
+    anyio.run(main)

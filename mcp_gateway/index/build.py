@@ -1,0 +1,159 @@
+"""Build a graphed (HNSW) edge collection in a separate process.
+
+``EdgeShard.optimize()`` holds the GIL for its whole run (3.7 s at 20k points, measured
+by ``bench/optimize_gil.py``), so the owner never calls it. Instead it runs
+
+    python -m mcp_gateway.index.build --db DB --root EDGE_ROOT --collection NAME \\
+        --dim D --model M --project P
+
+which opens the truth store (SQLite in WAL mode: the owner keeps writing meanwhile),
+creates the new collection beside the live one, writes every live note and record with
+its stored vector (``index/fill.py``: the same points as an in-process rebuild), builds
+the graph, flushes, closes and exits 0. It prints one JSON line of progress per page.
+The owner waits for it without blocking its loop (``run_build``), then loads the
+collection and swaps it in (``services/reindex.py``); what was written during the build
+is replayed there. Items with no stored vector for the model are written lexically; the
+owner's reconcile queues them for embedding.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import shutil
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import anyio
+import anyio.abc
+import qdrant_edge as qe
+
+from ..db import Database
+from ..notes import NoteStore
+from ..records import RecordStore
+from ..vectors import VectorStore
+from .base import IndexSpec
+from .edge import EdgeIndex
+from .fill import fill_notes, fill_records, stored_vectors
+
+log = logging.getLogger(__name__)
+
+# The build optimises every segment, however small: it only runs when a graph is wanted.
+BUILD_OPTIMIZERS = qe.EdgeOptimizersConfig(indexing_threshold=1)
+
+
+def build_command(db_path: Path, root: Path, spec: IndexSpec, project: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "mcp_gateway.index.build",
+        "--db",
+        str(db_path),
+        "--root",
+        str(root),
+        "--collection",
+        spec.collection,
+        "--dim",
+        str(spec.dim),
+        "--model",
+        spec.model_id,
+        "--project",
+        project,
+    ]
+
+
+async def run_build(
+    command: list[str],
+    target_dir: Path,
+    on_progress: Callable[[dict[str, int]], None],
+    on_started: Callable[[int], None] = lambda _pid: None,
+) -> None:
+    """Run a build process to completion. Cancelled or failed, the process is killed
+    and its half-built collection removed; the live collection is never touched."""
+    done = False
+    proc: anyio.abc.Process | None = None
+    try:
+        # stderr is inherited: the build's log lines go where the owner's go
+        proc = await anyio.open_process(command, stdout=-1, stderr=None)
+        on_started(proc.pid)
+        assert proc.stdout is not None
+        buf = b""
+        async for chunk in proc.stdout:
+            buf += chunk
+            *lines, buf = buf.split(b"\n")
+            for line in lines:
+                try:
+                    on_progress(json.loads(line))
+                except ValueError:
+                    pass
+        code = await proc.wait()
+        if code != 0:
+            raise RuntimeError(f"the index build process exited with status {code}")
+        done = True
+    finally:
+        with anyio.CancelScope(shield=True):
+            if proc is not None:
+                if proc.returncode is None:
+                    proc.kill()
+                await proc.wait()
+                await proc.aclose()
+            if not done:
+                await anyio.to_thread.run_sync(
+                    lambda: shutil.rmtree(target_dir, ignore_errors=True)
+                )
+
+
+def _emit(**progress: int) -> None:
+    sys.stdout.write(json.dumps(progress) + "\n")
+    sys.stdout.flush()
+
+
+async def build(db_path: Path, root: Path, spec: IndexSpec, project: str) -> int:
+    """The build process's work; returns the points the graph covers."""
+    db = Database(db_path)
+    await db.open()
+    try:
+        index = EdgeIndex(spec, root, optimizers=BUILD_OPTIMIZERS)
+        await index.open()
+        try:
+            vectors_for = stored_vectors(VectorStore(db), spec.model_id)
+            done = {"notes_done": 0, "records_done": 0}
+
+            def count(key: str) -> Callable[[int], None]:
+                def bump(n: int) -> None:
+                    done[key] += n
+                    _emit(**done)
+
+                return bump
+
+            await fill_notes(NoteStore(db), db, index, vectors_for, count("notes_done"))
+            await fill_records(RecordStore(db, project), index, vectors_for, count("records_done"))
+            await index.build_graph()
+            _emit(**done, graph_points=index.graph_points)
+            return index.graph_points
+        finally:
+            await index.close()
+    finally:
+        await db.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m mcp_gateway.index.build")
+    ap.add_argument("--db", type=Path, required=True)
+    ap.add_argument("--root", type=Path, required=True)
+    ap.add_argument("--collection", required=True)
+    ap.add_argument("--dim", type=int, required=True)
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--project", default="")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="build: %(message)s")
+    spec = IndexSpec(args.collection, args.dim, args.model)
+    points = anyio.run(build, args.db, args.root, spec, args.project)
+    log.info("built %s: HNSW graph over %d points", spec.collection, points)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -15,6 +15,7 @@ Both run the same use cases (``services.api``) and return the same JSON.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -160,8 +161,6 @@ async def connect(settings: KiokuSettings) -> AsyncIterator[Memory]:
         async with open_app(settings, run_jobs=False) as app:
             yield LocalMemory(Services.over(app))
     finally:
-        import os
-
         os.close(fd)
 
 

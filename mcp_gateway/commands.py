@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import sys
+import time
 from typing import Any
 
 import anyio
@@ -152,19 +153,11 @@ async def status(args: argparse.Namespace, settings: KiokuSettings) -> int:
 
 
 def _ago(ts: float) -> str:
-    import time
-
-    seconds = int(time.time() - ts)
-    return (
-        f"{seconds // 3600} h {seconds % 3600 // 60} min ago"
-        if seconds >= 3600
-        else (f"{seconds // 60} min {seconds % 60} s ago")
-    )
+    minutes = int(time.time() - ts) // 60
+    return f"{minutes // 60} h {minutes % 60} min ago" if minutes >= 60 else f"{minutes} min ago"
 
 
 async def stop(args: argparse.Namespace, settings: KiokuSettings) -> int:
-    import time
-
     paths = gw.GatewayPaths.for_settings(settings)
     owner = read_owner(paths)
     if owner is None:

@@ -31,7 +31,7 @@ from mcp_gateway.jobs.arq_queue import ArqScheduler
 from mcp_gateway.jobs.batcher import Batcher
 from mcp_gateway.jobs.inprocess import InProcessScheduler
 from mcp_gateway.jobs.tasks import index_job_id
-from mcp_gateway.search import SearchRequest
+from mcp_gateway.search import SearchRequest, thresholds_key
 from mcp_gateway.services.notes import NoteService
 from mcp_gateway.settings import KiokuSettings
 from mcp_gateway.types import point_id
@@ -338,7 +338,7 @@ async def test_tune_request_follows_embedding(kind, tmp_path, monkeypatch, reque
                 solved_query=f"why did deploy {i} fail",
             )
         await env.drain()
-        stored = await env.app.db.get_meta("search.thresholds")
+        stored = await env.app.db.get_meta(thresholds_key(env.app.namespaces[0]))
         assert stored is not None and '"lesson"' in stored
 
 

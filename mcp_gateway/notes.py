@@ -250,41 +250,54 @@ class NoteStore:
         limit: int = 3,
         priority: str | None = None,
     ) -> list[Note]:
-        if limit <= 0 or not types or not namespaces:
+        """The newest live notes of ``types`` (by creation time)."""
+        if limit <= 0 or not types:
             return []
-        where = [
-            f"type IN ({','.join('?' * len(types))})",
-            f"namespace IN ({','.join('?' * len(namespaces))})",
-            "deleted = 0",
-        ]
-        params: list[Any] = [*types, *namespaces]
+        return await self._newest(
+            namespaces,
+            "created_at DESC, id DESC",
+            limit,
+            types=types,
+            domain=domain,
+            priority=priority,
+        )
+
+    async def newest(
+        self, *, namespaces: Sequence[str], type: str = "", before_id: str = "", limit: int = 50
+    ) -> list[Note]:
+        """Live notes in ``namespaces``, newest first (ids are time-ordered ULIDs);
+        ``before_id`` pages on."""
+        types = [type] if type else []
+        return await self._newest(namespaces, "id DESC", limit, types=types, before_id=before_id)
+
+    async def _newest(
+        self,
+        namespaces: Sequence[str],
+        order: str,
+        limit: int,
+        *,
+        types: Sequence[str] = (),
+        domain: str = "",
+        priority: str | None = None,
+        before_id: str = "",
+    ) -> list[Note]:
+        if not namespaces:
+            return []
+        where = [f"namespace IN ({','.join('?' * len(namespaces))})", "deleted = 0"]
+        params: list[Any] = list(namespaces)
+        if types:
+            where.append(f"type IN ({','.join('?' * len(types))})")
+            params.extend(types)
         if domain:
             where.append("domain = ?")
             params.append(domain)
         if priority is not None:
             where.append("priority = ?")
             params.append(priority)
-        sql = (
-            f"SELECT {_COLUMNS} FROM notes WHERE {' AND '.join(where)} "
-            "ORDER BY created_at DESC, id DESC LIMIT ?"
-        )
-        return [_note(r) for r in await self.db.fetchall(sql, (*params, limit))]
-
-    async def newest(
-        self, *, namespaces: Sequence[str], type: str = "", before_id: str = "", limit: int = 50
-    ) -> list[Note]:
-        """Live notes in ``namespaces``, newest first (ids are time-ordered ULIDs)."""
-        if not namespaces:
-            return []
-        where = [f"namespace IN ({','.join('?' * len(namespaces))})", "deleted = 0"]
-        params: list[Any] = list(namespaces)
-        if type:
-            where.append("type = ?")
-            params.append(type)
         if before_id:
             where.append("id < ?")
             params.append(before_id)
-        sql = f"SELECT {_COLUMNS} FROM notes WHERE {' AND '.join(where)} ORDER BY id DESC LIMIT ?"
+        sql = f"SELECT {_COLUMNS} FROM notes WHERE {' AND '.join(where)} ORDER BY {order} LIMIT ?"
         return [_note(r) for r in await self.db.fetchall(sql, (*params, limit))]
 
     async def mark_embedded(self, versions: dict[str, float], model_id: str) -> None:

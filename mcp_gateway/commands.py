@@ -19,6 +19,7 @@ import anyio
 from . import local_gateway as gw
 from .client import RemoteMemory, connect, owner_client
 from .errors import InvalidInput
+from .http_token import read_token, token_path
 from .owner import read_owner
 from .render import render_note, render_search
 from .services.notes import NoteView
@@ -133,6 +134,9 @@ async def status(args: argparse.Namespace, settings: KiokuSettings) -> int:
         return 0
     o, index, notes = data["owner"], data["index"], data["notes"]
     print(f"owner      pid {o['pid']} ({o['kind']}) since {_ago(o['started_at'])}")
+    token = read_token(settings.data_dir) if o["kind"] == "http" else None
+    if o["http_url"] and token and not settings.http.token and not settings.http.grants:
+        print(f"http       {o['http_url']}  bearer token {token} ({token_path(settings.data_dir)})")
     print(f"requests   {o['requests']} served, {o['in_flight']} in flight, idle {o['idle_s']} s")
     print(f"notes      {notes['total']} live, {notes['pending_embedding']} pending embedding")
     print(

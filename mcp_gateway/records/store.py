@@ -17,9 +17,9 @@ from typing import Any
 from ..access import Scope, unseen
 from ..db import Database
 from ..errors import InvalidInput, NotFound
-from . import lifecycle, queries
+from . import matching, queries
 from . import validate as v
-from .fts import like_condition, match_rowids, parse_query
+from .fts import parse_query
 from .model import (
     CLOSING_STATUSES,
     Edge,
@@ -29,17 +29,10 @@ from .model import (
     RecordUpdated,
     RecordView,
 )
-from .schema import FTS_TABLE
 
 log = logging.getLogger(__name__)
 
 MAX_SEARCH_LIMIT = 100
-# Old versions of one head may all match: look deeper than ``limit`` before resolving.
-_CANDIDATES = 1000
-# bm25 column weights (title, content): a title is the record's summary.
-_WEIGHTS = (2.0, 1.0)
-# Steps of all head walks of one current_only search together (see lifecycle.heads).
-_HEAD_BUDGET = 20_000
 _RECORD_HINT = "; find ids with record_search (ids look like AUDIT-MEM-001)"
 # Links that only point at a record; every other relation changes the target's state
 # or what its readers see (superseded, duplicated, resolved, verified, contradicted),
@@ -221,11 +214,13 @@ class RecordStore:
         namespaces = list(scope.read) if scope is not None else []
 
         def read(conn: sqlite3.Connection) -> list[RecordSearchHit]:
-            scored = _candidates(conn, parsed.match_expression(), parsed.short_terms, namespaces)
+            scored = matching.candidates(
+                conn, parsed.match_expression(), parsed.short_terms, namespaces
+            )
             recs = queries.records_by_pk(conn, list(scored))
             matched = [(recs[pk], recs[pk].id, s) for pk, s in scored.items() if pk in recs]
             if current_only:
-                matched = _resolve_heads(conn, matched)
+                matched = matching.resolve_heads(conn, matched)
             kept = [
                 (r, m, s)
                 for r, m, s in matched
@@ -233,7 +228,10 @@ class RecordStore:
             ]
             kept.sort(key=lambda hit: (-hit[2], -hit[0].created_at))
             step = queries.successors(conn)
-            return [_hit(r, m, s, current_only or not step(r.id)) for r, m, s in kept[:limit]]
+            return [
+                matching.search_hit(r, m, s, current_only or not step(r.id))
+                for r, m, s in kept[:limit]
+            ]
 
         return await self.db.run(read)
 
@@ -411,73 +409,6 @@ def _export_item(rec: Record) -> dict[str, Any]:
     item = rec.model_dump(include={"id", "type", "status", "action_state", "created_at"})
     item["title"] = " ".join(rec.title.split())
     return item
-
-
-def _candidates(
-    conn: sqlite3.Connection,
-    match: str | None,
-    short_terms: Sequence[str],
-    namespaces: Sequence[str] = (),
-) -> dict[int, float]:
-    """pk -> score: bm25 hits for long terms, then LIKE hits for short ones (score 0).
-
-    ``namespaces`` (when given) filters inside both queries, before the candidate
-    limit: another tenant's records can neither push the caller's own out of the top
-    ``_CANDIDATES`` nor change how much work the query does.
-    """
-    marks = ",".join("?" * len(namespaces))
-    scored: dict[int, float] = {}
-    if match:
-        hits = match_rowids(
-            conn,
-            FTS_TABLE,
-            match,
-            _CANDIDATES,
-            _WEIGHTS,
-            content=("records", "pk"),
-            where=f"c.namespace IN ({marks})" if namespaces else "",
-            params=list(namespaces),
-        )
-        scored.update(hits)
-    if short_terms:
-        cond, params = like_condition(("title", "content"), short_terms)
-        ns_cond = f" AND namespace IN ({marks})" if namespaces else ""
-        sql = f"SELECT pk FROM records WHERE {cond}{ns_cond} ORDER BY pk DESC LIMIT ?"
-        for row in conn.execute(sql, (*params, *namespaces, _CANDIDATES)):
-            scored.setdefault(int(row[0]), 0.0)
-    return scored
-
-
-def _resolve_heads(
-    conn: sqlite3.Connection, matched: list[tuple[Record, str, float]]
-) -> list[tuple[Record, str, float]]:
-    """Replace each hit by its lifecycle head; a head keeps its best-scoring match.
-    Oldest first, so one walk of a chain resolves every version of it."""
-    ordered = sorted(matched, key=lambda hit: hit[0].created_at)
-    head_of = lifecycle.heads([r.id for r, _, _ in ordered], queries.successors(conn), _HEAD_BUDGET)
-    best: dict[str, tuple[str, float]] = {}  # head id -> (matched id, score)
-    for rec, _, score in matched:
-        head = head_of.get(rec.id)
-        if head is None:
-            continue
-        if head not in best or score > best[head][1]:
-            best[head] = (rec.id, score)
-    heads = queries.records_by_id(conn, best)
-    return [(heads[h], m, s) for h, (m, s) in best.items() if h in heads]
-
-
-def _hit(rec: Record, matched_id: str, score: float, current: bool) -> RecordSearchHit:
-    return RecordSearchHit(
-        id=rec.id,
-        type=rec.type,
-        status=rec.status,
-        action_state=rec.action_state,
-        title=rec.title,
-        current=current,
-        matched_id=matched_id,
-        score=score,
-        created_at=rec.created_at,
-    )
 
 
 def _current_filter(

@@ -1,0 +1,91 @@
+"""Finding records by text: full-text candidates and lifecycle heads.
+
+``candidates`` filters by namespace inside the FTS5 and LIKE queries, before the
+candidate limit, so one tenant's records never push another's out or change how much
+work its query does. ``resolve_heads`` replaces hits by their lifecycle heads with one
+walk per chain under a shared step budget (``lifecycle.heads``).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+from . import lifecycle, queries
+from .fts import like_condition, match_rowids
+from .model import Record, RecordSearchHit
+from .schema import FTS_TABLE
+
+# Old versions of one head may all match: look deeper than ``limit`` before resolving.
+_CANDIDATES = 1000
+# bm25 column weights (title, content): a title is the record's summary.
+_WEIGHTS = (2.0, 1.0)
+# Steps of all head walks of one current_only search together (see lifecycle.heads).
+_HEAD_BUDGET = 20_000
+
+
+def candidates(
+    conn: sqlite3.Connection,
+    match: str | None,
+    short_terms: Sequence[str],
+    namespaces: Sequence[str] = (),
+) -> dict[int, float]:
+    """pk -> score: bm25 hits for long terms, then LIKE hits for short ones (score 0).
+
+    ``namespaces`` (when given) filters inside both queries, before the candidate
+    limit: another tenant's records can neither push the caller's own out of the top
+    ``_CANDIDATES`` nor change how much work the query does.
+    """
+    marks = ",".join("?" * len(namespaces))
+    scored: dict[int, float] = {}
+    if match:
+        hits = match_rowids(
+            conn,
+            FTS_TABLE,
+            match,
+            _CANDIDATES,
+            _WEIGHTS,
+            content=("records", "pk"),
+            where=f"c.namespace IN ({marks})" if namespaces else "",
+            params=list(namespaces),
+        )
+        scored.update(hits)
+    if short_terms:
+        cond, params = like_condition(("title", "content"), short_terms)
+        ns_cond = f" AND namespace IN ({marks})" if namespaces else ""
+        sql = f"SELECT pk FROM records WHERE {cond}{ns_cond} ORDER BY pk DESC LIMIT ?"
+        for row in conn.execute(sql, (*params, *namespaces, _CANDIDATES)):
+            scored.setdefault(int(row[0]), 0.0)
+    return scored
+
+
+def resolve_heads(
+    conn: sqlite3.Connection, matched: list[tuple[Record, str, float]]
+) -> list[tuple[Record, str, float]]:
+    """Replace each hit by its lifecycle head; a head keeps its best-scoring match.
+    Oldest first, so one walk of a chain resolves every version of it."""
+    ordered = sorted(matched, key=lambda hit: hit[0].created_at)
+    head_of = lifecycle.heads([r.id for r, _, _ in ordered], queries.successors(conn), _HEAD_BUDGET)
+    best: dict[str, tuple[str, float]] = {}  # head id -> (matched id, score)
+    for rec, _, score in matched:
+        head = head_of.get(rec.id)
+        if head is None:
+            continue
+        if head not in best or score > best[head][1]:
+            best[head] = (rec.id, score)
+    heads = queries.records_by_id(conn, best)
+    return [(heads[h], m, s) for h, (m, s) in best.items() if h in heads]
+
+
+def search_hit(rec: Record, matched_id: str, score: float, current: bool) -> RecordSearchHit:
+    return RecordSearchHit(
+        id=rec.id,
+        type=rec.type,
+        status=rec.status,
+        action_state=rec.action_state,
+        title=rec.title,
+        current=current,
+        matched_id=matched_id,
+        score=score,
+        created_at=rec.created_at,
+    )

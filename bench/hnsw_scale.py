@@ -14,7 +14,7 @@ The graph is built here, in-process, with the build process's own code and setti
 (``EdgeIndex.build_graph`` with ``BUILD_OPTIMIZERS``); the time printed is that build
 (``optimize``) alone, not the upserts.
 
-    flock /tmp/kioku-bench.lock python bench/hnsw_scale.py [--n 10000 100000]
+    flock "${TMPDIR:-/tmp}/kioku-bench.lock" python bench/hnsw_scale.py [--n 10000 100000]
 """
 
 # ruff: noqa: E402

@@ -7,7 +7,7 @@ Starts kioku on a fresh data dir and times, interleaved, N rounds of:
   vs one kept-alive connection (what the proxy hop costs without stdio);
 for an MCP ping and a ``get_note`` of a missing id.
 
-    flock /tmp/kioku-bench.lock python bench/hop.py [--rounds 300] [--baseline-src DIR]
+    flock "${TMPDIR:-/tmp}/kioku-bench.lock" python bench/hop.py [--rounds 300] [--baseline-src DIR]
 """
 
 # ruff: noqa: E402

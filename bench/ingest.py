@@ -9,7 +9,7 @@
 Run with another checkout's code for a before/after: ``PYTHONPATH=DIR python bench/ingest.py``
 (settings this checkout adds are passed as KIOKU_* variables and ignored by older code).
 
-    flock /tmp/kioku-bench.lock python bench/ingest.py [--burst 1000]
+    flock "${TMPDIR:-/tmp}/kioku-bench.lock" python bench/ingest.py [--burst 1000]
 """
 
 # ruff: noqa: E402

@@ -7,7 +7,7 @@ blocks at a few ms; one that holds it blocks the loop for the whole build.
 Then times exact vs HNSW search on the optimised shard and HNSW's recall@10 against
 exact search, for ``--queries`` queries drawn near the stored points.
 
-    flock /tmp/kioku-bench.lock python bench/optimize_gil.py [--n 20000]
+    flock "${TMPDIR:-/tmp}/kioku-bench.lock" python bench/optimize_gil.py [--n 20000]
 """
 
 # ruff: noqa: E402

@@ -1,7 +1,7 @@
 """Who may read and write which namespace.
 
 Over stdio the scope comes from settings (``namespace`` + ``read_namespaces``). Over
-HTTP each bearer token maps to a grant (``auth``), and every use case receives the
+HTTP each bearer token maps to a grant (``http_auth``), and every use case receives the
 grant's ``Scope``. A record or note outside the caller's namespaces gets exactly the
 answer of an unknown id (``unseen``), so ids from another namespace cannot even be
 probed.

@@ -30,7 +30,6 @@ from typing import Any
 
 import anyio
 import uvicorn
-from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.routing import Mount
 
@@ -40,7 +39,13 @@ from .admin import admin_app
 from .app import open_app
 from .errors import KiokuError
 from .owner_state import OwnerKind, OwnerState
-from .server import check_http, create_server, http_verifier, transport_security
+from .server import (
+    check_http,
+    create_server,
+    http_verifier,
+    local_transport_security,
+    transport_security,
+)
 from .services import Services
 from .settings import KiokuSettings
 from .ui import mount_ui, ui_mount
@@ -118,11 +123,7 @@ async def _serve(
         local_http = local.streamable_http_app(
             stateless_http=True,
             json_response=True,
-            transport_security=TransportSecuritySettings(
-                enable_dns_rebinding_protection=True,
-                allowed_hosts=[gw.GATEWAY_HOST],
-                allowed_origins=[],
-            ),
+            transport_security=local_transport_security(gw.GATEWAY_HOST),
         )
         await stack.enter_async_context(local.session_manager.run())
         # the memory browser: on the socket for `kioku ui` (one-time links, no tokens)...

@@ -16,8 +16,8 @@ from pydantic import SecretStr
 
 from . import __version__, export
 from .app import AppContext, open_app
-from .auth import GrantTokenVerifier, request_scope
 from .errors import InvalidInput
+from .http_auth import GrantTokenVerifier, request_scope
 from .http_token import local_token, token_path
 from .services import Services
 from .settings import KiokuSettings
@@ -151,6 +151,14 @@ def _auth(settings: KiokuSettings) -> tuple[GrantTokenVerifier | None, AuthSetti
         required_scopes=["kioku"],
     )
     return verifier, auth
+
+
+def local_transport_security(host: str) -> TransportSecuritySettings:
+    """The owner's Unix socket: proxies send this one Host; the socket's mode and the
+    peer uid check are the access control."""
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=[host], allowed_origins=[]
+    )
 
 
 def transport_security(settings: KiokuSettings) -> TransportSecuritySettings:

@@ -15,8 +15,8 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel
 
 from .access import Scope
-from .auth import request_scope
 from .errors import KiokuError
+from .http_auth import request_scope
 from .services import Services
 
 log = logging.getLogger(__name__)

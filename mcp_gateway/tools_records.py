@@ -21,7 +21,7 @@ from .records.model import (
     RecordView,
 )
 from .toolkit import result, scope_of, services_from, tool_errors
-from .workspace import session_project
+from .tools_workspace import session_project
 
 
 def register_record_tools(mcp: MCPServer) -> None:

@@ -19,11 +19,11 @@ MCP_DOORS = {
     "mcp_gateway.tools_notes",
     "mcp_gateway.tools_records",
     "mcp_gateway.toolkit",
-    "mcp_gateway.workspace",
-    "mcp_gateway.auth",
-    "mcp_gateway.owner",
+    "mcp_gateway.tools_workspace",
+    "mcp_gateway.http_auth",
 }
 DOORS = MCP_DOORS | {
+    "mcp_gateway.owner",
     "mcp_gateway.cli",
     "mcp_gateway.cli_records",
     "mcp_gateway.commands",

@@ -8,7 +8,7 @@ from mcp import types
 
 from mcp_gateway.server import create_server
 from mcp_gateway.settings import KiokuSettings
-from mcp_gateway.workspace import project_code
+from mcp_gateway.tools_workspace import project_code
 
 from .conftest import connected
 

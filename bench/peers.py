@@ -15,7 +15,8 @@ Timings are client-side round trips (the assistant's view). The targets of issue
 are printed, never asserted. The peer's venv and offline model live under
 ``--cache`` (default ``bench/results/peer``, git-ignored); see ``peer_env.py``.
 
-    flock "${TMPDIR:-/tmp}/kioku-bench.lock" python bench/peers.py [--sizes 2000 10000] [--queries 200]
+    flock "${TMPDIR:-/tmp}/kioku-bench.lock" python bench/peers.py \
+        [--sizes 2000 10000] [--queries 200]
         [--kioku-src DIR]   # another checkout's code, e.g. a baseline worktree
 """
 

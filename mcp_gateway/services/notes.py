@@ -181,22 +181,39 @@ class NoteService:
         return note, True
 
     async def search(
-        self, scope: Scope, *, query: str, type: str = "", domain: str = "", top: int = 5
+        self,
+        scope: Scope,
+        *,
+        query: str,
+        type: str = "",
+        domain: str = "",
+        top: int = 5,
+        priority: str = "",
+        event: str = "search_memory",
+        context: dict[str, Any] | None = None,
     ) -> SearchResponse:
+        """``search_memory``. ``priority`` keeps only notes of that priority (the
+        memory browser's filter); ``event`` names the activity-log entry, so a person
+        browsing (``ui_search``) never trains the jobs that learn from the assistant."""
         started = time.perf_counter()
         settings = self.app.settings
         top = bounded_int(top, "top", 1, settings.search.max_top)
         if type:
             type = choice(type, "type", self.search_types())
+        priority = choice(priority, "priority", PRIORITIES) if priority else ""
         request = SearchRequest(
             query=clean_query(query, settings.search.max_query_chars),
             type=type,
             domain=one_line(domain, "domain", 64).lower(),
-            top=top,
+            top=settings.search.max_top if priority else top,
             namespaces=scope.read,
         )
         response = await self.app.search.search(request)
-        await self._log_search(response, request, started)
+        if priority:
+            kept = [r for r in response.results if r.kind == "note" and r.priority == priority]
+            response.results = kept[:top]
+            response.recent = [r for r in response.recent if r.priority == priority]
+        await self._log_search(response, request, started, event, context or {})
         return response
 
     async def get(self, scope: Scope, note_id: str) -> NoteView:
@@ -264,20 +281,27 @@ class NoteService:
         )
 
     async def _log_search(
-        self, response: SearchResponse, request: SearchRequest, started: float
+        self,
+        response: SearchResponse,
+        request: SearchRequest,
+        started: float,
+        event: str,
+        context: dict[str, Any],
     ) -> None:
         min_distance: dict[str, float] = {}
         for item in response.results:
             if item.distance is not None:
                 min_distance[item.type] = min(min_distance.get(item.type, 2.0), item.distance)
         await self.app.activity.append(
-            "search_memory",
+            event,
+            **context,
             query=request.query,
             type=request.type,
             domain=request.domain,
             top=request.top,
             hits=len(response.results),
             result_ids=[r.id for r in response.results],
+            recent_ids=[r.id for r in response.recent],
             min_distance=min_distance,
             dense=response.dense_available,
             latency_ms=round((time.perf_counter() - started) * 1000, 2),

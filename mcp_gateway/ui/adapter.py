@@ -16,7 +16,6 @@ not that. Curation is logged by the services, exactly as from MCP.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,11 +28,10 @@ from ..app import AppContext
 from ..errors import InvalidInput
 from ..jobs import failures
 from ..records.model import RecordGraph, RecordSearchHit, RecordView
-from ..search import SearchRequest
-from ..services.notes import NoteService, clean_query
+from ..services.notes import NoteService
 from ..services.records import RecordService
 from ..types import Note, SearchResponse
-from ..validation import PRIORITIES, bounded_int, choice, one_line
+from ..validation import PRIORITIES, choice, one_line
 
 BROWSE_PAGE = 50
 
@@ -70,37 +68,18 @@ async def search(
     namespace: str = "",
     top: int = 10,
 ) -> SearchResponse:
-    """``search_memory``'s validation and search; ``priority`` filters the ranked hits."""
-    started = time.perf_counter()
-    top = bounded_int(top, "top", 1, app.settings.search.max_top)
-    if type:
-        type = choice(type, "type", NoteService(app).search_types())
-    priority = choice(priority, "priority", PRIORITIES) if priority else ""
-    request = SearchRequest(
-        query=clean_query(query, app.settings.search.max_query_chars),
+    """``search_memory`` itself, narrowed to ``namespace``, logged as ``ui_search``."""
+    scope = Scope(caller.scope.write, _namespaces(caller, namespace))
+    return await NoteService(app).search(
+        scope,
+        query=query,
         type=type,
-        domain=one_line(domain, "domain", 64).lower(),
-        top=app.settings.search.max_top if priority else top,
-        namespaces=_namespaces(caller, namespace),
+        domain=domain,
+        top=top,
+        priority=priority,
+        event="ui_search",
+        context={"grant": caller.grant},
     )
-    response = await app.search.search(request)
-    if priority:
-        kept = [r for r in response.results if r.kind == "note" and r.priority == priority]
-        response.results = kept[:top]
-        response.recent = [r for r in response.recent if r.priority == priority]
-    await app.activity.append(
-        "ui_search",
-        grant=caller.grant,
-        query=request.query,
-        type=request.type,
-        domain=request.domain,
-        hits=len(response.results),
-        result_ids=[r.id for r in response.results],
-        recent_ids=[r.id for r in response.recent],
-        dense=response.dense_available,
-        latency_ms=round((time.perf_counter() - started) * 1000, 2),
-    )
-    return response
 
 
 async def browse(

@@ -127,6 +127,16 @@ def _wait(browser: Any, condition: Any) -> None:
     WebDriverWait(browser, 20).until(condition)
 
 
+def _gone(element: Any) -> bool:
+    from selenium.common.exceptions import StaleElementReferenceException
+
+    try:
+        element.is_enabled()
+    except StaleElementReferenceException:
+        return True
+    return False
+
+
 def _by() -> Any:
     from selenium.webdriver.common.by import By
 
@@ -221,7 +231,10 @@ def test_delete_and_restore(signed_in: Any, gateway: str, seeded: dict) -> None:
     assert mcp(url, "get_note", id=nid)["deleted"] is True
     found = mcp(url, "search_memory", query=JA_NOTE)["results"]
     assert nid not in [r["id"] for r in found]
+    deleted_page = signed_in.find_element(By.CSS_SELECTOR, ".done")
     signed_in.find_element(By.CSS_SELECTOR, "#restore button").click()
+    # the click posts a form: wait for the next page, not the one still on screen
+    _wait(signed_in, lambda b: _gone(deleted_page))
     assert "Restored." in signed_in.find_element(By.CSS_SELECTOR, ".done").text
     assert mcp(url, "get_note", id=nid)["deleted"] is False
 

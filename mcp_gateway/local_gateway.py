@@ -3,20 +3,21 @@
 The embedded index (Qdrant engine in-process) and the in-process job runner allow ONE
 owning process per data dir (``owner``). Editors each spawn their own ``kioku serve``,
 so every ``kioku serve`` on stdio is a thin proxy (``stdio_proxy``) to one daemon,
-which owns the stores and serves MCP over streamable HTTP on a Unix socket in the data
-dir (``kioku serve --http`` owns it the same way and serves that socket too)::
+which owns the stores and runs one MCP session per proxy on a Unix socket in the data
+dir (``session.sock``; ``gateway.sock`` beside it serves the admin API, the UI and MCP
+over HTTP; ``kioku serve --http`` owns both the same way)::
 
     VS Code ── stdio ── kioku serve (proxy) ─┐
-    Claude  ── stdio ── kioku serve (proxy) ─┼─ <data_dir>/gateway.sock ── daemon ── stores
-    Cursor  ── stdio ── kioku serve (proxy) ─┘      (0700 dir, peer uid checked, HTTP)
+    Claude  ── stdio ── kioku serve (proxy) ─┼─ <data_dir>/session.sock ── daemon ── stores
+    Cursor  ── stdio ── kioku serve (proxy) ─┘    (0700 dir, peer uid checked, JSON lines)
 
 Election: the daemon holds an exclusive ``fcntl.flock`` on ``gateway.lock`` for its
 whole life (the kernel drops it on any exit, SIGKILL included). Only the lock holder
 touches the stores or the socket path, so a stale socket left by a crash is simply
-unlinked by the next owner. The socket is listened on only after the stores are open,
+unlinked by the next owner. The sockets are listened on only after the stores are open,
 so a successful ``connect`` means "ready". The daemon exits after ``idle_exit_s``
-without requests; the next proxy request starts a fresh one. This module holds the
-election primitives; it imports nothing heavy, so the proxy starts fast.
+without requests and with no proxy attached; the next proxy starts a fresh one. This
+module holds the election primitives; it imports nothing heavy, so the proxy starts fast.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ log = logging.getLogger(__name__)
 GATEWAY_HOST = "kioku-gateway"
 # AF_UNIX paths are limited to 108 bytes on Linux (104 on macOS).
 _MAX_SOCKET_PATH = 100
+# The MCP session socket of the stdio proxies, same directory and length as gateway.sock.
+SESSION_SOCKET = "session.sock"
 # How long a freshly spawned daemon retries the lock while a previous owner shuts down.
 LOCK_WAIT_S = 3.0
 
@@ -83,6 +86,11 @@ class GatewayPaths:
             return self.direct
         private = peercred.read_recorded_dir(self.socket_record)
         return private / "gateway.sock" if private else self.socket_record.with_suffix(".none")
+
+    @property
+    def session_socket(self) -> Path:
+        """Where the stdio proxies attach (``session_socket``): beside ``socket``."""
+        return self.socket.with_name(SESSION_SOCKET)
 
     def make_socket_path(self) -> Path:
         """The owner's side: the socket path, creating the private dir if needed."""

@@ -4,10 +4,13 @@ Whichever way kioku runs -- the shared local daemon behind ``kioku serve`` (stdi
 proxies), ``kioku serve --http``, or ``kioku serve --standalone`` -- the process that
 owns the data dir holds the exclusive ``flock`` on ``gateway.lock`` for its whole life
 (the kernel drops it on any exit, SIGKILL included) and listens on the data dir's Unix
-socket (0600) with two things on it:
+socket (0600) with three things on it:
 
-- ``/mcp``: MCP over stateless streamable HTTP, for the stdio proxies;
-- ``/api``: the admin API (``admin``), for the CLI, ``kioku status`` and ``kioku stop``.
+- ``/api``: the admin API (``admin``), for the CLI, ``kioku status`` and ``kioku stop``;
+- ``/ui``: the memory browser (``kioku ui``);
+- ``/mcp``: MCP over stateless streamable HTTP;
+
+and one MCP session per stdio proxy on the session socket beside it (``session_socket``).
 
 ``--http`` adds the TCP listener (bearer tokens, MCP sessions) beside it. The socket is
 listened on only after the stores are open, so a successful ``connect`` means "ready".
@@ -47,6 +50,7 @@ from .server import (
     transport_security,
 )
 from .services import Services
+from .session_socket import serve_sessions
 from .settings import KiokuSettings
 from .ui import mount_ui, ui_mount
 
@@ -109,10 +113,11 @@ def _uvicorn(app: Any, settings: KiokuSettings, *, unix: bool, **options: Any) -
 
 async def _serve(
     settings: KiokuSettings,
-    sock: socket.socket,
+    bound: tuple[socket.socket, socket.socket],
     state: OwnerState,
     stdio: Callable[[Services], Awaitable[None]] | None,
 ) -> None:
+    sock, session_sock = bound
     async with AsyncExitStack() as stack:
         app = await stack.enter_async_context(open_app(settings))
         services = Services.over(app)
@@ -169,6 +174,7 @@ async def _serve(
             for server, socks in zip(servers, listeners, strict=True):
                 listening.start_soon(_run_server, server, socks)
             async with anyio.create_task_group() as helpers:
+                helpers.start_soon(serve_sessions, local, session_sock, state)
                 if stdio is not None:
                     helpers.start_soon(_until_done, stdio(services), state)
                 if state.kind == "daemon" and settings.local_gateway.idle_exit_s > 0:
@@ -191,7 +197,8 @@ async def _until_done(work: Awaitable[None], state: OwnerState) -> None:
 async def _watch_idle(state: OwnerState, idle_s: float) -> None:
     while not state.stop.is_set():
         await anyio.sleep(min(max(idle_s / 4, 0.2), 5.0))
-        if state.in_flight == 0 and time.monotonic() - state.last_request > idle_s:
+        quiet = state.in_flight == 0 and state.sessions == 0
+        if quiet and time.monotonic() - state.last_request > idle_s:
             log.info("no requests for %.0f s: shutting down", idle_s)
             state.stop.set()
 
@@ -237,18 +244,19 @@ def run_owner(
             return EXIT_STARTUP_FAILED
     try:
         sock_path = paths.make_socket_path()
-        sock = gw.bind(sock_path)
+        session_path = sock_path.with_name(gw.SESSION_SOCKET)
+        sock, session_sock = gw.bind(sock_path), gw.bind(session_path)
     except OSError as exc:
         log.error("%scannot create the owner socket (%s)", gw.CANNOT_START, exc.strerror)
         os.close(fd)
         return EXIT_STARTUP_FAILED
-    inode = os.stat(sock_path).st_ino
+    inodes = {path: os.stat(path).st_ino for path in (sock_path, session_path)}
     gw.write_private(info_path(paths), json.dumps(state.public()))
     log.info("kioku %s pid %d owns %s", kind, state.pid, settings.data_dir)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda signum, _frame: log.info("signal %d: stopping", signum))
     try:
-        anyio.run(_serve, settings, sock, state, stdio)
+        anyio.run(_serve, settings, (sock, session_sock), state, stdio)
     except (KiokuError, BaseExceptionGroup) as exc:
         reason = _kioku_error(exc)
         if reason is None:
@@ -256,8 +264,10 @@ def run_owner(
         log.error("%s%s", gw.CANNOT_START, reason)
         return EXIT_STARTUP_FAILED
     finally:
-        gw.unlink_if_ours(sock_path, inode)
+        for path, inode in inodes.items():
+            gw.unlink_if_ours(path, inode)
         sock.close()
+        session_sock.close()
         info_path(paths).unlink(missing_ok=True)
         os.close(fd)  # releases the lock last: the stores are closed by now
     log.info("kioku %s stopped", kind)

@@ -22,6 +22,8 @@ class OwnerState:
     http_url: str = ""
     requests: int = 0
     in_flight: int = 0
+    # proxies attached on the session socket: while one is, an editor is open
+    sessions: int = 0
     last_request: float = field(default_factory=time.monotonic)
     stop: anyio.Event = field(default_factory=anyio.Event)
 
@@ -33,5 +35,6 @@ class OwnerState:
             "http_url": self.http_url,
             "requests": self.requests,
             "in_flight": self.in_flight,
+            "sessions": self.sessions,
             "idle_s": round(time.monotonic() - self.last_request, 1),
         }

@@ -21,6 +21,7 @@ MCP_DOORS = {
     "mcp_gateway.toolkit",
     "mcp_gateway.tools_workspace",
     "mcp_gateway.http_auth",
+    "mcp_gateway.session_socket",
 }
 DOORS = MCP_DOORS | {
     "mcp_gateway.owner",

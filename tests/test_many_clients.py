@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import stat
 from pathlib import Path
 from typing import Any
@@ -98,17 +99,28 @@ async def test_three_clients_share_one_memory_and_survive_daemon_kill(data_dir: 
     assert total == (3 * NOTES_PER_CLIENT + 3, 3 * NOTES_PER_CLIENT + 3)
 
 
-async def test_idle_daemon_exits_and_is_restarted_on_demand(data_dir: Path) -> None:
+async def test_attached_editor_keeps_the_daemon_which_idles_out_after(data_dir: Path) -> None:
     params = stdio_params(data_dir, KIOKU_LOCAL_GATEWAY__IDLE_EXIT_S="1")
     async with held_clients([params]) as [client]:
         res = await client.call_tool("add_note", {"text": "idle test note"})
         assert not res.is_error
         nid = res.structured_content["id"]
-        assert wait_until(lambda: daemon_pid(data_dir) is None, 30), "daemon did not idle out"
-        assert not gateway_paths(data_dir).socket.exists()  # clean exit removes it
+        first = daemon_pid(data_dir)
+        await asyncio.sleep(3)  # three idle periods: an open editor is not idle
+        assert daemon_pid(data_dir) == first
+        # a daemon that exits cleanly under an attached editor (kioku stop, SIGTERM):
+        # the next call starts a fresh one, which gets the editor's handshake again
+        os.kill(first, signal.SIGTERM)
+        assert wait_until(lambda: daemon_pid(data_dir) is None, 30)
+        assert not gateway_paths(data_dir).session_socket.exists()  # clean exit removes it
         res = await client.call_tool("get_note", {"id": nid})
         assert not res.is_error, res.content
-        assert daemon_pid(data_dir) is not None
+        assert daemon_pid(data_dir) not in (None, first)
+    # the editor left: now the daemon idles out
+    assert wait_until(lambda: daemon_pid(data_dir) is None, 30), "daemon did not idle out"
+    async with held_clients([params]) as [client]:
+        res = await client.call_tool("get_note", {"id": nid})
+        assert not res.is_error, res.content
 
 
 async def test_standalone_mode_still_serves_in_process(data_dir: Path) -> None:

@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from .http_server import KIOKU, http_gateway, kioku_env
+from .realproc import wait_until
 from .ui_support import TOKEN, mcp
 
 GRANTS = {
@@ -113,9 +114,14 @@ def test_changes_need_same_origin_and_the_session_csrf_token(
         r = c.post(f"/ui/notes/{nid}", data=form, headers={"Origin": base})
         assert r.status_code == 303
     assert mcp(base + "/mcp", "get_note", id=nid)["priority"] == "high"
-    log = (data_dir / "logs" / "activity.jsonl").read_text().splitlines()
-    edits = [json.loads(line) for line in log if '"update_note"' in line]
-    assert edits[-1]["id"] == nid and edits[-1]["changed"] == ["priority"]  # as from MCP
+
+    def edits() -> list[dict[str, object]]:
+        log = (data_dir / "logs" / "activity.jsonl").read_text().splitlines()
+        return [json.loads(line) for line in log if '"update_note"' in line]
+
+    # the activity log is written after the reply (a background writer): wait for it
+    assert wait_until(lambda: bool(edits()), 30), "no update_note entry in the activity log"
+    assert edits()[-1]["id"] == nid and edits()[-1]["changed"] == ["priority"]  # as from MCP
 
 
 def test_sign_in_guards(base: str) -> None:

@@ -22,10 +22,10 @@ from .embedders.base import Embedder
 from .errors import EmbedderUnavailable, InvalidInput
 from .index.base import Index
 from .notes import NoteStore
-from .ranking import Candidate, RankingParams, best_of_views, fuse, recent_floor, select
+from .ranking import Candidate, RankingParams, fuse, recent_floor, select
 from .render import iso
 from .settings import SearchSettings
-from .types import IndexFilter, IndexHit, Note, SearchResponse, SearchResult, SparseVector
+from .types import IndexFilter, Note, SearchResponse, SearchResult, SparseVector
 
 log = logging.getLogger(__name__)
 
@@ -119,24 +119,19 @@ class SearchService:
             namespaces=req.namespaces,
             current_only=True,
         )
-        # The recency read does not depend on the index answer: run both at once.
+        # The recency read does not depend on the index answer: run both at once. Every
+        # query view goes in the one index call (the engine holds the GIL while it
+        # searches, so a second concurrent call only queued behind the first).
         recent: list[Note] = []
-        limit = self.settings.candidates
-        wide_hits: list[list[IndexHit]] = []
 
         async def read_recent() -> None:
             recent.extend(await self._recent(req))
 
-        async def search_wide(vector: list[float]) -> None:
-            hits, _ = await self.index.search(vector, SparseVector([], []), flt, limit)
-            wide_hits.append(hits)
-
         async with anyio.create_task_group() as tg:
             tg.start_soon(read_recent)
-            for extra in views[1:]:
-                tg.start_soon(search_wide, extra)
-            dense_hits, sparse_hits = await self.index.search(dense, sparse, flt, limit)
-        dense_hits = best_of_views([dense_hits, *wide_hits], limit)
+            dense_hits, sparse_hits = await self.index.search(
+                dense, sparse, flt, self.settings.candidates, more_dense=views[1:]
+            )
         params = await self._params(query, req.namespaces[0] if req.namespaces else "default")
         candidates = fuse(dense_hits, sparse_hits, params)
         chosen = select(candidates, params, req.top, req.namespaces)

@@ -162,3 +162,25 @@ async def test_query_and_document_lanes_set_their_own_openmp_threads() -> None:
     assert [n for _, n in calls] == [2, 1]
     assert threading.get_ident() not in {t for t, _ in calls}
     await emb.aclose()
+
+
+async def test_each_lane_calls_the_engine_from_one_thread() -> None:
+    # One OpenMP team per lane: a query on whichever pool thread is free makes libgomp
+    # throttle its spinning (30-33 ms a query instead of 17-20, docs/performance.md).
+    emb = local.LocalEmbedder(query_threads=2, document_threads=1)
+    await emb.start()
+    seen: dict[str, set[int]] = {"query": set(), "documents": set()}
+    real = local._omp_set_num_threads
+    assert real is not None
+    lanes = {2: "query", 1: "documents"}
+    try:
+        local._omp_set_num_threads = lambda n: (seen[lanes[n]].add(threading.get_ident()), real(n))
+        for i in range(6):
+            await emb.embed_query(f"query number {i}")
+            await anyio.to_thread.run_sync(time.sleep, 0.001)  # other work on the pool
+            await emb.embed_documents([f"document number {i}"])
+    finally:
+        local._omp_set_num_threads = real
+    assert len(seen["query"]) == 1 and len(seen["documents"]) == 1
+    assert seen["query"] != seen["documents"]
+    await emb.aclose()

@@ -85,9 +85,13 @@ class Index(Protocol):
         sparse: SparseVector,
         flt: IndexFilter,
         limit: int,
+        *,
+        more_dense: Sequence[Sequence[float]] = (),
     ) -> tuple[list[IndexHit], list[IndexHit]]:
         """Both channels in one round trip: (dense hits by cosine, sparse hits by BM25).
-        ``dense=None`` skips the dense channel; an empty sparse vector skips that one."""
+        ``dense=None`` skips the dense channel; an empty sparse vector skips that one.
+        ``more_dense``: further views of the query, searched in the same round trip;
+        each dense hit then carries its best cosine over all views."""
 
     async def present(self, ids: Sequence[str]) -> dict[str, bool]:
         """For each id present in the index: whether it has a dense vector."""

@@ -39,6 +39,7 @@ import anyio.to_thread
 import qdrant_edge as qe
 
 from ..errors import IndexMismatch, StoreUnavailable
+from ..ranking import best_of_views
 from ..types import IndexFilter, IndexHit, IndexPoint, SparseVector
 from .base import (
     BOOL_FIELDS,
@@ -75,7 +76,9 @@ def _with_mirror(payload: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _without_mirror(payload: Mapping[str, Any] | None) -> dict[str, Any]:
-    return {k: v for k, v in (payload or {}).items() if k != _CURRENT_MIRROR}
+    out = dict(payload or {})  # a C-level copy: this runs for every hit of every search
+    out.pop(_CURRENT_MIRROR, None)
+    return out
 
 
 def _any(key: str, values: tuple[str, ...]) -> qe.FieldCondition:
@@ -315,26 +318,29 @@ class EdgeIndex:
         sparse: SparseVector,
         flt: IndexFilter,
         limit: int,
+        *,
+        more_dense: Sequence[Sequence[float]] = (),
     ) -> tuple[list[IndexHit], list[IndexHit]]:
-        want_dense = dense is not None
+        views = [dense, *more_dense] if dense is not None else []
         want_sparse = not sparse.is_empty()
-        if limit <= 0 or not (want_dense or want_sparse):
+        if limit <= 0 or not (views or want_sparse):
             return [], []
-        if dense is not None:
-            self._check_dim(dense)
+        for view in views:
+            self._check_dim(view)
         qfilter = build_filter(flt)
 
         def _search(shard: qe.EdgeShard) -> list[list[qe.ScoredPoint]]:
             requests: list[qe.QueryRequest] = []
-            if dense is not None:
+            if views:
                 exact = shard.info().points_count < self._exact_below
                 # With a graph, hnsw_ef sets recall (docs/performance.md, "Scale");
                 # without one, a non-exact search scans the plain segments anyway.
                 params = qe.SearchParams(exact=exact, hnsw_ef=None if exact else self._hnsw_ef)
+            for view in views:
                 requests.append(
                     qe.QueryRequest(
                         limit=limit,
-                        query=qe.Query.Nearest(list(dense), using=DENSE),
+                        query=qe.Query.Nearest(list(view), using=DENSE),
                         filter=qfilter,
                         with_payload=True,
                         params=params,
@@ -353,7 +359,7 @@ class EdgeIndex:
             return shard.query_batch(qe.QueryBatchRequest(requests))
 
         results = await self._run(_search)
-        dense_hits = _hits(results[0]) if want_dense else []
+        dense_hits = best_of_views([_hits(r) for r in results[: len(views)]], limit)
         sparse_hits = _hits(results[-1]) if want_sparse else []
         return dense_hits, sparse_hits
 

@@ -85,8 +85,10 @@ class LiveIndex:
         sparse: SparseVector,
         flt: IndexFilter,
         limit: int,
+        *,
+        more_dense: Sequence[Sequence[float]] = (),
     ) -> tuple[list[IndexHit], list[IndexHit]]:
-        return await self.current.search(dense, sparse, flt, limit)
+        return await self.current.search(dense, sparse, flt, limit, more_dense=more_dense)
 
     async def present(self, ids: Sequence[str]) -> dict[str, bool]:
         return await self.current.present(ids)

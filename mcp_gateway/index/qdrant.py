@@ -18,6 +18,7 @@ from qdrant_client import AsyncQdrantClient, models
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
 from ..errors import IndexMismatch, StoreUnavailable
+from ..ranking import best_of_views
 from ..types import IndexFilter, IndexHit, IndexPoint, SparseVector
 from .base import (
     BOOL_FIELDS,
@@ -183,17 +184,20 @@ class QdrantIndex:
         sparse: SparseVector,
         flt: IndexFilter,
         limit: int,
+        *,
+        more_dense: Sequence[Sequence[float]] = (),
     ) -> tuple[list[IndexHit], list[IndexHit]]:
+        views = [dense, *more_dense] if dense is not None else []
         want_sparse = not sparse.is_empty()
-        if limit <= 0 or (dense is None and not want_sparse):
+        if limit <= 0 or not (views or want_sparse):
             return [], []
         qfilter = build_filter(flt)
         requests: list[models.QueryRequest] = []
-        if dense is not None:
-            self._check_dim(dense)
+        for view in views:
+            self._check_dim(view)
             requests.append(
                 models.QueryRequest(
-                    query=list(dense), using=DENSE, filter=qfilter, limit=limit, with_payload=True
+                    query=list(view), using=DENSE, filter=qfilter, limit=limit, with_payload=True
                 )
             )
         if want_sparse:
@@ -207,7 +211,7 @@ class QdrantIndex:
                 )
             )
         responses = await self.client.query_batch_points(self._name, requests)
-        dense_hits = _hits(responses[0].points) if dense is not None else []
+        dense_hits = best_of_views([_hits(r.points) for r in responses[: len(views)]], limit)
         sparse_hits = _hits(responses[-1].points) if want_sparse else []
         return dense_hits, sparse_hits
 

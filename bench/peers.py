@@ -6,7 +6,8 @@ replicated with small noise beyond the pool so 10k loads in a minute, not an hou
 search cost depends on N, not on which vectors they are). Then, per phase (idle, and
 under a CPU hog: two busy processes this script starts and stops), for each size:
 
-- new-query search: each query once per side, sides alternating who goes first;
+- new-query search: each query once per side, sides alternating who goes first
+  (``--block N``: blocks of N queries per side instead, alternating);
 - add (kioku ``add_note`` / peer ``qdrant-store``), interleaved the same way;
 - kioku only: a trivial call (``get_note`` of a missing id) and a cached-query search;
   both: an MCP ping (the transport floor).
@@ -16,7 +17,7 @@ are printed, never asserted. The peer's venv and offline model live under
 ``--cache`` (default ``bench/results/peer``, git-ignored); see ``peer_env.py``.
 
     flock "${TMPDIR:-/tmp}/kioku-bench.lock" python bench/peers.py \
-        [--sizes 2000 10000] [--queries 200]
+        [--sizes 2000 10000] [--queries 200] [--block 1]
         [--kioku-src DIR]   # another checkout's code, e.g. a baseline worktree
 """
 
@@ -207,7 +208,18 @@ async def timed(fn: Callable[[], Awaitable[Any]]) -> float:
     return (time.perf_counter() - t) * 1000
 
 
-async def phase(k: Side, p: Side, qs: list[str], adds: list[str]) -> dict[str, Any]:
+def turns(k: Side, p: Side, items: list[str], block: int) -> list[tuple[Side, str]]:
+    """Who runs which item, in order: per item A/B (``block`` 1), or blocks of ``block``
+    items per side; either way alternating who goes first."""
+    out: list[tuple[Side, str]] = []
+    for b, start in enumerate(range(0, len(items), block)):
+        chunk = items[start : start + block]
+        for side in (k, p) if b % 2 == 0 else (p, k):
+            out.extend((side, item) for item in chunk)
+    return out
+
+
+async def phase(k: Side, p: Side, qs: list[str], adds: list[str], block: int = 1) -> dict[str, Any]:
     out: dict[str, list[float]] = {
         key: []
         for key in (
@@ -221,12 +233,10 @@ async def phase(k: Side, p: Side, qs: list[str], adds: list[str]) -> dict[str, A
             "p_ping",
         )
     }
-    for i, q in enumerate(qs):  # A/B, alternating who goes first
-        for side in (k, p) if i % 2 == 0 else (p, k):
-            out[f"{side.name[0]}_search"].append(await timed(lambda s=side, q=q: s.search(q)))
-    for i, t in enumerate(adds):
-        for side in (k, p) if i % 2 == 0 else (p, k):
-            out[f"{side.name[0]}_add"].append(await timed(lambda s=side, t=t: s.add(t)))
+    for side, q in turns(k, p, qs, block):
+        out[f"{side.name[0]}_search"].append(await timed(lambda s=side, q=q: s.search(q)))
+    for side, t in turns(k, p, adds, block):
+        out[f"{side.name[0]}_add"].append(await timed(lambda s=side, t=t: s.add(t)))
     for i, q in enumerate(qs[: max(20, len(qs) // 4)]):
         out["k_cached"].append(await timed(lambda q=q: k.search(q)))
         missing = {"id": f"01MISSING{i:017d}"}
@@ -286,7 +296,7 @@ async def run_size(args: argparse.Namespace, n: int, peer_exe: Path, peer_env: d
                     try:
                         if hog:
                             await anyio.sleep(1.0)
-                        results[name] = await phase(k, p, qs, adds)
+                        results[name] = await phase(k, p, qs, adds, args.block)
                     finally:
                         stop(hog)
         finally:
@@ -358,6 +368,14 @@ if __name__ == "__main__":
     ap.add_argument("--sizes", type=int, nargs="+", default=[2000, 10000])
     ap.add_argument("--queries", type=int, default=200, help="new queries per phase and side")
     ap.add_argument("--adds", type=int, default=50, help="adds per phase and side")
+    ap.add_argument(
+        "--block",
+        type=int,
+        default=1,
+        help="1: A/B per query (default); N: blocks of N calls per side, alternating. The "
+        "peer's onnxruntime threads spin for a while after each of its calls, so per-query "
+        "A/B measures kioku beside a busy neighbour (docs/performance.md, round 3)",
+    )
     ap.add_argument("--pool", type=int, default=300, help="distinct texts each model embeds")
     ap.add_argument("--kioku-src", type=Path, default=ROOT)
     ap.add_argument("--cache", type=Path, default=ROOT / "bench" / "results" / "peer")

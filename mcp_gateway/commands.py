@@ -138,6 +138,7 @@ async def status(args: argparse.Namespace, settings: KiokuSettings) -> int:
     if o["http_url"] and token and not settings.http.token and not settings.http.grants:
         print(f"http       {o['http_url']}  bearer token {token} ({token_path(settings.data_dir)})")
     print(f"requests   {o['requests']} served, {o['in_flight']} in flight, idle {o['idle_s']} s")
+    print(f"editors    {o.get('sessions', 0)} attached (stdio sessions)")
     print(f"notes      {notes['total']} live, {notes['pending_embedding']} pending embedding")
     print(
         f"index      {index['points']} points / {index['expected_points']} expected "

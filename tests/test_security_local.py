@@ -125,28 +125,40 @@ async def test_gateway_drops_connections_from_another_user() -> None:
     data = Path(tempfile.mkdtemp(prefix="kioku-lax-"))  # outside pytest's 0700 tmp dir
     try:
         await add_and_check(data, "owner's note")  # leaves the daemon running
-        sock = gateway_paths(data).socket
+        paths = gateway_paths(data)
         os.chmod(data, 0o755)
-        sock.chmod(0o777)  # as if the file modes had failed
-        probe = (
-            "import socket,sys\n"
-            "s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(20)\n"
-            "print('connected')\n"
-            "s.sendall(b'POST /mcp HTTP/1.1\\r\\nHost: kioku-gateway\\r\\n"
-            "Content-Type: application/json\\r\\nContent-Length: 2\\r\\n\\r\\n{}')\n"
-            "try: print(repr(s.recv(100)))\n"
-            "except OSError as e: print('closed', e)\n"
+        http_request = (
+            b"POST /mcp HTTP/1.1\r\nHost: kioku-gateway\r\n"
+            b"Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
         )
-        out = await asyncio.to_thread(
-            subprocess.run,
-            ["/usr/bin/python3", "-c", probe, str(sock)],
-            user=NOBODY,
-            group=NOBODY,
-            capture_output=True,
-            timeout=60,
+        mcp_line = (
+            b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":'
+            b'"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}\n'
         )
-        answer = out.stdout.decode() + out.stderr.decode()
-        assert "connected" in answer and "HTTP/1.1" not in answer, answer
+        # the HTTP socket and the proxies' MCP session socket
+        for sock, payload, marker in (
+            (paths.socket, http_request, "HTTP/1.1"),
+            (paths.session_socket, mcp_line, "jsonrpc"),
+        ):
+            sock.chmod(0o777)  # as if the file modes had failed
+            probe = (
+                "import socket,sys\n"
+                "s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(20)\n"
+                "print('connected')\n"
+                f"s.sendall({payload!r})\n"
+                "try: print(repr(s.recv(100)))\n"
+                "except OSError as e: print('closed', e)\n"
+            )
+            out = await asyncio.to_thread(
+                subprocess.run,
+                ["/usr/bin/python3", "-c", probe, str(sock)],
+                user=NOBODY,
+                group=NOBODY,
+                capture_output=True,
+                timeout=60,
+            )
+            answer = out.stdout.decode() + out.stderr.decode()
+            assert "connected" in answer and marker not in answer, (sock.name, answer)
     finally:
         kill_daemon(data)
         shutil.rmtree(data, ignore_errors=True)

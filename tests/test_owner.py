@@ -93,6 +93,13 @@ async def test_cli_beside_serve_http(tmp_path: Path) -> None:
             assert "DECISION-MEM-001" in text_of(found)
             status = json.loads(ok(data, "status", "--json"))
             assert status["owner"]["kind"] == "http" and status["owner"]["pid"] == gw.proc.pid
+            # an editor's stdio `kioku serve` attaches to the HTTP owner: no daemon of its own
+            async with stdio_client(data) as editor:
+                seen = await editor.call_tool("search_memory", {"query": "ruff format"})
+                assert "ruff format" in text_of(seen)
+                status = json.loads(ok(data, "status", "--json"))
+                assert status["owner"]["pid"] == gw.proc.pid
+                assert status["owner"]["sessions"] == 1
         # a second owner is refused with the first one's pid and the way out
         second = cli(data, "serve", "--http", "--port", "1")
         assert second.returncode != 0

@@ -115,12 +115,14 @@ class EdgeIndex:
         exact_search_below: int = 20_000,
         hnsw_ef: int = 512,
         optimizers: qe.EdgeOptimizersConfig | None = None,
+        hnsw: qe.HnswIndexConfig | None = None,
     ) -> None:
         self.spec = spec
         self.dir = Path(path) / spec.collection
         self._exact_below = exact_search_below
         self._hnsw_ef = hnsw_ef
         self._optimizers = optimizers
+        self._hnsw = hnsw  # graph build parameters (m, ef_construct); None: the engine's
         self.graph_points = 0
         self._shard: qe.EdgeShard | None = None
         self._lock = anyio.Lock()  # open/close only
@@ -135,6 +137,7 @@ class EdgeIndex:
             vectors={DENSE: qe.EdgeVectorParams(size=self.spec.dim, distance=qe.Distance.Cosine)},
             sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
             optimizers=self._optimizers,
+            hnsw_config=self._hnsw,
         )
 
     async def _run(self, fn: Callable[[qe.EdgeShard], T]) -> T:

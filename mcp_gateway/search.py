@@ -20,9 +20,10 @@ from .calibration import Calibration, for_model, shift_views
 from .db import Database
 from .embedders.base import Embedder
 from .errors import EmbedderUnavailable, InvalidInput
+from .fresh import FreshEmbedder
 from .index.base import Index
 from .notes import NoteStore
-from .ranking import Candidate, RankingParams, fuse, recent_floor, select
+from .ranking import Candidate, RankingParams, best_of_views, fuse, recent_floor, select
 from .render import iso
 from .settings import SearchSettings
 from .types import IndexFilter, Note, SearchResponse, SearchResult, SparseVector
@@ -87,9 +88,11 @@ class SearchService:
         settings: SearchSettings,
         thresholds: ThresholdCache,
         records: RecordLookup | None = None,
+        fresh: FreshEmbedder | None = None,
     ) -> None:
         self.notes, self.index, self.embedder = notes, index, embedder
         self.settings, self.thresholds, self.records = settings, thresholds, records
+        self.fresh = fresh
         self.calibration: Calibration = for_model(embedder.model_id)
         # ``is None``, not ``or``: 0 is a meaningful setting for every one of these
         c, s = self.calibration, settings
@@ -132,6 +135,11 @@ class SearchService:
             dense_hits, sparse_hits = await self.index.search(
                 dense, sparse, flt, self.settings.candidates, more_dense=views[1:]
             )
+        if self.fresh is not None and views:
+            # the best lexical hits not embedded yet, embedded now (bounded: fresh.py)
+            fresh_hits = await self.fresh.hits(sparse_hits, views)
+            if fresh_hits:
+                dense_hits = best_of_views([dense_hits, fresh_hits], self.settings.candidates)
         params = await self._params(query, req.namespaces[0] if req.namespaces else "default")
         candidates = fuse(dense_hits, sparse_hits, params)
         chosen = select(candidates, params, req.top, req.namespaces)

@@ -107,6 +107,12 @@ class SearchSettings(BaseModel):
     # per-type cosine-distance cut-offs ("*" = any type) over the embedder's defaults;
     # the threshold-tuning job refines them from solved queries
     thresholds: dict[str, float] = Field(default_factory=dict)
+    # fresh notes (mcp_gateway/fresh.py): a search embeds up to this many of its best
+    # lexical hits that have no dense vector yet (0: off), each at most fresh_max_bytes,
+    # within fresh_budget_ms of predicted embedding time (docs/ranking.md)
+    fresh_top: int = Field(default=3, ge=0, le=20)
+    fresh_max_bytes: int = Field(default=2000, ge=0)
+    fresh_budget_ms: float = Field(default=60.0, ge=0)
 
 
 class TokenGrant(BaseModel):

@@ -79,6 +79,9 @@ class CountingEmbedder:
     async def embed_query(self, text: str) -> list[float]:
         return await self.inner.embed_query(text)
 
+    async def embed_documents_now(self, texts: Sequence[str]) -> list[list[float]]:
+        return await self.inner.embed_documents_now(texts)
+
 
 class Env:
     def __init__(self, kind: str, app: AppContext, embedder: Any) -> None:
@@ -103,7 +106,10 @@ class Env:
 
 
 def make_settings(
-    tmp_path: Path, namespace: str = "default", queue: dict[str, int] | None = None
+    tmp_path: Path,
+    namespace: str = "default",
+    queue: dict[str, int] | None = None,
+    search: dict[str, Any] | None = None,
 ) -> KiokuSettings:
     return KiokuSettings(
         data_dir=tmp_path / "data",
@@ -112,6 +118,7 @@ def make_settings(
         qdrant_url=None,
         index={"backend": "qdrant", "collection": f"q{uuid.uuid4().hex[:10]}"},
         queue={"max_jobs": 64, "max_tries": 4, "job_timeout_s": 60, **(queue or {})},
+        search=search or {},
     )
 
 
@@ -124,17 +131,18 @@ async def running(
     embedder: Any,
     workers: int = 2,
     queue: dict[str, int] | None = None,
+    search: dict[str, Any] | None = None,
 ) -> AsyncIterator[Env]:
     monkeypatch.setattr(app_module, "build_embedder", lambda _settings: embedder)
     if kind == "inprocess":
-        settings = make_settings(tmp_path, queue=queue)
+        settings = make_settings(tmp_path, queue=queue, search=search)
         async with open_app(settings) as app:
             assert isinstance(app.jobs, InProcessScheduler)
             app.jobs.job_context.update(FAST_CTX)
             yield Env(kind, app, embedder)
         return
     redis: RedisDb = request.getfixturevalue("redis_db")
-    settings = make_settings(tmp_path, namespace=redis.namespace, queue=queue)
+    settings = make_settings(tmp_path, namespace=redis.namespace, queue=queue, search=search)
     settings.redis_url = redis.url
     async with open_app(settings) as app:
         assert isinstance(app.jobs, ArqScheduler)
@@ -357,7 +365,12 @@ async def test_lexical_first_then_semantic_with_real_model(
 
     embedder = Gated()
     await embedder.start()
-    async with running(kind, tmp_path, monkeypatch, request, embedder, workers=1) as env:
+    # the job path alone: a search embedding the pending note itself is
+    # tests/test_fresh_notes.py's subject
+    no_fresh = {"fresh_top": 0}
+    async with running(
+        kind, tmp_path, monkeypatch, request, embedder, workers=1, search=no_fresh
+    ) as env:
         note_id = await env.add(
             "Never fire dozens of PATCH requests in parallel: the API answered 429 and "
             "blocked the account for a whole day.",

@@ -6,41 +6,54 @@ state ``add_note`` leaves them in until the embedding job runs. ``+Ns`` assumes
 ``--rate`` passages embedded per second in creation order (FIFO), i.e. the oldest of
 the burst first. Scores dev and test with the shipped ranking (``tune.py`` channels).
 
-``--embed-top K`` simulates embedding, during the search, the query's K best lexical hits
-that are still pending (measured, not shipped: see docs/ranking.md).
+The search embeds its best pending lexical hits itself (``mcp_gateway/fresh.py``):
+simulated with the shipped rule (``choose``: at most ``--top`` hits, each at most
+``--max-bytes``, predicted within ``--budget-ms`` at ``--ms-per-byte``), each query
+seeing the burst state afresh (what earlier searches embedded is not carried over, so
+this is a lower bound). ``--top 0`` is the lexical-only behaviour before it.
 
-    python bench/quality/fresh.py [--burst 500] [--rate 15] [--embed-top 3]
+    python bench/quality/fresh.py [--burst 500] [--rate 21] [--top 3] [--budget-ms 60]
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from tune import channels, evaluate, load, table  # noqa: E402
+from embcache import memory_document  # noqa: E402
+from tune import MODEL_IDS, channels, evaluate, load, table  # noqa: E402
 
 from mcp_gateway import lexical  # noqa: E402
+from mcp_gateway.calibration import for_model  # noqa: E402
+from mcp_gateway.fresh import PRIOR_MS_PER_BYTE, FreshLimits, choose  # noqa: E402
 from mcp_gateway.ranking import RankingParams  # noqa: E402
 from mcp_gateway.settings import SearchSettings  # noqa: E402
 
 
 def main() -> None:
+    s = SearchSettings()
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--burst", type=int, default=500)
-    ap.add_argument("--rate", type=float, default=15.0)
-    ap.add_argument("--embed-top", type=int, default=0)
+    ap.add_argument("--rate", type=float, default=21.0, help="job passages per second")
+    ap.add_argument("--top", type=int, default=s.fresh_top)
+    ap.add_argument("--max-bytes", type=int, default=s.fresh_max_bytes)
+    ap.add_argument("--budget-ms", type=float, default=s.fresh_budget_ms)
+    ap.add_argument("--ms-per-byte", type=float, default=PRIOR_MS_PER_BYTE)
     args = ap.parse_args()
-    s = SearchSettings()
+    limits = FreshLimits(args.top, args.max_bytes, args.budget_ms)
     c = load()
+    size = {m["key"]: len(memory_document(m).encode()) for m in c.mems}
+    calib = for_model(MODEL_IDS["original"])
     params = RankingParams(
-        thresholds={"*": 0.2},
+        thresholds=calib.thresholds,
         sparse_weight=s.sparse_weight,
         high_boost=s.high_boost,
-        keep_margin=0.03,
+        keep_margin=calib.keep_margin,
     )
 
     def sparse_weight(query: str, p: RankingParams) -> float:
@@ -50,21 +63,26 @@ def main() -> None:
 
     newest = [m["key"] for m in c.mems][-args.burst :]  # keys follow creation order
     done = int(10 * args.rate)
+    print(f"{limits}, {args.ms_per_byte} ms/byte, job {args.rate}/s")
     for label, pending in (
         ("settled", []),
         ("+0s", newest),
         ("+10s", newest[done:]),  # oldest of the burst embedded first (FIFO)
         ("+10s lifo", newest[:-done]),  # newest first
     ):
-        hits = {}
+        hits, embedded = {}, []
         for q in c.queries:
             pend = frozenset(pending)
-            if args.embed_top:
+            if limits.top and pend:
                 _, sparse = channels(c, q, pending=pend)
-                found = [h.id for h in sparse if h.id in pend][: args.embed_top]
-                pend -= set(found)
+                met = [h.id for h in sparse if h.id in pend][: limits.top]
+                picked = choose([size[k] for k in met], limits, args.ms_per_byte)
+                pend -= {met[i] for i in picked}
+                embedded.append(len(picked))
             hits[q["qid"]] = channels(c, q, pending=pend)
         table(evaluate(c, params, hits, sparse_weight_for=sparse_weight), label)
+        if embedded:
+            print(f"  notes embedded per search: mean {statistics.fmean(embedded):.2f}")
 
 
 if __name__ == "__main__":

@@ -18,4 +18,8 @@ class Embedder(Protocol):
 
     async def embed_query(self, text: str) -> list[float]: ...
 
+    async def embed_documents_now(self, texts: Sequence[str]) -> list[list[float]]:
+        """Documents as ``embed_documents``, but at query priority: a search embedding
+        the few fresh notes it met must not wait behind the job's document batch."""
+
     async def aclose(self) -> None: ...

@@ -40,6 +40,9 @@ class CachedQueryEmbedder:
     async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         return await self.inner.embed_documents(texts)
 
+    async def embed_documents_now(self, texts: Sequence[str]) -> list[list[float]]:
+        return await self.inner.embed_documents_now(texts)
+
     async def embed_query(self, text: str) -> list[float]:
         while True:
             cached = self._lru.get(text)

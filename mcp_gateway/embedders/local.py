@@ -205,6 +205,19 @@ class LocalEmbedder:
         out: list[float] = vec.tolist()
         return out
 
+    # -- added by the ranking work (rank3, issue 13): fresh notes -------------------------
+    async def embed_documents_now(self, texts: Sequence[str]) -> list[list[float]]:
+        """Passages on the query lane, with its threads: a search embedding the few
+        pending notes it met (``mcp_gateway.fresh``) must not queue behind a document
+        batch, which during a burst is always running."""
+        if not texts:
+            return []
+        model = self._require()
+        matrix = await self._query_lane.run(model.passage, [_clean(t) for t in texts])
+        vectors: list[list[float]] = matrix.tolist()
+        return vectors
+
+    # ----------------------------------------------------------------------------------
     async def aclose(self) -> None:
         # A call still running in a thread holds its own reference; the engine frees the
         # model when the last reference goes.

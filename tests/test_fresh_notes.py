@@ -22,7 +22,7 @@ from mcp_gateway.access import settings_scope
 from mcp_gateway.app import AppContext, open_app
 from mcp_gateway.embedders.local import LocalEmbedder
 from mcp_gateway.fresh import FreshLimits, choose
-from mcp_gateway.indexing import note_document
+from mcp_gateway.indexing import note_document, record_document
 from mcp_gateway.server import create_server
 from mcp_gateway.services.notes import NoteService
 from mcp_gateway.settings import KiokuSettings
@@ -143,6 +143,33 @@ async def test_search_embeds_a_pending_hit_and_stores_its_vector(tmp_path: Path)
         assert await app.index.present([point_id("note", note_id)]) == {
             point_id("note", note_id): True
         }
+
+
+async def test_a_pending_record_is_embedded_too(tmp_path: Path) -> None:
+    async with mcp_harness(make_settings(tmp_path)) as h:
+        for text in OTHERS:
+            await h.ok("add_note", text=text)
+        data = await h.ok(
+            "record_add",
+            type="decision",
+            title="Use the zorblax cache for tenant sessions",
+            content="Chosen for its per-tenant key prefix.",
+        )
+        record_id = data["record"]["id"]
+        await h.settle()
+        app = h.app
+        # as a burst leaves a record: lexically indexed, no vector anywhere yet
+        await app.vectors.forget("record", [record_id])
+        [record] = (await app.records.get_many([record_id])).values()
+        await app.indexer.put_records([record], await app.records.current_ids([record_id]))
+        assert await app.index.present([point_id("record", record_id)]) == {
+            point_id("record", record_id): False
+        }
+        results = (await h.ok("search_memory", query="zorblax cache tenant sessions"))["results"]
+        hit = next(r for r in results if r["id"] == record_id)
+        assert hit["kind"] == "record" and hit["distance"] is not None
+        stored = await app.vectors.get("record", app.embedder.model_id, [record_id])
+        assert stored[record_id].content_hash == content_hash(record_document(record))
 
 
 async def test_fresh_off_or_a_long_note_stays_lexical(tmp_path: Path) -> None:

@@ -135,3 +135,23 @@ def test_config_mistakes_are_one_clear_line(tmp_path: Path, case: str, expected:
         assert str(config) in line
     if case == "config_missing":
         assert "nowhere.toml" in line
+
+
+def test_config_file_mirrors_the_defaults() -> None:
+    """config/kioku.toml says it holds the defaults: a user who copies it must not
+    silently change anything (it once had sparse_weight 0.5 and high_boost 1.5)."""
+    import tomllib
+
+    from mcp_gateway.settings import KiokuSettings
+
+    mirror = tomllib.loads((Path(__file__).parents[1] / "config" / "kioku.toml").read_text())
+    defaults = KiokuSettings.model_construct().model_dump()
+    for section, values in mirror.items():
+        expected = defaults[section]
+        if not isinstance(values, dict):
+            assert values == expected, section
+            continue
+        for key, value in values.items():
+            assert value == expected[key], (
+                f"[{section}] {key} = {value!r}, default {expected[key]!r}"
+            )

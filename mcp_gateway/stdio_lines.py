@@ -35,6 +35,7 @@ class StdioLines:
         self._eof = False
         self._restore: list[tuple[int, bool]] = []
         self._write_lock = anyio.Lock()
+        self._reader_gone = False
 
     async def __aenter__(self) -> StdioLines:
         for fd in (self._in, self._out):
@@ -87,16 +88,26 @@ class StdioLines:
                 await anyio.wait_readable(self._in)
 
     async def write(self, data: bytes) -> None:
-        """Write all of ``data``; concurrent writers never interleave their lines."""
+        """Write all of ``data``; concurrent writers never interleave their lines. Once
+        the reader has gone (the editor closed our stdout), lines are dropped: nobody is
+        left to read them, and stdin's end will stop the proxy."""
         async with self._write_lock:
-            view = memoryview(data)
-            while view:
-                if not self._nonblocking(self._out):
-                    written = await anyio.to_thread.run_sync(os.write, self._out, view)
-                else:
-                    try:
-                        written = os.write(self._out, view)
-                    except BlockingIOError:
-                        await anyio.wait_writable(self._out)
-                        continue
-                view = view[written:]
+            if self._reader_gone:
+                return
+            try:
+                await self._write_all(data)
+            except (BrokenPipeError, ConnectionResetError):
+                self._reader_gone = True
+
+    async def _write_all(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            if not self._nonblocking(self._out):
+                written = await anyio.to_thread.run_sync(os.write, self._out, view)
+            else:
+                try:
+                    written = os.write(self._out, view)
+                except BlockingIOError:
+                    await anyio.wait_writable(self._out)
+                    continue
+            view = view[written:]

@@ -8,21 +8,29 @@ reconcile (at start-up, every ``queue.reconcile_every_s`` and after a rebuild) f
 - points and stored vectors with no live note or record behind them (a delete that
   raced an embedding, a note forgotten while its job ran): deleted. Forgetting a note
   forgets its point and its vector.
+
+A note whose embedding failed permanently (``jobs.failures``) stays lexically indexed
+and is queued again when it changes or a day after the failure, not at every pass:
+each attempt costs the job all its tries.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 
 from .index.base import Index
 from .indexing import Indexer
+from .jobs import failures
 from .jobs.base import Scheduler
 from .notes import NoteStore
 from .records import Record, RecordStore
 from .types import Note, point_id
 
 log = logging.getLogger(__name__)
+
+RETRY_FAILED_AFTER_S = 24 * 3600
 
 
 @dataclass(slots=True)
@@ -67,6 +75,7 @@ async def reconcile(
     await index.delete(orphans)
     report.orphans_deleted = len(orphans)
     report.vectors_forgotten = await indexer.vectors.forget_orphans()
+    pending_notes = await _not_failed_lately(notes, pending_notes)
     await jobs.notes_changed(pending_notes)
     await jobs.records_changed([r.id for r in pending_records], export=False)
     report.queued = len(pending_notes) + len(pending_records)
@@ -78,3 +87,9 @@ async def reconcile(
             report.orphans_deleted,
         )
     return report
+
+
+async def _not_failed_lately(notes: NoteStore, pending: list[Note]) -> list[Note]:
+    since = time.time() - RETRY_FAILED_AFTER_S
+    failed = await failures.failed_since(notes.db, "index_note", [n.id for n in pending], since)
+    return [n for n in pending if n.id not in failed or n.updated_at > failed[n.id]]

@@ -316,6 +316,14 @@ async def test_permanent_failure_is_recorded_and_isolated(
         assert [(r["job"], r["key"]) for r in summary["recent"]] == [("index_note", bad)]
         stats = await env.app.jobs.stats()
         assert stats["failures"]["count"] == 1
+        # reconcile leaves it alone (each attempt costs all the job's tries)...
+        calls = embedder.calls
+        assert (await env.app.reconcile()).queued == 0
+        await env.drain()
+        assert embedder.calls == calls
+        # ...until it changes (or a day has passed)
+        await env.app.notes.update(bad, {"text": "this POISON note, edited"})
+        assert (await env.app.reconcile()).queued == 1
 
 
 async def test_reconcile_recovers_lost_jobs_and_points(

@@ -49,6 +49,20 @@ async def record(db: Database, job: str, key: str, error: BaseException, tries: 
     await db.transaction(write)
 
 
+async def failed_since(db: Database, job: str, keys: list[str], since: float) -> dict[str, float]:
+    """Key -> time of the last permanent failure of ``job``, for the ``keys`` that failed
+    after ``since``."""
+    if not keys:
+        return {}
+    await ensure_table(db)
+    marks = ",".join("?" * len(keys))
+    rows = await db.fetchall(
+        f"SELECT key, last_at FROM job_failures WHERE job = ? AND key IN ({marks}) AND last_at > ?",
+        (job, *keys, since),
+    )
+    return {str(r["key"]): float(r["last_at"]) for r in rows}
+
+
 async def clear(db: Database, job: str, key: str) -> None:
     await ensure_table(db)
     await db.transaction(

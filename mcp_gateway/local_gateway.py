@@ -35,6 +35,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import anyio
+
 from . import fsperms, peercred
 from .settings import KiokuSettings
 
@@ -45,6 +47,16 @@ log = logging.getLogger(__name__)
 GATEWAY_HOST = "kioku-gateway"
 # AF_UNIX paths are limited to 108 bytes on Linux (104 on macOS).
 _MAX_SOCKET_PATH = 100
+# What a broken or closed socket stream raises (anyio), for both ends of the session
+# socket: the proxy (``stdio_proxy``) and the owner (``session_socket``).
+STREAM_GONE: tuple[type[BaseException], ...] = (
+    anyio.EndOfStream,
+    anyio.IncompleteRead,
+    anyio.BrokenResourceError,
+    anyio.ClosedResourceError,
+    anyio.DelimiterNotFound,
+    OSError,
+)
 # The MCP session socket of the stdio proxies, same directory and length as gateway.sock.
 SESSION_SOCKET = "session.sock"
 # How long a freshly spawned daemon retries the lock while a previous owner shuts down.

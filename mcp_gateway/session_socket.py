@@ -29,6 +29,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.message import SessionMessage
 
+from . import local_gateway as gw
 from . import peercred
 from .jsonrpc_peek import peek_id
 from .owner_state import OwnerState
@@ -37,14 +38,7 @@ log = logging.getLogger(__name__)
 
 # The proxy refuses lines over 4 MiB with the request's id; this only bounds memory.
 MAX_LINE = 8 * 1024 * 1024
-_GONE = (
-    anyio.EndOfStream,
-    anyio.IncompleteRead,
-    anyio.BrokenResourceError,
-    anyio.ClosedResourceError,
-    anyio.DelimiterNotFound,
-    OSError,
-)
+_GONE = gw.STREAM_GONE
 
 
 async def serve_sessions(server: MCPServer[Any], sock: socket.socket, state: OwnerState) -> None:

@@ -48,14 +48,7 @@ _CONNECT_ATTEMPTS = 3
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 # A reply line can be larger (an export of a long record history); this bounds memory.
 MAX_REPLY_BYTES = 64 * 1024 * 1024
-_GONE = (
-    anyio.EndOfStream,
-    anyio.IncompleteRead,
-    anyio.BrokenResourceError,
-    anyio.ClosedResourceError,
-    anyio.DelimiterNotFound,
-    OSError,
-)
+_GONE = gw.STREAM_GONE
 
 
 class GatewayUnavailable(Exception):

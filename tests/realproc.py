@@ -27,6 +27,18 @@ from tests.http_server import KIOKU, free_port, kioku_env
 
 __all__ = ["KIOKU", "free_port", "kioku_env"]
 
+# An MCP client's first message, for tests that speak raw JSON-RPC.
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "probe", "version": "0"},
+    },
+}
+
 
 def gateway_paths(data_dir: Path) -> gw.GatewayPaths:
     return gw.GatewayPaths.for_settings(KiokuSettings(data_dir=data_dir))

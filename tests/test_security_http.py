@@ -14,18 +14,8 @@ from pathlib import Path
 import httpx2
 
 from tests.http_server import KIOKU, http_client, kioku_env
-from tests.realproc import http_proc
+from tests.realproc import INITIALIZE, http_proc
 
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "probe", "version": "0"},
-    },
-}
 HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
 
@@ -34,7 +24,7 @@ async def test_loopback_http_requires_the_generated_token(tmp_path: Path) -> Non
     data = tmp_path / "data"
     with http_proc(data) as gw:
         async with httpx2.AsyncClient(timeout=30) as http:
-            res = await http.post(gw.url, json=INIT, headers=HEADERS)
+            res = await http.post(gw.url, json=INITIALIZE, headers=HEADERS)
             assert res.status_code == 401
         path = data / "http.token"
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
@@ -91,7 +81,7 @@ async def test_session_cap_is_per_grant(tmp_path: Path) -> None:
 
             async def open_session(who: str) -> int:
                 auth = {"authorization": f"Bearer {grants[who]['token']}"}
-                res = await http.post(gw.url, json=INIT, headers=HEADERS | auth)
+                res = await http.post(gw.url, json=INITIALIZE, headers=HEADERS | auth)
                 return res.status_code
 
             assert [await open_session("alice") for _ in range(3)] == [200, 200, 503]

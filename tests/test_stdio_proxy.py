@@ -14,18 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.http_server import KIOKU, kioku_env
-from tests.realproc import daemon_pid, kill_daemon, wait_until
-
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "test", "version": "1"},
-    },
-}
+from tests.realproc import INITIALIZE, daemon_pid, kill_daemon, wait_until
 
 
 class Editor:

@@ -16,9 +16,7 @@ are not n-grams), or added beside the shipped hybrid.
 
 from __future__ import annotations
 
-import statistics
 import sys
-from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -29,7 +27,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from embcache import CACHE, load_jsonl, memory_document  # noqa: E402
-from lexical_rules import KINDS, Bench  # noqa: E402
+from lexical_rules import KINDS, Bench, by_split  # noqa: E402
 from metrics import score  # noqa: E402
 
 from mcp_gateway.ranking import fuse, select  # noqa: E402
@@ -101,15 +99,7 @@ def main() -> None:
                 chosen = select(cands, p, 10)
             ranked = [str(x.payload["source_id"]) for x in chosen]
             rows.append({**q, **score(ranked, set(q["relevant"]))})
-        out: dict[str, float] = {}
-        for split in ("dev", "test"):
-            groups: dict[str, list[float]] = defaultdict(list)
-            for r in rows:
-                if r["split"] == split:
-                    groups["ALL"].append(r["nDCG@10"])
-                    groups[r["kind"]].append(r["nDCG@10"])
-            out.update({f"{split}:{k}": statistics.fmean(v) for k, v in groups.items()})
-        return out
+        return by_split(rows)
 
     def show(label: str, o: dict[str, float]) -> None:
         for split in ("dev", "test"):

@@ -115,15 +115,20 @@ class Bench:
                 str(x.payload["source_id"]) for x in select(self.fuse(dense, sparse, p, f), p, 10)
             ]
             rows.append({**q, **score(ranked, set(q["relevant"]))})
-        out: dict[str, float] = {}
-        for split in ("dev", "test"):
-            groups: dict[str, list[float]] = defaultdict(list)
-            for r in rows:
-                if r["split"] == split:
-                    groups["ALL"].append(r["nDCG@10"])
-                    groups[r["kind"]].append(r["nDCG@10"])
-            out.update({f"{split}:{k}": statistics.fmean(v) for k, v in groups.items()})
-        return out
+        return by_split(rows)
+
+
+def by_split(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """Mean nDCG@10 per split, overall and per kind: ``{"dev:ALL": ..., "test:trigger": ...}``."""
+    out: dict[str, float] = {}
+    for split in ("dev", "test"):
+        groups: dict[str, list[float]] = defaultdict(list)
+        for r in rows:
+            if r["split"] == split:
+                groups["ALL"].append(r["nDCG@10"])
+                groups[r["kind"]].append(r["nDCG@10"])
+        out.update({f"{split}:{k}": statistics.fmean(v) for k, v in groups.items()})
+    return out
 
 
 def fade(m: float) -> Callable[[float, float, str, Any], float]:

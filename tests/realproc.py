@@ -57,6 +57,13 @@ def kill_daemon(data_dir: Path, sig: int = signal.SIGKILL) -> int | None:
     return pid
 
 
+def interruptible() -> None:
+    """``preexec_fn`` for a child the test will SIGINT: a shell that started the test
+    run in the background (``make test &``) makes its children ignore SIGINT, and Python
+    keeps an ignored SIGINT ignored -- the child would never see the interrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def wait_until(pred: Any, timeout: float, step: float = 0.05) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

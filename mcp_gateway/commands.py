@@ -182,7 +182,7 @@ async def stop(args: argparse.Namespace, settings: KiokuSettings) -> int:
 
 async def reindex(args: argparse.Namespace, settings: KiokuSettings) -> int:
     """Blue/green rebuild: the live index serves until the new one is complete."""
-    async with connect(settings) as memory:
+    async with connect(settings, bulk=True) as memory:
         if memory.remote:
             owner = await memory.status()
             if owner["embedder"] != _configured_model(settings):

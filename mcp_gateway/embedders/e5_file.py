@@ -14,6 +14,7 @@ word-embedding table (54 MB of Q4_0) costs only the rows a text uses.
 
 from __future__ import annotations
 
+import itertools
 import mmap
 import struct
 from dataclasses import dataclass, field
@@ -137,7 +138,7 @@ def _read_vocabulary(r: _Reader) -> Vocabulary:
     scores = r.array("<f4", n).astype(np.float32)
     blob = r.raw(blob_len)
     bounds = offs.tolist()
-    pieces = [blob[a:b].decode("utf-8", "replace") for a, b in zip(bounds, bounds[1:])]
+    pieces = [blob[a:b].decode("utf-8", "replace") for a, b in itertools.pairwise(bounds)]
     n_norm, norm_bytes = r.unpack("<iI")
     table, p = r.raw(norm_bytes), 0
     normalise: dict[int, str] = {}

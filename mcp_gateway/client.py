@@ -152,9 +152,12 @@ def for_one_command(settings: KiokuSettings) -> KiokuSettings:
 
 
 @asynccontextmanager
-async def connect(settings: KiokuSettings, *, bulk: bool = False) -> AsyncIterator[Memory]:
+async def connect(
+    settings: KiokuSettings, *, configured_engine: bool = False
+) -> AsyncIterator[Memory]:
     """The running owner's memory, or this process's for the duration of the block
-    (``bulk``: the command embeds many texts, e.g. a rebuild: keep the faster engine)."""
+    (``configured_engine``: load the configured embedding engine even for one command:
+    a rebuild embeds in bulk, and the doctor checks what an owner would run)."""
     paths = gw.GatewayPaths.for_settings(settings)
     deadline = time.monotonic() + _STARTING_WAIT_S
     while True:
@@ -171,7 +174,7 @@ async def connect(settings: KiokuSettings, *, bulk: bool = False) -> AsyncIterat
             raise StoreUnavailable(busy_message(settings) + " (it does not answer on its socket)")
         await anyio.sleep(0.1)  # an owner is starting: it listens once its stores are open
     try:
-        own = settings if bulk else for_one_command(settings)
+        own = settings if configured_engine else for_one_command(settings)
         async with open_app(own, run_jobs=False) as app:
             yield LocalMemory(Services.over(app))
     finally:

@@ -182,7 +182,7 @@ async def stop(args: argparse.Namespace, settings: KiokuSettings) -> int:
 
 async def reindex(args: argparse.Namespace, settings: KiokuSettings) -> int:
     """Blue/green rebuild: the live index serves until the new one is complete."""
-    async with connect(settings, bulk=True) as memory:
+    async with connect(settings, configured_engine=True) as memory:
         if memory.remote:
             owner = await memory.status()
             if owner["embedder"] != _configured_model(settings):
@@ -227,7 +227,7 @@ def _progress(st: RebuildStatus) -> None:
 async def doctor(args: argparse.Namespace, settings: KiokuSettings) -> int:
     print(f"data dir   {settings.data_dir}")
     try:
-        async with connect(settings) as memory:
+        async with connect(settings, configured_engine=True) as memory:
             checks = await memory.call("doctor")
     except Exception as exc:
         print(f"FAILED     {exc}")

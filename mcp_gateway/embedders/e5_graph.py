@@ -83,14 +83,12 @@ class _Graph:
 
     def linear(self, x: str, weights: list[str], biases: list[str], out: str) -> str:
         """x @ W^T + b for one or more Q4_0 matrices stacked along the output axis."""
-        parts = [
-            self.m.q4_blocks(w, rows=len(self.m.floats(b)))
-            for w, b in zip(weights, biases, strict=True)
-        ]
+        bias_parts = [self.m.floats(b) for b in biases]
+        parts = [self.m.q4_blocks(w, rows=len(b)) for w, b in zip(weights, bias_parts, strict=True)]
         packed, scales = zip(*(pack_nbits(n, s) for n, s in parts), strict=True)
         b_packed = np.concatenate(packed)
         n_out, k_in = b_packed.shape[0], parts[0][0].shape[1]
-        bias = np.concatenate([self.m.floats(b) for b in biases])
+        bias = np.concatenate(bias_parts)
         inputs = [
             x,
             self.constant(out + ".B", b_packed),

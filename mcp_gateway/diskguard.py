@@ -88,6 +88,9 @@ class SpaceGuarded:
     async def search(self, *args: Any, **kwargs: Any) -> Any:
         return await self.inner.search(*args, **kwargs)
 
+    async def search_channels(self, *args: Any, **kwargs: Any) -> Any:
+        return await self.inner.search_channels(*args, **kwargs)
+
     async def present(self, ids: Sequence[str]) -> dict[str, bool]:
         result: dict[str, bool] = await self.inner.present(ids)
         return result

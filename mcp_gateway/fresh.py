@@ -26,12 +26,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .embedders.base import Embedder
+from .embedders.base import Embedder, Encoded
 from .errors import EmbedderUnavailable, KiokuError
 from .indexing import note_document, record_document
 from .notes import NoteStore
 from .records import RecordStore
-from .types import IndexHit
+from .types import IndexHit, SparseVector
 from .vectors import VectorStore, content_hash
 
 log = logging.getLogger(__name__)
@@ -99,29 +99,37 @@ class FreshEmbedder:
         self._inflight: set[tuple[str, str]] = set()
 
     async def hits(
-        self, sparse: Sequence[IndexHit], views: Sequence[Sequence[float]]
-    ) -> list[IndexHit]:
-        """Dense hits (best cosine over the query's ``views``) for the best pending
-        lexical hits, as the index would return them once the job has run."""
+        self,
+        sparse: Sequence[IndexHit],
+        views: Sequence[Sequence[float]],
+        terms: SparseVector | None = None,
+    ) -> tuple[list[IndexHit], list[IndexHit]]:
+        """Dense hits (best cosine over the query's ``views``) and, given the query's
+        latent ``terms``, latent-term hits (dot product) for the best pending lexical
+        hits, as the index would return them once the job has run."""
         if self.limits.top <= 0 or not views:
-            return []
+            return [], []
         pending = [h for h in sparse if h.payload.get("dense") is False][: self.limits.top]
         if not pending:
-            return []
+            return [], []
         found = await self._documents(pending)
         vectors = await self._stored(found)
         todo = [p for p in found if (p.kind, p.source_id) not in vectors]
         vectors.update(await self._embed(todo))
-        if not vectors:
-            return []
         queries = np.asarray(views, dtype=np.float32)
-        out = []
+        dense, latent = [], []
         for p in found:
-            vec = vectors.get((p.kind, p.source_id))
-            if vec is not None:
-                score = float(np.max(queries @ np.asarray(vec, dtype=np.float32)))
-                out.append(IndexHit(p.hit.id, score, {**p.hit.payload, "dense": True}))
-        return out
+            enc = vectors.get((p.kind, p.source_id))
+            if enc is None:
+                continue
+            payload = {**p.hit.payload, "dense": True}
+            score = float(np.max(queries @ np.asarray(enc.dense, dtype=np.float32)))
+            dense.append(IndexHit(p.hit.id, score, payload))
+            if terms is not None and enc.terms is not None:
+                overlap = _dot(terms, enc.terms)
+                if overlap > 0:
+                    latent.append(IndexHit(p.hit.id, overlap, payload))
+        return dense, latent
 
     async def _documents(self, pending: Sequence[IndexHit]) -> list[_Pending]:
         """The current text of each hit (a note deleted since is dropped)."""
@@ -140,10 +148,10 @@ class FreshEmbedder:
             out.append(_Pending(hit, kind, sid, doc, content_hash(doc)))
         return out
 
-    async def _stored(self, found: Sequence[_Pending]) -> dict[tuple[str, str], list[float]]:
+    async def _stored(self, found: Sequence[_Pending]) -> dict[tuple[str, str], Encoded]:
         """Vectors already in the truth store for these texts (the job or another search
         wrote them and the applier has not upserted them yet): free to use."""
-        out: dict[tuple[str, str], list[float]] = {}
+        out: dict[tuple[str, str], Encoded] = {}
         model = self.embedder.model_id
         for kind in {p.kind for p in found}:
             ids = [p.source_id for p in found if p.kind == kind]
@@ -151,11 +159,11 @@ class FreshEmbedder:
             for p in found:
                 row = stored.get(p.source_id) if p.kind == kind else None
                 if row is not None and row.content_hash == p.hash:
-                    out[(kind, p.source_id)] = row.vector
+                    out[(kind, p.source_id)] = Encoded(row.vector, row.terms)
         self.reused += len(out)
         return out
 
-    async def _embed(self, todo: Sequence[_Pending]) -> dict[tuple[str, str], list[float]]:
+    async def _embed(self, todo: Sequence[_Pending]) -> dict[tuple[str, str], Encoded]:
         # another search already embedding one of these: leave it to that search
         todo = [p for p in todo if (p.kind, p.source_id) not in self._inflight]
         sizes = [len(p.document.encode("utf-8", "surrogatepass")) for p in todo]
@@ -171,7 +179,7 @@ class FreshEmbedder:
         self._inflight.update(keys)
         try:
             began = time.perf_counter()
-            vectors = await self.embedder.embed_documents_now([p.document for p in batch])
+            vectors = await self.embedder.encode_documents([p.document for p in batch], now=True)
             elapsed_ms = (time.perf_counter() - began) * 1000
         except EmbedderUnavailable as exc:
             log.info("fresh notes left to the embedding job: %s", exc)
@@ -195,13 +203,18 @@ class FreshEmbedder:
             log.warning("fresh-note vectors not stored (the job will redo them): %s", exc)
         return dict(zip(keys, vectors, strict=True))
 
-    async def _write(self, batch: Sequence[_Pending], vectors: Sequence[list[float]]) -> None:
+    async def _write(self, batch: Sequence[_Pending], vectors: Sequence[Encoded]) -> None:
         model = self.embedder.model_id
         for kind in {p.kind for p in batch}:
             rows = [
-                (p.source_id, p.hash, v)
+                (p.source_id, p.hash, v.dense, v.terms)
                 for p, v in zip(batch, vectors, strict=True)
                 if p.kind == kind
             ]
             await self.vectors.put(kind, model, rows)
         self.on_written()
+
+
+def _dot(a: SparseVector, b: SparseVector) -> float:
+    weights = dict(zip(a.indices, a.values, strict=True))
+    return float(sum(weights.get(i, 0.0) * v for i, v in zip(b.indices, b.values, strict=True)))

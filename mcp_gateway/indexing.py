@@ -20,7 +20,7 @@ from .db import Database, register_migration
 from .index.base import Index, visible_value
 from .notes import NoteStore
 from .records.model import Record
-from .types import IndexPoint, Note, point_id
+from .types import IndexPoint, Note, SparseVector, point_id
 from .vectors import VectorStore, content_hash
 
 log = logging.getLogger(__name__)
@@ -79,7 +79,10 @@ def note_document(note: Note) -> str:
 
 
 def note_point(
-    note: Note, dense: Sequence[float] | None = None, prior: float | None = None
+    note: Note,
+    dense: Sequence[float] | None = None,
+    prior: float | None = None,
+    latent: SparseVector | None = None,
 ) -> IndexPoint:
     # "dense" tells ranking that a missing dense score means "not embedded yet", not
     # "far away", so a fresh note competes on its lexical evidence alone.
@@ -89,10 +92,17 @@ def note_point(
         payload=payload,
         sparse=lexical.sparse_document(note_document(note)),
         dense=list(dense) if dense is not None else None,
+        latent=latent if dense is not None else None,
     )
 
 
-def record_point(rec: Record, *, current: bool, dense: Sequence[float] | None = None) -> IndexPoint:
+def record_point(
+    rec: Record,
+    *,
+    current: bool,
+    dense: Sequence[float] | None = None,
+    latent: SparseVector | None = None,
+) -> IndexPoint:
     # ``current`` lets every search drop superseded and duplicate records in the index.
     return IndexPoint(
         id=point_id("record", rec.id),
@@ -110,6 +120,7 @@ def record_point(rec: Record, *, current: bool, dense: Sequence[float] | None = 
         },
         sparse=lexical.sparse_document(record_document(rec)),
         dense=list(dense) if dense is not None else None,
+        latent=latent if dense is not None else None,
     )
 
 
@@ -153,7 +164,7 @@ class Indexer:
             for note in notes:
                 vec = stored.get(note.id)
                 if vec is not None and vec.content_hash == content_hash(note_document(note)):
-                    points.append(note_point(note, vec.vector, priors.get(note.id)))
+                    points.append(note_point(note, vec.vector, priors.get(note.id), vec.terms))
                     embedded[note.id] = note.updated_at
                 else:
                     points.append(note_point(note, None, priors.get(note.id)))
@@ -176,7 +187,11 @@ class Indexer:
             for rec in records:
                 vec = stored.get(rec.id)
                 if vec is not None and vec.content_hash == content_hash(record_document(rec)):
-                    points.append(record_point(rec, current=rec.id in current, dense=vec.vector))
+                    points.append(
+                        record_point(
+                            rec, current=rec.id in current, dense=vec.vector, latent=vec.terms
+                        )
+                    )
                 else:
                     points.append(record_point(rec, current=rec.id in current))
                     pending.append(rec)

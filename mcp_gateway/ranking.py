@@ -2,7 +2,10 @@
 
 Order of operations (each step is measured in ``docs/ranking.md``):
 1. weighted score fusion (DBSF) or reciprocal-rank fusion of the two channels, times a
-   per-point prior (usefulness and shelf life, written by the re-ranking job);
+   per-point prior (usefulness and shelf life, written by the re-ranking job). The second
+   channel is BM25, or latent terms where the index has them; BM25 then scores only the
+   hits the semantic channels did not return (notes not embedded yet among them) and
+   stays the lexical evidence of step 2;
 2. drop candidates that are neither close in the dense space (per-type distance
    threshold and within ``keep_margin`` of the query's best) nor a strong lexical
    match -- high priority included;
@@ -31,6 +34,7 @@ class RankingParams:
     rrf_k: float = 10.0
     dense_weight: float = 1.0
     sparse_weight: float = 0.3
+    latent_weight: float = 0.7  # the latent-terms channel, when the search has one
     thresholds: Mapping[str, float] = field(default_factory=lambda: {"*": 0.2})
     lexical_keep_ratio: float = 0.5  # lexical-only hits kept if >= ratio * best lexical score
     # "first": the source design's rule, high priority always sorts first among the kept;
@@ -59,6 +63,7 @@ class Candidate:
     sparse_score: float | None = None
     sparse_rank: int | None = None
     sparse_part: float = 0.0
+    latent_part: float = 0.0  # the latent-terms channel's share of ``score``
     tags: list[str] = field(default_factory=list)
 
     @property
@@ -104,25 +109,43 @@ def best_of_views(views: Sequence[Sequence[IndexHit]], limit: int) -> list[Index
 
 
 def fuse(
-    dense: Sequence[IndexHit], sparse: Sequence[IndexHit], params: RankingParams
+    dense: Sequence[IndexHit],
+    sparse: Sequence[IndexHit],
+    params: RankingParams,
+    latent: Sequence[IndexHit] | None = None,
 ) -> list[Candidate]:
-    """Weighted fusion of the two channels; keeps each channel's raw evidence."""
+    """Weighted fusion of the channels; keeps each channel's raw evidence.
+
+    ``latent`` (a list, possibly empty: the search has the latent-terms channel) takes
+    BM25's place in the score at ``latent_weight``. BM25 stays the evidence of the keep
+    rule (an exact word match; nearly every note shares some latent terms with a query,
+    so a latent score says little about whether a hit belongs in the answer) and scores
+    the hits the other channels did not return, pending notes at full weight."""
     by_id: dict[str, Candidate] = {}
     dense_parts = _contributions(dense, params, params.dense_weight)
     for rank, (hit, part) in enumerate(zip(dense, dense_parts, strict=True), start=1):
         cand = by_id.setdefault(hit.id, Candidate(hit.id, dict(hit.payload)))
         cand.dense_rank, cand.distance = rank, max(0.0, 1.0 - hit.score)
         cand.score += part
+    if latent is not None:
+        latent_parts = _contributions(latent, params, params.latent_weight)
+        for hit, part in zip(latent, latent_parts, strict=True):
+            cand = by_id.setdefault(hit.id, Candidate(hit.id, dict(hit.payload)))
+            cand.latent_part = part
+            cand.score += part
+    semantic = set(by_id) if latent is not None else set()
+    second_weight = params.sparse_weight if latent is None else params.latent_weight
     sparse_parts = _contributions(sparse, params, params.sparse_weight)
     for rank, (hit, part) in enumerate(zip(sparse, sparse_parts, strict=True), start=1):
         cand = by_id.setdefault(hit.id, Candidate(hit.id, dict(hit.payload)))
         cand.sparse_rank, cand.sparse_score, cand.sparse_part = rank, hit.score, part
-        cand.score += part
+        if hit.id not in semantic:
+            cand.score += part
     if params.sparse_weight > 0:
         for cand in by_id.values():
             if cand.payload.get("dense") is False and cand.dense_rank is None:
                 # not embedded yet: judge it on its lexical evidence at full weight
-                scale = (params.dense_weight + params.sparse_weight) / params.sparse_weight
+                scale = (params.dense_weight + second_weight) / params.sparse_weight
                 cand.score = cand.sparse_part * scale
     for cand in by_id.values():
         cand.score *= float(cand.payload.get("prior", 1.0))

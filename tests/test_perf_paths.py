@@ -197,14 +197,12 @@ async def test_onnx_lanes_run_their_own_thread_counts_each_on_one_thread() -> No
 
     class Spy:
         dim = engine.dim
+        has_terms = engine.has_terms
 
-        def query(self, text: str, threads: int) -> Any:
-            seen.append(("query", threads, threading.get_ident()))
-            return engine.query(text, threads)
-
-        def passage(self, texts: list[str], threads: int) -> Any:
-            seen.append(("documents", threads, threading.get_ident()))
-            return engine.passage(texts, threads)
+        def encode(self, texts: list[str], prefix: str, threads: int, *, terms: bool) -> Any:
+            lane = "query" if prefix == "query: " else "documents"
+            seen.append((lane, threads, threading.get_ident()))
+            return engine.encode(texts, prefix, threads, terms=terms)
 
     emb._model = Spy()
     for i in range(4):

@@ -24,6 +24,7 @@ from arq.worker import Worker
 import mcp_gateway.app as app_module
 from mcp_gateway import export
 from mcp_gateway.app import AppContext, open_app
+from mcp_gateway.embedders.base import Encoded
 from mcp_gateway.embedders.local import LocalEmbedder
 from mcp_gateway.errors import EmbedderUnavailable
 from mcp_gateway.jobs import failures
@@ -63,7 +64,13 @@ class CountingEmbedder:
     async def aclose(self) -> None:
         await self.inner.aclose()
 
-    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+    @property
+    def latent_terms(self) -> bool:
+        return self.inner.latent_terms
+
+    async def encode_documents(self, texts: Sequence[str], *, now: bool = False) -> list[Encoded]:
+        if now:  # a search's fresh notes: not the job's batches this wrapper counts
+            return await self.inner.encode_documents(texts, now=True)
         if self.gate is not None:
             await self.gate.wait()
         self.calls += 1
@@ -74,7 +81,13 @@ class CountingEmbedder:
             raise ValueError("test: this text cannot be embedded")
         self.texts += len(texts)
         self.sizes.append(len(texts))
-        return await self.inner.embed_documents(texts)
+        return await self.inner.encode_documents(texts)
+
+    async def encode_query(self, text: str) -> Encoded:
+        return await self.inner.encode_query(text)
+
+    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        return [e.dense for e in await self.encode_documents(texts)]
 
     async def embed_query(self, text: str) -> list[float]:
         return await self.inner.embed_query(text)
@@ -367,9 +380,11 @@ async def test_lexical_first_then_semantic_with_real_model(
     class Gated(LocalEmbedder):
         gate = asyncio.Event()
 
-        async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        async def encode_documents(
+            self, texts: Sequence[str], *, now: bool = False
+        ) -> list[Encoded]:
             await self.gate.wait()
-            return await super().embed_documents(texts)
+            return await super().encode_documents(texts, now=now)
 
     embedder = Gated()
     await embedder.start()

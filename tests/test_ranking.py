@@ -136,3 +136,47 @@ def test_own_namespace_before_shared_within_a_priority() -> None:
     dense = [hit("team", 0.95, namespace="team"), hit("mine", 0.90, namespace="me")]
     chosen = select(fuse(dense, [], params), params, top=5, namespaces=("me", "team"))
     assert ids(chosen) == ["mine", "team"]
+
+
+# -- the latent-terms channel (round 5) ---------------------------------------------
+
+
+def test_latent_terms_take_bm25s_place_in_the_score() -> None:
+    dense = [hit("a", 0.90), hit("b", 0.89), hit("c", 0.80)]
+    sparse = [hit("a", 9.0), hit("c", 1.0)]  # BM25 favours a
+    latent = [hit("b", 5.0), hit("c", 1.0)]  # the latent terms favour b
+    assert ids(fuse(dense, sparse, RankingParams()))[0] == "a"
+    with_latent = fuse(dense, sparse, RankingParams(), latent)
+    assert ids(with_latent)[0] == "b"
+    a = next(c for c in with_latent if c.point_id == "a")
+    # BM25 stays the raw evidence (the keep rule reads it) but is not in a's score
+    assert a.sparse_score == 9.0 and a.latent_part == 0.0
+    dense_only = next(c for c in fuse(dense, [], RankingParams()) if c.point_id == "a")
+    assert abs(a.score - dense_only.score) < 1e-9  # a's dense part only
+
+
+def test_with_latent_terms_bm25_still_scores_what_nothing_else_found() -> None:
+    dense = [hit(f"d{i}", 0.9 - i * 0.01) for i in range(5)]
+    latent = [hit("d0", 3.0), hit("d1", 1.0)]
+    sparse = [hit("fresh", 9.0, dense=False), hit("exact", 8.0), hit("d4", 1.0)]
+    params = RankingParams()
+    fused = {c.point_id: c for c in fuse(dense, sparse, params, latent)}
+    # a note not embedded yet: BM25 at the full weight of the semantic channels
+    scale = (params.dense_weight + params.latent_weight) / params.sparse_weight
+    assert abs(fused["fresh"].score - fused["fresh"].sparse_part * scale) < 1e-9
+    assert ids(fuse(dense, sparse, params, latent)).index("fresh") <= 1
+    assert fused["exact"].score > 0 and fused["exact"].dense_rank is None
+    assert fused["exact"].score < fused["d0"].score  # an embedded note outside both lists
+    # BM25 adds nothing to the score of a hit the dense or latent channel returned
+    no_bm25 = {c.point_id: c for c in fuse(dense, [], params, latent)}
+    assert fused["d4"].score == no_bm25["d4"].score
+
+
+def test_latent_overlap_alone_does_not_keep_a_hit() -> None:
+    """Nearly every note shares some latent terms with a query: only a dense match or an
+    exact (BM25) match keeps a hit, as before (issue 11's unrelated lessons)."""
+    params = RankingParams(thresholds={"*": 0.15})
+    dense = [hit("near", 0.92), hit("far", 0.60, priority="high")]
+    latent = [hit("far", 4.0), hit("near", 3.9)]
+    kept = ids(select(fuse(dense, [], params, latent), params, 5))
+    assert kept == ["near"]

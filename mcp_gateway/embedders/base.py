@@ -1,14 +1,33 @@
-"""The embedder interface: batch document embedding, query embedding, and identity."""
+"""The embedder interface: batch document embedding, query embedding, and identity.
+
+An embedder may also give each text its *latent terms* (``e5_latent``: sparse concept
+weights from the same forward pass). ``encode_*`` return both; the dense-only
+``embed_*`` calls remain for callers that need no terms. ``DenseOnly`` supplies
+``encode_*`` for an embedder that has no terms (Ollama, test embedders).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol
+
+from mcp_gateway.types import SparseVector
+
+
+@dataclass(frozen=True, slots=True)
+class Encoded:
+    """One text's dense vector (L2-normalised) and its latent terms (None: not made)."""
+
+    dense: list[float]
+    terms: SparseVector | None = None
 
 
 class Embedder(Protocol):
     model_id: str  # stored with every vector, e.g. "local/multilingual-e5-small-q4"
     dim: int
+    # whether ``encode_*`` return latent terms (known after ``start``)
+    latent_terms: bool
 
     async def start(self) -> None:
         """Load or probe the model; sets ``dim``. Raise ``EmbedderUnavailable`` if down."""
@@ -22,4 +41,31 @@ class Embedder(Protocol):
         """Documents as ``embed_documents``, but at query priority: a search embedding
         the few fresh notes it met must not wait behind the job's document batch."""
 
+    async def encode_documents(self, texts: Sequence[str], *, now: bool = False) -> list[Encoded]:
+        """Vectors and latent terms; ``now``: at query priority (``embed_documents_now``)."""
+
+    async def encode_query(self, text: str) -> Encoded: ...
+
     async def aclose(self) -> None: ...
+
+
+class DenseOnly:
+    """``encode_*`` for an embedder whose texts have no latent terms."""
+
+    latent_terms = False
+
+    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        raise NotImplementedError
+
+    async def embed_documents_now(self, texts: Sequence[str]) -> list[list[float]]:
+        raise NotImplementedError
+
+    async def embed_query(self, text: str) -> list[float]:
+        raise NotImplementedError
+
+    async def encode_documents(self, texts: Sequence[str], *, now: bool = False) -> list[Encoded]:
+        embed = self.embed_documents_now if now else self.embed_documents
+        return [Encoded(v) for v in await embed(texts)]
+
+    async def encode_query(self, text: str) -> Encoded:
+        return Encoded(await self.embed_query(text))

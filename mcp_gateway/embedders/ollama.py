@@ -14,12 +14,13 @@ import httpx
 import numpy as np
 import ollama
 
+from mcp_gateway.embedders.base import DenseOnly
 from mcp_gateway.errors import EmbedderUnavailable
 
 logger = logging.getLogger(__name__)
 
 
-class OllamaEmbedder:
+class OllamaEmbedder(DenseOnly):
     def __init__(
         self,
         host: str,

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from ..types import IndexFilter, IndexHit, IndexPoint, SparseVector
 
 DENSE = "dense"
 SPARSE = "sparse"
+LATENT = "latent"  # latent terms (embedders/e5_latent.py): a plain dot-product sparse vector
 
 # Payload fields that get a payload index (keyword unless noted).
 KEYWORD_FIELDS = ("kind", "type", "domain", "priority", "namespace", "source_id", "visible")
@@ -51,6 +52,12 @@ def visible_value(namespace: str, current: bool = True) -> str:
     return namespace if current else ""
 
 
+class Channels(NamedTuple):
+    dense: list[IndexHit]
+    sparse: list[IndexHit]
+    latent: list[IndexHit]
+
+
 @dataclass(frozen=True, slots=True)
 class IndexSpec:
     """What the collection is built for: dense size and the model that fills it."""
@@ -58,6 +65,9 @@ class IndexSpec:
     collection: str
     dim: int
     model_id: str
+    # whether the collection has the latent-terms vector: asked for at creation, then
+    # what the stored collection has (an existing one cannot gain it: `kioku reindex`)
+    latent: bool = False
 
 
 class Index(Protocol):
@@ -92,6 +102,19 @@ class Index(Protocol):
         ``dense=None`` skips the dense channel; an empty sparse vector skips that one.
         ``more_dense``: further views of the query, searched in the same round trip;
         each dense hit then carries its best cosine over all views."""
+
+    async def search_channels(
+        self,
+        dense: Sequence[float] | None,
+        sparse: SparseVector,
+        flt: IndexFilter,
+        limit: int,
+        *,
+        more_dense: Sequence[Sequence[float]] = (),
+        latent: SparseVector | None = None,
+    ) -> Channels:
+        """``search`` plus the latent-terms channel (hits by dot product) in the same
+        round trip, when ``latent`` is given, not empty and ``spec.latent``."""
 
     async def present(self, ids: Sequence[str]) -> dict[str, bool]:
         """For each id present in the index: whether it has a dense vector."""

@@ -65,6 +65,7 @@ def build_command(db_path: Path, root: Path, spec: IndexSpec, project: str) -> l
         spec.model_id,
         "--project",
         project,
+        *(["--latent"] if spec.latent else []),
     ]
 
 
@@ -151,9 +152,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dim", type=int, required=True)
     ap.add_argument("--model", required=True)
     ap.add_argument("--project", default="")
+    ap.add_argument("--latent", action="store_true", help="with the latent-terms vector")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="build: %(message)s")
-    spec = IndexSpec(args.collection, args.dim, args.model)
+    spec = IndexSpec(args.collection, args.dim, args.model, latent=args.latent)
     points = anyio.run(build, args.db, args.root, spec, args.project)
     log.info("built %s: HNSW graph over %d points", spec.collection, points)
     return 0

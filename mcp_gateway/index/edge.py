@@ -23,10 +23,15 @@ Facts this module relies on (qdrant-edge-py 0.9, verified by tests/test_index_co
   (new) build is due. Below ``exact_search_below`` points dense search is exact.
 - ``ShardInfo.indexed_vectors_count`` counts sparse vectors too, so it cannot tell
   whether a dense graph exists; hence the marker.
+- ``EdgeShard.load`` refuses a config whose vector names differ from the stored
+  segments' ("config is incompatible"): a shard made without the latent-terms vector
+  cannot gain it, so an existing shard is loaded with what it has (``spec.latent``
+  then says so) and ``kioku reindex`` builds a new one.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import shutil
@@ -46,7 +51,9 @@ from .base import (
     DENSE,
     FLOAT_FIELDS,
     KEYWORD_FIELDS,
+    LATENT,
     SPARSE,
+    Channels,
     IndexSpec,
     match_any_terms,
     needs_current_condition,
@@ -133,9 +140,12 @@ class EdgeIndex:
     # -- plumbing -----------------------------------------------------------------
 
     def _config(self) -> qe.EdgeConfig:
+        sparse = {SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)}
+        if self.spec.latent:
+            sparse[LATENT] = qe.EdgeSparseVectorParams()  # plain dot product, no IDF
         return qe.EdgeConfig(
             vectors={DENSE: qe.EdgeVectorParams(size=self.spec.dim, distance=qe.Distance.Cosine)},
-            sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+            sparse_vectors=sparse,
             optimizers=self._optimizers,
             hnsw_config=self._hnsw,
         )
@@ -168,12 +178,13 @@ class EdgeIndex:
 
     # -- lifecycle ----------------------------------------------------------------
 
-    def _stored_dim(self) -> int | None:
+    def _stored(self) -> tuple[int | None, bool]:
+        """The stored shard's dense size and whether it has the latent vector."""
         try:
             stored = json.loads((self.dir / _CONFIG_FILE).read_text("utf-8"))
-            return int(stored["vectors"][DENSE]["size"])
+            return int(stored["vectors"][DENSE]["size"]), LATENT in stored["sparse_vectors"]
         except (OSError, ValueError, KeyError, TypeError):
-            return None
+            return None, False
 
     def _mismatch(self, stored: int | str) -> IndexMismatch:
         return IndexMismatch(
@@ -183,9 +194,11 @@ class EdgeIndex:
 
     def _open_sync(self) -> qe.EdgeShard:
         exists = (self.dir / _CONFIG_FILE).exists()
-        stored = self._stored_dim() if exists else None
+        stored, latent = self._stored() if exists else (None, self.spec.latent)
         if stored is not None and stored != self.spec.dim:
             raise self._mismatch(stored)
+        if exists and latent != self.spec.latent:
+            self.spec = dataclasses.replace(self.spec, latent=latent)
         try:
             if exists:
                 shard = qe.EdgeShard.load(str(self.dir), self._config())
@@ -283,6 +296,8 @@ class EdgeIndex:
         if p.dense is not None:
             self._check_dim(p.dense)
             vector[DENSE] = list(p.dense)
+        if self.spec.latent and p.latent is not None and not p.latent.is_empty():
+            vector[LATENT] = qe.SparseVector(list(p.latent.indices), list(p.latent.values))
         return qe.Point(p.id, vector, _with_mirror(p.payload))
 
     async def upsert(self, points: Sequence[IndexPoint]) -> None:
@@ -324,10 +339,26 @@ class EdgeIndex:
         *,
         more_dense: Sequence[Sequence[float]] = (),
     ) -> tuple[list[IndexHit], list[IndexHit]]:
+        found = await self.search_channels(dense, sparse, flt, limit, more_dense=more_dense)
+        return found.dense, found.sparse
+
+    async def search_channels(
+        self,
+        dense: Sequence[float] | None,
+        sparse: SparseVector,
+        flt: IndexFilter,
+        limit: int,
+        *,
+        more_dense: Sequence[Sequence[float]] = (),
+        latent: SparseVector | None = None,
+    ) -> Channels:
         views = [dense, *more_dense] if dense is not None else []
-        want_sparse = not sparse.is_empty()
-        if limit <= 0 or not (views or want_sparse):
-            return [], []
+        sparse_queries = [(SPARSE, sparse)] if not sparse.is_empty() else []
+        want_latent = self.spec.latent and latent is not None and not latent.is_empty()
+        if want_latent and latent is not None:
+            sparse_queries.append((LATENT, latent))
+        if limit <= 0 or not (views or sparse_queries):
+            return Channels([], [], [])
         for view in views:
             self._check_dim(view)
         qfilter = build_filter(flt)
@@ -349,12 +380,13 @@ class EdgeIndex:
                         params=params,
                     )
                 )
-            if want_sparse:
-                vec = qe.SparseVector(list(sparse.indices), list(sparse.values))
+            for name, vec in sparse_queries:
                 requests.append(
                     qe.QueryRequest(
                         limit=limit,
-                        query=qe.Query.Nearest(vec, using=SPARSE),
+                        query=qe.Query.Nearest(
+                            qe.SparseVector(list(vec.indices), list(vec.values)), using=name
+                        ),
                         filter=qfilter,
                         with_payload=True,
                     )
@@ -363,8 +395,8 @@ class EdgeIndex:
 
         results = await self._run(_search)
         dense_hits = best_of_views([_hits(r) for r in results[: len(views)]], limit)
-        sparse_hits = _hits(results[-1]) if want_sparse else []
-        return dense_hits, sparse_hits
+        by_name = dict(zip((n for n, _ in sparse_queries), results[len(views) :], strict=True))
+        return Channels(dense_hits, _hits(by_name.get(SPARSE, [])), _hits(by_name.get(LATENT, [])))
 
     async def present(self, ids: Sequence[str]) -> dict[str, bool]:
         if not ids:

@@ -11,10 +11,11 @@ import anyio
 import anyio.to_thread
 
 from ..db import Database
+from ..embedders.base import Encoded
 from ..indexing import load_priors, note_document, note_point, record_document, record_point
 from ..notes import NoteStore
-from ..records import RecordStore
-from ..types import IndexPoint
+from ..records import Record, RecordStore
+from ..types import IndexPoint, Note
 from ..vectors import VectorStore, content_hash
 
 PAGE = 256
@@ -24,17 +25,17 @@ class Sink(Protocol):
     async def upsert(self, points: Sequence[IndexPoint]) -> None: ...
 
 
-# (kind, {source_id: document}) -> {source_id: vector} for the items that have one
-VectorsFor = Callable[[str, dict[str, str]], Awaitable[dict[str, list[float]]]]
+# (kind, {source_id: document}) -> {source_id: vector and terms} for the items that have one
+VectorsFor = Callable[[str, dict[str, str]], Awaitable[dict[str, Encoded]]]
 
 
 def stored_vectors(store: VectorStore, model: str) -> VectorsFor:
     """The stored vectors of ``model`` whose text hash still matches the document."""
 
-    async def get(kind: str, docs: dict[str, str]) -> dict[str, list[float]]:
+    async def get(kind: str, docs: dict[str, str]) -> dict[str, Encoded]:
         stored = await store.get(kind, model, list(docs))
         return {
-            sid: v.vector
+            sid: Encoded(v.vector, v.terms)
             for sid, v in stored.items()
             if sid in docs and v.content_hash == content_hash(docs[sid])
         }
@@ -59,7 +60,7 @@ async def fill_notes(
         # sparse encoding of a page is CPU work: off the event loop
         points = await anyio.to_thread.run_sync(
             lambda p=page, v=vectors, pr=priors: [  # type: ignore[misc]
-                note_point(n, v.get(n.id), pr.get(n.id)) for n in p
+                _note(n, v.get(n.id), pr.get(n.id)) for n in p
             ]
         )
         await target.upsert(points)
@@ -79,8 +80,20 @@ async def fill_records(
         current = await records.current_ids([r.id for r in batch])
         points: list[IndexPoint] = await anyio.to_thread.run_sync(
             lambda b=batch, v=vectors, c=current: [  # type: ignore[misc]
-                record_point(r, current=r.id in c, dense=v.get(r.id)) for r in b
+                _record(r, r.id in c, v.get(r.id)) for r in b
             ]
         )
         await target.upsert(points)
         on_batch(len(batch))
+
+
+def _note(note: Note, vec: Encoded | None, prior: float | None) -> IndexPoint:
+    if vec is None:
+        return note_point(note, None, prior)
+    return note_point(note, vec.dense, prior, vec.terms)
+
+
+def _record(rec: Record, current: bool, vec: Encoded | None) -> IndexPoint:
+    if vec is None:
+        return record_point(rec, current=current)
+    return record_point(rec, current=current, dense=vec.dense, latent=vec.terms)

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..types import IndexFilter, IndexHit, IndexPoint, SparseVector
-from .base import Index, IndexSpec
+from .base import Channels, Index, IndexSpec
 
 
 class LiveIndex:
@@ -90,6 +90,20 @@ class LiveIndex:
     ) -> tuple[list[IndexHit], list[IndexHit]]:
         return await self.current.search(dense, sparse, flt, limit, more_dense=more_dense)
 
+    async def search_channels(
+        self,
+        dense: Sequence[float] | None,
+        sparse: SparseVector,
+        flt: IndexFilter,
+        limit: int,
+        *,
+        more_dense: Sequence[Sequence[float]] = (),
+        latent: SparseVector | None = None,
+    ) -> Channels:
+        return await self.current.search_channels(
+            dense, sparse, flt, limit, more_dense=more_dense, latent=latent
+        )
+
     async def present(self, ids: Sequence[str]) -> dict[str, bool]:
         return await self.current.present(ids)
 
@@ -107,9 +121,12 @@ class LiveIndex:
 
 
 def _lexical_only(points: Sequence[IndexPoint]) -> list[IndexPoint]:
-    """Dense vectors belong to the live index's model; a rebuild for another model gets
-    its own vectors from the truth store, so mirrored points go in lexical-only."""
+    """Dense vectors (and their latent terms) belong to the live index's model; a rebuild
+    for another model gets its own from the truth store, so mirrored points go in
+    lexical-only."""
     return [
-        p if p.dense is None else IndexPoint(p.id, {**p.payload, "dense": False}, p.sparse)
+        p
+        if p.dense is None and p.latent is None
+        else IndexPoint(p.id, {**p.payload, "dense": False}, p.sparse)
         for p in points
     ]

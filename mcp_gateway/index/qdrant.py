@@ -3,10 +3,13 @@
 Local mode (``path=`` / ``":memory:"``) is exact numpy search with no payload indexes;
 it serves tests of this code path and small setups. A real server (``url=``) gets the
 payload indexes and HNSW. Both channels of a search go out in one ``query_batch_points``.
+A collection made without the latent-terms vector keeps working without it (``spec``
+says so after ``open``); ``kioku reindex`` builds one with it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import warnings
@@ -25,7 +28,9 @@ from .base import (
     DENSE,
     FLOAT_FIELDS,
     KEYWORD_FIELDS,
+    LATENT,
     SPARSE,
+    Channels,
     IndexSpec,
     match_any_terms,
     needs_current_condition,
@@ -111,14 +116,15 @@ class QdrantIndex:
         if await self.client.collection_exists(self._name):
             await self._check_existing()
         else:
+            sparse = {SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)}
+            if self.spec.latent:
+                sparse[LATENT] = models.SparseVectorParams()  # plain dot product
             await self.client.create_collection(
                 self._name,
                 vectors_config={
                     DENSE: models.VectorParams(size=self.spec.dim, distance=models.Distance.COSINE)
                 },
-                sparse_vectors_config={
-                    SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)
-                },
+                sparse_vectors_config=sparse,
             )
         with warnings.catch_warnings():
             # Local mode warns that payload indexes have no effect there: expected.
@@ -142,6 +148,8 @@ class QdrantIndex:
                 f"but the embedder {self.spec.model_id!r} produces {self.spec.dim}; "
                 "run `kioku reindex`"
             )
+        if (LATENT in sparse) != self.spec.latent:
+            self.spec = dataclasses.replace(self.spec, latent=LATENT in sparse)
 
     async def close(self) -> None:
         await self.client.close()
@@ -158,6 +166,8 @@ class QdrantIndex:
             if p.dense is not None:
                 self._check_dim(p.dense)
                 vector[DENSE] = list(p.dense)
+            if self.spec.latent and p.latent is not None and not p.latent.is_empty():
+                vector[LATENT] = _sparse(p.latent)
             structs.append(models.PointStruct(id=p.id, vector=vector, payload=dict(p.payload)))
         await self.client.upsert(self._name, structs, wait=True)
 
@@ -177,7 +187,6 @@ class QdrantIndex:
             self._name, models.FilterSelector(filter=models.Filter()), wait=True
         )
 
-    @_store_errors
     async def search(
         self,
         dense: Sequence[float] | None,
@@ -187,10 +196,26 @@ class QdrantIndex:
         *,
         more_dense: Sequence[Sequence[float]] = (),
     ) -> tuple[list[IndexHit], list[IndexHit]]:
+        found = await self.search_channels(dense, sparse, flt, limit, more_dense=more_dense)
+        return found.dense, found.sparse
+
+    @_store_errors
+    async def search_channels(
+        self,
+        dense: Sequence[float] | None,
+        sparse: SparseVector,
+        flt: IndexFilter,
+        limit: int,
+        *,
+        more_dense: Sequence[Sequence[float]] = (),
+        latent: SparseVector | None = None,
+    ) -> Channels:
         views = [dense, *more_dense] if dense is not None else []
-        want_sparse = not sparse.is_empty()
-        if limit <= 0 or not (views or want_sparse):
-            return [], []
+        sparse_queries = [(SPARSE, sparse)] if not sparse.is_empty() else []
+        if self.spec.latent and latent is not None and not latent.is_empty():
+            sparse_queries.append((LATENT, latent))
+        if limit <= 0 or not (views or sparse_queries):
+            return Channels([], [], [])
         qfilter = build_filter(flt)
         requests: list[models.QueryRequest] = []
         for view in views:
@@ -200,20 +225,20 @@ class QdrantIndex:
                     query=list(view), using=DENSE, filter=qfilter, limit=limit, with_payload=True
                 )
             )
-        if want_sparse:
+        for name, vec in sparse_queries:
             requests.append(
                 models.QueryRequest(
-                    query=_sparse(sparse),
-                    using=SPARSE,
-                    filter=qfilter,
-                    limit=limit,
-                    with_payload=True,
+                    query=_sparse(vec), using=name, filter=qfilter, limit=limit, with_payload=True
                 )
             )
         responses = await self.client.query_batch_points(self._name, requests)
         dense_hits = best_of_views([_hits(r.points) for r in responses[: len(views)]], limit)
-        sparse_hits = _hits(responses[-1].points) if want_sparse else []
-        return dense_hits, sparse_hits
+        by_name = dict(zip((n for n, _ in sparse_queries), responses[len(views) :], strict=True))
+        return Channels(
+            dense_hits,
+            _hits(by_name[SPARSE].points) if SPARSE in by_name else [],
+            _hits(by_name[LATENT].points) if LATENT in by_name else [],
+        )
 
     @_store_errors
     async def present(self, ids: Sequence[str]) -> dict[str, bool]:

@@ -1,9 +1,12 @@
 """The embedding step: texts from the truth store in, vectors into the truth store.
 
 A note (or record) needs a vector when the truth store has none for the configured
-model and the exact text it now has. Edits during embedding are harmless: the vector
-is stored under the hash of the text that was embedded, the owner applies only vectors
-whose hash matches the current text, and the edit queued its own job.
+model and the exact text it now has, or when the embedder makes latent terms and the
+stored vector has none (written by an engine without them, or before round 5).
+
+Edits during embedding are harmless: the vector is stored under the hash of the text
+that was embedded, the owner applies only vectors whose hash matches the current text,
+and the edit queued its own job.
 """
 
 from __future__ import annotations
@@ -27,14 +30,23 @@ async def _embed(kc: JobContext, kind: str, docs: dict[str, str], stats: EmbedSt
     model = kc.embedder.model_id
     hashes = {sid: content_hash(doc) for sid, doc in docs.items()}
     have = await kc.vectors.get(kind, model, list(docs))
-    todo = [sid for sid in docs if sid not in have or have[sid].content_hash != hashes[sid]]
+    terms = kc.embedder.latent_terms
+    todo = [
+        sid
+        for sid in docs
+        if sid not in have
+        or have[sid].content_hash != hashes[sid]
+        or (terms and have[sid].terms is None)
+    ]
     size = kc.settings.embedder.batch_size
     for start in range(0, len(todo), size):
         chunk = todo[start : start + size]
-        vectors = await kc.embedder.embed_documents([docs[sid] for sid in chunk])
+        encoded = await kc.embedder.encode_documents([docs[sid] for sid in chunk])
         stats.embedder_calls += 1
         await kc.vectors.put(
-            kind, model, [(sid, hashes[sid], v) for sid, v in zip(chunk, vectors, strict=True)]
+            kind,
+            model,
+            [(sid, hashes[sid], e.dense, e.terms) for sid, e in zip(chunk, encoded, strict=True)],
         )
         stats.embedded += len(chunk)
         kc.vectors_written()

@@ -33,6 +33,7 @@ import anyio.to_thread
 from pydantic import BaseModel
 
 from ..app import AppContext
+from ..embedders.base import Encoded
 from ..index import catalog
 from ..index.base import Index, IndexSpec
 from ..index.build import build_command, run_build
@@ -138,12 +139,15 @@ class Rebuilder:
             catalog.next_collection(app.settings.index.collection, live),
             embedder.dim,
             embedder.model_id,
+            latent=embedder.latent_terms,
         )
         st.collection, st.model = spec.collection, spec.model_id
         st.notes_total = (await app.notes.counts())["total"]
         st.out_of_process = self._outside(st.notes_total)
-        if st.out_of_process and spec.model_id != app.index.spec.model_id:
-            # the build process embeds nothing: embed what the new model lacks first
+        new_model = spec.model_id != app.index.spec.model_id
+        if st.out_of_process and (new_model or (spec.latent and not app.index.spec.latent)):
+            # the build process embeds nothing: embed what the new model (or the new
+            # latent-terms vector) lacks first
             await fill_notes(app.notes, app.db, _Discard(), self._vectors_for(st))
             await fill_records(app.records, _Discard(), self._vectors_for(st))
         start_seq = await app.vectors.last_seq()
@@ -232,26 +236,31 @@ class Rebuilder:
         await target.delete(sorted(touched))
 
     def _vectors_for(self, st: RebuildStatus) -> VectorsFor:
-        async def get(kind: str, docs: dict[str, str]) -> dict[str, list[float]]:
+        async def get(kind: str, docs: dict[str, str]) -> dict[str, Encoded]:
             return await self._vectors(kind, docs, st)
 
         return get
 
     async def _vectors(
         self, kind: str, docs: dict[str, str], st: RebuildStatus
-    ) -> dict[str, list[float]]:
-        """The stored vector of each item for the configured model; embeds the missing."""
+    ) -> dict[str, Encoded]:
+        """The stored vector of each item for the configured model; embeds the missing
+        (and, when the embedder makes latent terms, those stored without them)."""
         app = self.app
         model = app.embedder.model_id
         out = await stored_vectors(app.vectors, model)(kind, docs)
-        missing = [sid for sid in docs if sid not in out]
+        terms = app.embedder.latent_terms
+        missing = [sid for sid in docs if sid not in out or (terms and out[sid].terms is None)]
         size = app.settings.embedder.batch_size
         for start in range(0, len(missing), size):
             chunk = missing[start : start + size]
-            vecs = await app.embedder.embed_documents([docs[sid] for sid in chunk])
-            hashes = [content_hash(docs[sid]) for sid in chunk]
-            await app.vectors.put(kind, model, list(zip(chunk, hashes, vecs, strict=True)))
-            out.update(zip(chunk, vecs, strict=True))
+            encoded = await app.embedder.encode_documents([docs[sid] for sid in chunk])
+            rows = [
+                (sid, content_hash(docs[sid]), e.dense, e.terms)
+                for sid, e in zip(chunk, encoded, strict=True)
+            ]
+            await app.vectors.put(kind, model, rows)
+            out.update(zip(chunk, encoded, strict=True))
             st.embedded += len(chunk)
         return out
 

@@ -1,0 +1,42 @@
+"""The truth store's vectors table: dense vectors with their latent terms."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from mcp_gateway.db import Database
+from mcp_gateway.types import SparseVector
+from mcp_gateway.vectors import VectorStore, pack_terms, unpack_terms
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[VectorStore]:
+    db = Database(tmp_path / "kioku.sqlite3")
+    await db.open()
+    yield VectorStore(db)
+    await db.close()
+
+
+async def test_terms_round_trip_beside_the_vector(store: VectorStore) -> None:
+    terms = SparseVector([3, 70, 16_383], [0.5, 2.25, 1.0])
+    await store.put(
+        "note",
+        "m",
+        [("a", "h1", [1.0, 0.0], terms), ("b", "h2", [0.0, 1.0], None), ("c", "h3", [0.6, 0.8])],
+    )
+    got = await store.get("note", "m", ["a", "b", "c"])
+    assert got["a"].terms == terms and got["a"].vector == [1.0, 0.0]
+    assert got["b"].terms is None and got["c"].terms is None
+    assert sorted(await store.without_terms("m")) == [("note", "b"), ("note", "c")]
+    # re-embedding with terms replaces the row, terms included
+    await store.put("note", "m", [("b", "h2", [0.0, 1.0], SparseVector([], []))])
+    assert (await store.get("note", "m", ["b"]))["b"].terms == SparseVector([], [])
+    assert await store.without_terms("m") == [("note", "c")]
+
+
+def test_empty_terms_are_not_missing_terms() -> None:
+    assert pack_terms(SparseVector([], [])) == b"" and pack_terms(None) is None
+    assert unpack_terms(b"") == SparseVector([], []) and unpack_terms(None) is None

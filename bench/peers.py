@@ -123,7 +123,14 @@ async def _load_kioku(data_dir: Path, texts: list[str], pool_n: int) -> None:
 
     settings = KiokuSettings(data_dir=data_dir)
     async with open_app(settings, run_jobs=False) as app:
-        pool = np.array(await app.embedder.embed_documents(texts[:pool_n]))
+        encode = getattr(app.embedder, "encode_documents", None)  # round 5: latent terms
+        if encode is not None:
+            encoded = await encode(texts[:pool_n])
+            pool = np.array([e.dense for e in encoded])
+            pool_terms = [e.terms for e in encoded]
+        else:
+            pool = np.array(await app.embedder.embed_documents(texts[:pool_n]))
+            pool_terms = [None] * pool_n
         noise = np.random.default_rng(7)
         for start in range(0, len(texts), 1000):
             notes, points = [], []
@@ -133,7 +140,11 @@ async def _load_kioku(data_dir: Path, texts: list[str], pool_n: int) -> None:
                     noise.normal(0, 0.02, pool.shape[1]) if i >= pool_n else 0
                 )
                 notes.append(note)
-                points.append(note_point(note, (base / np.linalg.norm(base)).tolist()))
+                dense = (base / np.linalg.norm(base)).tolist()
+                terms = pool_terms[i % pool_n]
+                points.append(
+                    note_point(note, dense, None, terms) if terms else note_point(note, dense)
+                )
             if hasattr(app, "vectors"):  # the truth store of vectors (issue 9), when present
                 from mcp_gateway.indexing import note_document
                 from mcp_gateway.vectors import content_hash
@@ -142,7 +153,9 @@ async def _load_kioku(data_dir: Path, texts: list[str], pool_n: int) -> None:
                     "note",
                     app.embedder.model_id,
                     [
-                        (n.id, content_hash(note_document(n)), p.dense)
+                        (n.id, content_hash(note_document(n)), p.dense, p.latent)
+                        if p.latent is not None
+                        else (n.id, content_hash(note_document(n)), p.dense)
                         for n, p in zip(notes, points, strict=True)
                     ],
                 )

@@ -223,6 +223,7 @@ def rank(
     params: RankingParams,
     top: int,
     namespaces: Sequence[str] = (),
+    latent: Sequence[IndexHit] | None = None,
 ) -> list[Candidate]:
-    """Fuse the two channels, threshold, cut to ``top``, order (the whole ranking step)."""
-    return select(fuse(dense, sparse, params), params, top, namespaces)
+    """Fuse the channels, threshold, cut to ``top``, order (the whole ranking step)."""
+    return select(fuse(dense, sparse, params, latent), params, top, namespaces)

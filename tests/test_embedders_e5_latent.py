@@ -105,6 +105,8 @@ async def test_local_embedder_says_whether_it_makes_terms() -> None:
         try:
             encoded = await emb.encode_query("how do I stop redis running out of memory")
             assert (encoded.terms is not None) == emb.latent_terms
+            if encoded.terms is not None:  # a query keeps fewer terms than a stored text
+                assert 0 < len(encoded.terms.indices) <= e5_latent.QUERY_TERMS
             again = await emb.embed_query("how do I stop redis running out of memory")
             assert np.allclose(encoded.dense, again, atol=1e-5)
             made[name] = emb.latent_terms

@@ -199,10 +199,10 @@ async def test_onnx_lanes_run_their_own_thread_counts_each_on_one_thread() -> No
         dim = engine.dim
         has_terms = engine.has_terms
 
-        def encode(self, texts: list[str], prefix: str, threads: int, *, terms: bool) -> Any:
+        def encode(self, texts: list[str], prefix: str, threads: int, **kw: Any) -> Any:
             lane = "query" if prefix == "query: " else "documents"
             seen.append((lane, threads, threading.get_ident()))
-            return engine.encode(texts, prefix, threads, terms=terms)
+            return engine.encode(texts, prefix, threads, **kw)
 
     emb._model = Spy()
     for i in range(4):

@@ -12,7 +12,11 @@ simulated with the shipped rule (``choose``: at most ``--top`` hits, each at mos
 seeing the burst state afresh (what earlier searches embedded is not carried over, so
 this is a lower bound). ``--top 0`` is the lexical-only behaviour before it.
 
+``--latent`` (round 5): the shipped latent-terms channel, from ``latent_terms.py``'s
+cache; a pending memory has no terms either, one a search embeds gets them.
+
     python bench/quality/fresh.py [--burst 500] [--rate 21] [--top 3] [--budget-ms 60]
+                                  [--latent]
 """
 
 from __future__ import annotations
@@ -20,7 +24,9 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -33,6 +39,7 @@ from mcp_gateway.calibration import for_model  # noqa: E402
 from mcp_gateway.fresh import PRIOR_MS_PER_BYTE, FreshLimits, choose  # noqa: E402
 from mcp_gateway.ranking import RankingParams  # noqa: E402
 from mcp_gateway.settings import SearchSettings  # noqa: E402
+from mcp_gateway.types import IndexHit  # noqa: E402
 
 
 def main() -> None:
@@ -44,6 +51,7 @@ def main() -> None:
     ap.add_argument("--max-bytes", type=int, default=s.fresh_max_bytes)
     ap.add_argument("--budget-ms", type=float, default=s.fresh_budget_ms)
     ap.add_argument("--ms-per-byte", type=float, default=PRIOR_MS_PER_BYTE)
+    ap.add_argument("--latent", action="store_true", help="the latent-terms channel")
     args = ap.parse_args()
     limits = FreshLimits(args.top, args.max_bytes, args.budget_ms)
     c = load()
@@ -52,9 +60,11 @@ def main() -> None:
     params = RankingParams(
         thresholds=calib.thresholds,
         sparse_weight=s.sparse_weight,
+        latent_weight=s.latent_weight,
         high_boost=s.high_boost,
         keep_margin=calib.keep_margin,
     )
+    latent_for = latent_channel(c) if args.latent else None
 
     def sparse_weight(query: str, p: RankingParams) -> float:
         return p.sparse_weight * (
@@ -79,10 +89,37 @@ def main() -> None:
                 picked = choose([size[k] for k in met], limits, args.ms_per_byte)
                 pend -= {met[i] for i in picked}
                 embedded.append(len(picked))
-            hits[q["qid"]] = channels(c, q, pending=pend)
+            dense, sparse = channels(c, q, pending=pend)
+            if latent_for is None:
+                hits[q["qid"]] = (dense, sparse)
+            else:
+                hits[q["qid"]] = (dense, sparse, latent_for(q, pend))
         table(evaluate(c, params, hits, sparse_weight_for=sparse_weight), label)
         if embedded:
             print(f"  notes embedded per search: mean {statistics.fmean(embedded):.2f}")
+
+
+def latent_channel(c: Any) -> Callable[[dict[str, Any], frozenset[str]], list[IndexHit]]:
+    """Latent-term top-50 of a query, pending memories left out (they have no terms)."""
+    import numpy as np
+    from latent_terms import query_terms, vectors
+
+    lt = vectors(single_pass=True)
+    keys = [m["key"] for m in c.mems]
+    docs = np.stack([lt[k] for k in keys])
+
+    def hits(q: dict[str, Any], pending: frozenset[str]) -> list[IndexHit]:
+        mask = c.current.copy()
+        if q.get("type"):
+            mask &= np.array([m["type"] == q["type"] for m in c.mems])
+        if pending:
+            mask &= np.array([k not in pending for k in keys])
+        sims = docs @ query_terms(lt[q["qid"]])
+        sims = np.where(mask & (sims > 0), sims, -np.inf)
+        order = [i for i in np.argsort(-sims)[:50] if np.isfinite(sims[i])]
+        return [IndexHit(keys[i], float(sims[i]), c.payloads[i]) for i in order]
+
+    return hits
 
 
 if __name__ == "__main__":

@@ -96,6 +96,17 @@ def _single_pass_vectors() -> dict[str, np.ndarray]:
     return out
 
 
+def query_terms(vec: np.ndarray) -> np.ndarray:
+    """A query's terms as the server sends them: its ``QUERY_TERMS`` strongest."""
+    from mcp_gateway.embedders.e5_latent import QUERY_TERMS
+
+    nonzero = np.flatnonzero(vec)
+    keep = nonzero[np.argsort(-vec[nonzero])[:QUERY_TERMS]]
+    out = np.zeros_like(vec)
+    out[keep] = vec[keep]
+    return out
+
+
 def main() -> None:
     b = Bench()
     lt = vectors(single_pass="--single-pass" in sys.argv)
@@ -103,7 +114,7 @@ def main() -> None:
     docs = np.stack([lt[k] for k in keys])
 
     def hits(q: dict[str, Any], limit: int = 50) -> list[IndexHit]:
-        sims = docs @ lt[q["qid"]]
+        sims = docs @ query_terms(lt[q["qid"]])
         mask = b.c.current.copy()
         if q.get("type"):
             mask &= np.array([m["type"] == q["type"] for m in b.c.mems])

@@ -147,17 +147,17 @@ def _payload(c: Corpus, i: int, pending: frozenset[str]) -> dict[str, Any]:
 def evaluate(
     c: Corpus,
     params: RankingParams,
-    hits: dict[str, tuple[list[IndexHit], list[IndexHit]]],
+    hits: dict[str, tuple[list[IndexHit], ...]],
     top: int = 10,
     sparse_weight_for=None,
 ) -> list[dict[str, Any]]:
     rows = []
     for q in c.queries:
-        dense, sparse = hits[q["qid"]]
+        dense, sparse, *more = hits[q["qid"]]  # a third list: latent-term hits
         p = params
         if sparse_weight_for is not None:
             p = replace(params, sparse_weight=sparse_weight_for(q["query"], params))
-        chosen = rank(dense, sparse, p, top)
+        chosen = rank(dense, sparse, p, top, latent=more[0] if more else None)
         ranked = [str(x.payload["source_id"]) for x in chosen]
         rows.append({**q, **score(ranked, set(q["relevant"])), "ranked": ranked})
     return rows

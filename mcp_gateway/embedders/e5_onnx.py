@@ -98,16 +98,22 @@ class OnnxE5:
         return self._embed(texts, "passage: ", threads)
 
     def encode(
-        self, texts: Sequence[str], prefix: str, threads: int, *, terms: bool
+        self,
+        texts: Sequence[str],
+        prefix: str,
+        threads: int,
+        *,
+        terms: bool,
+        keep: int = e5_latent.TOP_TERMS,
     ) -> tuple[np.ndarray, list[SparseVector] | None]:
         """Dense vectors [len(texts), dim] and, when ``terms`` and an autoencoder is
-        loaded, each text's latent terms, from one forward pass."""
+        loaded, each text's ``keep`` strongest latent terms, from one forward pass."""
         collect = terms and self._sae is not None
         found: list[list[np.ndarray]] | None = [[] for _ in texts] if collect else None
         vectors = self._embed(texts, prefix, threads, found)
         if found is None:
             return vectors, None
-        return vectors, [self._terms(states, threads) for states in found]
+        return vectors, [self._terms(states, threads, keep) for states in found]
 
     def content_states(self, text: str, prefix: str, threads: int = 1) -> np.ndarray:
         """Last-layer states of ``text``'s own tokens in its one-window prefixed pass
@@ -168,7 +174,7 @@ class OnnxE5:
             self._prefix_tokens[prefix] = count
         return count
 
-    def _terms(self, states: list[np.ndarray], threads: int) -> SparseVector:
+    def _terms(self, states: list[np.ndarray], threads: int, keep: int) -> SparseVector:
         sae = self._sae
         assert sae is not None
         rows = np.concatenate(states) if states else np.zeros((0, self.dim), np.float32)
@@ -181,7 +187,7 @@ class OnnxE5:
             v, i = session.run(None, {"states": chunk})
             values.append(v)
             indices.append(i)
-        return e5_latent.pool(np.concatenate(values), np.concatenate(indices), sae.features)
+        return e5_latent.pool(np.concatenate(values), np.concatenate(indices), sae.features, keep)
 
     def _mask(self, batch: list[_Window]) -> np.ndarray:
         mask = np.zeros((len(batch), max(len(w.ids) for w in batch)), np.float32)

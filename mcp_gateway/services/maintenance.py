@@ -35,6 +35,9 @@ class MaintenanceService:
                 "expected_points": notes["total"] + records.get("total", 0),
                 # points the HNSW graph covers (edge; 0 = exact search only)
                 "graph_points": getattr(app.index.current, "graph_points", 0),
+                # the collection has the latent-terms vector / the embedder makes terms
+                "latent_terms": app.index.spec.latent,
+                "embedder_latent_terms": app.embedder.latent_terms,
             },
             "notes": notes,
             "records": records,
@@ -70,6 +73,7 @@ class MaintenanceService:
                     f"{app.embedder.model_id}: run `kioku reindex` (search is lexical until then)",
                 )
             )
+        checks.append(_latent_check(index))
         info = await live_info(app.db, app.settings)
         notes = stats["notes"]
         checks.append(
@@ -93,6 +97,21 @@ class MaintenanceService:
             "queued": report.queued,
             "orphans_deleted": report.orphans_deleted,
         }
+
+
+def _latent_check(index: dict[str, Any]) -> dict[str, Any]:
+    has, makes = index["latent_terms"], index["embedder_latent_terms"]
+    if has and makes:
+        return _check("latent_terms", True, "searched beside dense (BM25 for exact words)")
+    if makes:
+        return _check(
+            "latent_terms",
+            False,
+            "the index was built without the latent-terms vector: `kioku reindex` adds it "
+            "(search uses dense + BM25 until then)",
+        )
+    why = "this embedder makes none" if has else "off (the embedder makes none)"
+    return _check("latent_terms", True, f"{why}: search uses dense + BM25")
 
 
 def _check(name: str, ok: bool, detail: str) -> dict[str, Any]:

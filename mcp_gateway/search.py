@@ -16,6 +16,7 @@ from typing import Any, Protocol
 import anyio
 
 from . import lexical
+from .answers import AnswerCache
 from .calibration import Calibration, for_model, shift_views
 from .db import Database
 from .embedders.base import Embedder
@@ -93,6 +94,7 @@ class SearchService:
         self.notes, self.index, self.embedder = notes, index, embedder
         self.settings, self.thresholds, self.records = settings, thresholds, records
         self.fresh = fresh
+        self.answers = AnswerCache(settings.answer_cache_size)
         self.calibration: Calibration = for_model(embedder.model_id)
         # ``is None``, not ``or``: 0 is a meaningful setting for every one of these
         c, s = self.calibration, settings
@@ -112,6 +114,23 @@ class SearchService:
                 f"query is over {self.settings.max_query_chars} characters: "
                 "summarise the situation in a few sentences"
             )
+        namespace = req.namespaces[0] if req.namespaces else "default"
+        # read before anything else: a write that lands meanwhile makes this answer stale
+        generation: int | None = getattr(self.index, "generation", None)
+        key = (query, req.type, req.domain, req.top, tuple(req.namespaces))
+        thresholds = await self.thresholds.get(namespace)
+        if generation is not None and (known := self.answers.get(key, generation, thresholds)):
+            return known
+        response, settled = await self._search(query, req, namespace)
+        if generation is not None and settled:
+            self.answers.put(key, generation, thresholds, response)
+        return response
+
+    async def _search(
+        self, query: str, req: SearchRequest, namespace: str
+    ) -> tuple[SearchResponse, bool]:
+        """The answer, and whether it is settled: no hit is still waiting for its
+        embedding (a later search may embed it itself, so such an answer is not kept)."""
         mode = self.settings.mode
         views, terms, dense_ok = (
             ([], None, False) if mode == "lexical" else await self._embed_query(query)
@@ -149,7 +168,7 @@ class SearchService:
                 dense_hits = best_of_views([dense_hits, fresh_dense], limit)
             if fresh_latent:
                 latent_hits = best_of_views([latent_hits, fresh_latent], limit)
-        params = await self._params(query, req.namespaces[0] if req.namespaces else "default")
+        params = await self._params(query, namespace)
         candidates = fuse(dense_hits, sparse_hits, params, latent_hits if terms else None)
         chosen = select(candidates, params, req.top, req.namespaces)
         results = await self._materialise(chosen)
@@ -159,12 +178,14 @@ class SearchService:
         present = {r.id for r in results}
         floor = recent_floor(candidates, params)
         related = [n for n in recent if n.id not in present and n.id in floor]
-        return SearchResponse(
+        response = SearchResponse(
             query=query,
             results=results,
             recent=[note_result(n, floor[n.id], [RECENT_TAG]) for n in related],
             dense_available=dense_ok,
         )
+        settled = not any(h.payload.get("dense") is False for h in sparse_hits)
+        return response, settled
 
     async def _embed_query(self, query: str) -> tuple[list[list[float]], SparseVector | None, bool]:
         """The query's dense views (one embedding, shifted once or twice) and its latent

@@ -94,6 +94,8 @@ class SearchSettings(BaseModel):
     max_top: int = Field(default=50, ge=1)
     max_query_chars: int = Field(default=4_000, ge=16)
     candidates: int = Field(default=50, ge=5, description="per-channel candidate depth")
+    # answers to repeated searches kept until the index changes (answers.py; 0: off)
+    answer_cache_size: int = Field(default=256, ge=0)
     # shipped values are justified by bench/quality figures in docs/ranking.md
     fusion: Literal["rrf", "dbsf"] = "dbsf"
     priority_rule: Literal["first", "boost", "gated"] = "gated"

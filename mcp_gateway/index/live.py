@@ -26,6 +26,9 @@ class LiveIndex:
         self.current = current
         self.building: Index | None = None
         self._journal: set[str] | None = None
+        # bumped after every write lands (and at a swap): a search's answer computed at
+        # generation G is still the answer while the generation is G (``answers.py``)
+        self.generation = 0
 
     @property
     def spec(self) -> IndexSpec:
@@ -52,6 +55,7 @@ class LiveIndex:
     def swap(self, new: Index) -> Index:
         """Serve from ``new``; returns the old index for the caller to close."""
         old, self.current, self.building = self.current, new, None
+        self.generation += 1
         return old
 
     def _targets(self) -> list[Index]:
@@ -65,19 +69,28 @@ class LiveIndex:
 
     async def upsert(self, points: Sequence[IndexPoint]) -> None:
         self._note([p.id for p in points])
-        for target in self._targets():
-            same_model = target.spec.model_id == self.current.spec.model_id
-            await target.upsert(points if same_model else _lexical_only(points))
+        try:
+            for target in self._targets():
+                same_model = target.spec.model_id == self.current.spec.model_id
+                await target.upsert(points if same_model else _lexical_only(points))
+        finally:
+            self.generation += 1
 
     async def set_payload(self, ids: Sequence[str], payload: Mapping[str, Any]) -> None:
         self._note(ids)
-        for target in self._targets():
-            await target.set_payload(ids, payload)
+        try:
+            for target in self._targets():
+                await target.set_payload(ids, payload)
+        finally:
+            self.generation += 1
 
     async def delete(self, ids: Sequence[str]) -> None:
         self._note(ids)
-        for target in self._targets():
-            await target.delete(ids)
+        try:
+            for target in self._targets():
+                await target.delete(ids)
+        finally:
+            self.generation += 1
 
     async def search(
         self,
@@ -114,7 +127,10 @@ class LiveIndex:
         return await self.current.ids()
 
     async def clear(self) -> None:
-        await self.current.clear()
+        try:
+            await self.current.clear()
+        finally:
+            self.generation += 1
 
     async def destroy(self) -> None:
         raise RuntimeError("the live index is never destroyed; swap it out first")

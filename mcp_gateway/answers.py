@@ -25,6 +25,9 @@ from dataclasses import dataclass
 from .types import SearchResponse
 
 AnswerKey = tuple[str, str, str, int, tuple[str, ...]]
+# answers whose texts add up to more are not kept: 256 answers stay under ~16 MB even
+# when every note is near the 32 KB limit
+MAX_ANSWER_CHARS = 64_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +62,9 @@ class AnswerCache:
         response: SearchResponse,
     ) -> None:
         if self.size <= 0 or not response.dense_available:
+            return
+        shown = [*response.results, *response.recent]
+        if sum(len(r.text) + len(r.title) for r in shown) > MAX_ANSWER_CHARS:
             return
         self._answers[key] = _Answer(generation, dict(thresholds), response.model_copy(deep=True))
         self._answers.move_to_end(key)

@@ -56,3 +56,23 @@ async def test_a_filtered_answer_does_not_shrink_the_stored_one(harness: Harness
     hits = answers(harness)
     again = await services.notes.search(scope, query="python code formatter", top=5)
     assert answers(harness) == hits + 1 and again == plain
+
+
+def test_huge_answers_and_other_generations_are_not_served() -> None:
+    from mcp_gateway.answers import MAX_ANSWER_CHARS, AnswerCache
+    from mcp_gateway.types import SearchResponse, SearchResult
+
+    def response(chars: int) -> SearchResponse:
+        hit = SearchResult(id="n", type="note", created_at="", score=1.0, text="x" * chars)
+        return SearchResponse(query="q", results=[hit])
+
+    cache = AnswerCache(size=2)
+    key = ("q", "", "", 5, ("default",))
+    cache.put(key, 7, {"*": 0.2}, response(MAX_ANSWER_CHARS + 1))
+    assert cache.get(key, 7, {"*": 0.2}) is None
+    cache.put(key, 7, {"*": 0.2}, response(10))
+    assert cache.get(key, 7, {"*": 0.2}) == response(10)
+    assert cache.get(key, 8, {"*": 0.2}) is None  # the index moved on
+    assert cache.get(key, 7, {"*": 0.3}) is None  # thresholds were retuned
+    cache.put(key, 7, {"*": 0.2}, SearchResponse(query="q", results=[], dense_available=False))
+    assert cache.get(key, 7, {"*": 0.2}) == response(10)  # a lexical-only answer is not kept

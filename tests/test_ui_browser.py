@@ -149,6 +149,10 @@ def _search(browser: Any, gateway: str, query: str, **filters: str) -> list[str]
     box = browser.find_element(By.CSS_SELECTOR, "#search input[name=q]")
     box.send_keys(query)
     box.submit()
+    # the results page replaces this one: read it only once the form's page is gone
+    # (a fast answer used to be read while the navigation was still swapping pages)
+    _wait(browser, lambda _b: _gone(box))
+    _wait(browser, lambda b: b.execute_script("return document.readyState") == "complete")
     return [e.text for e in browser.find_elements(By.CSS_SELECTOR, ".result a.id")]
 
 

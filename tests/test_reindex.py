@@ -88,11 +88,15 @@ async def test_reindex_brings_latent_terms_to_an_older_data_dir(tmp_path: Path) 
         assert all(r.terms is None for r in rows.values()) and len(rows) == len(ids)
     async with open_app(settings_for(data), run_jobs=False) as app:
         assert app.embedder.latent_terms and not app.index.spec.latent  # cannot gain it
+        doctor = {c["name"]: c for c in await Services.over(app).maintenance.doctor()}
+        assert not doctor["latent"]["ok"] and "kioku reindex" in doctor["latent"]["detail"]
         request = SearchRequest("retry budget", namespaces=("default",))
         assert (await app.search.search(request)).results
         status = await Services.over(app).rebuild.rebuild()
         assert status.state == "done" and status.embedded == len(TEXTS)
         assert app.index.spec.latent
+        doctor = {c["name"]: c for c in await Services.over(app).maintenance.doctor()}
+        assert doctor["latent"]["ok"]
         rows = await app.vectors.get("note", app.embedder.model_id, ids)
         assert all(r.terms is not None and r.terms.indices for r in rows.values())
         query = (await app.embedder.encode_query("retry budget")).terms

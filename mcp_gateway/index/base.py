@@ -129,3 +129,31 @@ class Index(Protocol):
 
     async def destroy(self) -> None:
         """Close and delete the whole collection (an abandoned or replaced rebuild)."""
+
+
+class ChannelSearch:
+    """``Index.search`` for a backend whose primitive is ``search_channels``."""
+
+    async def search_channels(
+        self,
+        dense: Sequence[float] | None,
+        sparse: SparseVector,
+        flt: IndexFilter,
+        limit: int,
+        *,
+        more_dense: Sequence[Sequence[float]] = (),
+        latent: SparseVector | None = None,
+    ) -> Channels:
+        raise NotImplementedError
+
+    async def search(
+        self,
+        dense: Sequence[float] | None,
+        sparse: SparseVector,
+        flt: IndexFilter,
+        limit: int,
+        *,
+        more_dense: Sequence[Sequence[float]] = (),
+    ) -> tuple[list[IndexHit], list[IndexHit]]:
+        found = await self.search_channels(dense, sparse, flt, limit, more_dense=more_dense)
+        return found.dense, found.sparse

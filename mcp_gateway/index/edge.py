@@ -45,7 +45,7 @@ import qdrant_edge as qe
 
 from ..errors import IndexMismatch, StoreUnavailable
 from ..ranking import best_of_views
-from ..types import IndexFilter, IndexHit, IndexPoint, SparseVector
+from ..types import IndexFilter, IndexPoint, SparseVector
 from .base import (
     BOOL_FIELDS,
     DENSE,
@@ -54,6 +54,7 @@ from .base import (
     LATENT,
     SPARSE,
     Channels,
+    ChannelSearch,
     IndexSpec,
 )
 from .edge_types import CURRENT_MIRROR, build_filter, hits, with_mirror
@@ -68,7 +69,7 @@ GRAPH_FILE = "kioku_graph.json"
 MIN_GRAPH_GROWTH = 1_000
 
 
-class EdgeIndex:
+class EdgeIndex(ChannelSearch):
     """``Index`` on an ``EdgeShard`` stored in ``path / spec.collection``."""
 
     def __init__(
@@ -285,18 +286,6 @@ class EdgeIndex:
         await self._run(lambda s: s.update(op))
 
     # -- reads --------------------------------------------------------------------
-
-    async def search(
-        self,
-        dense: Sequence[float] | None,
-        sparse: SparseVector,
-        flt: IndexFilter,
-        limit: int,
-        *,
-        more_dense: Sequence[Sequence[float]] = (),
-    ) -> tuple[list[IndexHit], list[IndexHit]]:
-        found = await self.search_channels(dense, sparse, flt, limit, more_dense=more_dense)
-        return found.dense, found.sparse
 
     async def search_channels(
         self,

@@ -17,11 +17,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..types import IndexFilter, IndexHit, IndexPoint, SparseVector
-from .base import Channels, Index, IndexSpec
+from ..types import IndexFilter, IndexPoint, SparseVector
+from .base import Channels, ChannelSearch, Index, IndexSpec
 
 
-class LiveIndex:
+class LiveIndex(ChannelSearch):
     def __init__(self, current: Index) -> None:
         self.current = current
         self.building: Index | None = None
@@ -91,17 +91,6 @@ class LiveIndex:
                 await target.delete(ids)
         finally:
             self.generation += 1
-
-    async def search(
-        self,
-        dense: Sequence[float] | None,
-        sparse: SparseVector,
-        flt: IndexFilter,
-        limit: int,
-        *,
-        more_dense: Sequence[Sequence[float]] = (),
-    ) -> tuple[list[IndexHit], list[IndexHit]]:
-        return await self.current.search(dense, sparse, flt, limit, more_dense=more_dense)
 
     async def search_channels(
         self,

@@ -31,6 +31,7 @@ from .base import (
     LATENT,
     SPARSE,
     Channels,
+    ChannelSearch,
     IndexSpec,
     match_any_terms,
     needs_current_condition,
@@ -93,7 +94,7 @@ def _hits(points: Sequence[models.ScoredPoint]) -> list[IndexHit]:
     return [IndexHit(id=str(p.id), score=p.score, payload=dict(p.payload or {})) for p in points]
 
 
-class QdrantIndex:
+class QdrantIndex(ChannelSearch):
     """``Index`` on an ``AsyncQdrantClient`` collection named ``spec.collection``."""
 
     def __init__(self, spec: IndexSpec, client: AsyncQdrantClient) -> None:
@@ -186,18 +187,6 @@ class QdrantIndex:
         await self.client.delete(
             self._name, models.FilterSelector(filter=models.Filter()), wait=True
         )
-
-    async def search(
-        self,
-        dense: Sequence[float] | None,
-        sparse: SparseVector,
-        flt: IndexFilter,
-        limit: int,
-        *,
-        more_dense: Sequence[Sequence[float]] = (),
-    ) -> tuple[list[IndexHit], list[IndexHit]]:
-        found = await self.search_channels(dense, sparse, flt, limit, more_dense=more_dense)
-        return found.dense, found.sparse
 
     @_store_errors
     async def search_channels(

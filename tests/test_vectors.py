@@ -21,7 +21,7 @@ async def store(tmp_path: Path) -> AsyncIterator[VectorStore]:
 
 
 async def test_terms_round_trip_beside_the_vector(store: VectorStore) -> None:
-    terms = SparseVector([3, 70, 16_383], [0.5, 2.25, 1.0])
+    terms = SparseVector([3, 70, 16_383], [0.5, 2.25, 1.0])  # exact in float16
     await store.put(
         "note",
         "m",
@@ -40,3 +40,16 @@ async def test_terms_round_trip_beside_the_vector(store: VectorStore) -> None:
 def test_empty_terms_are_not_missing_terms() -> None:
     assert pack_terms(SparseVector([], [])) == b"" and pack_terms(None) is None
     assert unpack_terms(b"") == SparseVector([], []) and unpack_terms(None) is None
+
+
+def test_packed_terms_keep_their_values_to_float16() -> None:
+    terms = SparseVector([0, 9, 65_535], [0.3442726, 0.57109475, 2.7432556])
+    back = unpack_terms(pack_terms(terms))
+    assert back is not None and back.indices == terms.indices
+    assert all(abs(a - b) <= 1e-3 * b for a, b in zip(back.values, terms.values, strict=True))
+    assert len(pack_terms(terms) or b"") == 4 * 3
+
+
+def test_a_term_index_past_the_format_is_refused() -> None:
+    with pytest.raises(ValueError, match="new version"):
+        pack_terms(SparseVector([70_000], [1.0]))

@@ -117,8 +117,8 @@ class OnnxE5:
 
     def content_states(self, text: str, prefix: str, threads: int = 1) -> np.ndarray:
         """Last-layer states of ``text``'s own tokens in its one-window prefixed pass
-        (not the prefix's, not ``<s>``/``</s>``): for experiments on the token states
-        (bench/quality/latent_terms.py). ``ValueError`` past one window."""
+        (not the prefix's, not ``<s>``/``</s>``): the latent-terms test checks ``encode``
+        against a float autoencoder over these. ``ValueError`` past one window."""
         (window,) = self._windows([text], prefix)  # ValueError if several
         hidden = self._hidden(self._session(threads), [window], self._mask([window]))[0]
         out: np.ndarray = hidden[1 + window.skip : len(window.ids) - 1]

@@ -99,7 +99,10 @@ class EdgeIndex(ChannelSearch):
     def _config(self) -> qe.EdgeConfig:
         sparse = {SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)}
         if self.spec.latent:
-            sparse[LATENT] = qe.EdgeSparseVectorParams()  # plain dot product, no IDF
+            # plain dot product, no IDF. Always through the inverted index: below its
+            # default threshold the engine scans every point, and a latent query's 64
+            # terms meet most notes (2k notes: 3.1 -> 0.84 ms a search, same hits)
+            sparse[LATENT] = qe.EdgeSparseVectorParams(full_scan_threshold=1)
         return qe.EdgeConfig(
             vectors={DENSE: qe.EdgeVectorParams(size=self.spec.dim, distance=qe.Distance.Cosine)},
             sparse_vectors=sparse,

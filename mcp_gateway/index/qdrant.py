@@ -119,7 +119,11 @@ class QdrantIndex(ChannelSearch):
         else:
             sparse = {SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)}
             if self.spec.latent:
-                sparse[LATENT] = models.SparseVectorParams()  # plain dot product
+                # plain dot product; the inverted index even for small collections
+                # (a full scan meets most notes: index/edge.py)
+                sparse[LATENT] = models.SparseVectorParams(
+                    index=models.SparseIndexParams(full_scan_threshold=1)
+                )
             await self.client.create_collection(
                 self._name,
                 vectors_config={

@@ -43,6 +43,7 @@ from mcp_gateway.app import AppContext, open_app
 from mcp_gateway.indexing import note_document
 from mcp_gateway.services import Services
 from mcp_gateway.settings import KiokuSettings
+from mcp_gateway.types import SparseVector
 from mcp_gateway.vectors import content_hash
 
 TOPICS = ["deploy", "rate limits", "git rebase", "docker builds", "flaky tests", "migrations"]
@@ -156,9 +157,16 @@ async def burst_lag(settings: KiokuSettings, n: int, workers: int, logs: Path) -
     )
 
 
+def random_terms(rng: np.random.Generator) -> SparseVector:
+    """256 latent terms of a stored text, as many as the model keeps (``e5_latent``)."""
+    indices = np.sort(rng.choice(16_384, 256, replace=False))
+    return SparseVector(indices.tolist(), rng.uniform(0.3, 3.0, 256).tolist())
+
+
 async def reindex_time(settings: KiokuSettings, n: int) -> str:
-    """Notes whose vectors are in the truth store (random unit vectors stand in for the
-    model's: the rebuild path reads them back and never calls the model)."""
+    """Notes whose vectors are in the truth store (random unit vectors, and random latent
+    terms when the embedder makes them, stand in for the model's: the rebuild path reads
+    them back and never calls the model)."""
     rng = np.random.default_rng(7)
     async with open_app(settings, run_jobs=False) as app:
         model, dim = app.embedder.model_id, app.embedder.dim
@@ -169,12 +177,13 @@ async def reindex_time(settings: KiokuSettings, n: int) -> str:
             ]
             vecs = rng.standard_normal((len(notes), dim)).astype(np.float32)
             vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+            terms = [random_terms(rng) if app.embedder.latent_terms else None for _ in notes]
             await app.vectors.put(
                 "note",
                 model,
                 [
-                    (nt.id, content_hash(note_document(nt)), v)
-                    for nt, v in zip(notes, vecs, strict=True)
+                    (nt.id, content_hash(note_document(nt)), v, t)
+                    for nt, v, t in zip(notes, vecs, terms, strict=True)
                 ],
             )
         began = time.perf_counter()

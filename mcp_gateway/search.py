@@ -169,7 +169,9 @@ class SearchService:
             if fresh_latent:
                 latent_hits = best_of_views([latent_hits, fresh_latent], limit)
         params = await self._params(query, namespace)
-        candidates = fuse(dense_hits, sparse_hits, params, latent_hits if terms else None)
+        candidates = fuse(
+            dense_hits, sparse_hits, params, latent_hits if terms is not None else None
+        )
         chosen = select(candidates, params, req.top, req.namespaces)
         results = await self._materialise(chosen)
         # The newest lessons/conclusions are a separate, labelled part of the answer

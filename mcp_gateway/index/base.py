@@ -7,7 +7,7 @@ added; the embedding job later upserts the whole point again, with its dense vec
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
@@ -131,20 +131,21 @@ class Index(Protocol):
         """Close and delete the whole collection (an abandoned or replaced rebuild)."""
 
 
+def sparse_queries(
+    spec: IndexSpec, sparse: SparseVector, latent: SparseVector | None
+) -> list[tuple[str, SparseVector]]:
+    """The sparse requests of a search, by vector name: BM25 unless empty, the latent
+    terms when given, not empty and the collection has their vector."""
+    out = [(SPARSE, sparse)] if not sparse.is_empty() else []
+    if spec.latent and latent is not None and not latent.is_empty():
+        out.append((LATENT, latent))
+    return out
+
+
 class ChannelSearch:
     """``Index.search`` for a backend whose primitive is ``search_channels``."""
 
-    async def search_channels(
-        self,
-        dense: Sequence[float] | None,
-        sparse: SparseVector,
-        flt: IndexFilter,
-        limit: int,
-        *,
-        more_dense: Sequence[Sequence[float]] = (),
-        latent: SparseVector | None = None,
-    ) -> Channels:
-        raise NotImplementedError
+    search_channels: Callable[..., Awaitable[Channels]]
 
     async def search(
         self,

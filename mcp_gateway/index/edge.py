@@ -56,6 +56,7 @@ from .base import (
     Channels,
     ChannelSearch,
     IndexSpec,
+    sparse_queries,
 )
 from .edge_types import CURRENT_MIRROR, build_filter, hits, with_mirror
 
@@ -301,11 +302,8 @@ class EdgeIndex(ChannelSearch):
         latent: SparseVector | None = None,
     ) -> Channels:
         views = [dense, *more_dense] if dense is not None else []
-        sparse_queries = [(SPARSE, sparse)] if not sparse.is_empty() else []
-        want_latent = self.spec.latent and latent is not None and not latent.is_empty()
-        if want_latent and latent is not None:
-            sparse_queries.append((LATENT, latent))
-        if limit <= 0 or not (views or sparse_queries):
+        sparse_requests = sparse_queries(self.spec, sparse, latent)
+        if limit <= 0 or not (views or sparse_requests):
             return Channels([], [], [])
         for view in views:
             self._check_dim(view)
@@ -328,7 +326,7 @@ class EdgeIndex(ChannelSearch):
                         params=params,
                     )
                 )
-            for name, vec in sparse_queries:
+            for name, vec in sparse_requests:
                 requests.append(
                     qe.QueryRequest(
                         limit=limit,
@@ -343,7 +341,7 @@ class EdgeIndex(ChannelSearch):
 
         results = await self._run(_search)
         dense_hits = best_of_views([hits(r) for r in results[: len(views)]], limit)
-        by_name = dict(zip((n for n, _ in sparse_queries), results[len(views) :], strict=True))
+        by_name = dict(zip((n for n, _ in sparse_requests), results[len(views) :], strict=True))
         return Channels(dense_hits, hits(by_name.get(SPARSE, [])), hits(by_name.get(LATENT, [])))
 
     async def present(self, ids: Sequence[str]) -> dict[str, bool]:

@@ -35,6 +35,7 @@ from .base import (
     IndexSpec,
     match_any_terms,
     needs_current_condition,
+    sparse_queries,
 )
 
 log = logging.getLogger(__name__)
@@ -204,10 +205,8 @@ class QdrantIndex(ChannelSearch):
         latent: SparseVector | None = None,
     ) -> Channels:
         views = [dense, *more_dense] if dense is not None else []
-        sparse_queries = [(SPARSE, sparse)] if not sparse.is_empty() else []
-        if self.spec.latent and latent is not None and not latent.is_empty():
-            sparse_queries.append((LATENT, latent))
-        if limit <= 0 or not (views or sparse_queries):
+        sparse_requests = sparse_queries(self.spec, sparse, latent)
+        if limit <= 0 or not (views or sparse_requests):
             return Channels([], [], [])
         qfilter = build_filter(flt)
         requests: list[models.QueryRequest] = []
@@ -218,7 +217,7 @@ class QdrantIndex(ChannelSearch):
                     query=list(view), using=DENSE, filter=qfilter, limit=limit, with_payload=True
                 )
             )
-        for name, vec in sparse_queries:
+        for name, vec in sparse_requests:
             requests.append(
                 models.QueryRequest(
                     query=_sparse(vec), using=name, filter=qfilter, limit=limit, with_payload=True
@@ -226,7 +225,7 @@ class QdrantIndex(ChannelSearch):
             )
         responses = await self.client.query_batch_points(self._name, requests)
         dense_hits = best_of_views([_hits(r.points) for r in responses[: len(views)]], limit)
-        by_name = dict(zip((n for n, _ in sparse_queries), responses[len(views) :], strict=True))
+        by_name = dict(zip((n for n, _ in sparse_requests), responses[len(views) :], strict=True))
         return Channels(
             dense_hits,
             _hits(by_name[SPARSE].points) if SPARSE in by_name else [],

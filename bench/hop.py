@@ -5,7 +5,8 @@ Starts kioku on a fresh data dir and times, interleaved, N rounds of:
 - ``proxied``: ``kioku serve`` over stdio (proxy -> Unix-socket HTTP -> daemon);
 - ``http-new`` / ``http-keepalive``: the proxy's POST alone, a new connection per request
   vs one kept-alive connection (what the proxy hop costs without stdio);
-for an MCP ping and a ``get_note`` of a missing id.
+for an MCP ping, a ``get_note`` of a missing id and an ``add_note`` of a new text (the
+add's round trip minus ``get_note``'s is what the write path costs beyond the hops).
 
     flock "${TMPDIR:-/tmp}/kioku-bench.lock" python bench/hop.py [--rounds 300] [--baseline-src DIR]
 """
@@ -53,8 +54,28 @@ def _env(data_dir: Path, src: Path = ROOT) -> dict[str, str]:
     return env
 
 
+def _add(i: int, side: str) -> dict[str, str]:
+    return {"text": f"hop {side}{i}: the build cache lives in .cache/{i} and expires daily"}
+
+
 def _rpc(method: str, params: dict[str, Any], i: int) -> bytes:
     return json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params}).encode()
+
+
+async def _rounds(
+    calls: dict[str, Callable[[int], Awaitable[Any]]],
+    rounds: int,
+    samples: dict[str, list[float]],
+    pause_s: float = 0.0,
+) -> None:
+    for i in range(rounds + 10):
+        for name, call in calls.items():
+            t = time.perf_counter()
+            await call(i)
+            if i >= 10:
+                samples.setdefault(name, []).append((time.perf_counter() - t) * 1000)
+        if pause_s:
+            await anyio.sleep(pause_s)
 
 
 async def main(rounds: int, baseline: Path | None) -> None:
@@ -118,15 +139,22 @@ async def main(rounds: int, baseline: Path | None) -> None:
                     headers=headers,
                 ),
             }  # fmt: skip
+            adds: dict[str, Callable[[int], Awaitable[Any]]] = {
+                "standalone add_note": lambda i: standalone.call_tool("add_note", _add(i, "s")),
+                "proxied add_note": lambda i: proxied.call_tool("add_note", _add(i, "p")),
+                "http-keepalive add_note": lambda i: kept.post(
+                    "/mcp",
+                    content=_rpc("tools/call", {"name": "add_note", "arguments": _add(i, "h")}, i),
+                    headers=headers,
+                ),
+            }  # fmt: skip
             if old is not None:
                 calls["baseline-proxied ping"] = lambda i: old.send_ping()
                 calls["baseline-proxied get_note"] = lambda i: old.call_tool("get_note", _MISSING)
-            for i in range(rounds + 10):
-                for name, call in calls.items():
-                    t = time.perf_counter()
-                    await call(i)
-                    if i >= 10:
-                        samples.setdefault(name, []).append((time.perf_counter() - t) * 1000)
+            await _rounds(calls, rounds, samples)
+            # Each add queues an embedding (~10 ms of CPU): after the other calls, with
+            # a pause per round, so neither phase times the other's background work.
+            await _rounds(adds, rounds, samples, pause_s=0.08)
         try:
             os.kill(int((shared / "gateway.lock").read_text().strip()), signal.SIGTERM)
         except (OSError, ValueError):

@@ -38,6 +38,7 @@ from .records import RecordStore
 from .search import SearchService, ThresholdCache
 from .settings import KiokuSettings
 from .vectors import VectorStore
+from .writebehind import WriteBehind
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +58,7 @@ class AppContext:
     activity: ActivityLog
     applier: Applier
     job_context: JobContext
+    writes: WriteBehind
     jobs: Scheduler = field(init=False)
     background: anyio.abc.TaskGroup | None = None
     # set once the start-up reconcile has run (or at once when none runs)
@@ -83,6 +85,7 @@ class AppContext:
         """Wait until every job requested so far has run and its results are applied
         (tests, benches, shutdown)."""
         await self.reconciled.wait()
+        await self.writes.caught_up()
         await self.jobs.drain()
         await self.applier.apply_pending()
 
@@ -157,6 +160,8 @@ async def open_app(settings: KiokuSettings, *, run_jobs: bool = True) -> AsyncIt
         )
         await app.jobs.start()
         stack.push_async_callback(app.jobs.close)
+        # before the jobs and the index close: a follow-up queues a job, writes a point
+        stack.push_async_callback(app.writes.close)
         if run_jobs:
             tg = await stack.enter_async_context(anyio.create_task_group())
             stack.callback(tg.cancel_scope.cancel)
@@ -184,7 +189,8 @@ def _compose(
     vectors = VectorStore(db)
     thresholds = ThresholdCache(db, embedder.model_id, dict(settings.search.thresholds))
     activity = ActivityLog(settings.activity_log_path)
-    applier = Applier(db, notes, records, vectors, index)
+    writes = WriteBehind()
+    applier = Applier(db, notes, records, vectors, index, writes=writes)
     s = settings.search
     limits = FreshLimits(s.fresh_top, s.fresh_max_bytes, s.fresh_budget_ms)
     kc = JobContext(
@@ -216,11 +222,13 @@ def _compose(
             thresholds,
             records=records,
             fresh=FreshEmbedder(notes, records, vectors, embedder, limits, applier.wake),
+            writes=writes,
         ),
         thresholds=thresholds,
         activity=activity,
         applier=applier,
         job_context=kc,
+        writes=writes,
     )
 
 

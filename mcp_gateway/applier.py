@@ -27,6 +27,7 @@ from .notes import NoteStore
 from .records import RecordStore
 from .types import IndexPoint, point_id
 from .vectors import StoredVector, VectorStore, content_hash
+from .writebehind import WriteBehind
 
 log = logging.getLogger(__name__)
 
@@ -42,9 +43,10 @@ class Applier:
         vectors: VectorStore,
         index: Index,
         poll_s: float = 0.1,
+        writes: WriteBehind | None = None,
     ) -> None:
         self.db, self.notes, self.records, self.vectors = db, notes, records, vectors
-        self.index, self.poll_s = index, poll_s
+        self.index, self.poll_s, self.writes = index, poll_s, writes
         self._wake = anyio.Event()
         self._lock = anyio.Lock()
         self.applied = 0
@@ -67,6 +69,9 @@ class Applier:
     async def apply_pending(self) -> int:
         """Apply every vector and prior written since the cursors; returns points written."""
         async with self._lock:
+            if self.writes is not None:
+                # a lexical-only point landing after its embedded one would undo it
+                await self.writes.caught_up()
             done = 0
             while rows := await self.vectors.since(
                 self.index.spec.model_id, await self._cursor(APPLIED_KEY), BATCH

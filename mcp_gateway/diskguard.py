@@ -4,7 +4,7 @@ The edge index writes through memory-mapped, sparse segment files: when the disk
 fills up, touching a page that has no block behind it raises SIGBUS and kills the
 gateway (issue 10: the HTTP gateway died this way while background indexing ran).
 SQLite copes (it returns "database or disk is full"), an mmapped write cannot. So
-every write -- SQLite transactions (``Database``) and index writes (``SpaceGuarded``)
+every write -- SQLite transactions (``Database``) and index writes (``space_guard``)
 -- first checks that the data dir's file system keeps ``reserve_bytes`` free, and
 otherwise fails with ``StoreUnavailable`` ("the disk is nearly full ... nothing was
 stored"); jobs retry later, tools report it, the process stays up. The reserve
@@ -18,18 +18,12 @@ Verified by ``tests/test_security_local.py::test_disk_full_during_indexing_keeps
 
 from __future__ import annotations
 
-import logging
+import functools
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-
-import anyio
 
 from .errors import StoreUnavailable
-from .types import IndexFilter, IndexPoint
-
-log = logging.getLogger(__name__)
 
 DEFAULT_RESERVE_BYTES = 48 * 1024 * 1024
 
@@ -55,48 +49,7 @@ def require_space(path: Path, reserve_bytes: int) -> None:
         )
 
 
-class SpaceGuarded:
-    """An ``Index`` whose writes are refused while the disk is nearly full."""
-
-    def __init__(self, inner: Any, directory: Path, reserve_bytes: int) -> None:
-        self.inner, self.directory, self.reserve_bytes = inner, directory, reserve_bytes
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-    async def _check(self) -> None:
-        await anyio.to_thread.run_sync(require_space, self.directory, self.reserve_bytes)
-
-    async def open(self) -> None:
-        await self.inner.open()
-
-    async def upsert(self, points: Sequence[IndexPoint]) -> None:
-        await self._check()
-        await self.inner.upsert(points)
-
-    async def set_payload(self, ids: Sequence[str], payload: Mapping[str, Any]) -> None:
-        await self._check()
-        await self.inner.set_payload(ids, payload)
-
-    async def delete(self, ids: Sequence[str]) -> None:
-        await self._check()
-        await self.inner.delete(ids)
-
-    async def clear(self) -> None:
-        await self.inner.clear()
-
-    async def search(self, *args: Any, **kwargs: Any) -> Any:
-        return await self.inner.search(*args, **kwargs)
-
-    async def search_channels(self, *args: Any, **kwargs: Any) -> Any:
-        return await self.inner.search_channels(*args, **kwargs)
-
-    async def present(self, ids: Sequence[str]) -> dict[str, bool]:
-        result: dict[str, bool] = await self.inner.present(ids)
-        return result
-
-    async def count(self, flt: IndexFilter | None = None) -> int:
-        return int(await self.inner.count(flt))
-
-    async def close(self) -> None:
-        await self.inner.close()
+def space_guard(path: Path, reserve_bytes: int) -> Callable[[], None]:
+    """``require_space`` bound to the index's directory, for ``EdgeIndex(write_guard=)``:
+    it runs in each write's worker thread, just before the engine touches its files."""
+    return functools.partial(require_space, path, reserve_bytes)

@@ -1,8 +1,9 @@
 """Turning notes and records into index points, and writing them to the index.
 
-Only the owner of the index calls ``Indexer``. ``put_lexical`` runs on the request
-path: it computes the sparse vector locally (no model) so a note is lexically
-searchable the moment ``add_note`` returns. Dense vectors are computed by jobs into the
+Only the owner of the index calls ``Indexer``. ``put_lexical`` computes the sparse
+vector locally (no model); for ``add_note`` it runs just after the acknowledgement
+(``writebehind``), and every search waits for it, so a note is lexically searchable
+from the first search after ``add_note`` returns. Dense vectors are computed by jobs into the
 truth store (``vectors``); ``put_notes``/``put_records`` build whole points from
 whatever vector the truth store holds for the item's current text.
 """

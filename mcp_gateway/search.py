@@ -28,6 +28,7 @@ from .ranking import Candidate, RankingParams, best_of_views, fuse, recent_floor
 from .render import iso
 from .settings import SearchSettings
 from .types import IndexFilter, Note, SearchResponse, SearchResult, SparseVector
+from .writebehind import WriteBehind
 
 log = logging.getLogger(__name__)
 
@@ -90,10 +91,11 @@ class SearchService:
         thresholds: ThresholdCache,
         records: RecordLookup | None = None,
         fresh: FreshEmbedder | None = None,
+        writes: WriteBehind | None = None,
     ) -> None:
         self.notes, self.index, self.embedder = notes, index, embedder
         self.settings, self.thresholds, self.records = settings, thresholds, records
-        self.fresh = fresh
+        self.fresh, self.writes = fresh, writes
         self.answers = AnswerCache(settings.answer_cache_size)
         self.calibration: Calibration = for_model(embedder.model_id)
         # ``is None``, not ``or``: 0 is a meaningful setting for every one of these
@@ -115,6 +117,8 @@ class SearchService:
                 "summarise the situation in a few sentences"
             )
         namespace = req.namespaces[0] if req.namespaces else "default"
+        if self.writes is not None:  # every note acknowledged to a reader is in the index
+            await self.writes.caught_up(req.namespaces)
         # read before anything else: a write that lands meanwhile makes this answer stale
         generation: int | None = getattr(self.index, "generation", None)
         key = (query, req.type, req.domain, req.top, tuple(req.namespaces))

@@ -11,10 +11,9 @@ import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
 
 from ..db import Database
-from ..diskguard import SpaceGuarded
+from ..diskguard import space_guard
 from ..errors import IndexMismatch
 from ..settings import KiokuSettings
 from .base import Index, IndexSpec
@@ -90,12 +89,11 @@ async def open_index(settings: KiokuSettings, spec: IndexSpec) -> Index:
             edge_root(settings),
             settings.index.exact_search_below,
             hnsw_ef=settings.index.hnsw_ef,
+            # mmapped writes die of SIGBUS on a full disk: refuse them before (diskguard)
+            write_guard=space_guard(settings.index_path, settings.index.reserve_free_mb << 20),
         )
-        # mmapped writes die of SIGBUS on a full disk: refuse them before (diskguard)
-        reserve = settings.index.reserve_free_mb << 20
-        guarded = cast(Index, SpaceGuarded(index, settings.index_path, reserve))
-        await guarded.open()
-        return guarded
+        await index.open()
+        return index
     from .qdrant import open_qdrant_index
 
     key = settings.index.qdrant_api_key

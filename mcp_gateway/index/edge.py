@@ -81,7 +81,11 @@ class EdgeIndex(ChannelSearch):
         hnsw_ef: int = 512,
         optimizers: qe.EdgeOptimizersConfig | None = None,
         hnsw: qe.HnswIndexConfig | None = None,
+        write_guard: Callable[[], None] | None = None,
     ) -> None:
+        """``write_guard`` runs before every write, in the write's own worker thread
+        (``diskguard.space_guard``: refuse a write on a nearly full disk, one thread hop
+        instead of two)."""
         self.spec = spec
         self.dir = Path(path) / spec.collection
         self._exact_below = exact_search_below
@@ -94,6 +98,7 @@ class EdgeIndex(ChannelSearch):
         self._in_flight = 0
         self._drained: anyio.Event | None = None
         self._threads = anyio.CapacityLimiter(8)
+        self._write_guard = write_guard
 
     # -- plumbing -----------------------------------------------------------------
 
@@ -129,6 +134,17 @@ class EdgeIndex(ChannelSearch):
             self._in_flight -= 1
             if self._in_flight == 0 and self._drained is not None:
                 self._drained.set()
+
+    async def _write(self, fn: Callable[[qe.EdgeShard], T]) -> T:
+        guard = self._write_guard
+        if guard is None:
+            return await self._run(fn)
+
+        def guarded(shard: qe.EdgeShard) -> T:
+            guard()
+            return fn(shard)
+
+        return await self._run(guarded)
 
     def _check_dim(self, vector: Sequence[float]) -> None:
         if len(vector) != self.spec.dim:
@@ -270,18 +286,18 @@ class EdgeIndex(ChannelSearch):
             batch = [self._to_point(p) for p in points]
             shard.update(qe.UpdateOperation.upsert_points(batch))
 
-        await self._run(_upsert)
+        await self._write(_upsert)
 
     async def set_payload(self, ids: Sequence[str], payload: Mapping[str, Any]) -> None:
         if not ids or not payload:
             return
         op = qe.UpdateOperation.set_payload(list(ids), with_mirror(payload))
-        await self._run(lambda s: s.update(op))
+        await self._write(lambda s: s.update(op))
 
     async def delete(self, ids: Sequence[str]) -> None:
         if ids:
             op = qe.UpdateOperation.delete_points(list(ids))
-            await self._run(lambda s: s.update(op))
+            await self._write(lambda s: s.update(op))
 
     async def clear(self) -> None:
         # Delete-by-filter goes through the WAL, so a crash mid-clear cannot leave a

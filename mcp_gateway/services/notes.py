@@ -132,7 +132,7 @@ class NoteService:
         fields = self.fields(
             text=text, type=type, priority=priority, domain=domain, solved_query=solved_query
         )
-        note, created = await self.store_checked(fields, scope.write)
+        note, created = await self.store_checked(fields, scope.write, behind=True)
         await self.app.activity.append(
             "add_note" if note.type != "checkpoint" else "checkpoint",
             id=note.id,
@@ -158,9 +158,13 @@ class NoteService:
         imports and benches that add in bulk)."""
         return (await self.store_checked(fields, namespace))[0]
 
-    async def store_checked(self, fields: dict[str, str], namespace: str) -> tuple[Note, bool]:
+    async def store_checked(
+        self, fields: dict[str, str], namespace: str, *, behind: bool = False
+    ) -> tuple[Note, bool]:
         """``store`` that also says whether the note is new: an exact repeat of a live
-        note (same normalised text, type, namespace) returns that note, no follow-ups."""
+        note (same normalised text, type, namespace) returns that note, no follow-ups.
+        ``behind``: return once the note is committed; its lexical point and job follow
+        just after (``writebehind``: the next search still finds it)."""
         app = self.app
         note, created = await app.notes.add_or_existing(
             fields["text"],
@@ -172,12 +176,22 @@ class NoteService:
         )
         if not created:
             return note, False
-        await app.indexer.put_lexical(note)
-        await app.jobs.notes_changed(
-            [note],
-            export=note.type in app.settings.notes.export_types,
-            tune=bool(note.solved_query),
-        )
+
+        async def write() -> None:
+            await app.indexer.put_lexical(note)
+
+        async def queue() -> None:
+            await app.jobs.notes_changed(
+                [note],
+                export=note.type in app.settings.notes.export_types,
+                tune=bool(note.solved_query),
+            )
+
+        if behind:
+            app.writes.start(write, queue, f"indexing note {note.id}", note.namespace)
+        else:
+            await write()
+            await queue()
         return note, True
 
     async def search(

@@ -1,0 +1,87 @@
+"""Index follow-ups of an acknowledged write, run after the reply is on its way.
+
+``add_note`` commits the note to SQLite (the truth store) and acknowledges; writing its
+lexical point and queueing its embedding happen here, just after. What makes that safe:
+
+- **read your writes**: every search first waits for the follow-ups started before it
+  in the namespaces it reads (``caught_up``), so a note acknowledged to a client is in
+  the next search's index -- the wait is the follow-up's own ~1 ms, never an embedding;
+- **nothing lost**: the note is committed before the acknowledgement; a follow-up that
+  fails (disk nearly full, Redis gone) or a process killed before it ran leaves a note
+  the reconcile pass finds without its point or vector and indexes again (at start-up
+  and every ``queue.reconcile_every_s``);
+- **order**: a follow-up queues the embedding only after its lexical point landed, and
+  the applier waits for landing writes before it writes embedded points, so a
+  lexical-only point never overwrites an embedded one (not even for a note reconcile
+  queued meanwhile);
+- **shutdown**: ``close`` waits for every follow-up, before the index closes.
+
+Why: the lexical write is three worker-thread hops (~0.85 ms of the 1.9 ms an add
+costs in the owner); the acknowledgement no longer waits for them
+(``bench/hop.py``, figures in docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+
+log = logging.getLogger(__name__)
+
+
+Step = Callable[[], Awaitable[None]]
+
+
+class WriteBehind:
+    def __init__(self) -> None:
+        # a follow-up's index write, until it has landed -> the namespace it writes
+        self._landing: dict[asyncio.Future[None], str] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def start(self, write: Step, then: Step, what: str, namespace: str) -> None:
+        """Run ``write`` (the index write readers wait for), then ``then`` (queueing
+        the job: nobody waits for it but ``close``), in the background; ``what`` names
+        the follow-up in a failure."""
+        loop = asyncio.get_running_loop()
+        landed: asyncio.Future[None] = loop.create_future()
+        self._landing[landed] = namespace
+        landed.add_done_callback(lambda f: self._landing.pop(f, None))
+        task = loop.create_task(self._run(write, then, what, landed))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    @property
+    def pending(self) -> int:
+        """Follow-ups whose index write has not landed yet."""
+        return len(self._landing)
+
+    async def caught_up(self, namespaces: Iterable[str] | None = None) -> None:
+        """Return once the index write of every follow-up started before this call has
+        landed (only those of ``namespaces`` when given: one tenant's adds never slow
+        another's searches). A job the follow-up queues after its write is not waited
+        for, so the job's own wait for this (the applier's) cannot wait for itself."""
+        wanted = None if namespaces is None else set(namespaces)
+        landing = [f for f, ns in self._landing.items() if wanted is None or ns in wanted]
+        if landing:
+            # asyncio.wait: a reader cancelled while waiting does not cancel the writes
+            await asyncio.wait(landing)
+
+    async def close(self) -> None:
+        while self._tasks:
+            await asyncio.wait(set(self._tasks))
+
+    @staticmethod
+    async def _run(write: Step, then: Step, what: str, landed: asyncio.Future[None]) -> None:
+        try:
+            await write()
+        except Exception as exc:  # the note is committed: reconcile writes and queues it
+            log.warning("%s did not complete (%s): the reconcile pass will redo it", what, exc)
+            return
+        finally:
+            if not landed.done():
+                landed.set_result(None)
+        try:
+            await then()
+        except Exception as exc:
+            log.warning("%s did not complete (%s): the reconcile pass will redo it", what, exc)

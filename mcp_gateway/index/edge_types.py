@@ -54,7 +54,18 @@ def build_filter(flt: IndexFilter | None) -> qe.Filter | None:
     return qe.Filter(must=must or None, must_not=must_not or None)
 
 
-def hits(points: Sequence[qe.ScoredPoint]) -> list[IndexHit]:
+Payloads = dict[Any, dict[str, Any]]  # point id (as the engine returns it) -> payload
+
+
+def payloads(shard: qe.EdgeShard, ids: set[Any]) -> Payloads:
+    """The payloads of ``ids``, read once (search hits come back without them)."""
+    if not ids:
+        return {}
+    return {p.id: without_mirror(p.payload) for p in shard.retrieve(list(ids), True, False)}
+
+
+def hits(points: Sequence[qe.ScoredPoint], found: Payloads) -> list[IndexHit]:
+    # a point deleted between the search and the payload read is gone: skipped
     return [
-        IndexHit(id=str(p.id), score=p.score, payload=without_mirror(p.payload)) for p in points
+        IndexHit(id=str(p.id), score=p.score, payload=found[p.id]) for p in points if p.id in found
     ]

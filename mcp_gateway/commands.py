@@ -20,7 +20,7 @@ from . import local_gateway as gw
 from .client import RemoteMemory, connect, owner_client
 from .errors import InvalidInput
 from .http_token import read_token, token_path
-from .owner import read_owner
+from .owner_state import read_owner
 from .render import render_note, render_search
 from .services.notes import NoteView
 from .services.reindex import RebuildStatus

@@ -28,7 +28,6 @@ import socket
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -41,7 +40,7 @@ from . import local_gateway as gw
 from .admin import admin_app
 from .app import open_app
 from .errors import KiokuError
-from .owner_state import OwnerKind, OwnerState
+from .owner_state import OwnerKind, OwnerState, info_path, read_owner
 from .server import (
     check_http,
     create_server,
@@ -57,24 +56,6 @@ from .ui import mount_ui, ui_mount
 log = logging.getLogger(__name__)
 
 EXIT_OK, EXIT_LOST_ELECTION, EXIT_STARTUP_FAILED = 0, 0, 3
-
-
-def info_path(paths: gw.GatewayPaths) -> Path:
-    return paths.lock.with_name("owner.json")
-
-
-def read_owner(paths: gw.GatewayPaths) -> dict[str, Any] | None:
-    """The running owner's pid and kind, or None when nobody owns the data dir."""
-    pid = gw.owner_pid(paths)
-    if pid is None:
-        return None
-    try:
-        data: dict[str, Any] = json.loads(info_path(paths).read_text())
-    except (OSError, ValueError):
-        data = {}
-    if data.get("pid") != pid:
-        data = {"pid": pid, "kind": "starting"}
-    return data
 
 
 class _Activity:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import anyio
+
+from . import local_gateway as gw
 
 OwnerKind = Literal["daemon", "http", "stdio"]
 
@@ -38,3 +42,21 @@ class OwnerState:
             "sessions": self.sessions,
             "idle_s": round(time.monotonic() - self.last_request, 1),
         }
+
+
+def info_path(paths: gw.GatewayPaths) -> Path:
+    return paths.lock.with_name("owner.json")
+
+
+def read_owner(paths: gw.GatewayPaths) -> dict[str, Any] | None:
+    """The running owner's pid and kind, or None when nobody owns the data dir."""
+    pid = gw.owner_pid(paths)
+    if pid is None:
+        return None
+    try:
+        data: dict[str, Any] = json.loads(info_path(paths).read_text())
+    except (OSError, ValueError):
+        data = {}
+    if data.get("pid") != pid:
+        data = {"pid": pid, "kind": "starting"}
+    return data

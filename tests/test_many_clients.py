@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from mcp_gateway.owner import read_owner
+from mcp_gateway.owner_state import read_owner
 from tests.realproc import (
     daemon_pid,
     db_rows,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -214,6 +215,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # the reader went away (`kioku status | head -1`): no traceback, and none at exit
+        # when Python flushes stdout again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 def _dispatch(args: argparse.Namespace, settings: KiokuSettings) -> int:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, Protocol
 
@@ -26,17 +26,12 @@ import httpx
 
 from . import errors
 from . import local_gateway as gw
-from .access import settings_scope
-from .app import open_app
 from .errors import KiokuError, StoreUnavailable
-from .services import Services
-from .services.api import call
-from .services.reindex import RebuildStatus
 from .settings import KiokuSettings
+from .types import Progress, RebuildStatus
 
 log = logging.getLogger(__name__)
 
-Progress = Callable[[RebuildStatus], None]
 # how long a CLI waits for an owner that holds the lock but is still starting
 _STARTING_WAIT_S = 60.0
 
@@ -49,37 +44,6 @@ class Memory(Protocol):
     async def status(self) -> dict[str, Any]: ...
 
     async def reindex(self, progress: Progress) -> RebuildStatus: ...
-
-
-class LocalMemory:
-    remote = False
-
-    def __init__(self, services: Services) -> None:
-        self.services = services
-        self.scope = settings_scope(services.app.settings)
-
-    async def call(self, op: str, **args: Any) -> Any:
-        return await call(self.services, self.scope, op, args)
-
-    async def status(self) -> dict[str, Any]:
-        return {"owner": None, **(await self.services.maintenance.stats())}
-
-    async def reindex(self, progress: Progress) -> RebuildStatus:
-        rebuilder = self.services.rebuild
-        async with anyio.create_task_group() as tg:
-
-            async def report() -> None:
-                while True:
-                    progress(rebuilder.status)
-                    await anyio.sleep(0.5)
-
-            tg.start_soon(report)
-            try:
-                final = await rebuilder.rebuild()
-            finally:
-                tg.cancel_scope.cancel()
-        progress(final)
-        return final
 
 
 class RemoteMemory:
@@ -174,6 +138,11 @@ async def connect(
             raise StoreUnavailable(busy_message(settings) + " (it does not answer on its socket)")
         await anyio.sleep(0.1)  # an owner is starting: it listens once its stores are open
     try:
+        # the stores, the index and the models: imported only by a command that opens them
+        from .app import open_app
+        from .local_memory import LocalMemory
+        from .services import Services
+
         own = settings if configured_engine else for_one_command(settings)
         async with open_app(own, run_jobs=False) as app:
             yield LocalMemory(Services.over(app))

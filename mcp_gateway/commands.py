@@ -22,10 +22,8 @@ from .errors import InvalidInput
 from .http_token import read_token, token_path
 from .owner_state import read_owner
 from .render import render_note, render_search
-from .services.notes import NoteView
-from .services.reindex import RebuildStatus
 from .settings import KiokuSettings
-from .types import SearchResponse
+from .types import RebuildStatus, SearchResponse
 
 
 def print_json(data: Any) -> None:
@@ -77,6 +75,8 @@ async def list_notes(args: argparse.Namespace, settings: KiokuSettings) -> int:
 
 
 async def show(args: argparse.Namespace, settings: KiokuSettings) -> int:
+    from .services.notes import NoteView  # the service layer: only where it is needed
+
     async with connect(settings) as memory:
         out = await memory.call("notes.get", note_id=args.id)
     print_json(out) if args.json else print(render_note(NoteView.model_validate(out).model_dump()))

@@ -7,6 +7,7 @@ backends, ranking and the MCP tools agree on one shape.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -118,3 +119,24 @@ class SearchResponse(BaseModel):
     dense_available: bool = Field(
         default=True, description="false while the embedder is unavailable: lexical only"
     )
+
+
+class RebuildStatus(BaseModel):
+    """What `kioku reindex` reports while the owner rebuilds the index."""
+
+    state: str = "idle"  # idle | running | done | failed | cancelled
+    collection: str = ""
+    model: str = ""
+    notes_done: int = 0
+    notes_total: int = 0
+    records_done: int = 0
+    embedded: int = 0
+    out_of_process: bool = False
+    build_pid: int = 0
+    graph_points: int = 0
+    seconds: float = 0.0
+    message: str = ""
+
+
+# what `kioku reindex` calls with each status it shows
+Progress = Callable[[RebuildStatus], None]

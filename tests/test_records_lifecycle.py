@@ -160,7 +160,7 @@ async def test_cli_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
 
     from mcp_gateway.app import open_app
     from mcp_gateway.cli_records import add_records_parser
-    from mcp_gateway.client import LocalMemory
+    from mcp_gateway.local_memory import LocalMemory
     from mcp_gateway.services import Services
     from mcp_gateway.settings import KiokuSettings
 

@@ -30,7 +30,6 @@ from typing import Any
 
 import anyio
 import anyio.to_thread
-from pydantic import BaseModel
 
 from ..app import AppContext
 from ..embedders.base import Encoded
@@ -39,25 +38,10 @@ from ..index.base import Index, IndexSpec
 from ..index.build import build_command, run_build
 from ..index.fill import VectorsFor, fill_notes, fill_records, stored_vectors
 from ..indexing import Indexer
-from ..types import IndexPoint, point_id
+from ..types import IndexPoint, RebuildStatus, point_id
 from ..vectors import content_hash
 
 log = logging.getLogger(__name__)
-
-
-class RebuildStatus(BaseModel):
-    state: str = "idle"  # idle | running | done | failed | cancelled
-    collection: str = ""
-    model: str = ""
-    notes_done: int = 0
-    notes_total: int = 0
-    records_done: int = 0
-    embedded: int = 0
-    out_of_process: bool = False
-    build_pid: int = 0
-    graph_points: int = 0
-    seconds: float = 0.0
-    message: str = ""
 
 
 @dataclass(slots=True)

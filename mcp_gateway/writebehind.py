@@ -74,14 +74,11 @@ class WriteBehind:
     @staticmethod
     async def _run(write: Step, then: Step, what: str, landed: asyncio.Future[None]) -> None:
         try:
-            await write()
-        except Exception as exc:  # the note is committed: reconcile writes and queues it
-            log.warning("%s did not complete (%s): the reconcile pass will redo it", what, exc)
-            return
-        finally:
-            if not landed.done():
-                landed.set_result(None)
-        try:
-            await then()
-        except Exception as exc:
+            try:
+                await write()
+            finally:
+                if not landed.done():
+                    landed.set_result(None)
+            await then()  # not after a failed write: reconcile writes and queues the note
+        except Exception as exc:  # the note is committed: nothing is lost
             log.warning("%s did not complete (%s): the reconcile pass will redo it", what, exc)

@@ -42,6 +42,10 @@ class EmbedderSettings(BaseModel):
     # same pass's token states) as search's second channel in place of BM25; existing
     # indexes get them with `kioku reindex` (docs/ranking.md, round 5)
     latent_terms: bool = True
+    # local, onnx engine: queries on a faster graph (three of each layer's four matrices
+    # as smoothed int8; a query's vector within a cosine of 0.9995 of the exact one);
+    # documents always run the exact graph (docs/performance.md, round 7)
+    int8_queries: bool = True
     # local: threads per call for queries / documents, and the wait policy ("brief": spin
     # briefly then sleep, fast idle and no collapse when the CPU is busy; "passive" never
     # spins; see docs/performance.md)

@@ -8,7 +8,7 @@ import onnxruntime as ort
 import pytest
 from onnx import numpy_helper
 
-from mcp_gateway.embedders import e5_file, e5_graph
+from mcp_gateway.embedders import e5_file, e5_graph, e5_int8
 from mcp_gateway.embedders import onnx_proto as proto
 from mcp_gateway.embedders.e5_onnx import model_path
 
@@ -61,6 +61,19 @@ def test_the_e5_graph_passes_the_checker() -> None:
     ops = [n.op_type for n in model.graph.node]
     assert ops.count("MatMulNBits") == 12 * 4  # qkv, attention out, up, down per layer
     assert {o.domain for o in model.opset_import} == {"", "com.microsoft"}
+
+
+def test_the_int8_query_graph_passes_the_checker() -> None:
+    model_file = e5_file.load(model_path("original"))
+    stats = e5_int8.load_stats(e5_int8.stats_path("original"), model_file)
+    assert stats is not None
+    model = onnx.load_from_string(e5_graph.build(model_file, int8=stats))
+    onnx.checker.check_model(model)
+    ops = [n.op_type for n in model.graph.node]
+    assert ops.count("DynamicQuantizeMatMul") == 12 * 3  # qkv, attention out, up
+    assert ops.count("MatMulNBits") == 12  # down stays 4-bit
+    weights = {t.name: t for t in model.graph.initializer}
+    assert weights["L0.qkv.B"].data_type == onnx.TensorProto.INT8
 
 
 def test_unsupported_attribute_values_are_refused() -> None:

@@ -72,7 +72,7 @@ def static_ranker(
 
 
 def main() -> None:
-    engine = local._onnx_engine("original", True, False)
+    engine = local._onnx_engine("original", True, False, False)
     tok, weights_file = engine._tokenizer, engine._file
     doc_tokens = [tok.encode("passage: " + memory_document(m)) for m in MEMS]
     query_tokens = [tok.encode("query: " + q["query"]) for q in QUERIES]

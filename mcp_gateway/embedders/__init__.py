@@ -50,6 +50,7 @@ def build_embedder(settings: EmbedderSettings) -> Embedder:
             document_threads=settings.document_threads,
             wait_policy=settings.openmp_wait_policy,
             latent_terms=settings.latent_terms,
+            int8_queries=settings.int8_queries,
         )
     if settings.query_cache_size > 0:
         embedder = CachedQueryEmbedder(embedder, settings.query_cache_size)

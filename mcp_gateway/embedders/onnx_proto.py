@@ -17,8 +17,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-FLOAT, UINT8, INT64 = 1, 2, 7  # TensorProto.DataType
-_DTYPES = {np.dtype(np.float32): FLOAT, np.dtype(np.uint8): UINT8, np.dtype(np.int64): INT64}
+FLOAT, UINT8, INT8, INT64 = 1, 2, 3, 7  # TensorProto.DataType
+_DTYPES = {
+    np.dtype(np.float32): FLOAT,
+    np.dtype(np.uint8): UINT8,
+    np.dtype(np.int8): INT8,
+    np.dtype(np.int64): INT64,
+}
 _ATTR_FLOAT, _ATTR_INT, _ATTR_INTS = 1, 2, 7  # AttributeProto.AttributeType
 
 

@@ -12,6 +12,8 @@ Run with another checkout's code for a before/after: ``PYTHONPATH=DIR python ben
 (settings this checkout adds are passed as KIOKU_* variables and ignored by older code).
 
     flock "${TMPDIR:-/tmp}/kioku-bench.lock" python bench/ingest.py [--burst 1000]
+        [--rounds 0] [--engines onnx] [--search-gap-ms 200]
+        # KIOKU_SEARCH__PREFETCH_BUDGET_MS=0: without the owner's prefetch (round 7)
 """
 
 # ruff: noqa: E402
@@ -92,7 +94,7 @@ async def throughput(batch: int, rounds: int) -> None:
         await emb.aclose()
 
 
-async def burst(n: int, queries: int, engine: str | None) -> None:
+async def burst(n: int, queries: int, engine: str | None, gap_ms: float = 0.0) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         settings = KiokuSettings(data_dir=Path(tmp), redis_url=None)
         if engine is not None:
@@ -124,17 +126,27 @@ async def burst(n: int, queries: int, engine: str | None) -> None:
                 t = time.perf_counter()
                 await app.search.search(SearchRequest(query=f"what broke the {TOPICS[i % 6]} {i}"))
                 searches.append((time.perf_counter() - t) * 1000)
+                await anyio.sleep(gap_ms / 1000)  # an assistant reads between searches
             busy = len(done) < n
             while len(done) < n:  # noqa: ASYNC110 - a benchmark poll
                 await anyio.sleep(0.05)
             total_s = time.perf_counter() - began
             await app.jobs.drain()
+            fresh = app.search.fresh
+            prefetched = getattr(fresh, "prefetched", 0)
+    burst_end = began + burst_s
+    by = {f"+{d:g} s": sum(1 for t in done.values() if t <= burst_end + d) for d in (0, 2, 5, 10)}
     lags = [(done[i] - t) * 1000 for i, t in added.items()]
     print(
         f"burst of {n} adds in {burst_s:.1f} s (ack p50 {pct(ack, 0.5):.2f} ms, "
         f"p99 {pct(ack, 0.99):.2f} ms); all searchable after {total_s:.1f} s "
         f"({n / total_s:.1f} notes/s); lag to searchable p50 {pct(lags, 0.5) / 1000:.1f} s, "
         f"p95 {pct(lags, 0.95) / 1000:.1f} s"
+    )
+    print(
+        "searchable after the burst ended: "
+        + ", ".join(f"{k} {v}" for k, v in by.items())
+        + f" of {n}; embedded by the owner's prefetch: {prefetched}"
     )
     print(
         f"search (new query, server side) during the burst{'' if busy else ' (burst done)'}: "
@@ -144,10 +156,12 @@ async def burst(n: int, queries: int, engine: str | None) -> None:
 
 async def main(args: argparse.Namespace) -> None:
     print(f"kioku from {Path(mcp_gateway.__file__).parent.parent}; load {os.getloadavg()[0]:.1f}")
-    await throughput(args.batch, args.rounds)
+    if args.rounds:
+        await throughput(args.batch, args.rounds)
     with_engines = "local_engine" in EmbedderSettings.model_fields
-    for engine in ENGINES if with_engines else [None]:
-        await burst(args.burst, args.queries, engine)
+    engines = [e for e in ENGINES if e in args.engines] if with_engines else [None]
+    for engine in engines:
+        await burst(args.burst, args.queries, engine, args.search_gap_ms)
 
 
 if __name__ == "__main__":
@@ -156,4 +170,6 @@ if __name__ == "__main__":
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--queries", type=int, default=40)
+    ap.add_argument("--search-gap-ms", type=float, default=0.0, help="pause after each search")
+    ap.add_argument("--engines", nargs="+", default=list(ENGINES), help="burst engines")
     anyio.run(main, ap.parse_args())

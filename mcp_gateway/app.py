@@ -33,6 +33,7 @@ from .index.live import LiveIndex
 from .indexing import Indexer
 from .jobs import JobContext, Scheduler, build_scheduler
 from .notes import NoteStore
+from .prefetch import Prefetcher
 from .reconcile import ReconcileReport, reconcile
 from .records import RecordStore
 from .search import SearchService, ThresholdCache
@@ -59,6 +60,8 @@ class AppContext:
     applier: Applier
     job_context: JobContext
     writes: WriteBehind
+    # embeds pending notes between searches (None: off); runs only with the jobs
+    prefetcher: Prefetcher | None = None
     jobs: Scheduler = field(init=False)
     background: anyio.abc.TaskGroup | None = None
     # set once the start-up reconcile has run (or at once when none runs)
@@ -68,6 +71,11 @@ class AppContext:
     def namespaces(self) -> tuple[str, ...]:
         """The namespaces this process serves by default (stdio, jobs, exports)."""
         return settings_scope(self.settings).read
+
+    def notes_pending(self) -> None:
+        """Notes were added or re-texted: the prefetcher (if on) embeds between searches."""
+        if self.prefetcher is not None:
+            self.prefetcher.wake()
 
     @property
     def index_current(self) -> bool:
@@ -168,6 +176,8 @@ async def open_app(settings: KiokuSettings, *, run_jobs: bool = True) -> AsyncIt
             app.background = tg
             tg.start_soon(app.applier.run)
             tg.start_soon(_reconcile_every, app, settings.queue.reconcile_every_s)
+            if app.prefetcher is not None:
+                tg.start_soon(app.prefetcher.run)
         else:
             app.reconciled.set()
         log.info(
@@ -205,6 +215,15 @@ def _compose(
         vectors_written=applier.wake,
         thresholds_changed=thresholds.invalidate,
     )
+    fresh = FreshEmbedder(notes, records, vectors, embedder, limits, applier.wake)
+    search = SearchService(
+        notes, index, embedder, s, thresholds, records=records, fresh=fresh, writes=writes
+    )
+    prefetcher = (
+        Prefetcher(notes, fresh, search.searches, s.prefetch_budget_ms)
+        if s.prefetch_budget_ms > 0
+        else None
+    )
     return AppContext(
         settings=settings,
         db=db,
@@ -214,21 +233,13 @@ def _compose(
         index=index,
         embedder=embedder,
         indexer=Indexer(notes, index, vectors),
-        search=SearchService(
-            notes,
-            index,
-            embedder,
-            settings.search,
-            thresholds,
-            records=records,
-            fresh=FreshEmbedder(notes, records, vectors, embedder, limits, applier.wake),
-            writes=writes,
-        ),
+        search=search,
         thresholds=thresholds,
         activity=activity,
         applier=applier,
         job_context=kc,
         writes=writes,
+        prefetcher=prefetcher,
     )
 
 

@@ -31,7 +31,7 @@ from .errors import EmbedderUnavailable, KiokuError
 from .indexing import note_document, record_document
 from .notes import NoteStore
 from .records import RecordStore
-from .types import IndexHit, SparseVector
+from .types import IndexHit, Note, SparseVector
 from .vectors import VectorStore, content_hash
 
 log = logging.getLogger(__name__)
@@ -96,6 +96,7 @@ class FreshEmbedder:
         self.ms_per_byte = PRIOR_MS_PER_BYTE
         self.embedded = 0  # passages this process embedded for searches
         self.reused = 0  # stored vectors used before the applier had applied them
+        self.prefetched = 0  # pending notes embedded between searches (``prefetch``)
         self._inflight: set[tuple[str, str]] = set()
 
     async def hits(
@@ -115,7 +116,9 @@ class FreshEmbedder:
         found = await self._documents(pending)
         vectors = await self._stored(found)
         todo = [p for p in found if (p.kind, p.source_id) not in vectors]
-        vectors.update(await self._embed(todo))
+        embedded = await self._embed(todo)
+        self.embedded += len(embedded)
+        vectors.update(embedded)
         queries = np.asarray(views, dtype=np.float32)
         dense, latent = [], []
         for p in found:
@@ -130,6 +133,39 @@ class FreshEmbedder:
                 if overlap > 0:
                     latent.append(IndexHit(p.hit.id, overlap, payload))
         return dense, latent
+
+    async def prefetch(self, notes: Sequence[Note], budget_ms: float) -> int | None:
+        """Embed the first of ``notes`` (pending, newest first) that has no stored vector
+        for its text and is predicted to fit ``budget_ms``; store it. Returns how many
+        were embedded: 0 when none is left to do (long ones are the job's), None when
+        one would fit at the prior cost but not at the learnt one (a busy machine: try
+        again later)."""
+        found = [
+            _Pending(IndexHit(n.id, 0.0), "note", n.id, doc, content_hash(doc))
+            for n in notes
+            for doc in (note_document(n),)
+        ]
+        stored = await self._stored(found)
+        sizes = [
+            (p, len(p.document.encode("utf-8", "surrogatepass")))
+            for p in found
+            if ("note", p.source_id) not in stored
+        ]
+        # one that would not fit even at the prior cost is the job's, as a long one is
+        todo = [
+            (p, size)
+            for p, size in sizes
+            if size <= self.limits.max_bytes and size * PRIOR_MS_PER_BYTE <= budget_ms
+        ]
+        for p, size in todo:
+            if size * self.ms_per_byte <= budget_ms:
+                done = await self._embed([p], FreshLimits(1, self.limits.max_bytes, budget_ms))
+                self.prefetched += len(done)
+                return len(done)
+        if todo:  # none fits at the learnt cost: drift back to the prior, as searches do
+            self.ms_per_byte += RELAX * (PRIOR_MS_PER_BYTE - self.ms_per_byte)
+            return None
+        return 0
 
     async def _documents(self, pending: Sequence[IndexHit]) -> list[_Pending]:
         """The current text of each hit (a note deleted since is dropped)."""
@@ -163,11 +199,13 @@ class FreshEmbedder:
         self.reused += len(out)
         return out
 
-    async def _embed(self, todo: Sequence[_Pending]) -> dict[tuple[str, str], Encoded]:
+    async def _embed(
+        self, todo: Sequence[_Pending], limits: FreshLimits | None = None
+    ) -> dict[tuple[str, str], Encoded]:
         # another search already embedding one of these: leave it to that search
         todo = [p for p in todo if (p.kind, p.source_id) not in self._inflight]
         sizes = [len(p.document.encode("utf-8", "surrogatepass")) for p in todo]
-        picked = choose(sizes, self.limits, self.ms_per_byte)
+        picked = choose(sizes, limits or self.limits, self.ms_per_byte)
         if not picked:
             if todo:
                 # nothing fits at the learnt cost: drift back towards the prior, so a
@@ -196,7 +234,6 @@ class FreshEmbedder:
         nbytes = sum(sizes[i] for i in picked)
         observed = elapsed_ms / max(1, nbytes)
         self.ms_per_byte += COST_ALPHA * (observed - self.ms_per_byte)
-        self.embedded += len(batch)
         try:
             await self._write(batch, vectors)
         except KiokuError as exc:  # e.g. the disk reserve refusing writes

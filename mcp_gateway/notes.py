@@ -270,6 +270,15 @@ class NoteStore:
         types = [type] if type else []
         return await self._newest(namespaces, "id DESC", limit, types=types, before_id=before_id)
 
+    async def pending_newest(self, limit: int) -> list[Note]:
+        """Live notes whose dense vector is not in the index yet, newest first (every
+        namespace: the owner's prefetch embeds them, ``prefetch``)."""
+        sql = (
+            f"SELECT {_COLUMNS} FROM notes WHERE embedded_model IS NULL AND deleted = 0 "
+            "ORDER BY created_at DESC, id DESC LIMIT ?"
+        )
+        return [_note(r) for r in await self.db.fetchall(sql, (limit,))]
+
     async def _newest(
         self,
         namespaces: Sequence[str],

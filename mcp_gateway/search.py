@@ -24,6 +24,7 @@ from .errors import EmbedderUnavailable, InvalidInput
 from .fresh import FreshEmbedder
 from .index.base import Index
 from .notes import NoteStore
+from .prefetch import Searches
 from .ranking import Candidate, RankingParams, best_of_views, fuse, recent_floor, select
 from .render import iso
 from .settings import SearchSettings
@@ -96,6 +97,7 @@ class SearchService:
         self.notes, self.index, self.embedder = notes, index, embedder
         self.settings, self.thresholds, self.records = settings, thresholds, records
         self.fresh, self.writes = fresh, writes
+        self.searches = Searches()
         self.answers = AnswerCache(settings.answer_cache_size)
         self.calibration: Calibration = for_model(embedder.model_id)
         # ``is None``, not ``or``: 0 is a meaningful setting for every one of these
@@ -125,7 +127,8 @@ class SearchService:
         thresholds = await self.thresholds.get(namespace)
         if generation is not None and (known := self.answers.get(key, generation, thresholds)):
             return known
-        response, settled = await self._search(query, req, namespace)
+        with self.searches.running_one():  # the prefetcher keeps off the query lane meanwhile
+            response, settled = await self._search(query, req, namespace)
         if generation is not None and settled:
             self.answers.put(key, generation, thresholds, response)
         return response

@@ -131,6 +131,9 @@ class SearchSettings(BaseModel):
     fresh_top: int = Field(default=3, ge=0, le=20)
     fresh_max_bytes: int = Field(default=2000, ge=0)
     fresh_budget_ms: float = Field(default=60.0, ge=0)
+    # between searches (and once adds pause), the query lane embeds the newest pending
+    # note, one at a time, each predicted within this many ms (0: off; prefetch.py)
+    prefetch_budget_ms: float = Field(default=60.0, ge=0)
 
 
 class TokenGrant(BaseModel):

@@ -100,10 +100,12 @@ def make_settings(tmp_path: Path, **search: Any) -> KiokuSettings:
 
 @asynccontextmanager
 async def gated_app(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embedder: GatedEmbedder
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embedder: GatedEmbedder, **search: Any
 ) -> AsyncIterator[AppContext]:
+    """The app over ``embedder``; the prefetcher off unless ``search`` turns it on
+    (these tests hold notes pending; tests/test_prefetch.py covers it)."""
     monkeypatch.setattr(app_module, "build_embedder", lambda _settings: embedder)
-    async with open_app(make_settings(tmp_path)) as app:
+    async with open_app(make_settings(tmp_path, **{"prefetch_budget_ms": 0, **search})) as app:
         yield app
         embedder.gate.set()  # let the held jobs finish before the app closes
 

@@ -21,6 +21,7 @@ the jobs embed ``--rate`` a second -- instead of one that arrived all at once.
 
     python bench/quality/fresh.py [--burst 500] [--rate 21] [--top 3] [--budget-ms 60]
                                   [--latent] [--burst-s 3.4]
+                                  [--prefetch-rate 17 --rate 33 --rate-alone 48]
 """
 
 from __future__ import annotations
@@ -63,6 +64,15 @@ def main() -> None:
         help="also score +0 s after a burst that took this long to add (the jobs embed "
         "--rate a second meanwhile, oldest first), e.g. --burst * the add ack",
     )
+    ap.add_argument(
+        "--prefetch-rate",
+        type=float,
+        default=0.0,
+        help="also score +2 s / +5 s with the owner's prefetch embedding this many a second "
+        "newest first while the job embeds --rate oldest first (against --rate-alone for "
+        "the job without it), e.g. the rates bench/ingest.py measured",
+    )
+    ap.add_argument("--rate-alone", type=float, default=21.0, help="job rate without prefetch")
     args = ap.parse_args()
     limits = FreshLimits(args.top, args.max_bytes, args.budget_ms)
     c = load()
@@ -91,6 +101,11 @@ def main() -> None:
         ("+10s", newest[done:]),  # oldest of the burst embedded first (FIFO)
         ("+10s lifo", newest[:-done]),  # newest first
     ]
+    if args.prefetch_rate > 0:  # round 7: the owner's prefetch, newest first, beside the job
+        for secs in (2, 5):
+            fifo, lifo = int(secs * args.rate), int(secs * args.prefetch_rate)
+            states.append((f"+{secs}s job only", newest[int(secs * args.rate_alone) :]))
+            states.append((f"+{secs}s job+prefetch", newest[fifo : len(newest) - lifo]))
     if args.burst_s > 0:
         during = min(len(newest), int(args.burst_s * args.rate))
         states.insert(2, (f"+0s after a {args.burst_s:g} s burst", newest[during:]))

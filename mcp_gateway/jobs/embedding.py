@@ -29,26 +29,30 @@ class EmbedStats:
 async def _embed(kc: JobContext, kind: str, docs: dict[str, str], stats: EmbedStats) -> None:
     model = kc.embedder.model_id
     hashes = {sid: content_hash(doc) for sid, doc in docs.items()}
-    have = await kc.vectors.get(kind, model, list(docs))
     terms = kc.embedder.latent_terms
-    todo = [
-        sid
-        for sid in docs
-        if sid not in have
-        or have[sid].content_hash != hashes[sid]
-        or (terms and have[sid].terms is None)
-    ]
-    size = kc.settings.embedder.batch_size
-    for start in range(0, len(todo), size):
-        chunk = todo[start : start + size]
-        encoded = await kc.embedder.encode_documents([docs[sid] for sid in chunk])
+    ids, size = list(docs), kc.settings.embedder.batch_size
+    for start in range(0, len(ids), size):
+        # read for each chunk, not once: while a long backlog is embedded, searches and
+        # the owner's prefetch store vectors for some of its notes (fresh.py, prefetch.py)
+        chunk = ids[start : start + size]
+        have = await kc.vectors.get(kind, model, chunk)
+        todo = [
+            sid
+            for sid in chunk
+            if sid not in have
+            or have[sid].content_hash != hashes[sid]
+            or (terms and have[sid].terms is None)
+        ]
+        if not todo:
+            continue
+        encoded = await kc.embedder.encode_documents([docs[sid] for sid in todo])
         stats.embedder_calls += 1
         await kc.vectors.put(
             kind,
             model,
-            [(sid, hashes[sid], e.dense, e.terms) for sid, e in zip(chunk, encoded, strict=True)],
+            [(sid, hashes[sid], e.dense, e.terms) for sid, e in zip(todo, encoded, strict=True)],
         )
-        stats.embedded += len(chunk)
+        stats.embedded += len(todo)
         kc.vectors_written()
 
 

@@ -186,6 +186,7 @@ class NoteService:
                 export=note.type in app.settings.notes.export_types,
                 tune=bool(note.solved_query),
             )
+            app.notes_pending()
 
         if behind:
             app.writes.start(write, queue, f"indexing note {note.id}", note.namespace)
@@ -258,6 +259,7 @@ class NoteService:
         if "text" in changed or "solved_query" in changed:
             await app.indexer.put_lexical(note)
             await app.jobs.notes_changed([note], export=True)
+            app.notes_pending()
         elif changed:
             await app.indexer.update_payload(note)
             await app.jobs.notes_changed([], export=True)

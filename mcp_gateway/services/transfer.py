@@ -105,6 +105,7 @@ class TransferService:
         for note in added_notes:
             await app.indexer.put_lexical(note)
         await app.jobs.notes_changed(added_notes, export=bool(added_notes))
+        app.notes_pending()
         if added_records:
             from .records import RecordService
 

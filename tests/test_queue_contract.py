@@ -131,7 +131,9 @@ def make_settings(
         qdrant_url=None,
         index={"backend": "qdrant", "collection": f"q{uuid.uuid4().hex[:10]}"},
         queue={"max_jobs": 64, "max_tries": 4, "job_timeout_s": 60, **(queue or {})},
-        search=search or {},
+        # the owner's prefetch embeds pending notes too (tests/test_prefetch.py); these
+        # tests count what the queue's jobs embed
+        search={"prefetch_budget_ms": 0, **(search or {})},
     )
 
 

@@ -62,6 +62,15 @@ class _Pending:
     document: str
     hash: str
 
+    @staticmethod
+    def of(hit: IndexHit, kind: str, source_id: str, document: str) -> _Pending:
+        return _Pending(hit, kind, source_id, document, content_hash(document))
+
+    @property
+    def size(self) -> int:
+        """Bytes of the text: what the embedding's cost is predicted from."""
+        return len(self.document.encode("utf-8", "surrogatepass"))
+
 
 def _doc(hit: IndexHit) -> tuple[str, str]:
     return str(hit.payload.get("kind", "note")), str(hit.payload.get("source_id"))
@@ -140,25 +149,18 @@ class FreshEmbedder:
         were embedded: 0 when none is left to do (long ones are the job's), None when
         one would fit at the prior cost but not at the learnt one (a busy machine: try
         again later)."""
-        found = [
-            _Pending(IndexHit(n.id, 0.0), "note", n.id, doc, content_hash(doc))
-            for n in notes
-            for doc in (note_document(n),)
-        ]
+        found = [_Pending.of(IndexHit(n.id, 0.0), "note", n.id, note_document(n)) for n in notes]
         stored = await self._stored(found)
-        sizes = [
-            (p, len(p.document.encode("utf-8", "surrogatepass")))
-            for p in found
-            if ("note", p.source_id) not in stored
-        ]
         # one that would not fit even at the prior cost is the job's, as a long one is
         todo = [
-            (p, size)
-            for p, size in sizes
-            if size <= self.limits.max_bytes and size * PRIOR_MS_PER_BYTE <= budget_ms
+            p
+            for p in found
+            if ("note", p.source_id) not in stored
+            and p.size <= self.limits.max_bytes
+            and p.size * PRIOR_MS_PER_BYTE <= budget_ms
         ]
-        for p, size in todo:
-            if size * self.ms_per_byte <= budget_ms:
+        for p in todo:
+            if p.size * self.ms_per_byte <= budget_ms:
                 done = await self._embed([p], FreshLimits(1, self.limits.max_bytes, budget_ms))
                 self.prefetched += len(done)
                 return len(done)
@@ -181,7 +183,7 @@ class FreshEmbedder:
                 doc = record_document(records[sid])
             else:
                 continue
-            out.append(_Pending(hit, kind, sid, doc, content_hash(doc)))
+            out.append(_Pending.of(hit, kind, sid, doc))
         return out
 
     async def _stored(self, found: Sequence[_Pending]) -> dict[tuple[str, str], Encoded]:
@@ -204,7 +206,7 @@ class FreshEmbedder:
     ) -> dict[tuple[str, str], Encoded]:
         # another search already embedding one of these: leave it to that search
         todo = [p for p in todo if (p.kind, p.source_id) not in self._inflight]
-        sizes = [len(p.document.encode("utf-8", "surrogatepass")) for p in todo]
+        sizes = [p.size for p in todo]
         picked = choose(sizes, limits or self.limits, self.ms_per_byte)
         if not picked:
             if todo:

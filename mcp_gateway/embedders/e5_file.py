@@ -73,10 +73,7 @@ class E5File:
         n, off = self._tensor("emb.word", 1)
         table = np.frombuffer(self._buf, dtype=np.uint8, count=n // QK * _BLOCK_BYTES, offset=off)
         blocks = table.reshape(-1, self.hidden // QK, _BLOCK_BYTES)[ids.reshape(-1)]
-        nibbles, scales = unpack_q4(blocks)
-        weights = (nibbles.astype(np.float32) - 8.0).reshape(len(blocks), -1, QK)
-        out = (weights * scales[:, :, None]).reshape(len(blocks), self.hidden)
-        return out.reshape(*ids.shape, self.hidden)
+        return dequantise(*unpack_q4(blocks)).reshape(*ids.shape, self.hidden)
 
     def _tensor(self, name: str, dtype: int) -> tuple[int, int]:
         """(element count, byte offset) of tensor ``name``, checked to be of ``dtype``."""
@@ -159,4 +156,13 @@ def _read_directory(r: _Reader) -> dict[str, tuple[int, int, int]]:
         name = r.raw(name_len).decode()
         dtype, n, off, _nbytes = r.unpack("<BIQQ")
         out[name] = (dtype, n, off)
+    return out
+
+
+def dequantise(nibbles: np.ndarray, scales: np.ndarray) -> np.ndarray:
+    """``unpack_q4``'s (nibbles [rows, cols], scales [rows, cols / 32]) -> the exact
+    float32 weights [rows, cols]: ``(nibble - 8) * scale`` of their block."""
+    rows, cols = nibbles.shape
+    weights = (nibbles.astype(np.float32) - 8.0).reshape(rows, cols // QK, QK)
+    out: np.ndarray = (weights * scales[:, :, None]).reshape(rows, cols)
     return out

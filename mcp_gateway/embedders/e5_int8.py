@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mcp_gateway.embedders.e5_file import QK, E5File
+from mcp_gateway.embedders.e5_file import E5File, dequantise
 
 log = logging.getLogger(__name__)
 
@@ -76,12 +76,9 @@ def linear_input(name: str) -> str:
 
 def dequantised(model: E5File, weights: list[str], rows: list[int]) -> np.ndarray:
     """The Q4_0 matrices' exact float values, stacked along the output axis: [N, K]."""
-    mats = []
-    for name, n in zip(weights, rows, strict=True):
-        nibbles, scales = model.q4_blocks(name, rows=n)
-        cols = nibbles.shape[1]
-        w = (nibbles.astype(np.float32) - 8).reshape(n, cols // QK, QK) * scales[:, :, None]
-        mats.append(w.reshape(n, cols))
+    mats = [
+        dequantise(*model.q4_blocks(name, rows=n)) for name, n in zip(weights, rows, strict=True)
+    ]
     return np.concatenate(mats)
 
 

@@ -192,10 +192,7 @@ class OnnxE5:
         seen: dict[str, np.ndarray] = {}
         for prefix in ("query: ", "passage: "):
             for window in self._windows(texts, prefix):
-                mask = self._mask([window])
-                ids = np.array([window.ids], np.int64)
-                emb = self._file.word_rows(ids) + self._positions[: mask.shape[1]] + self._type0
-                values = session.run(outputs, {"emb": emb.astype(np.float32), "mask": mask})
+                values = session.run(outputs, self._feed([window], self._mask([window])))
                 for name, value in zip(outputs, values, strict=True):
                     peak = np.abs(value).reshape(-1, value.shape[-1]).max(axis=0)
                     seen[name] = np.maximum(seen.get(name, peak), peak)
@@ -245,13 +242,17 @@ class OnnxE5:
 
     def _hidden(self, session: Any, batch: list[_Window], mask: np.ndarray) -> np.ndarray:
         """Last-layer token states [len(batch), longest, dim] (padding rows garbage)."""
+        (hidden,) = session.run(None, self._feed(batch, mask))
+        out: np.ndarray = hidden
+        return out
+
+    def _feed(self, batch: list[_Window], mask: np.ndarray) -> dict[str, np.ndarray]:
+        """The graph's inputs: summed word, position and type embeddings, and the mask."""
         ids = np.full(mask.shape, self._tokenizer.pad, np.int64)
         for row, w in enumerate(batch):
             ids[row, : len(w.ids)] = w.ids
         emb = self._file.word_rows(ids) + self._positions[: mask.shape[1]] + self._type0
-        (hidden,) = session.run(None, {"emb": emb.astype(np.float32), "mask": mask})
-        out: np.ndarray = hidden
-        return out
+        return {"emb": emb.astype(np.float32), "mask": mask}
 
     def _session(self, threads: int, graph: str = "encoder") -> Any:
         with self._lock:

@@ -43,9 +43,14 @@ class EmbedderSettings(BaseModel):
     # indexes get them with `kioku reindex` (docs/ranking.md, round 5)
     latent_terms: bool = True
     # local, onnx engine: queries on a faster graph (three of each layer's four matrices
-    # as smoothed int8; a query's vector within a cosine of 0.9995 of the exact one);
-    # documents always run the exact graph (docs/performance.md, round 7)
+    # as smoothed int8; a query's vector within a cosine of 0.9995 of the exact one;
+    # docs/performance.md, round 7)
     int8_queries: bool = True
+    # local, onnx engine, with int8_queries: documents on that graph too (embedding
+    # throughput 43 -> 55 notes/s on 2 cores, same model id: a vector within a cosine of
+    # 0.9995 of the exact one; costs dev/test nDCG@10 0.749/0.745 -> 0.745/0.738 settled,
+    # so off by default; docs/performance.md, round 8)
+    int8_documents: bool = False
     # local: threads per call for queries / documents, and the wait policy ("brief": spin
     # briefly then sleep, fast idle and no collapse when the CPU is busy; "passive" never
     # spins; see docs/performance.md)

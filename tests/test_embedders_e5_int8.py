@@ -1,4 +1,5 @@
-"""The int8 query graph (``e5_int8``) against the exact graph, on the same weights."""
+"""The int8 graph (``e5_int8``) against the exact graph, on the same weights: queries, and
+passages where ``int8_passages`` (``embedder.int8_documents``) puts them on it."""
 
 from __future__ import annotations
 
@@ -50,10 +51,32 @@ def test_queries_stay_within_a_cosine_of_the_exact_graph_in_every_language(
             assert not np.array_equal(exact_vec, fast_vec)
 
 
-def test_passages_run_the_exact_graph(exact: OnnxE5, fast: OnnxE5) -> None:
-    texts = ["the deploy needs the migration first", "デプロイ前にマイグレーション"]
-    texts.append("ดีพลอยหลังไมเกรต")
-    np.testing.assert_array_equal(fast.passage(texts, 1), exact.passage(texts, 1))
+PASSAGES = [
+    "the deploy needs the migration first",
+    "デプロイ前にマイグレーションを必ず実行すること。順番を間違えると本番が止まる。",
+    "ดีพลอยหลังไมเกรตเสมอ ไม่อย่างนั้น production จะล่ม",
+    "Retry-After: 120 -- the billing API answers HTTP 429 above 10 requests a second",
+]
+
+
+def test_passages_run_the_exact_graph_unless_asked(exact: OnnxE5, fast: OnnxE5) -> None:
+    assert not fast.int8_passages
+    np.testing.assert_array_equal(fast.passage(PASSAGES, 1), exact.passage(PASSAGES, 1))
+
+
+def test_int8_passages_stay_within_a_cosine_of_the_exact_graph(exact: OnnxE5) -> None:
+    both = OnnxE5(
+        model_path("original"), int8_queries=e5_int8.stats_path("original"), int8_passages=True
+    )
+    assert both.int8_passages and "encoder" not in both._graphs  # nobody runs it: not built
+    batch = both.passage(PASSAGES, 1)
+    for text, want, got in zip(PASSAGES, exact.passage(PASSAGES, 1), batch, strict=True):
+        assert float(want @ got) >= CLOSE, text
+        assert not np.array_equal(want, got)
+    # a text's vector does not depend on its batch mates (the activations' scale is per
+    # tensor): the job's batches and a search's single fresh note store the same vector
+    alone = np.stack([both.passage([t], 1)[0] for t in PASSAGES])
+    np.testing.assert_array_equal(batch, alone)
 
 
 def test_without_a_calibration_file_queries_use_the_exact_graph(
@@ -77,18 +100,27 @@ def test_both_variants_ship_a_calibration() -> None:
         assert engine.int8_queries, variant
 
 
-async def test_the_setting_turns_it_off() -> None:
+async def test_the_settings_turn_it_off() -> None:
     local._onnx_engine.cache_clear()
     try:
-        on, off = local.LocalEmbedder(), local.LocalEmbedder(int8_queries=False)
-        await on.start()
-        await off.start()
-        assert on._model.int8_queries and not off._model.int8_queries
+        on = local.LocalEmbedder(int8_documents=True)
+        off = local.LocalEmbedder(int8_queries=False, int8_documents=True)
+        exact_documents = local.LocalEmbedder()  # the default
+        for embedder in (on, off, exact_documents):
+            await embedder.start()
+        assert on._model.int8_queries and on._model.int8_passages
+        assert not off._model.int8_queries and not off._model.int8_passages
+        assert exact_documents._model.int8_queries and not exact_documents._model.int8_passages
         text = "ข้อผิดพลาดนี้เกิดจาก redis ไม่ได้เปิดอยู่"
         a, b = await on.embed_query(text), await off.embed_query(text)
         assert CLOSE <= float(np.dot(a, b)) < 1.0
-        assert on.model_id == off.model_id  # same index: documents are the same vectors
-        await on.aclose()
-        await off.aclose()
+        assert await exact_documents.embed_query(text) == a
+        (c,), (d,) = await on.embed_documents([text]), await off.embed_documents([text])
+        assert CLOSE <= float(np.dot(c, d)) < 1.0
+        assert await exact_documents.embed_documents([text]) == [d]
+        # one index for all three: the vectors differ within the int8 graph's error
+        assert on.model_id == off.model_id == exact_documents.model_id
+        for embedder in (on, off, exact_documents):
+            await embedder.aclose()
     finally:
         local._onnx_engine.cache_clear()

@@ -51,6 +51,7 @@ def build_embedder(settings: EmbedderSettings) -> Embedder:
             wait_policy=settings.openmp_wait_policy,
             latent_terms=settings.latent_terms,
             int8_queries=settings.int8_queries,
+            int8_documents=settings.int8_documents,
         )
     if settings.query_cache_size > 0:
         embedder = CachedQueryEmbedder(embedder, settings.query_cache_size)

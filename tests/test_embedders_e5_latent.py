@@ -55,9 +55,11 @@ def test_terms_match_the_float_autoencoder_in_every_language(engine: OnnxE5) -> 
         assert got.indices == sorted(set(got.indices)) and min(got.values) > 0
         want = reference_terms(sae, engine.content_states(text, "passage: "))
         have = dense_of(got, sae.features)
-        cosine = float(have @ want / np.linalg.norm(have) / np.linalg.norm(want))
-        # int8 activations (MatMulNBits accuracy level 4) against float: measured >= 0.988
-        assert cosine >= 0.98, (text, cosine)
+        # the int8 pass only picks candidates; the kept ones are scored in float32 over
+        # half-precision weights, so the same features come out (a single int8 product
+        # agreed on ~99 % of them), each within a rounding of the weights (measured 3e-4)
+        assert set(got.indices) == set(np.flatnonzero(want).tolist()), text
+        np.testing.assert_allclose(have, want, rtol=2e-3, atol=1e-5)
 
 
 def test_long_text_terms_pool_over_every_window(engine: OnnxE5) -> None:

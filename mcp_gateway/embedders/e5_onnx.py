@@ -47,8 +47,9 @@ _MAX_BATCH = 8  # windows a forward pass; measured best on 2 cores (8: 42/s, 32:
 # 320 benchmark memories: 66-70 a second in batches, 66-74 alone).
 _MAX_INT8_BATCH = 1
 _MAX_BATCH_TOKENS = 4096  # padded tokens a forward pass, so long windows go fewer at a time
-# token states an autoencoder call: its [tokens, 16384] pre-activations stay ~32 MB
-_MAX_SAE_TOKENS = 512
+# token states an autoencoder call: its int8 pass's [tokens, 16384] scores and its exact
+# pass's [tokens, 48, 384] products stay ~17 and ~19 MB
+_MAX_SAE_TOKENS = 256
 
 
 def model_path(variant: str) -> Path:

@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-FLOAT, UINT8, INT8, INT64 = 1, 2, 3, 7  # TensorProto.DataType
+FLOAT, UINT8, INT8, INT64, FLOAT16 = 1, 2, 3, 7, 10  # TensorProto.DataType
 _DTYPES = {
     np.dtype(np.float32): FLOAT,
+    np.dtype(np.float16): FLOAT16,
     np.dtype(np.uint8): UINT8,
     np.dtype(np.int8): INT8,
     np.dtype(np.int64): INT64,
@@ -58,7 +59,8 @@ def _strs(field_no: int, values: Iterable[str]) -> bytes:
 
 
 def tensor(name: str, array: np.ndarray) -> bytes:
-    """A TensorProto holding ``array`` (float32, uint8 or int64) as little-endian raw data."""
+    """A TensorProto holding ``array`` (float32 or 16, int8, uint8 or int64) as
+    little-endian raw data."""
     data = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))
     dims = b"".join(_int(1, d) for d in data.shape)
     return dims + _int(2, _DTYPES[data.dtype]) + _str(8, name) + _bytes(9, data.tobytes())

@@ -24,11 +24,12 @@ feature); only those are scored again in float32, against the exact weights (``(
 bytes is what that costs), and the ``k`` strongest kept. Against the one ``MatMulNBits``
 over the 4-bit blocks it replaces (int8 activations per block), measured on 2 cores, one
 thread: the autoencoder alone 2.5-2.7 -> 1.6 ms a query and 4.6 -> 2.8 ms a memory (float32
-rows; ~2.1-2.4 ms a query inside the engine, where the encoder's weights have just gone
-through the caches, against 2.6-3.2 ms); every token's top 32 equal to a float32
-product's on 119 benchmark queries and 130 memories (the single product agreed on
-99.1-99.2 % of a text's terms). So the terms are faster and closer to exact; the cost is
-~16 MB more resident (the int8 and half-precision copies of the matrix).
+rows, looped on its own); inside the engine, right after the encoder has run, 2.6-3.2 ->
+2.1-2.4 ms a query, and a whole query with its terms ~0.3 ms faster (passages: within the
+noise); every token's top 32 equal to a float32 product's on 119 benchmark queries and 130
+memories (the single product agreed on 99.1-99.2 % of a text's terms). So the terms are
+closer to exact and a little faster; the cost is ~16 MB more resident (the int8 and
+half-precision copies of the matrix).
 """
 
 from __future__ import annotations

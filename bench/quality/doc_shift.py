@@ -1,0 +1,126 @@
+"""Round 8: the language shift on the documents too (measured, dropped).
+
+Each memory's vector minus ``a`` times its own script's language direction (the query's
+directions, ``mcp_gateway.calibration_vectors``), against the shipped two query views or
+one; the shipped ranking (dense, latent terms, BM25) over the rebuilt channels. Prints
+nDCG@10 per kind, dev and test (choose on dev). Needs ``embcache.py`` and
+``latent_terms.py --single-pass`` caches (made on first use).
+
+    python bench/quality/doc_shift.py
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[1]))
+sys.path.insert(0, str(HERE))
+
+import latent_terms  # noqa: E402
+from embcache import Cache  # noqa: E402
+from metrics import score  # noqa: E402
+from tune import MODEL_IDS, channels, load  # noqa: E402
+
+from mcp_gateway import lexical  # noqa: E402
+from mcp_gateway.calibration import _direction, _ramp, for_model, query_script  # noqa: E402
+from mcp_gateway.ranking import RankingParams, rank  # noqa: E402
+from mcp_gateway.settings import SearchSettings  # noqa: E402
+from mcp_gateway.types import IndexHit  # noqa: E402
+
+C = load()
+S = SearchSettings()
+CALIB = for_model(MODEL_IDS["original"])
+DIRECTION = {script: _direction(b64) for script, b64 in CALIB.directions.items()}
+KEYS = [m["key"] for m in C.mems]
+SCRIPTS = [query_script(m["text"]) for m in C.mems]
+CACHE = Cache("original")
+QUERY = {q["qid"]: CACHE.get("query", q["query"]).astype(np.float64) for q in C.queries}
+DOCS = C.dmat.astype(np.float64)
+
+
+def unit(x: np.ndarray) -> np.ndarray:
+    out: np.ndarray = x / np.linalg.norm(x, axis=-1, keepdims=True)
+    return out
+
+
+def mask_for(q: dict[str, Any]) -> np.ndarray:
+    mask = C.current.copy()
+    if q.get("type"):
+        mask &= np.array([m["type"] == q["type"] for m in C.mems])
+    return mask
+
+
+def latent_hits() -> dict[str, list[IndexHit]]:
+    terms = latent_terms.vectors(single_pass=True)
+    docs = np.stack([terms[k] for k in KEYS])
+    out = {}
+    for q in C.queries:
+        sims = docs @ latent_terms.query_terms(terms[q["qid"]])
+        sims = np.where(mask_for(q) & (sims > 0), sims, -np.inf)
+        order = [i for i in np.argsort(-sims)[:50] if np.isfinite(sims[i])]
+        out[q["qid"]] = [IndexHit(KEYS[i], float(sims[i]), C.payloads[i]) for i in order]
+    return out
+
+
+def params_for(query: str) -> RankingParams:
+    unspaced = lexical.unspaced_share(query)
+    return RankingParams(
+        thresholds=CALIB.thresholds,
+        sparse_weight=S.sparse_weight * (1 - unspaced * (1 - S.unspaced_sparse_factor)),
+        high_boost=S.high_boost,
+        keep_margin=CALIB.keep_margin,
+        high_first_margin=CALIB.high_first_margin,
+        latent_weight=S.latent_weight,
+        dense_weight=S.dense_weight,
+        fusion=S.fusion,
+        priority_rule=S.priority_rule,
+        lexical_keep_ratio=S.lexical_keep_ratio,
+    )
+
+
+def run(doc_shift: float, views: list[float], label: str, latent: dict[str, Any]) -> None:
+    docs = (
+        DOCS
+        if doc_shift == 0
+        else unit(DOCS - doc_shift * np.stack([DIRECTION[s] for s in SCRIPTS]))
+    )
+    rows = []
+    for q in C.queries:
+        qid, direction, ramp = q["qid"], DIRECTION[query_script(q["query"])], _ramp(q["query"])
+        sims = np.max([docs @ unit(QUERY[qid] - ramp * b * direction) for b in views], axis=0)
+        sims = np.where(mask_for(q), sims, -np.inf)
+        dense = [IndexHit(KEYS[i], float(sims[i]), C.payloads[i]) for i in np.argsort(-sims)[:50]]
+        sparse = channels(C, q)[1]
+        chosen = rank(dense, sparse, params_for(q["query"]), 10, latent=latent[qid])
+        ranked = [str(x.payload["source_id"]) for x in chosen]
+        rows.append({**q, **score(ranked, set(q["relevant"]))})
+    parts = []
+    for split in ("dev", "test"):
+        groups: dict[str, list[float]] = defaultdict(list)
+        for r in rows:
+            if r["split"] == split:
+                groups["ALL"].append(r["nDCG@10"])
+                groups[r["kind"]].append(r["nDCG@10"])
+        kinds = " ".join(f"{k[:5]}={statistics.fmean(v):.3f}" for k, v in sorted(groups.items()))
+        parts.append(f"{split} {kinds}")
+    print(f"{label:28s} | " + " | ".join(parts), flush=True)
+
+
+def main() -> None:
+    latent = latent_hits()
+    run(0, [0.5, 1.0], "shipped", latent)
+    for a in (0.25, 0.5, 0.75, 1.0):
+        run(a, [0.5, 1.0], f"documents {a}, views .5/1", latent)
+        for b in (0.5, 1.0):
+            run(a, [b], f"documents {a}, view {b}", latent)
+
+
+if __name__ == "__main__":
+    main()

@@ -11,9 +11,7 @@ nDCG@10 per kind, dev and test (choose on dev). Needs ``embcache.py`` and
 
 from __future__ import annotations
 
-import statistics
 import sys
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +23,7 @@ sys.path.insert(0, str(HERE))
 
 import latent_terms  # noqa: E402
 from embcache import Cache  # noqa: E402
+from lexical_rules import by_split  # noqa: E402
 from metrics import score  # noqa: E402
 from tune import MODEL_IDS, channels, load  # noqa: E402
 
@@ -101,15 +100,11 @@ def run(doc_shift: float, views: list[float], label: str, latent: dict[str, Any]
         chosen = rank(dense, sparse, params_for(q["query"]), 10, latent=latent[qid])
         ranked = [str(x.payload["source_id"]) for x in chosen]
         rows.append({**q, **score(ranked, set(q["relevant"]))})
+    nd = by_split(rows)
     parts = []
     for split in ("dev", "test"):
-        groups: dict[str, list[float]] = defaultdict(list)
-        for r in rows:
-            if r["split"] == split:
-                groups["ALL"].append(r["nDCG@10"])
-                groups[r["kind"]].append(r["nDCG@10"])
-        kinds = " ".join(f"{k[:5]}={statistics.fmean(v):.3f}" for k, v in sorted(groups.items()))
-        parts.append(f"{split} {kinds}")
+        kinds = sorted(k.split(":", 1)[1] for k in nd if k.startswith(split + ":"))
+        parts.append(f"{split} " + " ".join(f"{k[:5]}={nd[f'{split}:{k}']:.3f}" for k in kinds))
     print(f"{label:28s} | " + " | ".join(parts), flush=True)
 
 

@@ -86,7 +86,13 @@ def smoothed(weights: np.ndarray, amax: np.ndarray) -> tuple[np.ndarray, np.ndar
     """(1 / s per input channel, int8 weights [K, N] of ``W * s``, scale per output)."""
     wmax = np.abs(weights).max(axis=0)
     s = (np.maximum(amax, 1e-5) ** ALPHA / np.maximum(wmax, 1e-5) ** (1 - ALPHA)).astype(np.float32)
-    ws = weights * s[None, :]
-    col_scale = (np.maximum(np.abs(ws).max(axis=1), 1e-12) / 127.0).astype(np.float32)
-    q = np.clip(np.round(ws / col_scale[:, None]), -127, 127).astype(np.int8)
-    return (1.0 / s).astype(np.float32), np.ascontiguousarray(q.T), col_scale
+    q, col_scale = int8_columns(weights * s[None, :])
+    return (1.0 / s).astype(np.float32), q, col_scale
+
+
+def int8_columns(weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``weights`` [N, K] -> ``DynamicQuantizeMatMul``'s int8 B [K, N] (symmetric, one
+    scale per output) and those scales [N]."""
+    col_scale = (np.maximum(np.abs(weights).max(axis=1), 1e-12) / 127.0).astype(np.float32)
+    q = np.clip(np.round(weights / col_scale[:, None]), -127, 127).astype(np.int8)
+    return np.ascontiguousarray(q.T), col_scale

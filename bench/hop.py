@@ -102,8 +102,9 @@ async def main(rounds: int, baseline: Path | None) -> None:
             if baseline is not None:  # another checkout's proxy, same daemon
                 old = await stack.enter_async_context(
                     Client(
+                        # cwd: ``python -m`` puts it first on sys.path
                         StdioServerParameters(
-                            command=exe[0], args=exe[1:], env=_env(shared, baseline)
+                            command=exe[0], args=exe[1:], env=_env(shared, baseline), cwd=baseline
                         ),
                         mode="legacy",
                     )

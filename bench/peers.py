@@ -199,8 +199,13 @@ def _checked(res: Any, what: str) -> Any:
 
 async def open_sides(stack: AsyncExitStack, src: Path, kdir: Path, peer_exe: Path,
                      peer_env: dict[str, str], pdir: Path) -> tuple[Side, Side]:  # fmt: skip
+    # cwd: ``python -m`` puts it first on sys.path, ahead of PYTHONPATH (before this, a
+    # --kioku-src run from the repo root ran the repo's code)
     kparams = StdioServerParameters(
-        command=sys.executable, args=["-m", "mcp_gateway.cli", "serve"], env=_kioku_env(src, kdir)
+        command=sys.executable,
+        args=["-m", "mcp_gateway.cli", "serve"],
+        env=_kioku_env(src, kdir),
+        cwd=src,
     )
     penv = {**os.environ, **peer_env, "QDRANT_LOCAL_PATH": str(pdir)}
     pparams = StdioServerParameters(command=str(peer_exe), env=penv)

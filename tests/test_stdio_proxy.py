@@ -1,11 +1,12 @@
 """The stdio proxy's session with the owner, spoken to as an editor does: raw JSON-RPC
-lines over a real ``kioku serve`` process."""
+lines over a real ``kioku serve`` process (or the proxy in this process, on pipes)."""
 
 from __future__ import annotations
 
 import json
 import os
 import queue
+import select
 import signal
 import subprocess
 import threading
@@ -13,6 +14,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mcp_gateway.settings import KiokuSettings
+from mcp_gateway.stdio_proxy import Proxy
 from tests.http_server import KIOKU, kioku_env
 from tests.realproc import INITIALIZE, daemon_pid, kill_daemon, wait_until
 
@@ -100,3 +103,100 @@ def test_a_request_in_flight_when_the_daemon_dies_gets_an_error_and_the_session_
             editor.proc.kill()
         kill_daemon(data)
         assert wait_until(lambda: daemon_pid(data) is None, 30)
+
+
+def _lines(fd: int, count: int, timeout: float = 120) -> list[dict[str, Any]]:
+    """``count`` JSON lines read from ``fd`` (blocking, bounded by ``timeout``)."""
+    out: list[dict[str, Any]] = []
+    buffer = b""
+    deadline = time.monotonic() + timeout
+    while len(out) < count and time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 1)
+        if not ready:
+            continue
+        chunk = os.read(fd, 1 << 16)
+        assert chunk, f"stdout closed after {out}"
+        buffer += chunk
+        *done, buffer = buffer.split(b"\n")
+        out += [json.loads(line) for line in done if line.strip()]
+    return out
+
+
+def test_split_reads_a_non_blocking_stdin_and_a_last_line_without_newline(tmp_path: Path) -> None:
+    """The proxy in this process, on pipes: stdin left non-blocking by the editor, a
+    message that arrives in two reads, and a last line without its newline at EOF, whose
+    reply is still owed when stdin ends (it reaches stdout before ``run`` returns)."""
+    data = tmp_path / "data"
+    rin, win = os.pipe()
+    rout, wout = os.pipe()
+    os.set_blocking(rin, False)
+    proxy = Proxy(KiokuSettings(data_dir=data), rin, wout)
+    runner = threading.Thread(target=proxy.run)
+    runner.start()
+    try:
+        first = json.dumps(INITIALIZE).encode() + b"\n"
+        os.write(win, first[:20])
+        time.sleep(0.2)  # the proxy waits on an empty non-blocking pipe meanwhile
+        os.write(win, first[20:])
+        assert "result" in _lines(rout, 1)[0]
+        os.write(win, b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        call = {"name": "get_note", "arguments": {"id": "01MISSING0000000000000000000"}}
+        os.write(win, json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                                  "params": call}).encode())  # fmt: skip
+        os.close(win)
+        win = -1
+        (reply,) = _lines(rout, 1)
+        assert reply["id"] == 2 and reply["result"]["isError"], reply
+        runner.join(timeout=60)
+        assert not runner.is_alive()
+    finally:
+        for fd in (rin, win, rout, wout):
+            if fd >= 0:
+                os.close(fd)
+        runner.join(timeout=60)
+        kill_daemon(data)
+
+
+def test_requests_from_a_file_and_an_editor_that_closed_our_stdout(tmp_path: Path) -> None:
+    """``kioku serve < requests``: a regular file cannot be polled; every reply owed at
+    its end is written before the proxy exits. Then the same with stdout already closed
+    by the reader: replies are dropped, the proxy still ends cleanly, no traceback."""
+    data = tmp_path / "data"
+    requests = tmp_path / "requests.jsonl"
+    call = {"name": "add_note", "arguments": {"text": "Deploys need a change ticket"}}
+    requests.write_text(
+        "\n".join(
+            json.dumps(m)
+            for m in (
+                INITIALIZE,
+                {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call},
+            )
+        )
+        + "\n"
+    )
+    try:
+        with requests.open("rb") as stdin:
+            done = subprocess.run(
+                [KIOKU, "serve"], env=kioku_env(data), stdin=stdin, capture_output=True,
+                timeout=120,
+            )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        replies = [json.loads(line) for line in done.stdout.splitlines()]
+        assert [r["id"] for r in replies] == [1, 2]
+        assert replies[1]["result"]["structuredContent"]["status"] == "stored"
+
+        rout, wout = os.pipe()
+        os.close(rout)  # the editor is gone before any reply
+        try:
+            with requests.open("rb") as stdin:
+                gone = subprocess.run(
+                    [KIOKU, "serve"], env=kioku_env(data), stdin=stdin, stdout=wout,
+                    stderr=subprocess.PIPE, timeout=120,
+                )  # fmt: skip
+        finally:
+            os.close(wout)
+        assert gone.returncode == 0, gone.stderr
+        assert b"Traceback" not in gone.stderr
+    finally:
+        kill_daemon(data)

@@ -71,16 +71,22 @@ class Forwarder:
     """
 
     def __init__(self, settings: KiokuSettings, port: int) -> None:
-        from ..stdio_proxy import Proxy
+        from .. import local_gateway
 
-        self.proxy = Proxy(settings)
+        self.settings = settings
+        self.paths = local_gateway.GatewayPaths.for_settings(settings)
         self.hosts = loopback_hosts(port)
 
+    def ensure_daemon(self) -> None:
+        from .. import local_gateway
+
+        local_gateway.ensure_daemon(self.settings, self.paths)
+
     def _client(self) -> httpx.AsyncClient:
-        transport = httpx.AsyncHTTPTransport(uds=str(self.proxy.paths.socket), retries=0)
+        transport = httpx.AsyncHTTPTransport(uds=str(self.paths.socket), retries=0)
         return httpx.AsyncClient(
             transport=transport,
-            timeout=httpx.Timeout(self.proxy.settings.local_gateway.request_timeout_s, connect=5),
+            timeout=httpx.Timeout(self.settings.local_gateway.request_timeout_s, connect=5),
             limits=httpx.Limits(max_keepalive_connections=0),
         )
 
@@ -121,7 +127,7 @@ class Forwarder:
                 except httpx.ConnectError:
                     if attempt == 2:
                         return PlainTextResponse("the kioku gateway is not reachable\n", 502)
-                    await self.proxy.ensure_daemon()
+                    await anyio.to_thread.run_sync(self.ensure_daemon)
         out = Response(upstream.content, status_code=upstream.status_code)
         for key, value in upstream.headers.multi_items():
             if key.lower().encode() not in _HOP and key.lower() not in _OWN:
@@ -160,7 +166,7 @@ def serve_ui(
 
     port = port or _free_port()
     app = _build(settings, port)
-    anyio.run(app.proxy.ensure_daemon)
+    app.ensure_daemon()
     base = f"http://127.0.0.1:{port}"
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="auto")

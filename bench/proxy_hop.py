@@ -1,0 +1,165 @@
+"""What the stdio proxy's hop costs: raw JSON-RPC lines through ``kioku serve`` against
+the same lines sent straight to the owner's session socket, in one run.
+
+One daemon, several sides speaking newline-delimited JSON-RPC (no MCP client library,
+so only the hop is timed), interleaved with the order rotating each round:
+- ``proxy``: this checkout's ``kioku serve`` over stdio pipes;
+- ``baseline``: another checkout's ``kioku serve`` (``--baseline-src``), same daemon;
+- ``socat``: a C relay between pipes and the socket (the floor for any relay process),
+  when ``socat`` is installed;
+- ``direct``: the session socket itself, no relay.
+
+Each side gets a ping and an ``add_note``, back to back (gap 0) and after a pause (gap
+30 ms: cores and caches go cold, as between an assistant's calls), idle and with two busy
+processes beside them. p50 / p95 in ms.
+
+    flock "${TMPDIR:-/tmp}/kioku-bench.lock" python bench/proxy_hop.py \
+        [--rounds 80] [--baseline-src DIR]
+"""
+
+# ruff: noqa: E402
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from typing import Any
+
+ROOT = _HERE.parent
+sys.path.insert(0, str(ROOT))
+
+from mcp_gateway import local_gateway as gw
+from mcp_gateway.settings import KiokuSettings
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "proxy-hop", "version": "0"},
+    },
+}
+GAPS = (0.0, 0.03)
+
+
+class Side:
+    def __init__(self, name: str, reader: asyncio.StreamReader, writer: Any) -> None:
+        self.name, self.reader, self.writer, self.next_id = name, reader, writer, 100
+
+    async def _send(self, message: dict[str, Any]) -> None:
+        self.writer.write(json.dumps(message).encode() + b"\n")
+        await self.writer.drain()
+
+    async def call(self, method: str, params: dict[str, Any]) -> None:
+        self.next_id += 1
+        await self._send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        while json.loads(await self.reader.readline()).get("id") != self.next_id:
+            pass
+
+    async def start(self) -> Side:
+        await self._send(INITIALIZE)
+        await self.reader.readline()
+        await self._send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return self
+
+
+async def stdio_side(name: str, argv: list[str], env: dict[str, str], src: Path = ROOT) -> Side:
+    # ``python -m`` puts the working directory first on sys.path: run in the checkout
+    proc = await asyncio.create_subprocess_exec(
+        *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=env, cwd=src
+    )
+    assert proc.stdout is not None and proc.stdin is not None
+    return await Side(name, proc.stdout, proc.stdin).start()
+
+
+def start_hogs(count: int) -> list[subprocess.Popen[bytes]]:
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+
+
+async def run(rounds: int, baseline: Path | None) -> dict[tuple[str, ...], list[float]]:
+    tmp = Path(tempfile.mkdtemp(prefix="kioku-proxy-hop-"))
+    data = tmp / "data"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KIOKU_")}
+    env.update(KIOKU_DATA_DIR=str(data), KIOKU_LOG_LEVEL="WARNING", PYTHONPATH=str(ROOT))
+    serve = [sys.executable, "-m", "mcp_gateway.cli", "serve"]
+    sides = [await stdio_side("proxy", serve, env)]
+    await sides[0].call("tools/call", {"name": "add_note", "arguments": {"text": "warm up"}})
+    sock = gw.GatewayPaths.for_settings(KiokuSettings(data_dir=data)).session_socket
+    if baseline is not None:
+        old_env = {**env, "PYTHONPATH": str(baseline)}
+        sides.append(await stdio_side("baseline", serve, old_env, baseline))
+    if shutil.which("socat"):
+        sides.append(await stdio_side("socat", ["socat", "STDIO", f"UNIX-CONNECT:{sock}"], env))
+    reader, writer = await asyncio.open_unix_connection(str(sock))
+    sides.append(await Side("direct", reader, writer).start())
+    samples: dict[tuple[str, ...], list[float]] = {}
+    for phase in ("idle", "hog"):
+        hogs = start_hogs(2 if phase == "hog" else 0)
+        try:
+            await asyncio.sleep(0.5)
+            for i in range(rounds + 5):
+                for gap in GAPS:
+                    for side in sides[i % len(sides) :] + sides[: i % len(sides)]:
+                        for what in ("ping", "add"):
+                            await asyncio.sleep(gap)
+                            text = f"{side.name} {phase} {i} {gap}: the cache lives in .cache/{i}"
+                            method, params = (
+                                ("ping", {})
+                                if what == "ping"
+                                else (
+                                    "tools/call",
+                                    {"name": "add_note", "arguments": {"text": text}},
+                                )
+                            )
+                            started = time.perf_counter()
+                            await side.call(method, params)
+                            if i >= 5:  # the first rounds warm up
+                                key = (phase, what, f"{gap * 1000:.0f} ms", side.name)
+                                samples.setdefault(key, []).append(
+                                    (time.perf_counter() - started) * 1000
+                                )
+        finally:
+            for hog in hogs:
+                hog.kill()
+                hog.wait()
+    try:
+        os.kill(int((data / "gateway.lock").read_text().strip()), signal.SIGTERM)
+    except (OSError, ValueError):
+        pass
+    shutil.rmtree(tmp, ignore_errors=True)
+    return samples
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=80)
+    ap.add_argument("--baseline-src", type=Path, help="another checkout's proxy, same daemon")
+    args = ap.parse_args()
+    samples = asyncio.run(run(args.rounds, args.baseline_src))
+    print(f"{args.rounds} rounds, load average {os.getloadavg()[0]:.1f} (ms, p50 / p95)")
+    for (phase, what, gap, side), ms in sorted(samples.items()):
+        p50, p95 = pct(ms, 0.5), pct(ms, 0.95)
+        print(f"{phase:4s} {what:4s} gap {gap:5s} {side:8s} {p50:6.2f} / {p95:6.2f}")
+
+
+if __name__ == "__main__":
+    main()

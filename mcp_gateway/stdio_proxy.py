@@ -215,10 +215,7 @@ class Proxy:
         buffer = bytearray()
         try:
             while chunk := attached.sock.recv(_CHUNK):
-                buffer += chunk
-                while (end := buffer.find(b"\n")) >= 0:
-                    line = bytes(buffer[: end + 1])
-                    del buffer[: end + 1]
+                for line in _complete_lines(buffer, chunk):
                     self._deliver(line)
                 if len(buffer) > MAX_REPLY_BYTES:
                     log.warning(
@@ -278,10 +275,7 @@ class Proxy:
             log.error("%s", exc)
         buffer = bytearray()
         while chunk := self._read():
-            buffer += chunk
-            while (end := buffer.find(b"\n")) >= 0:
-                line = bytes(buffer[: end + 1])
-                del buffer[: end + 1]
+            for line in _complete_lines(buffer, chunk):
                 if line.strip():
                     self.forward(line)
         if buffer.strip():
@@ -308,6 +302,21 @@ class Proxy:
         self._lose(attached)
         if attached.reader is not None:
             attached.reader.join(timeout=5)
+
+
+def _complete_lines(buffer: bytearray, chunk: bytes) -> list[bytes]:
+    """Append ``chunk`` to ``buffer``; take out and return the lines it completed (with
+    their newlines). Only the new bytes are searched: a multi-megabyte line arriving in
+    64 KiB reads is scanned once, not once a read."""
+    searched = len(buffer)
+    buffer += chunk
+    lines = []
+    start = 0
+    while (end := buffer.find(b"\n", max(start, searched))) >= 0:
+        lines.append(bytes(buffer[start : end + 1]))
+        start = end + 1
+    del buffer[:start]
+    return lines
 
 
 def _key(req_id: Any) -> str | None:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_gateway.settings import KiokuSettings
-from mcp_gateway.stdio_proxy import Proxy
+from mcp_gateway.stdio_proxy import Proxy, _complete_lines
 from tests.http_server import KIOKU, kioku_env
 from tests.realproc import INITIALIZE, daemon_pid, kill_daemon, wait_until
 
@@ -200,3 +200,13 @@ def test_requests_from_a_file_and_an_editor_that_closed_our_stdout(tmp_path: Pat
         assert b"Traceback" not in gone.stderr
     finally:
         kill_daemon(data)
+
+
+def test_lines_are_cut_from_reads_and_only_new_bytes_are_searched() -> None:
+    buffer = bytearray()
+    assert _complete_lines(buffer, b'{"a":') == []
+    assert _complete_lines(buffer, b'1}\n{"b":2}\n{"c"') == [b'{"a":1}\n', b'{"b":2}\n']
+    assert _complete_lines(buffer, b":3}\n") == [b'{"c":3}\n'] and buffer == b""
+    for _ in range(200):  # a 13 MB line in 64 KiB reads: each read scanned once
+        assert _complete_lines(buffer, b"x" * 65536) == []
+    assert _complete_lines(buffer, b"\n") == [b"x" * (200 * 65536) + b"\n"]

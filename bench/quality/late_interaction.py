@@ -26,7 +26,7 @@ sys.path.insert(0, str(HERE))
 
 from embcache import CACHE, load_jsonl, memory_document  # noqa: E402
 from latent_terms import query_terms, vectors  # noqa: E402
-from lexical_rules import KINDS, Bench, by_split  # noqa: E402
+from lexical_rules import Bench, by_split, show  # noqa: E402
 from metrics import score  # noqa: E402
 
 from mcp_gateway.ranking import fuse, select  # noqa: E402
@@ -112,12 +112,6 @@ class Experiment:
             ranked = [str(x.payload["source_id"]) for x in select(cands, p, 10)]
             rows.append({**q, **score(ranked, set(q["relevant"]))})
         return by_split(rows)
-
-
-def show(label: str, o: dict[str, float]) -> None:
-    for split in ("dev", "test"):
-        kinds = " ".join(f"{k[:5]}={o[f'{split}:{k}']:.3f}" for k in KINDS)
-        print(f"{label:30s} {split:4s} ALL={o[f'{split}:ALL']:.3f} {kinds}")
 
 
 def main() -> None:

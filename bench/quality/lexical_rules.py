@@ -131,6 +131,13 @@ def by_split(rows: list[dict[str, Any]]) -> dict[str, float]:
     return out
 
 
+def show(label: str, o: dict[str, float]) -> None:
+    """One line per split of ``by_split``'s figures: ALL, then each kind."""
+    for split in ("dev", "test"):
+        kinds = " ".join(f"{k[:5]}={o[f'{split}:{k}']:.3f}" for k in KINDS)
+        print(f"{label:30s} {split:4s} ALL={o[f'{split}:ALL']:.3f} {kinds}")
+
+
 def fade(m: float) -> Callable[[float, float, str, Any], float]:
     return lambda best, own, script, dense: min(1.0, max(0.0, 1 - (best - own) / m))
 

@@ -23,6 +23,7 @@ sys.path.insert(0, str(HERE))
 
 import latent_terms  # noqa: E402
 from embcache import Cache  # noqa: E402
+from latent_terms import current_of_type  # noqa: E402
 from lexical_rules import by_split  # noqa: E402
 from metrics import score  # noqa: E402
 from tune import MODEL_IDS, channels, load  # noqa: E402
@@ -46,25 +47,6 @@ DOCS = C.dmat.astype(np.float64)
 
 def unit(x: np.ndarray) -> np.ndarray:
     out: np.ndarray = x / np.linalg.norm(x, axis=-1, keepdims=True)
-    return out
-
-
-def mask_for(q: dict[str, Any]) -> np.ndarray:
-    mask = C.current.copy()
-    if q.get("type"):
-        mask &= np.array([m["type"] == q["type"] for m in C.mems])
-    return mask
-
-
-def latent_hits() -> dict[str, list[IndexHit]]:
-    terms = latent_terms.vectors(single_pass=True)
-    docs = np.stack([terms[k] for k in KEYS])
-    out = {}
-    for q in C.queries:
-        sims = docs @ latent_terms.query_terms(terms[q["qid"]])
-        sims = np.where(mask_for(q) & (sims > 0), sims, -np.inf)
-        order = [i for i in np.argsort(-sims)[:50] if np.isfinite(sims[i])]
-        out[q["qid"]] = [IndexHit(KEYS[i], float(sims[i]), C.payloads[i]) for i in order]
     return out
 
 
@@ -94,7 +76,7 @@ def run(doc_shift: float, views: list[float], label: str, latent: dict[str, Any]
     for q in C.queries:
         qid, direction, ramp = q["qid"], DIRECTION[query_script(q["query"])], _ramp(q["query"])
         sims = np.max([docs @ unit(QUERY[qid] - ramp * b * direction) for b in views], axis=0)
-        sims = np.where(mask_for(q), sims, -np.inf)
+        sims = np.where(current_of_type(C, q), sims, -np.inf)
         dense = [IndexHit(KEYS[i], float(sims[i]), C.payloads[i]) for i in np.argsort(-sims)[:50]]
         sparse = channels(C, q)[1]
         chosen = rank(dense, sparse, params_for(q["query"]), 10, latent=latent[qid])
@@ -109,7 +91,7 @@ def run(doc_shift: float, views: list[float], label: str, latent: dict[str, Any]
 
 
 def main() -> None:
-    latent = latent_hits()
+    latent = latent_terms.latent_hits(C)
     run(0, [0.5, 1.0], "shipped", latent)
     for a in (0.25, 0.5, 0.75, 1.0):
         run(a, [0.5, 1.0], f"documents {a}, views .5/1", latent)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -25,12 +24,11 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from embcache import CACHE, load_jsonl, memory_document  # noqa: E402
-from latent_terms import query_terms, vectors  # noqa: E402
+from latent_terms import current_of_type, latent_hits  # noqa: E402
 from lexical_rules import Bench, by_split, show  # noqa: E402
 from metrics import score  # noqa: E402
 
 from mcp_gateway.ranking import fuse, select  # noqa: E402
-from mcp_gateway.types import IndexHit  # noqa: E402
 
 PATH = CACHE / "token-states.npz"
 
@@ -61,24 +59,8 @@ class Experiment:
     def __init__(self) -> None:
         self.b = Bench()
         self.states = {k: v.astype(np.float32) for k, v in token_states().items()}
-        lt = vectors(single_pass=True)
         self.keys = [m["key"] for m in self.b.c.mems]
-        docs = np.stack([lt[k] for k in self.keys])
-        self.latent = {q["qid"]: self._latent(q, docs, lt) for q in self.b.c.queries}
-
-    def _mask(self, q: dict[str, Any]) -> np.ndarray:
-        mask = self.b.c.current.copy()
-        if q.get("type"):
-            mask &= np.array([m["type"] == q["type"] for m in self.b.c.mems])
-        return mask
-
-    def _latent(
-        self, q: dict[str, Any], docs: np.ndarray, lt: dict[str, np.ndarray]
-    ) -> list[IndexHit]:
-        sims = docs @ query_terms(lt[q["qid"]])
-        sims = np.where(self._mask(q) & (sims > 0), sims, -np.inf)
-        order = [i for i in np.argsort(-sims)[:50] if np.isfinite(sims[i])]
-        return [IndexHit(self.keys[i], float(sims[i]), self.b.c.payloads[i]) for i in order]
+        self.latent = latent_hits(self.b.c)
 
     def maxsim(self, qid: str, key: str) -> float:
         return float((self.states[qid] @ self.states[key].T).max(axis=1).mean())
@@ -86,7 +68,7 @@ class Experiment:
     def alone(self) -> dict[str, float]:
         rows = []
         for q in self.b.c.queries:
-            mask = self._mask(q)
+            mask = current_of_type(self.b.c, q)
             scored = sorted(
                 ((self.maxsim(q["qid"], k), k) for i, k in enumerate(self.keys) if mask[i]),
                 reverse=True,

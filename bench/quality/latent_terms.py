@@ -33,6 +33,7 @@ sys.path.insert(0, str(HERE))
 from embcache import CACHE, load_jsonl, memory_document  # noqa: E402
 from lexical_rules import Bench, by_split, show  # noqa: E402
 from metrics import score  # noqa: E402
+from tune import Corpus  # noqa: E402
 
 from mcp_gateway.ranking import fuse, select  # noqa: E402
 from mcp_gateway.types import IndexHit  # noqa: E402
@@ -107,22 +108,32 @@ def query_terms(vec: np.ndarray) -> np.ndarray:
     return out
 
 
+def current_of_type(c: Corpus, q: dict[str, Any]) -> np.ndarray:
+    """The memories a query may find: current ones, of its ``type`` filter if any."""
+    mask = c.current.copy()
+    if q.get("type"):
+        mask &= np.array([m["type"] == q["type"] for m in c.mems])
+    return mask
+
+
+def latent_hits(c: Corpus, single_pass: bool = True, limit: int = 50) -> dict[str, list[IndexHit]]:
+    """qid -> the latent-term channel's top ``limit`` hits (dot product, filters applied),
+    as the index returns them."""
+    lt = vectors(single_pass)
+    keys = [m["key"] for m in c.mems]
+    docs = np.stack([lt[k] for k in keys])
+    out = {}
+    for q in c.queries:
+        sims = docs @ query_terms(lt[q["qid"]])
+        sims = np.where(current_of_type(c, q) & (sims > 0), sims, -np.inf)
+        order = [i for i in np.argsort(-sims)[:limit] if np.isfinite(sims[i])]
+        out[q["qid"]] = [IndexHit(keys[i], float(sims[i]), c.payloads[i]) for i in order]
+    return out
+
+
 def main() -> None:
     b = Bench()
-    lt = vectors(single_pass="--single-pass" in sys.argv)
-    keys = [m["key"] for m in b.c.mems]
-    docs = np.stack([lt[k] for k in keys])
-
-    def hits(q: dict[str, Any], limit: int = 50) -> list[IndexHit]:
-        sims = docs @ query_terms(lt[q["qid"]])
-        mask = b.c.current.copy()
-        if q.get("type"):
-            mask &= np.array([m["type"] == q["type"] for m in b.c.mems])
-        sims = np.where(mask & (sims > 0), sims, -np.inf)
-        order = [i for i in np.argsort(-sims)[:limit] if np.isfinite(sims[i])]
-        return [IndexHit(keys[i], float(sims[i]), b.c.payloads[i]) for i in order]
-
-    latent = {q["qid"]: hits(q) for q in b.c.queries}
+    latent = latent_hits(b.c, single_pass="--single-pass" in sys.argv)
 
     def run(mode: str, w: float) -> dict[str, float]:
         rows = []

@@ -30,7 +30,6 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -208,8 +207,6 @@ def spawn_daemon(settings: KiokuSettings, paths: GatewayPaths) -> subprocess.Pop
 
 CANNOT_START = "kioku gateway cannot start: "
 
-_starting = threading.Lock()  # one start-up at a time per process (proxy, UI forwarder)
-
 
 class GatewayUnavailable(Exception):
     pass
@@ -217,33 +214,33 @@ class GatewayUnavailable(Exception):
 
 def ensure_daemon(settings: KiokuSettings, paths: GatewayPaths) -> None:
     """Return once a daemon accepts connections on the session socket; start one if none
-    owns the lock. Blocking (polls every 50 ms): call it from a thread in async code."""
-    with _starting:
-        deadline = time.monotonic() + settings.local_gateway.start_timeout_s
-        child = None
-        while time.monotonic() < deadline:
-            if can_connect(paths.session_socket):
-                return
-            if not lock_held(paths.lock):
-                if child is not None and child.poll() not in (None, 0):
+    owns the lock. Blocking (polls every 50 ms): call it from a thread in async code, one
+    call at a time per caller (a second daemon started meanwhile exits at once)."""
+    deadline = time.monotonic() + settings.local_gateway.start_timeout_s
+    child = None
+    while time.monotonic() < deadline:
+        if can_connect(paths.session_socket):
+            return
+        if not lock_held(paths.lock):
+            if child is not None and child.poll() not in (None, 0):
+                raise GatewayUnavailable(
+                    f"the kioku gateway for {settings.data_dir} failed to start "
+                    f"(log: {paths.log}): {start_failure(paths)}"
+                )
+            if child is None or child.poll() is not None:
+                log.info("starting the kioku gateway for %s", settings.data_dir)
+                try:
+                    child = spawn_daemon(settings, paths)
+                except OSError as exc:
                     raise GatewayUnavailable(
-                        f"the kioku gateway for {settings.data_dir} failed to start "
-                        f"(log: {paths.log}): {start_failure(paths)}"
-                    )
-                if child is None or child.poll() is not None:
-                    log.info("starting the kioku gateway for %s", settings.data_dir)
-                    try:
-                        child = spawn_daemon(settings, paths)
-                    except OSError as exc:
-                        raise GatewayUnavailable(
-                            f"cannot start the kioku gateway: {exc.filename} is not "
-                            f"writable ({exc.strerror}); the data dir must be writable"
-                        ) from exc
-            time.sleep(0.05)
-        raise GatewayUnavailable(
-            f"the kioku gateway for {settings.data_dir} did not become ready within "
-            f"{settings.local_gateway.start_timeout_s:g} s (see {paths.log})"
-        )
+                        f"cannot start the kioku gateway: {exc.filename} is not "
+                        f"writable ({exc.strerror}); the data dir must be writable"
+                    ) from exc
+        time.sleep(0.05)
+    raise GatewayUnavailable(
+        f"the kioku gateway for {settings.data_dir} did not become ready within "
+        f"{settings.local_gateway.start_timeout_s:g} s (see {paths.log})"
+    )
 
 
 def start_failure(paths: GatewayPaths) -> str:

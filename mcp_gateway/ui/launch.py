@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import socket
 import sys
+import threading
 import webbrowser
 from urllib.parse import quote
 
@@ -76,11 +77,13 @@ class Forwarder:
         self.settings = settings
         self.paths = local_gateway.GatewayPaths.for_settings(settings)
         self.hosts = loopback_hosts(port)
+        self._starting = threading.Lock()  # requests that could not connect: one start
 
     def ensure_daemon(self) -> None:
         from .. import local_gateway
 
-        local_gateway.ensure_daemon(self.settings, self.paths)
+        with self._starting:
+            local_gateway.ensure_daemon(self.settings, self.paths)
 
     def _client(self) -> httpx.AsyncClient:
         transport = httpx.AsyncHTTPTransport(uds=str(self.paths.socket), retries=0)

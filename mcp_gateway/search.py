@@ -25,10 +25,19 @@ from .fresh import FreshEmbedder
 from .index.base import Index
 from .notes import NoteStore
 from .prefetch import Searches
-from .ranking import Candidate, RankingParams, best_of_views, fuse, recent_floor, select
+from .ranking import (
+    Candidate,
+    Head,
+    RankingParams,
+    best_of_views,
+    carry_to_heads,
+    fuse,
+    recent_floor,
+    select,
+)
 from .render import iso
 from .settings import SearchSettings
-from .types import IndexFilter, Note, SearchResponse, SearchResult, SparseVector
+from .types import IndexFilter, Note, SearchResponse, SearchResult, SparseVector, point_id
 from .writebehind import WriteBehind
 
 log = logging.getLogger(__name__)
@@ -48,6 +57,11 @@ RECENT_TAG = "[RECENT]"
 class RecordLookup(Protocol):
     async def search_view(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """Record id -> {"title", "content", "type", "status", "created_at"} for current records."""
+
+    async def heads_view(
+        self, ids: Sequence[str], namespaces: Sequence[str]
+    ) -> dict[str, dict[str, Any]]:
+        """Retired record id -> its lifecycle head's {"id", "type", "namespace"}."""
 
 
 @dataclass(slots=True)
@@ -151,7 +165,8 @@ class SearchService:
             types=(req.type,) if req.type else (),
             domains=(req.domain,) if req.domain else (),
             namespaces=req.namespaces,
-            current_only=True,
+            # retired records are found too, and hand their evidence to their heads
+            current_only=not self._carries,
         )
         # The recency read does not depend on the index answer: run both at once. Every
         # query view goes in the one index call (the engine holds the GIL while it
@@ -179,6 +194,9 @@ class SearchService:
         candidates = fuse(
             dense_hits, sparse_hits, params, latent_hits if terms is not None else None
         )
+        if any(c.payload.get("current") is False for c in candidates):
+            heads = await self._heads(candidates, req)
+            candidates = carry_to_heads(candidates, heads, self.settings.retired_carry)
         chosen = select(candidates, params, req.top, req.namespaces)
         results = await self._materialise(chosen)
         # The newest lessons/conclusions are a separate, labelled part of the answer
@@ -195,6 +213,37 @@ class SearchService:
         )
         settled = not any(h.payload.get("dense") is False for h in sparse_hits)
         return response, settled
+
+    @property
+    def _carries(self) -> bool:
+        return self.records is not None and self.settings.retired_carry > 0
+
+    async def _heads(self, candidates: Sequence[Candidate], req: SearchRequest) -> dict[str, Head]:
+        """Point id of each retired record among ``candidates`` -> its head's point, for
+        heads the request may see (its namespaces and ``type`` filter)."""
+        if self.records is None:  # no record store: nothing to carry them to
+            return {}
+        retired = {
+            str(c.payload.get("source_id")): c.point_id
+            for c in candidates
+            if c.payload.get("current") is False
+        }
+        found = await self.records.heads_view(list(retired), req.namespaces)
+        heads: dict[str, Head] = {}
+        for rid, head in found.items():
+            if req.type and head["type"] != req.type:
+                continue
+            payload = {
+                "kind": "record",
+                "source_id": head["id"],
+                "type": head["type"],
+                "domain": "",
+                "priority": "",
+                "namespace": head["namespace"],
+                "current": True,
+            }
+            heads[retired[rid]] = Head(point_id("record", head["id"]), payload)
+        return heads
 
     async def _embed_query(self, query: str) -> tuple[list[list[float]], SparseVector | None, bool]:
         """The query's dense views (one embedding, shifted once or twice) and its latent

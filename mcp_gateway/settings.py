@@ -139,6 +139,10 @@ class SearchSettings(BaseModel):
     # between searches (and once adds pause), the query lane embeds the newest pending
     # note, one at a time, each predicted within this many ms (0: off; prefetch.py)
     prefetch_budget_ms: float = Field(default=60.0, ge=0)
+    # a superseded or duplicate record that matches a query hands this share of its
+    # score to its lifecycle head, so old wording finds the record now in force
+    # (docs/ranking.md, round 10; 0: retired records are filtered out as before)
+    retired_carry: float = Field(default=1.0, ge=0, le=1)
 
 
 class TokenGrant(BaseModel):

@@ -5,7 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from mcp_gateway.calibration import MODELS, for_model, query_script, shift_query, shift_views
-from mcp_gateway.ranking import RankingParams, best_of_views, fuse, recent_floor, select
+from mcp_gateway.ranking import (
+    Head,
+    RankingParams,
+    best_of_views,
+    carry_to_heads,
+    fuse,
+    recent_floor,
+    select,
+)
 from mcp_gateway.types import IndexHit
 
 
@@ -180,3 +188,47 @@ def test_latent_overlap_alone_does_not_keep_a_hit() -> None:
     latent = [hit("far", 4.0), hit("near", 3.9)]
     kept = ids(select(fuse(dense, [], params, latent), params, 5))
     assert kept == ["near"]
+
+
+def retired(pid: str, score: float) -> IndexHit:
+    return hit(pid, score, kind="record", type="decision", current=False)
+
+
+def head(pid: str) -> Head:
+    return Head(pid, {"kind": "record", "type": "decision", "priority": "", "current": True})
+
+
+def test_a_retired_record_hands_its_evidence_to_its_head() -> None:
+    """Old wording of a changed decision finds the decision now in force: the head
+    ranks where its retired version would have, with its distance and lexical score."""
+    dense = [retired("old", 0.93), hit("note", 0.90), hit("new", 0.80)]
+    sparse = [retired("old", 6.0), hit("note", 2.0)]
+    fused = carry_to_heads(fuse(dense, sparse, RankingParams()), {"old": head("new")})
+    assert ids(fused)[0] == "new" and "old" not in ids(fused)
+    new = fused[0]
+    assert new.distance is not None and abs(new.distance - 0.07) < 1e-9
+    assert new.sparse_score == 6.0
+    # a head no channel found comes in on its retired version's evidence alone
+    dense = [retired("old", 0.93), hit("note", 0.90), hit("other", 0.75)]
+    fused = carry_to_heads(fuse(dense, sparse, RankingParams()), {"old": head("far")})
+    assert ids(fused)[0] == "far" and fused[0].payload["type"] == "decision"
+
+
+def test_a_head_keeps_its_own_score_when_better_and_unreachable_heads_drop() -> None:
+    dense = [hit("new", 0.95), hit("note", 0.90), retired("old", 0.85)]
+    fused = fuse(dense, [], RankingParams())
+    own = next(c.score for c in fused if c.point_id == "new")
+    carried = carry_to_heads(fused, {"old": head("new")}, factor=1.0)
+    assert ids(carried) == ["new", "note"] and carried[0].score == own
+    # no head within the caller's reach: the retired version is dropped, as the index
+    # filter used to drop it
+    assert ids(carry_to_heads(fused, {})) == ["new", "note"]
+
+
+def test_retired_hits_do_not_move_how_current_hits_score() -> None:
+    """DBSF scales each channel by its hits' spread; retired records found beside the
+    current ones must not change that scale."""
+    current = [hit("a", 0.90), hit("b", 0.85), hit("c", 0.80)]
+    alone = {c.point_id: c.score for c in fuse(current, [], RankingParams())}
+    beside = fuse([retired("x", 0.99), *current, retired("y", 0.40)], [], RankingParams())
+    assert {c.point_id: c.score for c in beside if c.point_id in alone} == alone

@@ -200,3 +200,17 @@ async def test_iter_all_and_changed_since(store: RecordStore) -> None:
     assert await store.changed_since(mark) == []
     await store.link(b.id, "resolves", a.id)
     assert {r.id for r in await store.changed_since(mark)} == {a.id, b.id}
+
+
+async def test_heads_view_resolves_retired_records_within_reach(store: RecordStore) -> None:
+    """The unified search's lookup: a retired record -> its lifecycle head, to the end of
+    a mixed supersedes/duplicates chain; current records are not listed; a head outside
+    the caller's namespaces is left out."""
+    a = await store.add("decision", "deploy on Tuesdays")
+    b = await store.add("decision", "deploy any weekday", links=[f"supersedes:{a.id}"])
+    c = await store.add("decision", "deploy on merge", links=[f"supersedes:{b.id}"])
+    dup = await store.add("decision", "deploy any weekday (again)", links=[f"duplicates:{b.id}"])
+    view = await store.heads_view([a.id, b.id, c.id, dup.id], ["default"])
+    assert {rid: h["id"] for rid, h in view.items()} == {a.id: c.id, b.id: c.id, dup.id: c.id}
+    assert view[a.id] == {"id": c.id, "type": "decision", "namespace": "default"}
+    assert await store.heads_view([a.id], ["someone-else"]) == {}

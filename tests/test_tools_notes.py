@@ -298,6 +298,42 @@ async def test_checkpoint_is_searchable_but_not_recent(harness: Harness) -> None
     assert "[RECENT]" not in results[0]["tags"]
 
 
+async def test_old_wording_of_a_changed_decision_finds_the_one_in_force(
+    harness: Harness,
+) -> None:
+    """The query repeats the retired decision's words; the new decision shares none of
+    them. The retired record hands its match to its lifecycle head (round 10), so the
+    assistant meets the rule now in force, not a neighbour on the same words."""
+    old = await harness.ok(
+        "record_add",
+        type="decision",
+        title="Deploy only on Tuesday and Thursday mornings",
+        content="Production deploys happen in two weekly windows, Tuesday and Thursday 9-11.",
+    )
+    new = await harness.ok(
+        "record_add",
+        type="decision",
+        title="Continuous delivery on every merge to main",
+        content="Each merge ships automatically through the canary pipeline.",
+        link=f"supersedes:{old['record']['id']}",
+    )
+    for text in (
+        "Tuesday mornings the staging database is refreshed from a production snapshot",
+        "Thursday mornings are reserved for the release retro meeting",
+        "Production deploys need two approvals in the pipeline",
+        *UNRELATED,
+    ):
+        await add(harness, text)
+    await harness.settle()
+    results = await search(harness, "are deploys only allowed on Tuesday and Thursday mornings?")
+    ids = [r["id"] for r in results]
+    assert ids[0] == new["record"]["id"], results[:3]
+    assert old["record"]["id"] not in ids
+    # with a type filter the head must have that type too
+    filtered = await search(harness, "deploy windows Tuesday Thursday", type="decision")
+    assert [r["id"] for r in filtered] == [new["record"]["id"]]
+
+
 async def test_search_memory_returns_current_records_beside_notes(harness: Harness) -> None:
     old = await harness.ok(
         "record_add",

@@ -47,7 +47,7 @@ class Corpus:
     qwide: dict[str, np.ndarray]  # the wider-shifted view (empty: one view)
     sparse_docs: list[dict[int, float]]
     idf: dict[int, float]
-    current: np.ndarray  # bool per memory: not superseded
+    current: np.ndarray  # bool per memory: not retired (superseded or a duplicate)
     payloads: list[dict[str, Any]]
 
 
@@ -83,13 +83,17 @@ def load(
         df.update(sv.indices)
     n = len(docs)
     idf = {t: math.log(1 + (n - c + 0.5) / (c + 0.5)) for t, c in df.items()}
-    superseded = {
-        link.split(":", 1)[1]
-        for m in mems
-        for link in m.get("links", [])
-        if link.split(":", 1)[0] in ("supersedes", "duplicates")
-    }
-    current = np.array([m["key"] not in superseded for m in mems])
+    # as records/lifecycle.py reads them: "B supersedes A" retires A, "A duplicates C"
+    # retires A (before round 10 this retired C, the canonical record, unlike the server)
+    retired = set()
+    for m in mems:
+        for link in m.get("links", []):
+            relation, _, target = link.partition(":")
+            if relation == "supersedes":
+                retired.add(target)
+            elif relation == "duplicates":
+                retired.add(m["key"])
+    current = np.array([m["key"] not in retired for m in mems])
     payloads = [
         {
             "kind": m["kind"],

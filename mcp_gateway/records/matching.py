@@ -59,13 +59,19 @@ def candidates(
     return scored
 
 
+def heads_of(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, str]:
+    """Record id -> its lifecycle head's id (itself when current), under the shared
+    step budget."""
+    return lifecycle.heads(list(ids), queries.successors(conn), _HEAD_BUDGET)
+
+
 def resolve_heads(
     conn: sqlite3.Connection, matched: list[tuple[Record, str, float]]
 ) -> list[tuple[Record, str, float]]:
     """Replace each hit by its lifecycle head; a head keeps its best-scoring match.
     Oldest first, so one walk of a chain resolves every version of it."""
     ordered = sorted(matched, key=lambda hit: hit[0].created_at)
-    head_of = lifecycle.heads([r.id for r, _, _ in ordered], queries.successors(conn), _HEAD_BUDGET)
+    head_of = heads_of(conn, [r.id for r, _, _ in ordered])
     best: dict[str, tuple[str, float]] = {}  # head id -> (matched id, score)
     for rec, _, score in matched:
         head = head_of.get(rec.id)

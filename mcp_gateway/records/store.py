@@ -304,6 +304,26 @@ class RecordStore:
         fields = {"title", "content", "type", "status", "action_state", "created_at"}
         return {rid: rec.model_dump(include=fields) for rid, rec in found.items()}
 
+    async def heads_view(
+        self, ids: Sequence[str], namespaces: Sequence[str]
+    ) -> dict[str, dict[str, Any]]:
+        """Retired id -> {"id", "type", "namespace"} of its lifecycle head, for the
+        unified search to carry old wording to the record now in force. Heads outside
+        ``namespaces`` are left out: a link never widens what a caller may read."""
+        wanted = [v.record_id(i) for i in ids]
+        allowed = set(namespaces)
+
+        def read(conn: sqlite3.Connection) -> dict[str, dict[str, Any]]:
+            head_of = matching.heads_of(conn, wanted)
+            recs = queries.records_by_id(conn, list(set(head_of.values())))
+            return {
+                rid: {"id": h, "type": recs[h].type, "namespace": recs[h].namespace}
+                for rid, h in head_of.items()
+                if h != rid and h in recs and recs[h].namespace in allowed
+            }
+
+        return await self.db.run(read)
+
     async def export_view(
         self, namespaces: Sequence[str] = (), limit: int = 50
     ) -> dict[str, list[dict[str, Any]]]:

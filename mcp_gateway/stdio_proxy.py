@@ -14,7 +14,10 @@ Failure handling:
   applied, so they are NOT resent; each gets a JSON-RPC error naming its id. The next
   message attaches to a fresh daemon, which first gets this client's ``initialize`` and
   ``notifications/initialized`` again (their replies are not forwarded: the client had
-  them), so the editor's session goes on.
+  them), so the editor's session goes on. A client on the 2026-07-28 protocol has no
+  handshake to replay (every request carries its version) and gets none: its
+  ``server/discover`` forgets any ``initialize`` before it (the SDK's ``auto`` mode sends
+  one when its probe times out on a slow start, then probes again).
 
 Why a session socket and not HTTP: ``bench/hop.py`` measured a trivial call at 3.2 ms
 through the old proxy -> HTTP -> stateless-MCP hop vs 1.4 ms over plain stdio. Why two
@@ -179,8 +182,11 @@ class Proxy:
         is_request = method is not None and "id" in message
         line = raw if raw.endswith(b"\n") else raw + b"\n"
         with self._send_lock:
-            if method == "initialize":
-                self._handshake = []  # a new session: forget the old one's
+            if method in ("initialize", "server/discover"):
+                # a new session, or the modern era settled (nothing to replay: replaying
+                # an initialize would open the next daemon's connection in the handshake
+                # era, and it would refuse this client's enveloped requests)
+                self._handshake = []
             try:
                 self._send(line, message.get("id") if is_request else None, is_request)
             except (GatewayUnavailable, OSError) as exc:

@@ -105,6 +105,49 @@ def test_a_request_in_flight_when_the_daemon_dies_gets_an_error_and_the_session_
         assert wait_until(lambda: daemon_pid(data) is None, 30)
 
 
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": {"name": "probe", "version": "0"},
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+def test_a_modern_client_whose_probe_timed_out_survives_a_daemon_restart(tmp_path: Path) -> None:
+    """The SDK's ``auto`` mode on a slow start: its ``server/discover`` times out on the
+    client's side (the daemon still answers it, which settles the connection's era as
+    2026-07-28), it falls back to ``initialize`` (refused: wrong era), then probes again
+    and goes on modern. Before: the proxy kept that ``initialize`` and replayed it to the
+    next daemon, whose connection then served the handshake era and refused every
+    enveloped request (seen in tests/test_many_clients.py under load)."""
+    data = tmp_path / "data"
+    editor = Editor(data)
+    discover = {"jsonrpc": "2.0", "method": "server/discover", "params": {"_meta": MODERN_META}}
+    try:
+        editor.send({**discover, "id": 1})
+        assert "result" in editor.reply(1)
+        editor.send({**INITIALIZE, "id": 2})
+        assert "error" in editor.reply(2)  # the connection is modern already
+        editor.send({**discover, "id": 3})
+        assert "result" in editor.reply(3)
+        params = {"name": "add_note", "arguments": {"text": "Rotate keys"}, "_meta": MODERN_META}
+        editor.send({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": params})
+        note_id = editor.reply(4)["result"]["structuredContent"]["id"]
+
+        first = kill_daemon(data)
+        params = {"name": "get_note", "arguments": {"id": note_id}, "_meta": MODERN_META}
+        editor.send({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": params})
+        again = editor.reply(5)
+        assert "result" in again and not again["result"].get("isError"), again
+        assert "Rotate keys" in json.dumps(again["result"])
+        assert daemon_pid(data) not in (None, first)
+        editor.close()
+    finally:
+        if editor.proc.poll() is None:
+            editor.proc.kill()
+        kill_daemon(data)
+        assert wait_until(lambda: daemon_pid(data) is None, 30)
+
+
 def _lines(fd: int, count: int, timeout: float = 120) -> list[dict[str, Any]]:
     """``count`` JSON lines read from ``fd`` (blocking, bounded by ``timeout``)."""
     out: list[dict[str, Any]] = []

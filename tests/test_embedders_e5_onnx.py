@@ -15,6 +15,7 @@ from mcp_gateway.embedders.e5_onnx import OnnxE5, model_path
 
 DATA = Path(__file__).resolve().parent.parent / "bench" / "quality" / "data"
 SAME = 0.9995  # measured: >= 0.99990 on all 1,038 benchmark memories and 476 queries
+INT8_CLOSE = 0.995  # the int8 query graph's bound on a CPU without int8 dot products
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +103,8 @@ async def test_both_engines_share_one_model_id_and_agree() -> None:
     await b.start()
     assert a.model_id == b.model_id and a.dim == b.dim == 384
     text = "ข้อผิดพลาดนี้เกิดจาก redis ไม่ได้เปิดอยู่"
-    assert float(np.dot(await a.embed_query(text), await b.embed_query(text))) >= SAME
+    # queries: onnx runs them on its int8 graph (test_embedders_e5_int8's bound)
+    assert float(np.dot(await a.embed_query(text), await b.embed_query(text))) >= INT8_CLOSE
     (da,), (db,) = await a.embed_documents([text]), await b.embed_documents([text])
     assert float(np.dot(da, db)) >= SAME
     await a.aclose()

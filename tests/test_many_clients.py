@@ -67,6 +67,8 @@ def data_dir(tmp_path: Path) -> Any:
         kill_daemon(path)
 
 
+# slow: its own daemons (model loads) -- over 9 s on a 2-core AVX2 machine (round 10)
+@pytest.mark.slow
 async def test_three_clients_share_one_memory_and_survive_daemon_kill(data_dir: Path) -> None:
     params = stdio_params(data_dir, KIOKU_LOCAL_GATEWAY__IDLE_EXIT_S="300")
     async with held_clients([params, params, params]) as clients:
@@ -99,6 +101,8 @@ async def test_three_clients_share_one_memory_and_survive_daemon_kill(data_dir: 
     assert total == (3 * NOTES_PER_CLIENT + 3, 3 * NOTES_PER_CLIENT + 3)
 
 
+# slow: its own daemons (model loads) -- over 9 s on a 2-core AVX2 machine (round 10)
+@pytest.mark.slow
 async def test_attached_editor_keeps_the_daemon_which_idles_out_after(data_dir: Path) -> None:
     params = stdio_params(data_dir, KIOKU_LOCAL_GATEWAY__IDLE_EXIT_S="1")
     async with held_clients([params]) as [client]:

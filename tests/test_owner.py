@@ -56,6 +56,8 @@ def stop(data_dir: Path) -> None:
     assert wait_until(lambda: daemon_pid(data_dir) is None, 30)
 
 
+# slow: its own daemons (model loads) -- over 9 s on a 2-core AVX2 machine (round 10)
+@pytest.mark.slow
 async def test_cli_and_stdio_daemon_see_each_others_writes(tmp_path: Path) -> None:
     data = tmp_path / "data"
     try:
@@ -80,6 +82,8 @@ async def test_cli_and_stdio_daemon_see_each_others_writes(tmp_path: Path) -> No
     assert not gateway_paths(data).socket.exists()
 
 
+# slow: its own daemons (model loads) -- over 9 s on a 2-core AVX2 machine (round 10)
+@pytest.mark.slow
 async def test_cli_beside_serve_http(tmp_path: Path) -> None:
     from tests.http_server import http_client
 
@@ -109,6 +113,8 @@ async def test_cli_beside_serve_http(tmp_path: Path) -> None:
         assert gw.proc.wait(timeout=30) == 0
 
 
+# slow: its own daemons (model loads) -- over 9 s on a 2-core AVX2 machine (round 10)
+@pytest.mark.slow
 def test_cli_owns_an_idle_data_dir_and_lists_notes(tmp_path: Path) -> None:
     data = tmp_path / "data"
     first = ok(data, "add", "Prefer small pull requests").strip()

@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from mcp_gateway.settings import KiokuSettings
 from mcp_gateway.stdio_proxy import Proxy, _complete_lines
 from tests.http_server import KIOKU, kioku_env
@@ -65,6 +67,8 @@ class Editor:
         self.proc.wait(timeout=60)
 
 
+# slow: its own daemons (model loads) -- over 9 s on a 2-core AVX2 machine (round 10)
+@pytest.mark.slow
 def test_a_request_in_flight_when_the_daemon_dies_gets_an_error_and_the_session_goes_on(
     tmp_path: Path,
 ) -> None:
@@ -112,6 +116,8 @@ MODERN_META = {
 }
 
 
+# slow: its own daemons (model loads) -- over 9 s on a 2-core AVX2 machine (round 10)
+@pytest.mark.slow
 def test_a_modern_client_whose_probe_timed_out_survives_a_daemon_restart(tmp_path: Path) -> None:
     """The SDK's ``auto`` mode on a slow start: its ``server/discover`` times out on the
     client's side (the daemon still answers it, which settles the connection's era as

@@ -10,6 +10,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client
@@ -282,6 +283,8 @@ _text = st.one_of(st.text(max_size=60), _hostile)
 _choices = st.sampled_from(["audit", "fix", "decision", "Audit", "bug", ""])
 
 
+# slow: 60 examples, each a record store round trip -- ~23 s on a 2-core AVX2 machine
+@pytest.mark.slow
 @settings(
     max_examples=60,
     deadline=None,

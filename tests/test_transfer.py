@@ -42,6 +42,8 @@ def test_export_then_import_round_trip_is_idempotent(tmp_path: Path) -> None:
     assert "# kioku export" in ok(dst, "export", "--format", "markdown")
 
 
+# slow: ~12 s on a 2-core AVX2 machine (round 10)
+@pytest.mark.slow
 def test_import_server_memory_graph_and_markdown_folder(tmp_path: Path) -> None:
     data = tmp_path / "data"
     graph = tmp_path / "memory.json"

@@ -26,6 +26,10 @@ from mcp_gateway.local_gateway import lock_held
 from .http_server import KIOKU, free_port, http_gateway, kioku_env
 from .ui_support import TOKEN, mcp, screenshot, start_browser
 
+# slow: a real browser and a gateway process per test -- ~32 s for the file on a
+# 2-core AVX2 machine (round 10); CI runs it with the slow set
+pytestmark = pytest.mark.slow
+
 SCRIPT_NOTE = (
     "Escaping check <script>window.__pwned = 1</script>"
     '<img src="x" onerror="window.__pwned = 2"> & <b>bold?</b>'

@@ -20,6 +20,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
 from mcp.types import LATEST_PROTOCOL_VERSION
 
 from tests.realproc import KIOKU, kill_daemon, kioku_env
@@ -61,6 +62,8 @@ def send(proc: subprocess.Popen[bytes], message: dict[str, Any]) -> None:
     proc.stdin.flush()
 
 
+# slow: its own processes -- ~8 s on a 2-core AVX2 machine (round 10)
+@pytest.mark.slow
 def test_make_serve_stdout_is_only_the_protocol(tmp_path: Path) -> None:
     checkout = tmp_path / "kioku"
     checkout.mkdir()

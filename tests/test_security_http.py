@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import httpx2
+import pytest
 
 from tests.http_server import KIOKU, http_client, kioku_env
 from tests.realproc import INITIALIZE, http_proc
@@ -19,6 +20,8 @@ from tests.realproc import INITIALIZE, http_proc
 HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
 
+# slow: its own processes -- ~8 s on a 2-core AVX2 machine (round 10)
+@pytest.mark.slow
 async def test_loopback_http_requires_the_generated_token(tmp_path: Path) -> None:
     """Before: with no token configured, any local user could search and edit."""
     data = tmp_path / "data"

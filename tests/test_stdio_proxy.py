@@ -206,6 +206,8 @@ def test_split_reads_a_non_blocking_stdin_and_a_last_line_without_newline(tmp_pa
         kill_daemon(data)
 
 
+# slow: its own processes -- ~8 s on a 2-core AVX2 machine (round 10)
+@pytest.mark.slow
 def test_requests_from_a_file_and_an_editor_that_closed_our_stdout(tmp_path: Path) -> None:
     """``kioku serve < requests``: a regular file cannot be polled; every reply owed at
     its end is written before the proxy exits. Then the same with stdout already closed

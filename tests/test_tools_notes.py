@@ -27,6 +27,12 @@ async def add(h: Harness, text: str, **kw: object) -> str:
     return str(data["id"])
 
 
+async def decision(h: Harness, title: str, content: str, supersedes: str = "") -> str:
+    link = f"supersedes:{supersedes}" if supersedes else ""
+    data = await h.ok("record_add", type="decision", title=title, content=content, link=link)
+    return str(data["record"]["id"])
+
+
 async def search(h: Harness, query: str, **kw: object) -> list[dict]:  # type: ignore[type-arg]
     """Ranked results followed by the separate recent part."""
     data = await h.ok("search_memory", query=query, **kw)
@@ -304,18 +310,16 @@ async def test_old_wording_of_a_changed_decision_finds_the_one_in_force(
     """The query repeats the retired decision's words; the new decision shares none of
     them. The retired record hands its match to its lifecycle head (round 10), so the
     assistant meets the rule now in force, not a neighbour on the same words."""
-    old = await harness.ok(
-        "record_add",
-        type="decision",
-        title="Deploy only on Tuesday and Thursday mornings",
-        content="Production deploys happen in two weekly windows, Tuesday and Thursday 9-11.",
+    old = await decision(
+        harness,
+        "Deploy only on Tuesday and Thursday mornings",
+        "Production deploys happen in two weekly windows, Tuesday and Thursday 9-11.",
     )
-    new = await harness.ok(
-        "record_add",
-        type="decision",
-        title="Continuous delivery on every merge to main",
-        content="Each merge ships automatically through the canary pipeline.",
-        link=f"supersedes:{old['record']['id']}",
+    new = await decision(
+        harness,
+        "Continuous delivery on every merge to main",
+        "Each merge ships automatically through the canary pipeline.",
+        supersedes=old,
     )
     for text in (
         "Tuesday mornings the staging database is refreshed from a production snapshot",
@@ -327,32 +331,29 @@ async def test_old_wording_of_a_changed_decision_finds_the_one_in_force(
     await harness.settle()
     results = await search(harness, "are deploys only allowed on Tuesday and Thursday mornings?")
     ids = [r["id"] for r in results]
-    assert ids[0] == new["record"]["id"], results[:3]
-    assert old["record"]["id"] not in ids
+    assert ids[0] == new, results[:3]
+    assert old not in ids
     # with a type filter the head must have that type too
     filtered = await search(harness, "deploy windows Tuesday Thursday", type="decision")
-    assert [r["id"] for r in filtered] == [new["record"]["id"]]
+    assert [r["id"] for r in filtered] == [new]
 
 
 async def test_search_memory_returns_current_records_beside_notes(harness: Harness) -> None:
-    old = await harness.ok(
-        "record_add",
-        type="decision",
-        title="Use MySQL for the orders service",
-        content="Chosen for the team's familiarity with MySQL replication.",
+    old_id = await decision(
+        harness,
+        "Use MySQL for the orders service",
+        "Chosen for the team's familiarity with MySQL replication.",
     )
-    new = await harness.ok(
-        "record_add",
-        type="decision",
-        title="Use PostgreSQL for the orders service",
-        content="Replaces the MySQL choice: we need JSONB and row-level security.",
-        link=f"supersedes:{old['record']['id']}",
+    new_id = await decision(
+        harness,
+        "Use PostgreSQL for the orders service",
+        "Replaces the MySQL choice: we need JSONB and row-level security.",
+        supersedes=old_id,
     )
     await add(harness, "The orders service database runs on port 5432")
     await harness.settle()
     results = await search(harness, "which database for the orders service", top=10)
     ids = [r["id"] for r in results]
-    new_id, old_id = new["record"]["id"], old["record"]["id"]
     assert new_id in ids and old_id not in ids
     record = next(r for r in results if r["id"] == new_id)
     assert record["kind"] == "record" and record["type"] == "decision"

@@ -309,7 +309,8 @@ class RecordStore:
     ) -> dict[str, dict[str, Any]]:
         """Retired id -> {"id", "type", "namespace"} of its lifecycle head, for the
         unified search to carry old wording to the record now in force. Heads outside
-        ``namespaces`` are left out: a link never widens what a caller may read."""
+        ``namespaces`` (empty: any, as in an index filter) are left out: a link never
+        widens what a caller may read."""
         wanted = [v.record_id(i) for i in ids]
         allowed = set(namespaces)
 
@@ -319,7 +320,7 @@ class RecordStore:
             return {
                 rid: {"id": h, "type": recs[h].type, "namespace": recs[h].namespace}
                 for rid, h in head_of.items()
-                if h != rid and h in recs and recs[h].namespace in allowed
+                if h != rid and h in recs and (not allowed or recs[h].namespace in allowed)
             }
 
         return await self.db.run(read)

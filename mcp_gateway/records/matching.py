@@ -65,6 +65,23 @@ def heads_of(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, str]:
     return lifecycle.heads(list(ids), queries.successors(conn), _HEAD_BUDGET)
 
 
+def retired_heads(
+    conn: sqlite3.Connection, ids: Sequence[str], namespaces: Sequence[str]
+) -> dict[str, dict[str, str]]:
+    """Retired id -> {"id", "type", "namespace"} of its head, so the unified search can
+    carry old wording to the record now in force; current ids are not listed. Heads
+    outside ``namespaces`` (empty: any, as in an index filter) are left out: a link
+    never widens what a caller may read."""
+    head_of = heads_of(conn, ids)
+    heads = queries.records_by_id(conn, list(set(head_of.values())))
+    allowed = set(namespaces)
+    return {
+        rid: {"id": h, "type": heads[h].type, "namespace": heads[h].namespace}
+        for rid, h in head_of.items()
+        if h != rid and h in heads and (not allowed or heads[h].namespace in allowed)
+    }
+
+
 def resolve_heads(
     conn: sqlite3.Connection, matched: list[tuple[Record, str, float]]
 ) -> list[tuple[Record, str, float]]:

@@ -308,22 +308,9 @@ class RecordStore:
         self, ids: Sequence[str], namespaces: Sequence[str]
     ) -> dict[str, dict[str, Any]]:
         """Retired id -> {"id", "type", "namespace"} of its lifecycle head, for the
-        unified search to carry old wording to the record now in force. Heads outside
-        ``namespaces`` (empty: any, as in an index filter) are left out: a link never
-        widens what a caller may read."""
+        unified search (``matching.retired_heads``)."""
         wanted = [v.record_id(i) for i in ids]
-        allowed = set(namespaces)
-
-        def read(conn: sqlite3.Connection) -> dict[str, dict[str, Any]]:
-            head_of = matching.heads_of(conn, wanted)
-            recs = queries.records_by_id(conn, list(set(head_of.values())))
-            return {
-                rid: {"id": h, "type": recs[h].type, "namespace": recs[h].namespace}
-                for rid, h in head_of.items()
-                if h != rid and h in recs and (not allowed or recs[h].namespace in allowed)
-            }
-
-        return await self.db.run(read)
+        return await self.db.run(lambda conn: matching.retired_heads(conn, wanted, namespaces))
 
     async def export_view(
         self, namespaces: Sequence[str] = (), limit: int = 50

@@ -194,8 +194,8 @@ class SearchService:
         candidates = fuse(
             dense_hits, sparse_hits, params, latent_hits if terms is not None else None
         )
-        if any(c.payload.get("current") is False for c in candidates):
-            heads = await self._heads(candidates, req)
+        if self.records is not None and any(c.payload.get("current") is False for c in candidates):
+            heads = await self._heads(self.records, candidates, req)
             candidates = carry_to_heads(candidates, heads, self.settings.retired_carry)
         chosen = select(candidates, params, req.top, req.namespaces)
         results = await self._materialise(chosen)
@@ -218,17 +218,18 @@ class SearchService:
     def _carries(self) -> bool:
         return self.records is not None and self.settings.retired_carry > 0
 
-    async def _heads(self, candidates: Sequence[Candidate], req: SearchRequest) -> dict[str, Head]:
+    @staticmethod
+    async def _heads(
+        records: RecordLookup, candidates: Sequence[Candidate], req: SearchRequest
+    ) -> dict[str, Head]:
         """Point id of each retired record among ``candidates`` -> its head's point, for
         heads the request may see (its namespaces and ``type`` filter)."""
-        if self.records is None:  # no record store: nothing to carry them to
-            return {}
         retired = {
             str(c.payload.get("source_id")): c.point_id
             for c in candidates
             if c.payload.get("current") is False
         }
-        found = await self.records.heads_view(list(retired), req.namespaces)
+        found = await records.heads_view(list(retired), req.namespaces)
         heads: dict[str, Head] = {}
         for rid, head in found.items():
             if req.type and head["type"] != req.type:

@@ -26,29 +26,16 @@ sys.path.insert(0, str(HERE))
 from latent_terms import latent_hits  # noqa: E402
 from lexical_rules import Bench, by_split, show  # noqa: E402
 from metrics import score  # noqa: E402
-from tune import Corpus, channels  # noqa: E402
+from tune import Corpus, channels, replaced_by  # noqa: E402
 
 from mcp_gateway.ranking import Head, carry_to_heads, fuse, select  # noqa: E402
+from mcp_gateway.records.lifecycle import heads  # noqa: E402
 
 
 def head_of(c: Corpus) -> dict[str, str]:
-    """Every memory's lifecycle head: ``B supersedes A`` retires A for B, ``A duplicates
-    C`` retires A for C; walked to the end."""
-    nxt: dict[str, str] = {}
-    for m in c.mems:
-        for link in m.get("links", []):
-            rel, _, target = link.partition(":")
-            if rel == "supersedes":
-                nxt[target] = m["key"]
-            elif rel == "duplicates":
-                nxt[m["key"]] = target
-    out = {}
-    for m in c.mems:
-        key = m["key"]
-        while key in nxt:
-            key = nxt[key]
-        out[m["key"]] = key
-    return out
+    """Every memory's lifecycle head, by the server's own walk (``lifecycle.heads``)."""
+    nxt = replaced_by(c.mems)
+    return heads([m["key"] for m in c.mems], lambda key: [nxt[key]] if key in nxt else [])
 
 
 def with_retired(c: Corpus) -> Corpus:

@@ -33,6 +33,7 @@ from metrics import score  # noqa: E402
 from mcp_gateway import lexical  # noqa: E402
 from mcp_gateway.calibration import for_model, shift_views  # noqa: E402
 from mcp_gateway.ranking import RankingParams, rank  # noqa: E402
+from mcp_gateway.records.lifecycle import replaced_by_edge  # noqa: E402
 from mcp_gateway.types import IndexHit  # noqa: E402
 
 METRICS = ("R@1", "R@5", "R@10", "MRR", "nDCG@10")
@@ -83,16 +84,8 @@ def load(
         df.update(sv.indices)
     n = len(docs)
     idf = {t: math.log(1 + (n - c + 0.5) / (c + 0.5)) for t, c in df.items()}
-    # as records/lifecycle.py reads them: "B supersedes A" retires A, "A duplicates C"
-    # retires A (before round 10 this retired C, the canonical record, unlike the server)
-    retired = set()
-    for m in mems:
-        for link in m.get("links", []):
-            relation, _, target = link.partition(":")
-            if relation == "supersedes":
-                retired.add(target)
-            elif relation == "duplicates":
-                retired.add(m["key"])
+    # before round 10 "A duplicates C" retired C, the canonical record, unlike the server
+    retired = replaced_by(mems)
     current = np.array([m["key"] not in retired for m in mems])
     payloads = [
         {
@@ -106,6 +99,18 @@ def load(
         for m in mems
     ]
     return Corpus(mems, queries, dmat, qvec, qwide, sparse_docs, idf, current, payloads)
+
+
+def replaced_by(mems: list[dict[str, Any]]) -> dict[str, str]:
+    """Retired key -> the key that replaced it, read from the links as the server reads
+    them (``records.lifecycle.replaced_by_edge``)."""
+    out: dict[str, str] = {}
+    for m in mems:
+        for link in m.get("links", []):
+            relation, _, target = link.partition(":")
+            if edge := replaced_by_edge(m["key"], relation, target):
+                out[edge[0]] = edge[1]
+    return out
 
 
 def channels(

@@ -22,7 +22,7 @@ from .db import Database
 from .embedders.base import Embedder
 from .errors import EmbedderUnavailable, InvalidInput
 from .fresh import FreshEmbedder
-from .index.base import Index
+from .index.base import Channels, Index
 from .notes import NoteStore
 from .prefetch import Searches
 from .ranking import (
@@ -153,13 +153,6 @@ class SearchService:
         """The answer, and whether it is settled: no hit is still waiting for its
         embedding (a later search may embed it itself, so such an answer is not kept)."""
         mode = self.settings.mode
-        views, terms, dense_ok = (
-            ([], None, False) if mode == "lexical" else await self._embed_query(query)
-        )
-        dense = views[0] if views else None
-        # latent terms replace BM25 as the second channel where the index has them
-        if mode != "hybrid" or not self.index.spec.latent:
-            terms = None
         sparse = SparseVector([], []) if mode == "dense" else lexical.sparse_query(query)
         flt = IndexFilter(
             types=(req.type,) if req.type else (),
@@ -168,21 +161,41 @@ class SearchService:
             # retired records are found too, and hand their evidence to their heads
             current_only=not self._carries,
         )
-        # The recency read does not depend on the index answer: run both at once. Every
-        # query view goes in the one index call (the engine holds the GIL while it
-        # searches, so a second concurrent call only queued behind the first).
+        limit = self.settings.candidates
         recent: list[Note] = []
+        lexical_found: list[Channels] = []
 
         async def read_recent() -> None:
             recent.extend(await self._recent(req))
 
-        limit = self.settings.candidates
+        async def search_lexical() -> None:
+            lexical_found.append(await self.index.search_channels(None, sparse, flt, limit))
+
+        # The query's embedding is most of a new search's time and runs on the query
+        # lane, outside the GIL: the recency read and the lexical channel, which do not
+        # need it, run meanwhile on the other core (docs/performance.md, round 11).
         async with anyio.create_task_group() as tg:
             tg.start_soon(read_recent)
-            found = await self.index.search_channels(
-                dense, sparse, flt, limit, more_dense=views[1:], latent=terms
+            if not sparse.is_empty():
+                tg.start_soon(search_lexical)
+            views, terms, dense_ok = (
+                ([], None, False) if mode == "lexical" else await self._embed_query(query)
             )
-        dense_hits, sparse_hits, latent_hits = found
+            # latent terms replace BM25 as the second channel where the index has them
+            if mode != "hybrid" or not self.index.spec.latent:
+                terms = None
+            # every query view goes in one index call: the engine holds the GIL while
+            # it searches, so a second concurrent call would only queue behind the first
+            semantic = await self.index.search_channels(
+                views[0] if views else None,
+                SparseVector([], []),
+                flt,
+                limit,
+                more_dense=views[1:],
+                latent=terms,
+            )
+        dense_hits, latent_hits = semantic.dense, semantic.latent
+        sparse_hits = lexical_found[0].sparse if lexical_found else []
         if self.fresh is not None and views:
             # the best lexical hits not embedded yet, embedded now (bounded: fresh.py)
             fresh_dense, fresh_latent = await self.fresh.hits(sparse_hits, views, terms)

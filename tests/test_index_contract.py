@@ -18,10 +18,12 @@ from typing import Any
 import anyio.to_thread
 import numpy as np
 import pytest
+import qdrant_edge as qe
 
 from mcp_gateway.errors import IndexMismatch, StoreUnavailable
 from mcp_gateway.index.base import Index, IndexSpec
 from mcp_gateway.index.edge import EdgeIndex
+from mcp_gateway.index.edge_types import PayloadCache
 from mcp_gateway.index.qdrant import open_qdrant_index
 from mcp_gateway.lexical import sparse_document, sparse_query
 from mcp_gateway.types import IndexFilter, IndexPoint, SparseVector, point_id
@@ -216,6 +218,58 @@ async def test_idempotent_upsert(index: Index) -> None:
     assert await index.present([pid("a")]) == {pid("a"): False}
 
 
+async def test_every_write_shows_in_the_next_search(index: Index) -> None:
+    """Hits' payloads are current after each kind of write: the edge index keeps the
+    payloads searches read until the next write (``edge_types.PayloadCache``)."""
+    vec = unit()
+
+    async def found() -> dict[str, Any]:
+        dense_hits, sparse_hits = await index.search(vec, sparse_query("rollout"), ANY, 10)
+        assert {h.id for h in dense_hits} == {h.id for h in sparse_hits}
+        return {h.id: h.payload for h in dense_hits}
+
+    await index.upsert([point("a", "rollout plan", vec, type="lesson")])
+    assert (await found())[pid("a")]["type"] == "lesson"
+    await index.upsert([point("a", "rollout plan", vec, type="knowledge")])
+    assert (await found())[pid("a")]["type"] == "knowledge"
+    await index.set_payload([pid("a")], {"priority": "high"})
+    assert (await found())[pid("a")]["priority"] == "high"
+    await index.upsert([point("b", "rollout notes", unit())])
+    assert set(await found()) == {pid("a"), pid("b")}
+    await index.delete([pid("a")])
+    assert set(await found()) == {pid("b")}
+    await index.clear()
+    assert await found() == {}
+
+
+def test_edge_payload_read_overlapping_a_write_is_not_kept(tmp_path: Path) -> None:
+    """A payload read that a write overlaps returns what it read, but the next read
+    goes to the shard again: the cache never outlives a write it may predate."""
+    config = qe.EdgeConfig(
+        vectors={"d": qe.EdgeVectorParams(size=DIM, distance=qe.Distance.Cosine)}
+    )
+    shard = qe.EdgeShard.create(str(tmp_path), config)
+    key = pid("a")
+    shard.update(qe.UpdateOperation.upsert_points([qe.Point(key, {"d": unit()}, {"v": "old"})]))
+    cache = PayloadCache()
+
+    class WriteDuringRead:
+        """The real shard; a write lands (and is announced) while the read is running."""
+
+        def retrieve(self, ids: list[Any], with_payload: bool, with_vector: bool) -> Any:
+            got = shard.retrieve(ids, with_payload, with_vector)
+            cache.changed()
+            shard.update(qe.UpdateOperation.set_payload([key], {"v": "new"}))
+            cache.changed()
+            return got
+
+    (engine_id,) = [p.id for p in shard.retrieve([key], False, False)]
+    assert cache.read(WriteDuringRead(), {engine_id})[engine_id][1] == {"v": "old"}  # type: ignore[arg-type]
+    assert cache.read(shard, {engine_id})[engine_id][1] == {"v": "new"}
+    assert cache.read(shard, {engine_id})[engine_id][1] == {"v": "new"}  # now from the cache
+    shard.close()
+
+
 async def test_japanese_and_thai_lexical_match(index: Index) -> None:
     await index.upsert(
         [
@@ -280,6 +334,7 @@ _CHILD = textwrap.dedent(
     from pathlib import Path
     from mcp_gateway.index.base import IndexSpec
     from mcp_gateway.index.edge import EdgeIndex
+from mcp_gateway.index.edge_types import PayloadCache
     from mcp_gateway.lexical import sparse_document
     from mcp_gateway.types import IndexPoint, point_id
 

@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 
 import anyio
+import pytest
 
+from mcp_gateway.server import create_server
+from mcp_gateway.settings import KiokuSettings
 from mcp_gateway.types import point_id
 
-from .conftest import Harness
+from .conftest import Harness, connected
 
 UNRELATED = [
     "Use connection pooling for the postgres client in the billing service",
@@ -48,6 +51,27 @@ async def test_add_note_returns_id_and_is_searchable(harness: Harness) -> None:
     results = await search(harness, "run the linter before pushing")
     assert results[0]["id"] == data["id"]
     assert results[0]["text"] == "Always run the linter before pushing"
+
+
+@pytest.mark.parametrize("mode", ["lexical", "dense", "hybrid"])
+async def test_every_search_mode_answers(settings: KiokuSettings, mode: str) -> None:
+    """``search.mode``: the lexical channel runs beside the query's embedding, the
+    semantic channels after it; each mode still answers on its own channels."""
+    chosen = settings.search.model_copy(update={"mode": mode})
+    apps: list = []  # type: ignore[type-arg]
+    server = create_server(settings.model_copy(update={"search": chosen}), on_app=apps.append)
+    async with connected(server) as client:
+        h = Harness(client, apps)
+        target = await add(h, "Rotate the staging API token every Monday before the deploy")
+        for text in UNRELATED:
+            await add(h, text)
+        await h.settle()
+        data = await h.ok("search_memory", query="rotate the staging API token")
+        assert data["results"][0]["id"] == target
+        assert data["dense_available"] is (mode != "lexical")
+        if mode != "lexical":  # meaning alone, no shared word
+            found = await search(h, "credential renewal schedule for the pre-production env")
+            assert target in [r["id"] for r in found[:3]]
 
 
 async def test_please_lesson_surfaces_first_among_200_notes(harness: Harness) -> None:

@@ -334,7 +334,6 @@ _CHILD = textwrap.dedent(
     from pathlib import Path
     from mcp_gateway.index.base import IndexSpec
     from mcp_gateway.index.edge import EdgeIndex
-from mcp_gateway.index.edge_types import PayloadCache
     from mcp_gateway.lexical import sparse_document
     from mcp_gateway.types import IndexPoint, point_id
 

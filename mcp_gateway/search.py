@@ -32,6 +32,7 @@ from .ranking import (
     best_of_views,
     carry_to_heads,
     fuse,
+    newer_first,
     recent_floor,
     select,
 )
@@ -122,6 +123,9 @@ class SearchService:
         self.keep_margin = c.keep_margin if s.keep_margin is None else s.keep_margin
         self.language_shift = c.language_shift if s.language_shift is None else s.language_shift
         self.wide_shift = c.wide_shift if s.wide_shift is None else s.wide_shift
+        self.newer_similarity = (
+            c.newer_similarity if s.newer_similarity is None else s.newer_similarity
+        )
 
     async def search(self, req: SearchRequest) -> SearchResponse:
         query = req.query.strip()
@@ -210,7 +214,7 @@ class SearchService:
         if self.records is not None and any(c.payload.get("current") is False for c in candidates):
             heads = await self._heads(self.records, candidates, req)
             candidates = carry_to_heads(candidates, heads, self.settings.retired_carry)
-        chosen = select(candidates, params, req.top, req.namespaces)
+        chosen = await self._newer_first(select(candidates, params, req.top, req.namespaces))
         results = await self._materialise(chosen)
         # The newest lessons/conclusions are a separate, labelled part of the answer
         # (never counted against ``top``), and only those the index found relevant to
@@ -226,6 +230,15 @@ class SearchService:
         )
         settled = not any(h.payload.get("dense") is False for h in sparse_hits)
         return response, settled
+
+    async def _newer_first(self, chosen: list[Candidate]) -> list[Candidate]:
+        """The newer of two notes that say nearly the same thing first (one engine
+        read of the chosen notes' vectors; ``ranking.newer_first``)."""
+        notes = [c.point_id for c in chosen if _kind(c) == "note"]
+        if self.newer_similarity <= 0 or len(notes) < 2:
+            return chosen
+        vectors = await self.index.dense_vectors(notes)
+        return newer_first(chosen, vectors, self.newer_similarity, self.settings.newer_ratio)
 
     @property
     def _carries(self) -> bool:

@@ -143,6 +143,11 @@ class SearchSettings(BaseModel):
     # score to its lifecycle head, so old wording finds the record now in force
     # (docs/ranking.md, round 10; 0: retired records are filtered out as before)
     retired_carry: float = Field(default=1.0, ge=0, le=1)
+    # a note moves above an older note of the same type that it resembles this closely
+    # (dense cosine; None: the model's measured value, 0: off) when it has at least
+    # newer_ratio of that note's score (ranking.newer_first; docs/ranking.md round 11)
+    newer_similarity: float | None = Field(default=None, ge=0.0, le=1.0)
+    newer_ratio: float = Field(default=0.8, ge=0.0, le=1.0)
 
 
 class TokenGrant(BaseModel):

@@ -118,6 +118,15 @@ async def test_sparse_only_point_then_dense(index: Index) -> None:
     assert [h.id for h in sparse_hits] == [pid("a")]  # sparse vector kept too
 
 
+async def test_dense_vectors_are_the_stored_unit_vectors(index: Index) -> None:
+    vec = unit()
+    await index.upsert([point("a", "embedded", [2 * x for x in vec]), point("b", "lexical only")])
+    found = await index.dense_vectors([pid("a"), pid("b"), pid("missing")])
+    assert set(found) == {pid("a")}  # no vector yet, or no point: not there
+    assert found[pid("a")] == pytest.approx(vec, abs=1e-5)  # cosine: stored normalised
+    assert await index.dense_vectors([]) == {}
+
+
 async def test_channels_can_be_skipped(index: Index) -> None:
     await index.upsert([point("a", "redis lock", unit())])
     d, s = await index.search(None, sparse_query("redis"), ANY, 10)

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from mcp_gateway.calibration import MODELS, for_model, query_script, shift_query, shift_views
 from mcp_gateway.ranking import (
+    Candidate,
     Head,
     RankingParams,
     best_of_views,
     carry_to_heads,
     fuse,
+    newer_first,
     recent_floor,
     select,
 )
@@ -232,3 +236,44 @@ def test_retired_hits_do_not_move_how_current_hits_score() -> None:
     alone = {c.point_id: c.score for c in fuse(current, [], RankingParams())}
     beside = fuse([retired("x", 0.99), *current, retired("y", 0.40)], [], RankingParams())
     assert {c.point_id: c.score for c in beside if c.point_id in alone} == alone
+
+
+def _note(
+    pid: str, score: float, created: float, type_: str = "knowledge", kind: str = "note"
+) -> Candidate:
+    return Candidate(pid, {"kind": kind, "type": type_, "created_at": created}, score=score)
+
+
+def _unit(*xs: float) -> list[float]:
+    v = np.asarray(xs, dtype=np.float64)
+    return list(v / np.linalg.norm(v))
+
+
+# "old" and "new" say nearly the same thing (cosine ~0.995); "other" is a neighbour (~0.87)
+VECTORS = {"old": _unit(1, 0.1, 0), "new": _unit(1, 0.0, 0), "other": _unit(1, 0.0, 0.57)}
+
+
+def test_a_newer_note_saying_nearly_the_same_goes_above_the_older() -> None:
+    chosen = [_note("x", 1.0, 50), _note("old", 0.9, 10), _note("new", 0.8, 20)]
+    assert ids(newer_first(chosen, VECTORS, 0.92, 0.8)) == ["x", "new", "old"]
+
+
+def test_newer_first_leaves_what_it_should_alone() -> None:
+    base = [_note("old", 0.9, 10), _note("new", 0.8, 20)]
+    assert ids(newer_first(base, VECTORS, 0.92, 0.9)) == ["old", "new"]  # score too low
+    assert ids(newer_first(base, VECTORS, 0.0, 0.8)) == ["old", "new"]  # off
+    swapped = [_note("old", 0.9, 30), _note("new", 0.8, 20)]  # "new" is the older one
+    assert ids(newer_first(swapped, VECTORS, 0.92, 0.8)) == ["old", "new"]
+    lesson = [_note("old", 0.9, 10), _note("new", 0.8, 20, type_="lesson")]
+    assert ids(newer_first(lesson, VECTORS, 0.92, 0.8)) == ["old", "new"]  # another type
+    record = [_note("old", 0.9, 10, kind="record"), _note("new", 0.8, 20)]
+    assert ids(newer_first(record, VECTORS, 0.92, 0.8)) == ["old", "new"]  # records have edges
+    neighbour = [_note("old", 0.9, 10), _note("other", 0.8, 20)]
+    assert ids(newer_first(neighbour, VECTORS, 0.92, 0.8)) == ["old", "other"]  # another fact
+    unknown = [_note("old", 0.9, 10), _note("gone", 0.8, 20)]  # no vector: not judged
+    assert ids(newer_first(unknown, VECTORS, 0.92, 0.8)) == ["old", "gone"]
+
+
+def test_e5_ships_the_measured_newer_similarity() -> None:
+    assert for_model("local/multilingual-e5-small-q4").newer_similarity == 0.92
+    assert for_model("ollama/nomic-embed-text").newer_similarity == 0  # not measured: off

@@ -74,6 +74,32 @@ async def test_every_search_mode_answers(settings: KiokuSettings, mode: str) -> 
             assert target in [r["id"] for r in found[:3]]
 
 
+async def _changed_fact_order(settings: KiokuSettings) -> list[str]:
+    """ "old" and "new" (notes on one fact, before and after it changed) in the order a
+    question about the fact ranks them."""
+    apps: list = []  # type: ignore[type-arg]
+    async with connected(create_server(settings, on_app=apps.append)) as client:
+        h = Harness(client, apps)
+        old = await add(h, "The web build uses Node 18, set in .nvmrc.", type="knowledge")
+        await anyio.sleep(0.01)  # the newer note has a later creation time
+        new = await add(h, "Web build moved to Node 20 LTS; .nvmrc says 20.", type="knowledge")
+        for text in UNRELATED:
+            await add(h, text)
+        await h.settle()
+        found = await search(h, "which Node version does the web build use?")
+        names = {old: "old", new: "new"}
+        return [names[r["id"]] for r in found if r["id"] in names]
+
+
+async def test_a_changed_fact_answers_with_its_newer_note_first(settings: KiokuSettings) -> None:
+    """The newer of two notes on one fact first, the old one still shown (measured
+    with the rule off too: there the old note ranks first for this question)."""
+    assert await _changed_fact_order(settings) == ["new", "old"]
+    search_off = settings.search.model_copy(update={"newer_similarity": 0.0})
+    off = settings.model_copy(update={"search": search_off})
+    assert await _changed_fact_order(off) == ["old", "new"]
+
+
 async def test_please_lesson_surfaces_first_among_200_notes(harness: Harness) -> None:
     for i in range(200):
         await add(harness, f"{UNRELATED[i % len(UNRELATED)]} (case {i})", type="note")

@@ -41,7 +41,9 @@ QUERY_KINDS = [
     "buried",
     "superseded",
     "type_filter",
+    "outdated",
 ]
+OUTDATED_VARIANTS = ("replaced", "control")
 LINK_KINDS = {"supersedes", "resolves", "verifies", "duplicates"}
 
 MEMS: list[dict] = []
@@ -96,12 +98,28 @@ def R(sid, type, domain, lang, title, text, pri="", age=None, links=()):
     )
 
 
-def Q(kind, lang, query, rel, type=None, domain=None, old=None, under=None, terms=None):
+def Q(
+    kind,
+    lang,
+    query,
+    rel,
+    type=None,
+    domain=None,
+    old=None,
+    under=None,
+    terms=None,
+    variant=None,
+    pair=None,
+):
     """A query.  ``rel`` lists sids.  ``old``: the superseded memory whose wording a
     superseded query uses.  ``under``: the newer distractor notes of a buried query.
-    ``terms``: key terms of the answer (Thai paraphrase check)."""
+    ``terms``: key terms of the answer (Thai paraphrase check).  ``variant`` and
+    ``pair`` (outdated queries only): "replaced" or "control", and the other note of
+    the pair, which is not relevant."""
     assert kind in QUERY_KINDS, kind
     assert lang in LANGS, lang
+    assert (variant is not None) == (pair is not None) == (kind == "outdated"), (kind, query)
+    assert variant is None or variant in OUTDATED_VARIANTS, variant
     if isinstance(rel, str):
         rel = [rel]
     QUERIES.append(
@@ -115,6 +133,8 @@ def Q(kind, lang, query, rel, type=None, domain=None, old=None, under=None, term
             old=old,
             under=under or [],
             terms=terms or [],
+            variant=variant,
+            pair=pair,
         )
     )
 
@@ -6469,6 +6489,558 @@ Q(
     "銀行APIのタイムアウトは何秒？自動でリトライしていい？",
     "asst_th_bank_timeout",
 )
+# ---------------------------------------------------------------------------
+# Outdated notes (2027-01): a fact about the project changed over time.  The old note
+# states the old fact, a newer note of the same type and domain states the fact that
+# replaced it; a query about the current state has only the newer note relevant
+# (variant "replaced").  Controls punish a blunt "newer wins" rule: two same-topic
+# notes that both still hold, and the query asks for the OLDER one's fact (variant
+# "control").  Explicit ages (old 60-500 days, new 0.5-20) keep the seeded age draws
+# of everything above unchanged; sids end in _old / _new.
+# ---------------------------------------------------------------------------
+# (sid, type, domain, lang, old age, old text, new age, new text, query)
+OUTDATED = [
+    (
+        "od_en_lambda_node",
+        "knowledge",
+        "infra",
+        "en",
+        212.0,
+        "The image-resize Lambda runs on the nodejs18.x runtime; the runtime is set in "
+        "infra/lambda/image-resize/template.yaml.",
+        6.5,
+        "image-resize Lambda: redeployed on nodejs20.x because nodejs18.x is reaching end of "
+        "support. infra/lambda/image-resize/template.yaml carries the new runtime.",
+        "Which Node.js runtime does the image-resize Lambda run on?",
+    ),
+    (
+        "od_en_notebook_python",
+        "knowledge",
+        "tooling",
+        "en",
+        340.0,
+        "The analytics notebook image (images/notebook/Dockerfile) is built on python:3.10-slim, "
+        "so notebook code cannot use 3.11+ syntax.",
+        11.25,
+        "images/notebook/Dockerfile starts FROM python:3.12-slim; pandas 2.2 and polars come "
+        "preinstalled for the analytics notebooks.",
+        "What Python version is the analytics notebook image built on?",
+    ),
+    (
+        "od_en_private_pypi",
+        "knowledge",
+        "tooling",
+        "en",
+        275.5,
+        "Internal Python packages (kioku-common, kioku-auth) are published to devpi at "
+        "https://devpi.internal/root/prod/+simple; pip needs --extra-index-url for it.",
+        3.75,
+        "Internal Python packages such as kioku-common and kioku-auth live in AWS CodeArtifact "
+        "(domain kioku, repository python). `make codeartifact-login` fetches a 12-hour token; "
+        "devpi.internal has been shut down.",
+        "Where do we publish internal Python packages like kioku-common?",
+    ),
+    (
+        "od_en_upload_limit",
+        "knowledge",
+        "api",
+        "en",
+        148.0,
+        "media-uploader rejects files larger than 25 MB with HTTP 413; the limit is "
+        "MAX_UPLOAD_MB in its config.",
+        2.5,
+        "MAX_UPLOAD_MB for media-uploader is 100 since the video attachments feature; anything "
+        "bigger still gets a 413 and has to go through the multipart upload endpoint.",
+        "What's the maximum file size media-uploader accepts?",
+    ),
+    (
+        "od_en_js_lint",
+        "knowledge",
+        "frontend",
+        "en",
+        188.25,
+        "Frontend linting: ESLint with the airbnb config plus Prettier for formatting; "
+        "`pnpm lint` runs both.",
+        9.0,
+        "The frontend lints and formats with Biome (biome.json at the repo root). The ESLint and "
+        "Prettier configs were deleted; `pnpm lint` runs `biome check`.",
+        "Which linter and formatter does the frontend use?",
+    ),
+    (
+        "od_en_mobile_release",
+        "knowledge",
+        "deploy",
+        "en",
+        410.0,
+        "The mobile app goes to the App Store and Play Store every second Tuesday; the release "
+        "branch is cut the Thursday before.",
+        14.0,
+        "Mobile store releases are weekly: the App Store and Play Store submission goes out every "
+        "Thursday, and the release branch is cut on Monday.",
+        "How often does the mobile app ship to the stores, and on which day?",
+    ),
+    (
+        "od_en_password_hash",
+        "knowledge",
+        "security",
+        "en",
+        455.0,
+        "User passwords are hashed with bcrypt (cost 12) in auth-gateway's passwords module.",
+        18.5,
+        "auth-gateway hashes passwords with Argon2id (64 MB memory, 3 iterations). Remaining "
+        "bcrypt hashes are rehashed on the user's next successful login.",
+        "Which algorithm does auth-gateway use to hash user passwords?",
+    ),
+    (
+        "od_en_e2e_workers",
+        "lesson",
+        "testing",
+        "en",
+        96.0,
+        "Lesson: run the Playwright e2e job on CI with --workers=2. With more workers the shared "
+        "staging test account hit its login rate limit and half the suite failed.",
+        4.0,
+        "Lesson: every Playwright worker now logs in with its own seeded test account, so the "
+        "e2e job runs with --workers=8 and finishes in 6 minutes; capping it at 2 only wastes "
+        "runner time.",
+        "How many Playwright workers should the e2e job use on CI?",
+    ),
+    (
+        "od_en_orjson",
+        "conclusion",
+        "api",
+        "en",
+        133.0,
+        "Conclusion from the serializer benchmark: orjson is not worth it for orders-api; the "
+        "p99 of GET /orders moved by less than 2 ms.",
+        1.5,
+        "Serializer benchmark redone with the large order payloads: orjson cuts the p99 of "
+        "orders-api's GET /orders by about 35 ms, so its responses use ORJSONResponse.",
+        "Is orjson worth using for orders-api responses?",
+    ),
+    (
+        "od_en_upgrade_rfc",
+        "knowledge",
+        "team",
+        "en",
+        300.0,
+        "Major-version dependency upgrades need an RFC in docs/rfcs/ and sign-off from two "
+        "teams before the PR is opened.",
+        0.5,
+        "Major dependency upgrades no longer need an RFC: a short risk note in the PR description "
+        "and a green canary are enough.",
+        "Do major-version dependency upgrades need an RFC?",
+    ),
+    (
+        "od_ja_opsctl_go",
+        "knowledge",
+        "tooling",
+        "ja",
+        260.0,
+        "社内 CLI の opsctl（tools/opsctl）は Go 1.21 でビルドしている。go.mod の go ディレクティブも 1.21。",
+        7.5,
+        "opsctl のビルドは Go 1.23 に上げた。tools/opsctl/go.mod も go 1.23 で、CI の setup-go も同じバージョン。",
+        "opsctl は Go のどのバージョンでビルドする？",
+    ),
+    (
+        "od_ja_docs_tool",
+        "knowledge",
+        "team",
+        "ja",
+        390.0,
+        "設計ドキュメントと議事録は Confluence の ENG スペースに置く。",
+        12.0,
+        "設計ドキュメントと議事録は Notion の Engineering ワークスペースに書く。Confluence の ENG スペースは読み取り専用になった。",
+        "設計ドキュメントはどこに書けばいい？",
+    ),
+    (
+        "od_ja_invoice_pdf",
+        "knowledge",
+        "api",
+        "ja",
+        175.0,
+        "請求書 PDF の取得は GET /v1/invoices/{id}/pdf。invoice-renderer が同期で生成してそのまま返す。",
+        5.25,
+        "請求書 PDF は GET /v2/invoices/{id}/document で取る。生成は非同期で、準備中は 202 と Retry-After が返る。",
+        "請求書の PDF を取得する API エンドポイントは？",
+    ),
+    (
+        "od_ja_dwh",
+        "knowledge",
+        "db",
+        "ja",
+        480.0,
+        "分析用 DWH は Redshift（クラスタ名 kioku-dwh）。本番 Postgres のデータは夜間バッチでロードされる。",
+        16.0,
+        "分析基盤は BigQuery（データセット kioku_analytics）。本番 Postgres からは Datastream で数分遅れで同期される。",
+        "分析用のデータウェアハウスは何を使っている？",
+    ),
+    (
+        "od_ja_staging_deploy",
+        "knowledge",
+        "deploy",
+        "ja",
+        150.5,
+        "ステージングへのデプロイは毎晩 22:00 JST に、その時点の main をまとめて出す。",
+        0.75,
+        "main にマージされるたびにステージングへ自動でデプロイされる。夜のまとめデプロイは廃止した。",
+        "ステージングにはいつデプロイされる？",
+    ),
+    (
+        "od_ja_image_format",
+        "conclusion",
+        "frontend",
+        "ja",
+        230.0,
+        "結論: 商品画像は WebP で配信する。AVIF は画質は良いがエンコードが遅く、アップロード処理が詰まった。",
+        8.75,
+        "結論（再検証）: 画像変換を CDN 側でやるようになり、AVIF のエンコード時間は問題でなくなった。"
+        "商品画像は AVIF を優先し、非対応ブラウザには WebP を返す。",
+        "商品画像はどの画像フォーマットで配信する？",
+    ),
+    (
+        "od_ja_partner_key",
+        "knowledge",
+        "security",
+        "ja",
+        320.0,
+        "パートナー向け API キーの有効期限は 180 日。期限の 2 週間前に自動でメールが届く。",
+        10.5,
+        "パートナー向け API キーは発行から 90 日で失効する。通知メールは期限の 14 日前と 3 日前の 2 回。",
+        "パートナーに発行する API キーは何日で失効する？",
+    ),
+    (
+        "od_ja_renovate",
+        "lesson",
+        "ci",
+        "ja",
+        85.0,
+        "学び: Renovate の PR は月曜の朝にまとめて出す設定（schedule: before 9am on monday）にする。"
+        "毎日出すと PR が多すぎてレビューが追いつかなかった。",
+        3.0,
+        "学び: Renovate のパッチ更新は automerge にしたので、毎日 PR が出ても負担にならない。"
+        "schedule は外し、週次のまとめはメジャー更新だけにしている。",
+        "Renovate の PR はいつ出る設定になっている？",
+    ),
+    (
+        "od_ja_log_agent",
+        "knowledge",
+        "observability",
+        "ja",
+        365.0,
+        "各ノードのログは DaemonSet の Fluentd が集めて Loki に送っている。",
+        13.5,
+        "ノードのログ転送エージェントは Fluent Bit（DaemonSet）。Fluentd よりメモリ使用量が 5 分の 1 で、送り先は引き続き Loki。",
+        "ノードのログを Loki に送っているエージェントは何？",
+    ),
+    (
+        "od_ja_batch_update",
+        "lesson",
+        "db",
+        "ja",
+        66.0,
+        "学び: 本番のバッチ UPDATE は 1 回 5,000 行ずつ流す。1 万行にしたらレプリカの遅延が 30 秒を超えた。",
+        19.0,
+        "学び: レプリカを r6g.2xlarge に上げてからは、バッチ UPDATE を 1 回 20,000 行にしても遅延は数秒で済む。"
+        "5,000 行刻みでは遅すぎる。",
+        "本番でバッチ UPDATE を流すとき、1 回何行ずつにする？",
+    ),
+    (
+        "od_th_react",
+        "knowledge",
+        "frontend",
+        "th",
+        420.0,
+        "เว็บ frontend ยังใช้ React 17 อยู่ ห้ามใช้ useId หรือ useTransition เพราะเป็น API ของ React 18",
+        4.5,
+        "frontend อัปเกรดเป็น React 18.3 แล้ว ใช้ createRoot และเรียก useId กับ useTransition ได้ตามปกติ",
+        "เว็บ frontend ใช้ React เวอร์ชันไหน",
+    ),
+    (
+        "od_th_code_scan",
+        "knowledge",
+        "security",
+        "th",
+        250.0,
+        "การสแกนช่องโหว่ในโค้ดใช้ SonarQube ที่ sonar.internal รันทุก PR",
+        9.5,
+        "สแกนช่องโหว่ในโค้ดด้วย CodeQL ของ GitHub ผลจะขึ้นในแท็บ Security ของ repo ทุก PR "
+        "ส่วนเซิร์ฟเวอร์ sonar.internal ปิดไปแล้ว",
+        "PR ถูกสแกนหาช่องโหว่ในโค้ดด้วยเครื่องมืออะไร",
+    ),
+    (
+        "od_th_eks",
+        "knowledge",
+        "infra",
+        "th",
+        190.0,
+        "cluster prod รัน EKS 1.27 ถ้าจะใช้ฟีเจอร์ใหม่ของ Kubernetes ต้องเช็กก่อนว่ามีใน 1.27",
+        15.5,
+        "cluster prod อยู่บน EKS 1.30 แล้ว manifest ที่ยังใช้ apiVersion เก่าต้องแก้ก่อน deploy",
+        "cluster prod ใช้ EKS เวอร์ชันอะไร",
+    ),
+    (
+        "od_th_products_limit",
+        "knowledge",
+        "api",
+        "th",
+        128.0,
+        "GET /v1/products รับพารามิเตอร์ limit ได้สูงสุด 200 รายการต่อหน้า",
+        2.0,
+        "limit สูงสุดของ GET /v1/products คือ 100 ถ้าส่งเกินจะได้ 400 กลับไป ไม่ได้ตัดให้อัตโนมัติ",
+        "GET /v1/products ขอได้สูงสุดกี่รายการต่อหน้า",
+    ),
+    (
+        "od_th_alert_channel",
+        "knowledge",
+        "observability",
+        "th",
+        305.0,
+        "alert ของ staging ส่งเข้าช่อง Slack #alerts-staging",
+        6.0,
+        "alert จาก staging ไปที่ช่อง Slack #stg-alerts ส่วนช่อง #alerts-staging ถูก archive แล้ว",
+        "alert ของ staging ส่งไปที่ช่อง Slack ไหน",
+    ),
+    (
+        "od_th_seed_cmd",
+        "knowledge",
+        "tooling",
+        "th",
+        470.0,
+        "ใส่ข้อมูลตัวอย่างลงฐานข้อมูลบนเครื่องด้วยคำสั่ง python manage.py seed_demo",
+        17.25,
+        "คำสั่ง seed ข้อมูลตัวอย่างบนเครื่องคือ make seed (เรียก scripts/seed.py) "
+        "ส่วน manage.py seed_demo ถูกลบไปแล้ว",
+        "จะใส่ข้อมูลตัวอย่างลงฐานข้อมูลบนเครื่องใช้คำสั่งอะไร",
+    ),
+    (
+        "od_th_rollout_deadline",
+        "lesson",
+        "deploy",
+        "th",
+        110.0,
+        "บทเรียน: ตั้ง progressDeadlineSeconds ของ Deployment เป็น 300 ไม่งั้น rollout ที่ค้างจะไม่ถูกรายงานว่าล้มเหลว",
+        1.25,
+        "บทเรียน: progressDeadlineSeconds 300 สั้นไปสำหรับ service ที่ต้อง warm cache นาน rollout "
+        "ถูกตัดว่าล้มเหลวทั้งที่ไม่ได้พัง ตอนนี้ตั้งเป็น 600",
+        "ควรตั้ง progressDeadlineSeconds ของ Deployment เป็นเท่าไร",
+    ),
+    (
+        "od_th_uptime",
+        "conclusion",
+        "observability",
+        "th",
+        355.0,
+        "สรุป: uptime check ของหน้าเว็บใช้ UptimeRobot เช็กทุก 5 นาทีก็พอ",
+        7.0,
+        "สรุปหลังเว็บล่ม 3 นาทีโดยไม่มีใครรู้: เช็กทุก 5 นาทีไม่พอ uptime check ย้ายไปใช้ Checkly "
+        "เช็กทุก 1 นาทีจากสามภูมิภาค",
+        "uptime check ของหน้าเว็บใช้อะไร และเช็กถี่แค่ไหน",
+    ),
+    (
+        "od_th_support_bugs",
+        "knowledge",
+        "team",
+        "th",
+        200.0,
+        "บั๊กที่ฝ่าย support เจอจะส่งมาทาง Google Form แล้วไปขึ้นในช่อง #support-bugs",
+        12.5,
+        "ฝ่าย support แจ้งบั๊กผ่าน Jira Service Management โปรเจกต์ SUP ทีมเจ้าของต้องตอบภายใน 1 วันทำการ",
+        "ฝ่าย support แจ้งบั๊กเข้ามาทางไหน",
+    ),
+    (
+        "od_th_runner_label",
+        "lesson",
+        "ci",
+        "th",
+        75.0,
+        "บทเรียน: job build image ต้องใช้ runs-on: [self-hosted, linux-large] ไม่งั้นไปตกเครื่องเล็กแล้ว OOM",
+        5.5,
+        "บทเรียน: label linux-large เลิกใช้แล้ว job build image ให้ใส่ runs-on: build-xl "
+        "ถ้ายังใช้ label เก่า job จะค้างรอ runner ไปเรื่อย ๆ",
+        "job build image ต้องใช้ runs-on label อะไร",
+    ),
+]
+# Controls: both notes still hold; the query asks for the OLDER note's fact.
+OUTDATED_CONTROLS = [
+    (
+        "odc_en_kubectl",
+        "knowledge",
+        "infra",
+        "en",
+        260.5,
+        "kubectl: `kubectl logs <pod> --previous` shows the logs of the container that crashed "
+        "before the current restart.",
+        8.25,
+        "kubectl: `kubectl get events -n <namespace> --sort-by=.lastTimestamp` lists recent "
+        "scheduling and probe failures in order.",
+        "How do I read the logs of a container that crashed before the pod restarted?",
+    ),
+    (
+        "odc_en_git_checkout",
+        "knowledge",
+        "git",
+        "en",
+        188.0,
+        "git worktree: `git worktree add ../kioku-hotfix origin/main` gives a second checkout for "
+        "a hotfix, so half-done work never needs stashing.",
+        2.25,
+        "git sparse-checkout: `git sparse-checkout set services/orders-api libs/common` keeps "
+        "the monorepo checkout small; other services stay out of the working tree.",
+        "How can I work on an urgent hotfix without stashing my unfinished changes?",
+    ),
+    (
+        "odc_en_snapshots",
+        "lesson",
+        "testing",
+        "en",
+        142.0,
+        "Lesson: review the .ambr diff of syrupy snapshot tests in the PR. Someone ran "
+        "--snapshot-update blindly and accepted a broken price format.",
+        12.75,
+        "Lesson: mask timestamps and UUIDs with a syrupy matcher before snapshotting; unmasked "
+        "values made every snapshot test fail on the next run.",
+        "Snapshot tests are failing; can I just run --snapshot-update and commit?",
+    ),
+    (
+        "odc_en_csv_export",
+        "conclusion",
+        "api",
+        "en",
+        96.5,
+        "Conclusion: the account CSV export timed out for large accounts because it built the "
+        "whole file in memory; it now streams rows with StreamingResponse.",
+        15.0,
+        "Conclusion: the account CSV export showed amounts in the wrong number format because it "
+        "used the server locale; it now formats with the account's locale.",
+        "Why did the account CSV export time out for large accounts?",
+    ),
+    (
+        "odc_ja_git_stage",
+        "knowledge",
+        "git",
+        "ja",
+        230.25,
+        "一部の変更だけをコミットしたいときは git add -p で hunk ごとに選んでステージする。",
+        4.25,
+        "レビュー指摘の修正は git commit --fixup <SHA> で作り、git rebase -i --autosquash で元のコミットに畳む。",
+        "ファイルの変更の一部だけをステージしたいときはどうする？",
+    ),
+    (
+        "odc_ja_pg_stats",
+        "knowledge",
+        "db",
+        "ja",
+        310.0,
+        "どのクエリが DB の時間を食っているかは pg_stat_statements を total_exec_time の降順で見る。",
+        9.75,
+        "テーブルの実サイズはインデックス込みで pg_total_relation_size('orders') のように確認する。",
+        "一番 DB の時間を使っているクエリを調べるには？",
+    ),
+    (
+        "odc_ja_react_pitfall",
+        "lesson",
+        "frontend",
+        "ja",
+        170.0,
+        "学び: useEffect の依存配列にオブジェクトリテラルを渡すと毎回のレンダーで再実行される。useMemo で参照を固定する。",
+        13.0,
+        "学び: リストの key に配列の index を使うと、並べ替えたときに入力欄の値が別の行にずれる。key には必ず ID を使う。",
+        "useEffect が毎回のレンダーで走ってしまうのはなぜ？",
+    ),
+    (
+        "odc_ja_alerting",
+        "knowledge",
+        "observability",
+        "ja",
+        415.0,
+        "メンテナンス中のアラートは Alertmanager の silence で止める。終了時刻を必ず設定すること。",
+        1.0,
+        "アラートルールは alerts/ ディレクトリの YAML を PR で変更する。Grafana の UI で直接編集しない。",
+        "メンテナンス中にアラートを一時的に止めるには？",
+    ),
+    (
+        "odc_th_kubectl",
+        "knowledge",
+        "infra",
+        "th",
+        135.0,
+        "ดูว่า pod ใช้ CPU และ memory จริงเท่าไรด้วย kubectl top pod -n <namespace>",
+        3.5,
+        "ถ้า namespace ค้างสถานะ Terminating ให้ดู finalizers ของ resource ที่ยังเหลือก่อน อย่าลบ finalizer ทิ้งแบบไม่ดู",
+        "จะดูว่า pod กิน CPU กับ memory จริงเท่าไรต้องใช้คำสั่งอะไร",
+    ),
+    (
+        "odc_th_ci_postgres",
+        "lesson",
+        "ci",
+        "th",
+        62.0,
+        "บทเรียน: service Postgres ใน workflow ของ GitHub Actions ต้องตั้ง health-cmd pg_isready "
+        "ไม่งั้นเทสต์เริ่มก่อน DB พร้อมแล้วพังแบบสุ่ม",
+        19.5,
+        "บทเรียน: image ของ service Postgres ใน workflow ต้อง pin เป็น postgres:15 ให้ตรงกับ prod "
+        "เคยใช้ latest แล้ว migration ผ่านบน CI แต่พังบน prod",
+        "เทสต์บน CI พังแบบสุ่มเพราะเริ่มก่อน Postgres ใน services พร้อม ต้องตั้งอะไร",
+    ),
+    (
+        "odc_th_ci_auth",
+        "knowledge",
+        "security",
+        "th",
+        445.0,
+        "token GitHub ที่ใช้ใน CI ต้องเป็น fine-grained token ที่จำกัดเฉพาะ repo ที่ต้องใช้ และหมดอายุไม่เกิน 90 วัน",
+        11.0,
+        "workflow ที่ต้องเข้าถึง AWS ให้ใช้ OIDC กับ IAM role ที่ผูกกับ repo แทน access key ถาวร",
+        "token GitHub สำหรับ CI ต้องสร้างแบบไหน",
+    ),
+    (
+        "odc_th_sales_report",
+        "conclusion",
+        "db",
+        "th",
+        380.0,
+        "สรุป: query รายงานยอดขายรายวันช้าเพราะไม่มี index บน (shop_id, created_at) "
+        "เพิ่มแล้วเวลาลดจาก 12 วินาทีเหลือ 200ms",
+        5.0,
+        "สรุป: ย้ายรายงานยอดขายรายเดือนไปอ่านจาก read replica เพราะช่วงสิ้นเดือนไปแย่ง CPU กับ checkout บน primary",
+        "ทำไม query รายงานยอดขายรายวันถึงช้า แก้ยังไง",
+    ),
+]
+# Cross-language queries about the current state, reusing replaced pairs: (sid, query language, query)
+OUTDATED_CROSS = [
+    ("od_ja_opsctl_go", "en", "Which Go version is opsctl built with?"),
+    ("od_th_react", "en", "Which React version does our frontend use?"),
+    (
+        "od_en_password_hash",
+        "ja",
+        "auth-gateway のパスワードは何のアルゴリズムでハッシュしている？",
+    ),
+    ("od_th_eks", "ja", "本番クラスタの EKS のバージョンは？"),
+    ("od_en_lambda_node", "th", "Lambda image-resize ใช้ runtime ของ Node เวอร์ชันไหน"),
+    ("od_ja_staging_deploy", "th", "staging ถูก deploy ตอนไหน ทุกคืนหรือทุกครั้งที่ merge"),
+    ("od_ja_dwh", "en", "Which data warehouse do we use for analytics?"),
+    ("od_en_mobile_release", "ja", "モバイルアプリのストアリリースは何曜日？"),
+    ("od_en_upload_limit", "th", "media-uploader รับไฟล์ได้ใหญ่สุดกี่ MB"),
+    ("od_th_support_bugs", "en", "How does the support team report bugs to us?"),
+]
+
+
+def build_outdated() -> None:
+    for sid, typ, dom, lang, old_age, old, new_age, new, query in OUTDATED:
+        N(f"{sid}_old", typ, dom, lang, old, age=old_age)
+        N(f"{sid}_new", typ, dom, lang, new, age=new_age)
+        Q("outdated", lang, query, f"{sid}_new", variant="replaced", pair=f"{sid}_old")
+    for sid, typ, dom, lang, old_age, old, new_age, new, query in OUTDATED_CONTROLS:
+        N(f"{sid}_old", typ, dom, lang, old, age=old_age)
+        N(f"{sid}_new", typ, dom, lang, new, age=new_age)
+        Q("outdated", lang, query, f"{sid}_old", variant="control", pair=f"{sid}_new")
+    for sid, lang, query in OUTDATED_CROSS:
+        assert SIDS[f"{sid}_new"]["lang"] != lang, (sid, lang)
+        Q("outdated", lang, query, f"{sid}_new", variant="replaced", pair=f"{sid}_old")
+
+
+build_outdated()
 # ===========================================================================
 # Build, validate, write
 # ===========================================================================
@@ -6538,14 +7110,21 @@ def mem_text(m: dict) -> str:
 # Tuning looks at dev queries only, so no test answer is ever seen while tuning.
 # Memories that answer no query are distractors for both splits (their own hash
 # decides their label, which nothing uses). Hashing sids, not keys, keeps a
-# group's split when the data set grows.
+# group's split when the data set grows.  Outdated queries also join the two notes of
+# their pair, so a pair never straddles the splits; those groups are split evenly
+# within each (language, variant) by ranking them on the same hash, because 10 or 4
+# pairs left to the hash alone can land lopsided.
 # ---------------------------------------------------------------------------
 TEST_SHARE = 0.5
 
 
-def _split_of(sid: str) -> str:
+def _split_hash(sid: str) -> float:
     digest = hashlib.blake2b(f"kioku-split\0{sid}".encode(), digest_size=8).digest()
-    return "test" if int.from_bytes(digest, "big") / 2**64 < TEST_SHARE else "dev"
+    return int.from_bytes(digest, "big") / 2**64
+
+
+def _split_of(sid: str) -> str:
+    return "test" if _split_hash(sid) < TEST_SHARE else "dev"
 
 
 def assign_splits() -> dict[str, str]:
@@ -6559,14 +7138,29 @@ def assign_splits() -> dict[str, str]:
         return x
 
     for q in QUERIES:
-        for s in q["rel"][1:]:
-            a, b = find(q["rel"][0]), find(s)
+        members = q["rel"] + ([q["pair"]] if q["pair"] else [])
+        for s in members[1:]:
+            a, b = find(members[0]), find(s)
             if a != b:
                 parent[max(a, b)] = min(a, b)
     groups: dict[str, list[str]] = defaultdict(list)
     for sid in SIDS:
         groups[find(sid)].append(sid)
-    return {sid: _split_of(min(members)) for members in groups.values() for sid in members}
+    split = {sid: _split_of(min(members)) for members in groups.values() for sid in members}
+
+    strata: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for q in QUERIES:
+        if q["kind"] == "outdated":
+            root = find(q["rel"][0])
+            assert sorted(groups[root]) == sorted(q["rel"] + [q["pair"]]), groups[root]
+            strata[SIDS[q["rel"][0]]["lang"], q["variant"]].add(root)
+    for roots in strata.values():
+        ranked = sorted(roots, key=lambda r: (_split_hash(min(groups[r])), r))
+        n_test = round(len(ranked) * TEST_SHARE)
+        for i, r in enumerate(ranked):
+            for sid in groups[r]:
+                split[sid] = "test" if i < n_test else "dev"
+    return split
 
 
 def build() -> tuple[list[dict], list[dict]]:
@@ -6607,7 +7201,7 @@ def build() -> tuple[list[dict], list[dict]]:
             if q["kind"] != kind:
                 continue
             n += 1
-            for s in q["rel"] + q["under"] + ([q["old"]] if q["old"] else []):
+            for s in q["rel"] + q["under"] + [x for x in (q["old"], q["pair"]) if x is not None]:
                 assert s in SIDS, f"query {q['query']!r} refers to unknown sid {s}"
             out = {
                 "qid": f"q{n:03d}",
@@ -6625,6 +7219,9 @@ def build() -> tuple[list[dict], list[dict]]:
                 out["superseded_from"] = key[q["old"]]
             if q["under"]:
                 out["buried_under"] = [key[s] for s in q["under"]]
+            if q["variant"]:
+                out["variant"] = q["variant"]
+                out["outdated_pair"] = key[q["pair"]]
             q["qid"] = out["qid"]
             queries.append(out)
     return memories, queries
@@ -6711,6 +7308,8 @@ def validate(memories: list[dict], queries: list[dict]) -> list[str]:
     src = {q["qid"]: q for q in QUERIES}
     para_min = 99
     sup_margin = []
+    outdated_pairs: dict[str, tuple[str, str, str]] = {}  # relevant key -> (partner, variant, lang)
+    outdated_cross = Counter()
     for q in queries:
         rel = [by_key[k] for k in q["relevant"]]
         assert rel, q
@@ -6800,6 +7399,39 @@ def validate(memories: list[dict], queries: list[dict]) -> list[str]:
             assert q.get("type"), q
             for r in rel:
                 assert r["type"] == q["type"], (q["qid"], r["key"], r["type"])
+        elif kind == "outdated":
+            variant = q.get("variant")
+            assert variant in OUTDATED_VARIANTS and variant == src[q["qid"]]["variant"], q
+            assert len(rel) == 1, q
+            a = rel[0]
+            b = by_key[SIDS[src[q["qid"]]["pair"]]["key"]]
+            assert b["key"] not in q["relevant"], q
+            for m in (a, b):
+                assert m["kind"] == "note" and m["type"] in ("knowledge", "lesson", "conclusion"), (
+                    q["qid"],
+                    m["key"],
+                )
+            assert (a["type"], a["domain"], a["lang"]) == (b["type"], b["domain"], b["lang"]), (
+                q["qid"],
+                a["key"],
+                b["key"],
+            )
+            assert a["split"] == b["split"], (q["qid"], "pair straddles the splits")
+            old, new = (b, a) if variant == "replaced" else (a, b)
+            assert 60 <= old["age_days"] <= 500 and 0.5 <= new["age_days"] <= 20, (
+                q["qid"],
+                old,
+                new,
+            )
+            assert old["key"] < new["key"], q["qid"]
+            assert outdated_pairs.setdefault(a["key"], (b["key"], variant, a["lang"])) == (
+                b["key"],
+                variant,
+                a["lang"],
+            ), (q["qid"], "a note belongs to two pairs")
+            if lang != a["lang"]:
+                assert variant == "replaced", (q["qid"], "controls are same-language")
+                outdated_cross[lang, a["lang"]] += 1
     res.append("every relevant key exists and no relevant memory is superseded by a newer decision")
     res.append(
         "trigger queries are short (en <= 3 words); contextual queries are 15-40 words (en) / 30-160 chars (ja, th)"
@@ -6820,6 +7452,23 @@ def validate(memories: list[dict], queries: list[dict]) -> list[str]:
         f"mean {sum(sup_margin) / len(sup_margin):.2f})"
     )
     res.append("type_filter: every relevant memory has the filtered type")
+    relevant_anywhere = {k for q in queries for k in q["relevant"]}
+    partners = [p for p, _, _ in outdated_pairs.values()]
+    assert len(set(partners) | set(outdated_pairs)) == 2 * len(outdated_pairs), "pairs overlap"
+    for partner, variant, _ in outdated_pairs.values():
+        if variant == "replaced":
+            assert partner not in relevant_anywhere, (
+                f"replaced note {partner} is relevant somewhere"
+            )
+    n_var = Counter(v for _, v, _ in outdated_pairs.values())
+    res.append(
+        f"outdated: {n_var['replaced']} replaced pairs, relevant is only the newer note (0.5-20 days) "
+        "of a same-type, same-domain, same-language pair whose older note (60-500 days) is relevant "
+        f"to no query; {n_var['control']} control pairs, relevant is only the older note, both notes "
+        f"still valid; {sum(outdated_cross.values())} cross-language queries reuse replaced pairs ("
+        + ", ".join(f"{a}->{b} {n}" for (a, b), n in sorted(outdated_cross.items()))
+        + ")"
+    )
 
     for q in queries:
         assert q["split"] in ("dev", "test"), q
@@ -6828,10 +7477,23 @@ def validate(memories: list[dict], queries: list[dict]) -> list[str]:
     per = Counter((q["split"], q["kind"]) for q in queries)
     for k in QUERY_KINDS:
         assert per["dev", k] >= 10 and per["test", k] >= 10, (k, per["dev", k], per["test", k])
+    pair_split = Counter(
+        (by_key[k]["split"], variant, lg) for k, (_, variant, lg) in outdated_pairs.items()
+    )
+    for variant in OUTDATED_VARIANTS:
+        for lg in ("en", "ja", "th"):
+            d, t = pair_split["dev", variant, lg], pair_split["test", variant, lg]
+            assert d + t > 0 and abs(d - t) <= 1, (variant, lg, d, t)
     res.append(
         "dev/test split by memory: every query's relevant memories lie in the query's split; "
         + ", ".join(f"{k} {per['dev', k]}/{per['test', k]}" for k in QUERY_KINDS)
-        + " (dev/test)"
+        + " (dev/test); outdated pairs split evenly per language and variant ("
+        + ", ".join(
+            f"{v} {lg} {pair_split['dev', v, lg]}/{pair_split['test', v, lg]}"
+            for v in OUTDATED_VARIANTS
+            for lg in ("en", "ja", "th")
+        )
+        + ")"
     )
     return res
 

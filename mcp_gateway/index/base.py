@@ -119,6 +119,9 @@ class Index(Protocol):
     async def present(self, ids: Sequence[str]) -> dict[str, bool]:
         """For each id present in the index: whether it has a dense vector."""
 
+    async def dense_vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
+        """The stored (unit-length) dense vector of each id that has one."""
+
     async def count(self, flt: IndexFilter | None = None) -> int: ...
 
     async def ids(self) -> set[str]:

@@ -389,6 +389,17 @@ class EdgeIndex(ChannelSearch):
         records = await self._run(lambda s: s.retrieve(list(ids), False, [DENSE]))
         return {str(r.id): bool(r.vector and DENSE in r.vector) for r in records}
 
+    async def dense_vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
+        if not ids:
+            return {}
+        records = await self._run(lambda s: s.retrieve(list(ids), False, [DENSE]))
+        out: dict[str, list[float]] = {}
+        for r in records:
+            vector: Any = r.vector.get(DENSE) if isinstance(r.vector, dict) else None
+            if vector is not None:
+                out[str(r.id)] = [float(x) for x in vector]
+        return out
+
     async def count(self, flt: IndexFilter | None = None) -> int:
         request = qe.CountRequest(exact=True, filter=build_filter(flt))
         return await self._run(lambda s: s.count(request))

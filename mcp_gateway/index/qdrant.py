@@ -245,6 +245,20 @@ class QdrantIndex(ChannelSearch):
         }
 
     @_store_errors
+    async def dense_vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
+        if not ids:
+            return {}
+        records = await self.client.retrieve(
+            self._name, list(ids), with_payload=False, with_vectors=[DENSE]
+        )
+        out: dict[str, list[float]] = {}
+        for r in records:
+            vector: Any = r.vector.get(DENSE) if isinstance(r.vector, dict) else None
+            if isinstance(vector, list):
+                out[str(r.id)] = [float(x) for x in vector]
+        return out
+
+    @_store_errors
     async def ids(self) -> set[str]:
         out: set[str] = set()
         offset = None

@@ -214,8 +214,7 @@ class SearchService:
         if self.records is not None and any(c.payload.get("current") is False for c in candidates):
             heads = await self._heads(self.records, candidates, req)
             candidates = carry_to_heads(candidates, heads, self.settings.retired_carry)
-        chosen = await self._newer_first(select(candidates, params, req.top, req.namespaces))
-        results = await self._materialise(chosen)
+        results = await self._materialise(select(candidates, params, req.top, req.namespaces))
         # The newest lessons/conclusions are a separate, labelled part of the answer
         # (never counted against ``top``), and only those the index found relevant to
         # this query: an unrelated lesson does not ride along with every search.
@@ -230,15 +229,6 @@ class SearchService:
         )
         settled = not any(h.payload.get("dense") is False for h in sparse_hits)
         return response, settled
-
-    async def _newer_first(self, chosen: list[Candidate]) -> list[Candidate]:
-        """The newer of two notes that say nearly the same thing first (one engine
-        read of the chosen notes' vectors; ``ranking.newer_first``)."""
-        notes = [c.point_id for c in chosen if _kind(c) == "note"]
-        if self.newer_similarity <= 0 or len(notes) < 2:
-            return chosen
-        vectors = await self.index.dense_vectors(notes)
-        return newer_first(chosen, vectors, self.newer_similarity, self.settings.newer_ratio)
 
     @property
     def _carries(self) -> bool:
@@ -309,10 +299,30 @@ class SearchService:
         )
 
     async def _materialise(self, chosen: list[Candidate]) -> list[SearchResult]:
+        """The chosen hits' texts, in their final order: the newer of two notes that
+        say nearly the same thing first (``ranking.newer_first``, on the vectors read
+        beside the texts)."""
         note_ids = [str(c.payload.get("source_id")) for c in chosen if _kind(c) == "note"]
         record_ids = [str(c.payload.get("source_id")) for c in chosen if _kind(c) == "record"]
-        notes = await self.notes.get_many(note_ids)
-        records = await self.records.search_view(record_ids) if self.records and record_ids else {}
+        vectors: dict[str, list[float]] = {}
+        notes: dict[str, Note] = {}
+
+        async def read_vectors() -> None:
+            points = [c.point_id for c in chosen if _kind(c) == "note"]
+            vectors.update(await self.index.dense_vectors(points))
+
+        async def read_notes() -> None:
+            notes.update(await self.notes.get_many(note_ids))
+
+        async with anyio.create_task_group() as tg:
+            if self.newer_similarity > 0 and len(note_ids) > 1:
+                tg.start_soon(read_vectors)
+            tg.start_soon(read_notes)
+            records = (
+                await self.records.search_view(record_ids) if self.records and record_ids else {}
+            )
+        if vectors:
+            chosen = newer_first(chosen, vectors, self.newer_similarity, self.settings.newer_ratio)
         out: list[SearchResult] = []
         for cand in chosen:
             source_id = str(cand.payload.get("source_id"))

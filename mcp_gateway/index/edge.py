@@ -47,10 +47,7 @@ from ..errors import IndexMismatch, StoreUnavailable
 from ..ranking import best_of_views
 from ..types import IndexFilter, IndexPoint, SparseVector
 from .base import (
-    BOOL_FIELDS,
     DENSE,
-    FLOAT_FIELDS,
-    KEYWORD_FIELDS,
     LATENT,
     SPARSE,
     Channels,
@@ -59,11 +56,11 @@ from .base import (
     sparse_queries,
 )
 from .edge_types import (
-    CURRENT_MIRROR,
     PayloadCache,
     Payloads,
     Scored,
     build_filter,
+    create_payload_indexes,
     hits,
     scored,
     with_mirror,
@@ -208,17 +205,7 @@ class EdgeIndex(ChannelSearch):
                 raise self._mismatch("other") from exc
             raise StoreUnavailable(f"cannot open the index at {self.dir}: {msg}") from exc
         try:
-            # Idempotent: re-creating an existing payload index is a no-op.
-            for name in (*KEYWORD_FIELDS, CURRENT_MIRROR):
-                shard.update(
-                    qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Keyword)
-                )
-            for name in BOOL_FIELDS:
-                shard.update(qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Bool))
-            for name in FLOAT_FIELDS:
-                shard.update(
-                    qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Float)
-                )
+            create_payload_indexes(shard)
         except Exception:
             shard.close()
             raise
@@ -392,13 +379,11 @@ class EdgeIndex(ChannelSearch):
     async def dense_vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
         if not ids:
             return {}
-        records = await self._run(lambda s: s.retrieve(list(ids), False, [DENSE]))
-        out: dict[str, list[float]] = {}
-        for r in records:
-            vector: Any = r.vector.get(DENSE) if isinstance(r.vector, dict) else None
-            if vector is not None:
-                out[str(r.id)] = [float(x) for x in vector]
-        return out
+        # the answer's notes, read once between writes: no thread hop for a repeat
+        known, missing = self._payloads.known_vectors(ids)
+        if missing:
+            known.update(await self._run(lambda s: self._payloads.read_vectors(s, missing, DENSE)))
+        return known
 
     async def count(self, flt: IndexFilter | None = None) -> int:
         request = qe.CountRequest(exact=True, filter=build_filter(flt))

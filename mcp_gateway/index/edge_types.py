@@ -14,7 +14,13 @@ from typing import Any
 import qdrant_edge as qe
 
 from ..types import IndexFilter, IndexHit
-from .base import match_any_terms, needs_current_condition
+from .base import (
+    BOOL_FIELDS,
+    FLOAT_FIELDS,
+    KEYWORD_FIELDS,
+    match_any_terms,
+    needs_current_condition,
+)
 
 CURRENT_MIRROR = "_current"
 
@@ -39,6 +45,16 @@ def without_mirror(payload: Mapping[str, Any] | None) -> dict[str, Any]:
 
 def _any(key: str, values: tuple[str, ...]) -> qe.FieldCondition:
     return qe.FieldCondition(key, match=qe.MatchAny(list(values)))
+
+
+def create_payload_indexes(shard: qe.EdgeShard) -> None:
+    """The payload indexes filters use. Idempotent: re-creating one is a no-op."""
+    for name in (*KEYWORD_FIELDS, CURRENT_MIRROR):
+        shard.update(qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Keyword))
+    for name in BOOL_FIELDS:
+        shard.update(qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Bool))
+    for name in FLOAT_FIELDS:
+        shard.update(qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Float))
 
 
 def build_filter(flt: IndexFilter | None) -> qe.Filter | None:
@@ -81,11 +97,38 @@ class PayloadCache:
         self._lock = threading.Lock()
         self._epoch = 0
         self._items: Payloads = {}
+        self._vectors: dict[str, list[float]] = {}  # the ranked notes' (newer_first)
 
     def changed(self) -> None:
         with self._lock:
             self._epoch += 1
             self._items = {}
+            self._vectors = {}
+
+    def known_vectors(self, ids: Sequence[str]) -> tuple[dict[str, list[float]], list[str]]:
+        """The dense vectors of ``ids`` read since the last write, and the ids to read."""
+        with self._lock:
+            vectors = self._vectors
+        known = {i: vectors[i] for i in ids if i in vectors}
+        return known, [i for i in ids if i not in known]
+
+    def read_vectors(
+        self, shard: qe.EdgeShard, ids: list[Any], name: str
+    ) -> dict[str, list[float]]:
+        """The ``name`` vectors of ``ids`` that have one, from the shard; kept like payloads."""
+        with self._lock:
+            epoch = self._epoch
+        found: dict[str, list[float]] = {}
+        for r in shard.retrieve(ids, False, [name]):
+            vector: Any = r.vector.get(name) if isinstance(r.vector, dict) else None
+            if vector is not None:
+                found[str(r.id)] = list(vector)
+        with self._lock:
+            if self._epoch == epoch:
+                if len(self._vectors) + len(found) > self.size:
+                    self._vectors = {}
+                self._vectors.update(found)
+        return found
 
     def read(self, shard: qe.EdgeShard, ids: set[Any]) -> Payloads:
         with self._lock:

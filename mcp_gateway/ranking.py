@@ -14,6 +14,9 @@ Order of operations (each step is measured in ``docs/ranking.md``):
    best dense distance; the others are boosted (low priority sorts last);
 4. the newest lessons/conclusions not already present that pass the same keep rule
    form a separate ``recent`` part of the answer (never counted against ``top``).
+5. the newer of two notes that say nearly the same thing (dense cosine, per model)
+   moves above the older (``newer_first``): notes have no ``supersedes`` edge, and a
+   changed fact leaves both live.
 
 Between 1 and 2, a retired record (superseded, or a duplicate) that the channels found
 hands its evidence to its lifecycle head (``carry_to_heads``): old wording of a changed

@@ -62,6 +62,7 @@ from .edge_types import (
     build_filter,
     create_payload_indexes,
     hits,
+    present,
     scored,
     with_mirror,
 )
@@ -373,8 +374,8 @@ class EdgeIndex(ChannelSearch):
     async def present(self, ids: Sequence[str]) -> dict[str, bool]:
         if not ids:
             return {}
-        records = await self._run(lambda s: s.retrieve(list(ids), False, [DENSE]))
-        return {str(r.id): bool(r.vector and DENSE in r.vector) for r in records}
+        wanted = list(ids)
+        return await self._run(lambda s: present(s, wanted, DENSE))
 
     async def dense_vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
         if not ids:

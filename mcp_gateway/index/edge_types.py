@@ -149,6 +149,19 @@ class PayloadCache:
         return {**known, **fresh}
 
 
+def present(shard: qe.EdgeShard, ids: list[Any], name: str) -> dict[str, bool]:
+    """For each of ``ids`` in the shard: whether it has the ``name`` vector. Asked, not
+    read: fetching the vectors to look held the GIL ~11 ms a 500-id page (reconcile
+    pages through every note), a filtered scroll ~4.6 ms."""
+    known = {str(r.id) for r in shard.retrieve(ids, False, False)}
+    embedded = qe.Filter(must=[qe.HasIdCondition(set(ids)), qe.HasVectorCondition(name)])
+    request = qe.ScrollRequest(
+        limit=len(ids), filter=embedded, with_payload=False, with_vector=False
+    )
+    with_vector = {str(p.id) for p in shard.scroll(request)[0]}
+    return {pid: pid in with_vector for pid in known}
+
+
 def hits(points: Scored, found: Payloads) -> list[IndexHit]:
     out: list[IndexHit] = []
     for pid, score in points:

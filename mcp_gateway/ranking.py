@@ -212,7 +212,8 @@ def newer_first(
     note and the old one stays. Both then match a question about that fact, and the
     older one often ranks first. Here a note whose dense vector (``vectors``, by point
     id, unit length) is within ``min_similarity`` cosine of an older note ranked above
-    it, of the same type, with at least ``min_ratio`` of that note's score, moves just
+    it, of the same type and namespace (the caller's own notes stay before shared ones,
+    ``select``), with at least ``min_ratio`` of that note's score, moves just
     above it: the newer statement of the fact comes first, the old one stays in the
     answer. Two valid facts on one topic sit further apart (e5: dev 0.889-0.917 against
     0.908-0.973 for a replaced fact; docs/ranking.md, round 11)."""
@@ -232,6 +233,7 @@ def newer_first(
             if (
                 older.point_id in at
                 and older.type == newer.type
+                and older.payload.get("namespace") == newer.payload.get("namespace")
                 and _created(older) < _created(newer)
                 and newer.score >= min_ratio * older.score
                 and alike[at[older.point_id], at[newer.point_id]] >= min_similarity

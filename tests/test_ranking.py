@@ -270,6 +270,9 @@ def test_newer_first_leaves_what_it_should_alone() -> None:
     assert ids(newer_first(record, VECTORS, 0.92, 0.8)) == ["old", "new"]  # records have edges
     neighbour = [_note("old", 0.9, 10), _note("other", 0.8, 20)]
     assert ids(newer_first(neighbour, VECTORS, 0.92, 0.8)) == ["old", "other"]  # another fact
+    shared = [_note("old", 0.9, 10), _note("new", 0.8, 20)]
+    shared[1].payload["namespace"] = "team"  # own notes stay before shared ones
+    assert ids(newer_first(shared, VECTORS, 0.92, 0.8)) == ["old", "new"]
     unknown = [_note("old", 0.9, 10), _note("gone", 0.8, 20)]  # no vector: not judged
     assert ids(newer_first(unknown, VECTORS, 0.92, 0.8)) == ["old", "gone"]
 

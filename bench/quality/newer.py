@@ -79,14 +79,13 @@ def show(label: str, rows: list[dict[str, Any]]) -> None:
 
 def pair_cosines(x: Newer) -> None:
     """How alike the notes of a pair are, beside same-type neighbours (dev only)."""
-    mems = {m["key"]: m for m in x.all.mems}
     for variant in ("replaced", "control"):
         sims = []
         for q in x.b.c.queries:
             if q.get("variant") != variant or q["split"] != "dev" or "outdated_pair" not in q:
                 continue
             a, b = q["relevant"][0], q["outdated_pair"]
-            if a in mems and b in mems:
+            if a in x.vectors and b in x.vectors:
                 sims.append(float(np.dot(x.vectors[a], x.vectors[b])))
         if sims:
             mid = statistics.median(sims)

@@ -8,7 +8,7 @@ that filters use; it is stripped from returned payloads (``index/edge.py``).
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import qdrant_edge as qe
@@ -96,56 +96,58 @@ class PayloadCache:
         self.size = size
         self._lock = threading.Lock()
         self._epoch = 0
-        self._items: Payloads = {}
-        self._vectors: dict[str, list[float]] = {}  # the ranked notes' (newer_first)
+        # "payloads": engine id -> (str id, payload); "vectors": str id -> dense vector
+        # of a ranked note (ranking.newer_first)
+        self._kept: dict[str, dict[Any, Any]] = {"payloads": {}, "vectors": {}}
 
     def changed(self) -> None:
         with self._lock:
             self._epoch += 1
-            self._items = {}
-            self._vectors = {}
+            self._kept = {"payloads": {}, "vectors": {}}
+
+    def _known(self, kind: str, ids: Iterable[Any]) -> tuple[int, dict[Any, Any], list[Any]]:
+        """The epoch, what is kept of ``ids``, and the ids to read."""
+        with self._lock:
+            epoch, kept = self._epoch, self._kept[kind]
+        known = {i: kept[i] for i in ids if i in kept}
+        return epoch, known, [i for i in ids if i not in known]
+
+    def _keep(self, kind: str, epoch: int, fresh: Mapping[Any, Any]) -> None:
+        """Keep ``fresh`` unless a write began or ended since ``epoch`` was read."""
+        with self._lock:
+            if self._epoch != epoch:
+                return
+            if len(self._kept[kind]) + len(fresh) > self.size:
+                self._kept[kind] = {}
+            self._kept[kind].update(fresh)
 
     def known_vectors(self, ids: Sequence[str]) -> tuple[dict[str, list[float]], list[str]]:
         """The dense vectors of ``ids`` read since the last write, and the ids to read."""
-        with self._lock:
-            vectors = self._vectors
-        known = {i: vectors[i] for i in ids if i in vectors}
-        return known, [i for i in ids if i not in known]
+        _, known, missing = self._known("vectors", ids)
+        return known, missing
 
     def read_vectors(
         self, shard: qe.EdgeShard, ids: list[Any], name: str
     ) -> dict[str, list[float]]:
         """The ``name`` vectors of ``ids`` that have one, from the shard; kept like payloads."""
-        with self._lock:
-            epoch = self._epoch
+        epoch = self._known("vectors", ())[0]
         found: dict[str, list[float]] = {}
         for r in shard.retrieve(ids, False, [name]):
             vector: Any = r.vector.get(name) if isinstance(r.vector, dict) else None
             if vector is not None:
                 found[str(r.id)] = list(vector)
-        with self._lock:
-            if self._epoch == epoch:
-                if len(self._vectors) + len(found) > self.size:
-                    self._vectors = {}
-                self._vectors.update(found)
+        self._keep("vectors", epoch, found)
         return found
 
     def read(self, shard: qe.EdgeShard, ids: set[Any]) -> Payloads:
-        with self._lock:
-            epoch, items = self._epoch, self._items
-        known = {i: items[i] for i in ids if i in items}
-        missing = [i for i in ids if i not in known]
+        epoch, known, missing = self._known("payloads", ids)
         if not missing:
             return known
         fresh = {
             p.id: (str(p.id), without_mirror(p.payload))
             for p in shard.retrieve(missing, True, False)
         }
-        with self._lock:
-            if self._epoch == epoch:
-                if len(self._items) + len(fresh) > self.size:
-                    self._items = {}
-                self._items.update(fresh)
+        self._keep("payloads", epoch, fresh)
         return {**known, **fresh}
 
 

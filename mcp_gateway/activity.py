@@ -10,6 +10,10 @@ log and returns (before: one thread hop and a file open/write/close awaited on e
 tool call). ``read_sync`` and ``flush`` wait until everything appended so far is on
 disk, so a reader in this process always sees its own entries; the writer is a daemon
 thread that an ``atexit`` hook drains, so entries are not lost at a normal exit.
+
+The writer waits ``SETTLE_S`` after an entry arrives before it writes: the entry is
+appended just before the reply is sent, and a thread that woke at once would take the
+GIL from the reply; entries that arrive meanwhile go in the same ``write``.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 PREVIEW_CHARS = 120
+SETTLE_S = 0.005
 
 
 def preview(text: str) -> str:
@@ -45,8 +50,8 @@ class ActivityLog:
     def append_sync(self, event: str, **fields: Any) -> None:
         self._write({"ts": round(time.time(), 3), "event": event, **fields})
 
-    def _write(self, entry: dict[str, Any]) -> None:
-        line = json.dumps(entry, ensure_ascii=False, default=str) + "\n"
+    def _write(self, *entries: dict[str, Any]) -> None:
+        line = "".join(_line(e) for e in entries)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
@@ -75,13 +80,20 @@ class ActivityLog:
 
     def _drain_forever(self) -> None:
         while True:
-            entry = self._queue.get()
+            entries = [self._queue.get()]
+            time.sleep(SETTLE_S)
+            while True:
+                try:
+                    entries.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
             try:
-                self._write(entry)
-            except Exception:  # never let one bad entry stop the writer
-                log.exception("activity log entry dropped")
+                self._write(*entries)
+            except Exception:  # never let anything stop the writer
+                log.exception("activity log entries dropped")
             finally:
-                self._queue.task_done()
+                for _ in entries:
+                    self._queue.task_done()
 
     def flush(self) -> None:
         """Block until every entry appended so far is written (sync: call from a thread)."""
@@ -100,3 +112,11 @@ class ActivityLog:
                     continue  # a torn last line after a crash
                 if isinstance(entry, dict) and entry.get("ts", 0) >= since:
                     yield entry
+
+
+def _line(entry: dict[str, Any]) -> str:
+    try:
+        return json.dumps(entry, ensure_ascii=False, default=str) + "\n"
+    except (TypeError, ValueError):  # e.g. a circular structure: drop this entry only
+        log.exception("activity log entry dropped")
+        return ""

@@ -138,13 +138,25 @@ async def test_activity_append_returns_before_the_write_and_readers_see_it(
     log = ActivityLog(tmp_path / "logs" / "activity.jsonl")
     gate = threading.Event()
     real_write = log._write
-    log._write = lambda entry: (gate.wait(30), real_write(entry))  # type: ignore[method-assign]
+    log._write = lambda *entries: (gate.wait(30), real_write(*entries))  # type: ignore[method-assign]
     await log.append("search_memory", query="q1")  # returns although the writer is parked
     assert not log.path.exists()
     gate.set()
     assert [e["query"] for e in await anyio.to_thread.run_sync(lambda: list(log.read_sync()))] == [
         "q1"
     ]
+
+
+async def test_activity_entries_of_a_burst_keep_their_order_and_a_bad_one_drops_alone(
+    tmp_path: Path,
+) -> None:
+    log = ActivityLog(tmp_path / "logs" / "activity.jsonl")
+    circular: dict[str, object] = {}
+    circular["self"] = circular
+    for i in range(50):
+        await log.append("search_memory", query=f"q{i}", context=circular if i == 7 else {})
+    got = await anyio.to_thread.run_sync(lambda: [e["query"] for e in log.read_sync()])
+    assert got == [f"q{i}" for i in range(50) if i != 7]
 
 
 async def test_query_and_document_lanes_set_their_own_openmp_threads() -> None:

@@ -81,6 +81,25 @@ async def test_a_reader_does_not_wait_for_the_job_queued_after_the_write() -> No
     assert queued == [True]
 
 
+async def test_a_follow_up_waits_for_the_reply_unless_a_reader_needs_it() -> None:
+    # started at once, it took the loop while the acknowledgement was being written
+    writes, gate = WriteBehind(defer_s=0.05), Gate()
+    gate.go.set()
+    writes.start(gate.step("deferred"), nothing, "deferred", "default")
+    await asyncio.sleep(0.01)
+    assert gate.done == []
+    await asyncio.sleep(0.1)
+    assert gate.done == ["deferred"]
+
+    writes = WriteBehind(defer_s=60)  # a reader never waits out the deferral
+    writes.start(gate.step("read"), nothing, "read", "default")
+    writes.start(gate.step("other tenant"), nothing, "other", "team-b")
+    await asyncio.wait_for(writes.caught_up(["default"]), 1)
+    assert gate.done[1:] == ["read"]
+    await asyncio.wait_for(writes.close(), 1)  # shutdown starts what is left
+    assert gate.done[1:] == ["read", "other tenant"] and writes.pending == 0
+
+
 async def test_a_reader_waits_only_for_its_own_namespaces() -> None:
     writes, gate = WriteBehind(), Gate()
     writes.start(gate.step("a"), nothing, "a's add", "team-a")

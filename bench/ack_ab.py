@@ -1,0 +1,116 @@
+"""An owner's own acknowledgement, two checkouts side by side: ping and ``add_note``
+sent straight to each daemon's session socket (no proxy, no MCP client library).
+
+Two daemons, one per checkout (this one and ``--baseline-src``), each on its own fresh
+data dir, called alternately (the order flips every round) with a pause between calls
+(``--gap``, 30 ms: as between an assistant's calls, so each add's follow-ups -- its
+lexical write, its embedding -- run in the pause, or not, as they would). Idle, then
+with two busy processes beside them. p50 / p95 in ms; what differs is the daemon.
+
+    flock "${TMPDIR:-/tmp}/kioku-bench.lock" python bench/ack_ab.py \\
+        --baseline-src DIR [--rounds 120] [--gap 0.03]
+"""
+
+# ruff: noqa: E402
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+
+import argparse
+import asyncio
+import os
+import shutil
+import signal
+import tempfile
+import time
+
+ROOT = _HERE.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(_HERE))
+
+from proxy_hop import Side, pct, start_hogs, stdio_side
+
+from mcp_gateway import local_gateway as gw
+from mcp_gateway.settings import KiokuSettings
+
+SERVE = [sys.executable, "-m", "mcp_gateway.cli", "serve"]
+
+
+async def daemon(name: str, src: Path, data: Path) -> Side:
+    """Start ``src``'s daemon on ``data`` (through its own proxy) and connect to its
+    session socket."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KIOKU_")}
+    env.update(KIOKU_DATA_DIR=str(data), KIOKU_LOG_LEVEL="WARNING", PYTHONPATH=str(src))
+    proxy = await stdio_side(f"{name}-proxy", SERVE, env, src)
+    await proxy.call("tools/call", {"name": "add_note", "arguments": {"text": "warm up"}})
+    sock = gw.GatewayPaths.for_settings(KiokuSettings(data_dir=data)).session_socket
+    reader, writer = await asyncio.open_unix_connection(str(sock))
+    return await Side(name, reader, writer).start()
+
+
+def call_of(what: str, text: str) -> tuple[str, dict[str, object]]:
+    if what == "ping":
+        return "ping", {}
+    return "tools/call", {"name": "add_note", "arguments": {"text": text}}
+
+
+async def run(rounds: int, gap: float, baseline: Path) -> dict[tuple[str, ...], list[float]]:
+    tmp = Path(tempfile.mkdtemp(prefix="kioku-ack-ab-"))
+    checkouts = {"this": ROOT, "baseline": baseline}
+    sides = [await daemon(name, src, tmp / name) for name, src in checkouts.items()]
+    samples: dict[tuple[str, ...], list[float]] = {}
+    try:
+        for phase in ("idle", "hog"):
+            hogs = start_hogs(2 if phase == "hog" else 0)
+            try:
+                await asyncio.sleep(0.5)
+                for i in range(rounds + 5):
+                    for side in sides if i % 2 else sides[::-1]:
+                        for what in ("ping", "add"):
+                            await asyncio.sleep(gap)
+                            text = f"{side.name} {phase} {i}: the build cache lives in .cache/{i}"
+                            started = time.perf_counter()
+                            await side.call(*call_of(what, text))
+                            if i >= 5:  # the first rounds warm up
+                                samples.setdefault((phase, what, side.name), []).append(
+                                    (time.perf_counter() - started) * 1000
+                                )
+            finally:
+                for hog in hogs:
+                    hog.kill()
+                    hog.wait()
+    finally:
+        for name in checkouts:
+            try:
+                lock = tmp / name / "gateway.lock"
+                os.kill(int(lock.read_text().strip()), signal.SIGTERM)
+            except (OSError, ValueError):
+                pass
+        shutil.rmtree(tmp, ignore_errors=True)
+    return samples
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--baseline-src", type=Path, required=True, help="the other checkout")
+    ap.add_argument("--rounds", type=int, default=120)
+    ap.add_argument("--gap", type=float, default=0.03, help="seconds between calls")
+    args = ap.parse_args()
+    samples = asyncio.run(run(args.rounds, args.gap, args.baseline_src.resolve()))
+    print(f"{args.rounds} rounds, gap {args.gap * 1000:.0f} ms (ms, p50 / p95, this / baseline)")
+    for phase in ("idle", "hog"):
+        for what in ("ping", "add"):
+            this, base = samples[(phase, what, "this")], samples[(phase, what, "baseline")]
+            ratio = pct(this, 0.5) / pct(base, 0.5)
+            print(
+                f"{phase:4s} {what:4s} this {pct(this, 0.5):5.2f} / {pct(this, 0.95):5.2f}"
+                f"  baseline {pct(base, 0.5):5.2f} / {pct(base, 0.95):5.2f}  ratio {ratio:.2f}"
+            )
+
+
+if __name__ == "__main__":
+    main()

@@ -31,7 +31,6 @@ Facts this module relies on (qdrant-edge-py 0.9, verified by tests/test_index_co
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import shutil
@@ -55,12 +54,12 @@ from .base import (
     IndexSpec,
     sparse_queries,
 )
+from .edge_shard import open_shard
 from .edge_types import (
     PayloadCache,
     Payloads,
     Scored,
     build_filter,
-    create_payload_indexes,
     hits,
     present,
     scored,
@@ -71,7 +70,6 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-_CONFIG_FILE = "edge_config.json"
 GRAPH_FILE = "kioku_graph.json"
 # A build is due again when this many points (at least) were added since the last graph.
 MIN_GRAPH_GROWTH = 1_000
@@ -109,20 +107,6 @@ class EdgeIndex(ChannelSearch):
         self._payloads = PayloadCache()
 
     # -- plumbing -----------------------------------------------------------------
-
-    def _config(self) -> qe.EdgeConfig:
-        sparse = {SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)}
-        if self.spec.latent:
-            # plain dot product, no IDF. Always through the inverted index: below its
-            # default threshold the engine scans every point, and a latent query's 64
-            # terms meet most notes (2k notes: 3.1 -> 0.84 ms a search, same hits)
-            sparse[LATENT] = qe.EdgeSparseVectorParams(full_scan_threshold=1)
-        return qe.EdgeConfig(
-            vectors={DENSE: qe.EdgeVectorParams(size=self.spec.dim, distance=qe.Distance.Cosine)},
-            sparse_vectors=sparse,
-            optimizers=self._optimizers,
-            hnsw_config=self._hnsw,
-        )
 
     async def _run(self, fn: Callable[[qe.EdgeShard], T]) -> T:
         shard = self._shard
@@ -167,49 +151,8 @@ class EdgeIndex(ChannelSearch):
 
     # -- lifecycle ----------------------------------------------------------------
 
-    def _stored(self) -> tuple[int | None, bool]:
-        """The stored shard's dense size and whether it has the latent vector."""
-        try:
-            stored = json.loads((self.dir / _CONFIG_FILE).read_text("utf-8"))
-            return int(stored["vectors"][DENSE]["size"]), LATENT in stored["sparse_vectors"]
-        except (OSError, ValueError, KeyError, TypeError):
-            return None, False
-
-    def _mismatch(self, stored: int | str) -> IndexMismatch:
-        return IndexMismatch(
-            f"the index at {self.dir} was built for {stored}-dimensional vectors, but the "
-            f"embedder {self.spec.model_id!r} produces {self.spec.dim}; run `kioku reindex`"
-        )
-
     def _open_sync(self) -> qe.EdgeShard:
-        exists = (self.dir / _CONFIG_FILE).exists()
-        stored, latent = self._stored() if exists else (None, self.spec.latent)
-        if stored is not None and stored != self.spec.dim:
-            raise self._mismatch(stored)
-        if exists and latent != self.spec.latent:
-            self.spec = dataclasses.replace(self.spec, latent=latent)
-        try:
-            if exists:
-                shard = qe.EdgeShard.load(str(self.dir), self._config())
-            else:
-                self.dir.mkdir(parents=True, exist_ok=True)
-                shard = qe.EdgeShard.create(str(self.dir), self._config())
-        except Exception as exc:
-            msg = str(exc)
-            if "WouldBlock" in msg:
-                raise StoreUnavailable(
-                    f"the index at {self.dir} is open in another process: `kioku status` "
-                    "names the kioku process that owns this data dir and `kioku stop` "
-                    "stops it; CLI commands go through it instead of opening the index"
-                ) from exc
-            if "ncompatible" in msg:
-                raise self._mismatch("other") from exc
-            raise StoreUnavailable(f"cannot open the index at {self.dir}: {msg}") from exc
-        try:
-            create_payload_indexes(shard)
-        except Exception:
-            shard.close()
-            raise
+        shard, self.spec = open_shard(self.dir, self.spec, self._optimizers, self._hnsw)
         return shard
 
     def _read_graph(self) -> int:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from ..errors import Conflict, NotFound
 from . import lifecycle
-from .model import Edge, HistoryEntry, Lifecycle, Record
+from .model import Edge, HistoryEntry, Lifecycle, Record, RecordGraph
 
 _RECORD_COLS = (
     "id, type, project, seq, title, content, status, action_state, created_at, updated_at, "
@@ -260,3 +260,42 @@ def incoming(conn: sqlite3.Connection, rid: str, relation: str) -> list[str]:
         (rid, relation),
     )
     return [r[0] for r in rows]
+
+
+def connected(conn: sqlite3.Connection, rid: str, max_nodes: int) -> RecordGraph:
+    """The records linked to ``rid`` by any edge, breadth first, up to ``max_nodes``."""
+    get_record(conn, rid)
+    seen, queue, edges = {rid}, [rid], dict[tuple[str, str, str], Edge]()
+    truncated = False
+    while queue:
+        for e in edges_touching(conn, queue.pop(0)):
+            edges[(e.source, e.relation, e.target)] = e
+            for node in (e.source, e.target):
+                if node in seen:
+                    continue
+                if len(seen) >= max_nodes:
+                    truncated = True
+                    continue
+                seen.add(node)
+                queue.append(node)
+    kept = [e for e in edges.values() if e.source in seen and e.target in seen]
+    return RecordGraph(root=rid, records=records_by_id(conn, seen), edges=kept, truncated=truncated)
+
+
+def current_filter(
+    types: list[str], states: list[str], namespaces: list[str] | None = None
+) -> tuple[str, list[object]]:
+    """SQL for "current" (neither superseded nor a duplicate), narrowed to the given
+    types, action states and namespaces (each ignored when empty)."""
+    clauses = [
+        "NOT EXISTS (SELECT 1 FROM record_edges e WHERE e.relation = 'supersedes' "
+        "AND e.target = records.id)",
+        "NOT EXISTS (SELECT 1 FROM record_edges e WHERE e.relation = 'duplicates' "
+        "AND e.source = records.id)",
+    ]
+    params: list[object] = []
+    for col, values in (("type", types), ("action_state", states), ("namespace", namespaces)):
+        if values:
+            clauses.append(f"{col} IN ({','.join('?' * len(values))})")
+            params.extend(values)
+    return " AND ".join(clauses), params

@@ -249,7 +249,7 @@ class RecordStore:
         """
         tlist = [v.record_type(t) for t in types]
         alist = [v.action_state(a) for a in action_states]
-        where, params = _current_filter(tlist, alist, list(namespaces))
+        where, params = queries.current_filter(tlist, alist, list(namespaces))
 
         def read(conn: sqlite3.Connection) -> list[Record]:
             return queries.select_records(
@@ -333,7 +333,7 @@ class RecordStore:
 
     async def counts(self) -> dict[str, int]:
         """Number of records per type, plus "total" and "current"."""
-        where, params = _current_filter([], [], [])
+        where, params = queries.current_filter([], [], [])
 
         def read(conn: sqlite3.Connection) -> dict[str, int]:
             out = {
@@ -352,28 +352,7 @@ class RecordStore:
     async def graph(self, id: str, max_nodes: int = 200) -> RecordGraph:
         """The records connected to ``id`` by any edge, breadth first, up to ``max_nodes``."""
         rid = v.record_id(id)
-
-        def read(conn: sqlite3.Connection) -> RecordGraph:
-            queries.get_record(conn, rid)
-            seen, queue, edges = {rid}, [rid], dict[tuple[str, str, str], Edge]()
-            truncated = False
-            while queue:
-                for e in queries.edges_touching(conn, queue.pop(0)):
-                    edges[(e.source, e.relation, e.target)] = e
-                    for node in (e.source, e.target):
-                        if node in seen:
-                            continue
-                        if len(seen) >= max_nodes:
-                            truncated = True
-                            continue
-                        seen.add(node)
-                        queue.append(node)
-            kept = [e for e in edges.values() if e.source in seen and e.target in seen]
-            return RecordGraph(
-                root=rid, records=queries.records_by_id(conn, seen), edges=kept, truncated=truncated
-            )
-
-        return await self.db.run(read)
+        return await self.db.run(lambda conn: queries.connected(conn, rid, max_nodes))
 
 
 def _require(conn: sqlite3.Connection, rid: str, scope: Scope | None, *, write: bool) -> Record:
@@ -417,20 +396,3 @@ def _export_item(rec: Record) -> dict[str, Any]:
     item = rec.model_dump(include={"id", "type", "status", "action_state", "created_at"})
     item["title"] = " ".join(rec.title.split())
     return item
-
-
-def _current_filter(
-    types: list[str], states: list[str], namespaces: list[str] | None = None
-) -> tuple[str, list[object]]:
-    clauses = [
-        "NOT EXISTS (SELECT 1 FROM record_edges e WHERE e.relation = 'supersedes' "
-        "AND e.target = records.id)",
-        "NOT EXISTS (SELECT 1 FROM record_edges e WHERE e.relation = 'duplicates' "
-        "AND e.source = records.id)",
-    ]
-    params: list[object] = []
-    for col, values in (("type", types), ("action_state", states), ("namespace", namespaces)):
-        if values:
-            clauses.append(f"{col} IN ({','.join('?' * len(values))})")
-            params.extend(values)
-    return " AND ".join(clauses), params

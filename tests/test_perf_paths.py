@@ -18,9 +18,11 @@ import pytest
 
 from mcp_gateway import lexical
 from mcp_gateway.activity import ActivityLog
+from mcp_gateway.db import Database
 from mcp_gateway.embedders import local
 from mcp_gateway.index.base import IndexSpec
 from mcp_gateway.index.edge import EdgeIndex
+from mcp_gateway.notes import NoteStore
 from mcp_gateway.types import IndexFilter, IndexPoint, SparseVector
 
 from .conftest import Harness
@@ -235,3 +237,38 @@ async def test_onnx_lanes_run_their_own_thread_counts_each_on_one_thread() -> No
     assert query_threads != document_threads and threading.get_ident() not in query_threads
     assert [(n, t) for _, n, t in fresh] == [(2, next(iter(query_threads)))]
     await emb.aclose()
+
+
+async def test_the_recency_read_stops_at_its_limit_however_many_lessons(tmp_path: Path) -> None:
+    # Every search reads the newest lessons/conclusions. Ordered by (created_at, id)
+    # with both in the index, SQLite walks each (namespace, type) run newest first and
+    # stops at the limit; without id there it sorted every lesson (10k notes: 2.0 ms a
+    # search). Counted in SQLite VM steps, which do not depend on the machine.
+    db = Database(tmp_path / "kioku.db")
+    await db.open()
+    notes = NoteStore(db)
+
+    async def steps_for_recent() -> int:
+        counted = [0]
+
+        def count() -> int:
+            counted[0] += 1
+            return 0  # go on
+
+        await db.run(lambda conn: conn.set_progress_handler(count, 100))
+        try:
+            await notes.recent(["lesson", "conclusion"], namespaces=["default"])
+        finally:
+            await db.run(lambda conn: conn.set_progress_handler(None, 0))
+        return counted[0]
+
+    async def add_lessons(start: int, count: int) -> None:
+        for i in range(start, start + count):
+            await notes.add(f"lesson {i}: pin the base image digest", "lesson")
+
+    await add_lessons(0, 50)
+    few = await steps_for_recent()
+    await add_lessons(50, 1000)
+    many = await steps_for_recent()
+    await db.close()
+    assert many <= few + 2, (few, many)  # in units of 100 VM steps

@@ -200,7 +200,8 @@ def _compose(
     thresholds = ThresholdCache(db, embedder.model_id, dict(settings.search.thresholds))
     activity = ActivityLog(settings.activity_log_path)
     writes = WriteBehind()
-    applier = Applier(db, notes, records, vectors, index, writes=writes)
+    points_lock = anyio.Lock()  # whole-point writes: the applier's and the indexer's
+    applier = Applier(db, notes, records, vectors, index, writes=writes, points_lock=points_lock)
     s = settings.search
     limits = FreshLimits(s.fresh_top, s.fresh_max_bytes, s.fresh_budget_ms)
     kc = JobContext(
@@ -232,7 +233,7 @@ def _compose(
         vectors=vectors,
         index=index,
         embedder=embedder,
-        indexer=Indexer(notes, index, vectors),
+        indexer=Indexer(notes, index, vectors, points_lock),
         search=search,
         thresholds=thresholds,
         activity=activity,

@@ -44,11 +44,13 @@ class Applier:
         index: Index,
         poll_s: float = 0.1,
         writes: WriteBehind | None = None,
+        points_lock: anyio.Lock | None = None,
     ) -> None:
+        """``points_lock``: shared with the ``Indexer`` (why: its docstring)."""
         self.db, self.notes, self.records, self.vectors = db, notes, records, vectors
         self.index, self.poll_s, self.writes = index, poll_s, writes
         self._wake = anyio.Event()
-        self._lock = anyio.Lock()
+        self._lock = points_lock or anyio.Lock()
         self.applied = 0
 
     def wake(self) -> None:

@@ -1,6 +1,6 @@
 """Turning notes and records into index points, and writing them to the index.
 
-Only the owner of the index calls ``Indexer``. ``put_lexical`` computes the sparse
+Only the owner of the index calls ``Indexer``. ``put_new_lexical`` computes the sparse
 vector locally (no model); for ``add_note`` it runs just after the acknowledgement
 (``writebehind``), and every search waits for it, so a note is lexically searchable
 from the first search after ``add_note`` returns. Dense vectors are computed by jobs into the
@@ -130,10 +130,23 @@ def record_document(rec: Record) -> str:
 
 
 class Indexer:
-    """Writes points for the owner; ``index`` is the live index (swapped by reindex)."""
+    """Writes points for the owner; ``index`` is the live index (swapped by reindex).
 
-    def __init__(self, notes: NoteStore, index: Index, vectors: VectorStore) -> None:
+    ``points_lock`` is the applier's: writing a whole point from the truth store (read
+    the stored vector, then upsert) must not interleave with the applier's writes, or a
+    lexical-only point built before a worker's vector landed overwrites the embedded
+    one the applier wrote meanwhile, and the note stays marked embedded without its
+    vector until the next reconcile pass (``tests/test_reconcile.py``)."""
+
+    def __init__(
+        self,
+        notes: NoteStore,
+        index: Index,
+        vectors: VectorStore,
+        points_lock: anyio.Lock | None = None,
+    ) -> None:
         self.notes, self.index, self.vectors = notes, index, vectors
+        self.points_lock = points_lock or anyio.Lock()
 
     @property
     def model_id(self) -> str:
@@ -141,20 +154,35 @@ class Indexer:
         return self.index.spec.model_id
 
     async def put_lexical(self, note: Note) -> None:
+        """The point of a note whose text changed (an edit, an import), until its job
+        embeds it."""
+        async with self.points_lock:
+            await self.put_new_lexical(note)
+
+    async def put_new_lexical(self, note: Note) -> None:
+        """The first point of a note ``add_note`` just stored: no lock, because the
+        applier, which holds it, waits for these writes (``WriteBehind.caught_up``)
+        before it writes embedded points."""
         # Sparse encoding is CPU work (~25 ms for a 32 KB note): never on the event loop.
         await self.index.upsert([await anyio.to_thread.run_sync(note_point, note)])
 
     async def update_payload(self, note: Note) -> None:
-        await self.index.set_payload([point_id("note", note.id)], note_payload(note))
+        async with self.points_lock:  # the applier writes whole points from older reads
+            await self.index.set_payload([point_id("note", note.id)], note_payload(note))
 
     async def remove(self, note_id: str) -> None:
-        await self.index.delete([point_id("note", note_id)])
+        async with self.points_lock:  # or the applier's pass may write it back
+            await self.index.delete([point_id("note", note_id)])
 
     async def put_notes(self, notes: Sequence[Note]) -> list[Note]:
         """Upsert whole points, with the stored vector where one matches the note's
         current text; returns the notes that still need embedding."""
         if not notes:
             return []
+        async with self.points_lock:
+            return await self._put_notes(notes)
+
+    async def _put_notes(self, notes: Sequence[Note]) -> list[Note]:
         stored = await self.vectors.get("note", self.model_id, [n.id for n in notes])
         priors = await load_priors(self.notes.db, [n.id for n in notes])
 
@@ -181,6 +209,10 @@ class Indexer:
         """As ``put_notes``, for records and their lifecycle flag."""
         if not records:
             return []
+        async with self.points_lock:
+            return await self._put_records(records, current)
+
+    async def _put_records(self, records: Sequence[Record], current: set[str]) -> list[Record]:
         stored = await self.vectors.get("record", self.model_id, [r.id for r in records])
 
         def build() -> tuple[list[IndexPoint], list[Record]]:

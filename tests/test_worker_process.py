@@ -137,8 +137,11 @@ async def test_two_workers_sigkill_and_flush_lose_no_acknowledged_note(
                     await asyncio.sleep(0.2)
                 # close to one topic's 67 notes (distance ~0.09): the dense channel must
                 # answer it. The looser "lessons about container builds" (~0.14 in
-                # process) once got an answer with no dense hit in a clean clone on the
-                # AVX2 machine; why is not established (four reruns passed)
+                # process) once got an answer with no dense hit in a clean clone (round
+                # 10). A likely cause, found and fixed in round 12: the reconcile asked
+                # for above rewrote points lexically while the surviving worker's batch
+                # was being applied, leaving notes marked embedded without their vector
+                # (tests/test_reconcile.py reproduces it)
                 found = await owner_call(
                     client,
                     "notes.search",

@@ -178,7 +178,7 @@ class NoteService:
             return note, False
 
         async def write() -> None:
-            await app.indexer.put_lexical(note)
+            await app.indexer.put_new_lexical(note)
 
         async def queue() -> None:
             await app.jobs.notes_changed(

@@ -205,7 +205,7 @@ class Rebuilder:
         if not touched:
             return
         app = self.app
-        indexer = Indexer(app.notes, target, app.vectors)
+        indexer = Indexer(app.notes, target, app.vectors, app.indexer.points_lock)
         after = ""
         while page := await app.notes.page(after, limit=500):
             after = page[-1].id

@@ -1,0 +1,86 @@
+"""Whole-point writes beside the applier: a reconcile pass never undoes an embedding that
+lands meanwhile, and an edit never loses to a pass that read the note before it.
+
+Real stores, the real bundled model, the real embedded engine. The pass is paused right
+after it read the truth store's vectors (a wrapper around the real ``VectorStore.get``),
+which is where a worker's vector could land unseen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+from mcp_gateway.app import open_app
+from mcp_gateway.indexing import note_document
+from mcp_gateway.settings import KiokuSettings
+from mcp_gateway.types import IndexFilter, point_id
+from mcp_gateway.vectors import StoredVector, content_hash
+
+
+async def test_an_embedding_applied_during_a_pass_is_not_overwritten_lexically(
+    settings: KiokuSettings,
+) -> None:
+    async with open_app(settings) as app:
+        # stored in the truth store only: no job queued, as after a flushed Redis
+        note = await app.notes.add("pin the base image digest in every Dockerfile", "lesson")
+        pid = point_id("note", note.id)
+        read, release = asyncio.Event(), asyncio.Event()
+        real_get = app.indexer.vectors.get
+
+        async def get_then_pause(kind: str, model: str, ids: Sequence[str]) -> Any:
+            found: dict[str, StoredVector] = await real_get(kind, model, ids)
+            if note.id in ids:
+                read.set()
+                await release.wait()
+            return found
+
+        app.indexer.vectors.get = get_then_pause  # type: ignore[method-assign]
+        reconciling = asyncio.create_task(app.reconcile())
+        await asyncio.wait_for(read.wait(), 30)
+        # meanwhile a worker embeds the note and the applier indexes it
+        [encoded] = await app.embedder.encode_documents([note_document(note)])
+        chash = content_hash(note_document(note))
+        row = (note.id, chash, list(encoded.dense), encoded.terms)
+        await app.vectors.put("note", app.index.spec.model_id, [row])
+        applying = asyncio.create_task(app.applier.apply_pending())
+        await asyncio.sleep(0.5)  # time for the applier to write, if it does not wait
+        release.set()
+        await asyncio.wait_for(reconciling, 30)
+        await asyncio.wait_for(applying, 30)
+        assert (await app.notes.counts())["pending_embedding"] == 0
+        # the point keeps its dense vector: without it the note is lexical-only while
+        # every store says it is embedded, until the next pass five minutes later
+        assert (await app.index.present([pid]))[pid]
+
+
+async def test_an_edit_during_an_applier_pass_keeps_its_payload(settings: KiokuSettings) -> None:
+    """The applier writes whole points from notes it read before it writes them: an edit
+    of the note's fields in between must not be overwritten with the old ones."""
+    async with open_app(settings) as app:
+        note = await app.notes.add("the nightly export job times out after 30 minutes", "note")
+        [encoded] = await app.embedder.encode_documents([note_document(note)])
+        row = (note.id, content_hash(note_document(note)), list(encoded.dense), encoded.terms)
+        read, release = asyncio.Event(), asyncio.Event()
+        real_get_many = app.applier.notes.get_many
+
+        async def get_many_then_pause(ids: Sequence[str]) -> Any:
+            found = await real_get_many(ids)
+            if note.id in ids:
+                read.set()
+                await release.wait()
+            return found
+
+        app.applier.notes.get_many = get_many_then_pause  # type: ignore[method-assign]
+        await app.vectors.put("note", app.index.spec.model_id, [row])
+        app.applier.wake()
+        await asyncio.wait_for(read.wait(), 30)
+        edited, _ = await app.notes.update(note.id, {"domain": "batch"})
+        editing = asyncio.create_task(app.indexer.update_payload(edited))
+        await asyncio.sleep(0.5)  # time for the edit to land first, if it does not wait
+        release.set()
+        await asyncio.wait_for(editing, 30)
+        await app.settle()
+        assert await app.index.count(IndexFilter(domains=("batch",))) == 1
+        assert (await app.index.present([point_id("note", note.id)]))[point_id("note", note.id)]

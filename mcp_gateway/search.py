@@ -173,11 +173,18 @@ class SearchService:
             recent.extend(await self._recent(req))
 
         async def search_lexical() -> None:
+            if combined:  # the embedding was back before this task ran
+                return
+            lexical_started.append(True)
             lexical_found.append(await self.index.search_channels(None, sparse, flt, limit))
 
         # The query's embedding is most of a new search's time and runs on the query
         # lane, outside the GIL: the recency read and the lexical channel, which do not
         # need it, run meanwhile on the other core (docs/performance.md, round 11).
+        # A cached embedding comes back before the lexical task has run: then the
+        # lexical channel joins the one index call instead (three threads contending
+        # for the GIL cost ~1 ms more than one call; round 12).
+        combined, lexical_started = False, list[bool]()
         async with anyio.create_task_group() as tg:
             tg.start_soon(read_recent)
             if not sparse.is_empty():
@@ -185,6 +192,7 @@ class SearchService:
             views, terms, dense_ok = (
                 ([], None, False) if mode == "lexical" else await self._embed_query(query)
             )
+            combined = not sparse.is_empty() and not lexical_started
             # latent terms replace BM25 as the second channel where the index has them
             if mode != "hybrid" or not self.index.spec.latent:
                 terms = None
@@ -192,14 +200,14 @@ class SearchService:
             # it searches, so a second concurrent call would only queue behind the first
             semantic = await self.index.search_channels(
                 views[0] if views else None,
-                SparseVector([], []),
+                sparse if combined else SparseVector([], []),
                 flt,
                 limit,
                 more_dense=views[1:],
                 latent=terms,
             )
         dense_hits, latent_hits = semantic.dense, semantic.latent
-        sparse_hits = lexical_found[0].sparse if lexical_found else []
+        sparse_hits = lexical_found[0].sparse if lexical_found else semantic.sparse
         if self.fresh is not None and views:
             # the best lexical hits not embedded yet, embedded now (bounded: fresh.py)
             fresh_dense, fresh_latent = await self.fresh.hits(sparse_hits, views, terms)

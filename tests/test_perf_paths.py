@@ -272,3 +272,26 @@ async def test_the_recency_read_stops_at_its_limit_however_many_lessons(tmp_path
     many = await steps_for_recent()
     await db.close()
     assert many <= few + 2, (few, many)  # in units of 100 VM steps
+
+
+async def test_a_search_over_a_cached_embedding_makes_one_index_call(harness: Harness) -> None:
+    # A new query searches the lexical channel while it is embedded (two index calls);
+    # with the embedding cached there is nothing to overlap, and three threads
+    # contending for the GIL cost more than one call that carries every channel.
+    await harness.ok("add_note", text="the release checklist lives in docs/release.md")
+    await harness.settle()
+    index = harness.app.index
+    real = index.search_channels
+    calls: list[bool] = []
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(True)
+        return await real(*args, **kwargs)
+
+    index.search_channels = counted  # type: ignore[method-assign]
+    new = await harness.ok("search_memory", query="where is the release checklist", top=5)
+    assert len(calls) == 2
+    again = await harness.ok("search_memory", query="where is the release checklist", top=4)
+    assert len(calls) == 3  # another top: not the answer cache, the embedding's cache
+    assert [r["id"] for r in again["results"]] == [r["id"] for r in new["results"]][:4]
+    assert again["results"][0]["distance"] is not None  # the dense channel answered too

@@ -32,7 +32,7 @@ ROOT = _HERE.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(_HERE))
 
-from proxy_hop import Side, pct, start_hogs, stdio_side
+from proxy_hop import Side, hogs_running, pct, stdio_side
 
 from mcp_gateway import local_gateway as gw
 from mcp_gateway.settings import KiokuSettings
@@ -65,8 +65,7 @@ async def run(rounds: int, gap: float, baseline: Path) -> dict[tuple[str, ...], 
     samples: dict[tuple[str, ...], list[float]] = {}
     try:
         for phase in ("idle", "hog"):
-            hogs = start_hogs(2 if phase == "hog" else 0)
-            try:
+            with hogs_running(2 if phase == "hog" else 0):
                 await asyncio.sleep(0.5)
                 for i in range(rounds + 5):
                     for side in sides if i % 2 else sides[::-1]:
@@ -79,10 +78,6 @@ async def run(rounds: int, gap: float, baseline: Path) -> dict[tuple[str, ...], 
                                 samples.setdefault((phase, what, side.name), []).append(
                                     (time.perf_counter() - started) * 1000
                                 )
-            finally:
-                for hog in hogs:
-                    hog.kill()
-                    hog.wait()
     finally:
         for name in checkouts:
             try:

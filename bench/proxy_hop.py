@@ -28,6 +28,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -35,6 +36,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from typing import Any
 
 ROOT = _HERE.parent
@@ -90,6 +92,18 @@ def start_hogs(count: int) -> list[subprocess.Popen[bytes]]:
     return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
 
 
+@contextlib.contextmanager
+def hogs_running(count: int) -> Iterator[None]:
+    """``count`` busy processes for the duration of the block."""
+    hogs = start_hogs(count)
+    try:
+        yield
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+
+
 async def run(rounds: int, baseline: Path | None) -> dict[tuple[str, ...], list[float]]:
     tmp = Path(tempfile.mkdtemp(prefix="kioku-proxy-hop-"))
     data = tmp / "data"
@@ -108,8 +122,7 @@ async def run(rounds: int, baseline: Path | None) -> dict[tuple[str, ...], list[
     sides.append(await Side("direct", reader, writer).start())
     samples: dict[tuple[str, ...], list[float]] = {}
     for phase in ("idle", "hog"):
-        hogs = start_hogs(2 if phase == "hog" else 0)
-        try:
+        with hogs_running(2 if phase == "hog" else 0):
             await asyncio.sleep(0.5)
             for i in range(rounds + 5):
                 for gap in GAPS:
@@ -132,10 +145,6 @@ async def run(rounds: int, baseline: Path | None) -> dict[tuple[str, ...], list[
                                 samples.setdefault(key, []).append(
                                     (time.perf_counter() - started) * 1000
                                 )
-        finally:
-            for hog in hogs:
-                hog.kill()
-                hog.wait()
     try:
         os.kill(int((data / "gateway.lock").read_text().strip()), signal.SIGTERM)
     except (OSError, ValueError):

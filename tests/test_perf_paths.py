@@ -271,6 +271,7 @@ async def test_the_recency_read_stops_at_its_limit_however_many_lessons(tmp_path
     await add_lessons(50, 1000)
     many = await steps_for_recent()
     await db.close()
+    print(f"recency read: {few} and {many} hundred VM steps")
     assert many <= few + 2, (few, many)  # in units of 100 VM steps
 
 

@@ -136,7 +136,9 @@ class Indexer:
     the stored vector, then upsert) must not interleave with the applier's writes, or a
     lexical-only point built before a worker's vector landed overwrites the embedded
     one the applier wrote meanwhile, and the note stays marked embedded without its
-    vector until the next reconcile pass (``tests/test_reconcile.py``)."""
+    vector until the next reconcile pass (``tests/test_reconcile.py``). Notes are read
+    again under the lock, so the last committed edit is the one written, whatever
+    order the writers reach the lock in."""
 
     def __init__(
         self,
@@ -157,7 +159,8 @@ class Indexer:
         """The point of a note whose text changed (an edit, an import), until its job
         embeds it."""
         async with self.points_lock:
-            await self.put_new_lexical(note)
+            for latest in await self._latest([note]):
+                await self.put_new_lexical(latest)
 
     async def put_new_lexical(self, note: Note) -> None:
         """The first point of a note ``add_note`` just stored: no lock, because the
@@ -168,7 +171,8 @@ class Indexer:
 
     async def update_payload(self, note: Note) -> None:
         async with self.points_lock:  # the applier writes whole points from older reads
-            await self.index.set_payload([point_id("note", note.id)], note_payload(note))
+            for latest in await self._latest([note]):
+                await self.index.set_payload([point_id("note", note.id)], note_payload(latest))
 
     async def remove(self, note_id: str) -> None:
         async with self.points_lock:  # or the applier's pass may write it back
@@ -180,7 +184,14 @@ class Indexer:
         if not notes:
             return []
         async with self.points_lock:
-            return await self._put_notes(notes)
+            return await self._put_notes(await self._latest(notes))
+
+    async def _latest(self, notes: Sequence[Note]) -> list[Note]:
+        """``notes`` as the truth store holds them now (read under the lock: an edit
+        committed after the caller read its copy is what gets written), without those
+        deleted since."""
+        found = await self.notes.get_many([n.id for n in notes])
+        return [found[n.id] for n in notes if n.id in found]
 
     async def _put_notes(self, notes: Sequence[Note]) -> list[Note]:
         stored = await self.vectors.get("note", self.model_id, [n.id for n in notes])

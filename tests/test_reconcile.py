@@ -84,3 +84,25 @@ async def test_an_edit_during_an_applier_pass_keeps_its_payload(settings: KiokuS
         await app.settle()
         assert await app.index.count(IndexFilter(domains=("batch",))) == 1
         assert (await app.index.present([point_id("note", note.id)]))[point_id("note", note.id)]
+
+
+async def test_point_writes_use_the_note_as_stored_not_the_callers_copy(
+    settings: KiokuSettings,
+) -> None:
+    """Two edits a few milliseconds apart may reach the index in either order, and a
+    reconcile pass writes notes it read a page earlier: each write reads the note again
+    under the lock, so the last committed state is what the index keeps."""
+    async with open_app(settings) as app:
+        note = await app.notes.add("the staging database is reset every Monday", "note")
+        await app.indexer.put_new_lexical(note)
+        edited, _ = await app.notes.update(note.id, {"domain": "staging"})
+        for stale_write in (app.indexer.update_payload, app.indexer.put_lexical):
+            await stale_write(note)  # the copy from before the edit
+            assert await app.index.count(IndexFilter(domains=("staging",))) == 1
+        await app.indexer.put_notes([note])
+        assert await app.index.count(IndexFilter(domains=("staging",))) == 1
+        await app.notes.set_deleted(note.id, deleted=True)
+        await app.indexer.update_payload(edited)  # a delete since: nothing is written back
+        await app.indexer.remove(note.id)
+        await app.indexer.put_lexical(edited)
+        assert await app.index.count(IndexFilter(domains=("staging",))) == 0

@@ -233,7 +233,7 @@ def _compose(
         vectors=vectors,
         index=index,
         embedder=embedder,
-        indexer=Indexer(notes, index, vectors, points_lock),
+        indexer=Indexer(notes, records, index, vectors, points_lock),
         search=search,
         thresholds=thresholds,
         activity=activity,

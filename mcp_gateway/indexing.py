@@ -20,6 +20,7 @@ from . import lexical
 from .db import Database, register_migration
 from .index.base import Index, visible_value
 from .notes import NoteStore
+from .records import RecordStore
 from .records.model import Record
 from .types import IndexPoint, Note, SparseVector, point_id
 from .vectors import VectorStore, content_hash
@@ -136,18 +137,19 @@ class Indexer:
     the stored vector, then upsert) must not interleave with the applier's writes, or a
     lexical-only point built before a worker's vector landed overwrites the embedded
     one the applier wrote meanwhile, and the note stays marked embedded without its
-    vector until the next reconcile pass (``tests/test_reconcile.py``). Notes are read
-    again under the lock, so the last committed edit is the one written, whatever
-    order the writers reach the lock in."""
+    vector until the next reconcile pass (``tests/test_reconcile.py``). Notes and
+    records are read again under the lock, so the last committed change is the one
+    written, whatever order the writers reach the lock in."""
 
     def __init__(
         self,
         notes: NoteStore,
+        records: RecordStore,
         index: Index,
         vectors: VectorStore,
         points_lock: anyio.Lock | None = None,
     ) -> None:
-        self.notes, self.index, self.vectors = notes, index, vectors
+        self.notes, self.records, self.index, self.vectors = notes, records, index, vectors
         self.points_lock = points_lock or anyio.Lock()
 
     @property
@@ -216,12 +218,15 @@ class Indexer:
         await self.notes.mark_embedded(embedded, self.model_id)
         return pending
 
-    async def put_records(self, records: Sequence[Record], current: set[str]) -> list[Record]:
-        """As ``put_notes``, for records and their lifecycle flag."""
-        if not records:
+    async def put_records(self, ids: Sequence[str]) -> list[Record]:
+        """As ``put_notes``, for records and their lifecycle flag, both read under the
+        lock."""
+        if not ids:
             return []
         async with self.points_lock:
-            return await self._put_records(records, current)
+            found = await self.records.get_many(list(dict.fromkeys(ids)))
+            current = await self.records.current_ids(list(found))
+            return await self._put_records(list(found.values()), current)
 
     async def _put_records(self, records: Sequence[Record], current: set[str]) -> list[Record]:
         stored = await self.vectors.get("record", self.model_id, [r.id for r in records])

@@ -80,8 +80,7 @@ async def reconcile(
         present = await index.present(list(pids.values()))
         stale_records = [r for r in batch if not present.get(pids[r.id])]
         if stale_records:
-            current = await records.current_ids([r.id for r in stale_records])
-            pending_records += await indexer.put_records(stale_records, current)
+            pending_records += await indexer.put_records([r.id for r in stale_records])
             report.rewritten += len(stale_records)
     orphans = sorted(existing - expected)
     await index.delete(orphans)

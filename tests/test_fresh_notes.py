@@ -182,7 +182,7 @@ async def test_a_pending_record_is_embedded_too(tmp_path: Path) -> None:
         # as a burst leaves a record: lexically indexed, no vector anywhere yet
         await app.vectors.forget("record", [record_id])
         [record] = (await app.records.get_many([record_id])).values()
-        await app.indexer.put_records([record], await app.records.current_ids([record_id]))
+        await app.indexer.put_records([record_id])
         assert await app.index.present([point_id("record", record_id)]) == {
             point_id("record", record_id): False
         }

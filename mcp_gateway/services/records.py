@@ -99,9 +99,7 @@ class RecordService:
         # (reconcile rewrites records whose point is missing or stale).
         app = self.app
         try:
-            found = await app.records.get_many(list(dict.fromkeys(ids)))
-            current = await app.records.current_ids(list(found))
-            pending = await app.indexer.put_records(list(found.values()), current)
+            pending = await app.indexer.put_records(ids)
             await app.jobs.records_changed([r.id for r in pending])
         except Exception:
             log.exception("could not re-index records %s", list(ids))

@@ -205,7 +205,7 @@ class Rebuilder:
         if not touched:
             return
         app = self.app
-        indexer = Indexer(app.notes, target, app.vectors, app.indexer.points_lock)
+        indexer = Indexer(app.notes, app.records, target, app.vectors, app.indexer.points_lock)
         after = ""
         while page := await app.notes.page(after, limit=500):
             after = page[-1].id
@@ -214,8 +214,7 @@ class Rebuilder:
         async for batch in app.records.iter_all():
             changed = [r for r in batch if point_id("record", r.id) in touched]
             if changed:
-                current = await app.records.current_ids([r.id for r in changed])
-                await indexer.put_records(changed, current)
+                await indexer.put_records([r.id for r in changed])
             touched.difference_update(point_id("record", r.id) for r in batch)
         await target.delete(sorted(touched))
 

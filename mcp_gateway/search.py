@@ -15,7 +15,6 @@ from typing import Any, Protocol
 
 import anyio
 
-from . import lexical
 from .answers import AnswerCache
 from .calibration import Calibration, for_model, shift_views
 from .db import Database
@@ -23,8 +22,10 @@ from .embedders.base import Embedder
 from .errors import EmbedderUnavailable, InvalidInput
 from .fresh import FreshEmbedder
 from .index.base import Channels, Index
+from .note_reads import RecentNotes, ShownNotes
 from .notes import NoteStore
 from .prefetch import Searches
+from .query_memo import QueryMemo
 from .ranking import (
     Candidate,
     Head,
@@ -113,6 +114,8 @@ class SearchService:
         self.settings, self.thresholds, self.records = settings, thresholds, records
         self.fresh, self.writes = fresh, writes
         self.searches = Searches()
+        self.memo = QueryMemo()
+        self.recent, self.shown = RecentNotes(notes, settings), ShownNotes(notes)
         self.answers = AnswerCache(settings.answer_cache_size)
         self.calibration: Calibration = for_model(embedder.model_id)
         # ``is None``, not ``or``: 0 is a meaningful setting for every one of these
@@ -146,18 +149,18 @@ class SearchService:
         if generation is not None and (known := self.answers.get(key, generation, thresholds)):
             return known
         with self.searches.running_one():  # the prefetcher keeps off the query lane meanwhile
-            response, settled = await self._search(query, req, namespace)
+            response, settled = await self._search(query, req, namespace, generation)
         if generation is not None and settled:
             self.answers.put(key, generation, thresholds, response)
         return response
 
     async def _search(
-        self, query: str, req: SearchRequest, namespace: str
+        self, query: str, req: SearchRequest, namespace: str, generation: int | None
     ) -> tuple[SearchResponse, bool]:
         """The answer, and whether it is settled: no hit is still waiting for its
         embedding (a later search may embed it itself, so such an answer is not kept)."""
         mode = self.settings.mode
-        sparse = SparseVector([], []) if mode == "dense" else lexical.sparse_query(query)
+        sparse = SparseVector([], []) if mode == "dense" else self.memo.sparse(query)
         flt = IndexFilter(
             types=(req.type,) if req.type else (),
             domains=(req.domain,) if req.domain else (),
@@ -166,11 +169,13 @@ class SearchService:
             current_only=not self._carries,
         )
         limit = self.settings.candidates
-        recent: list[Note] = []
+        recent_at = (req.type, req.namespaces, req.domain, generation)
+        known_recent = self.recent.known(*recent_at)
+        recent: list[Note] = [] if known_recent is None else known_recent
         lexical_found: list[Channels] = []
 
         async def read_recent() -> None:
-            recent.extend(await self._recent(req))
+            recent.extend(await self.recent.read(*recent_at))
 
         async def search_lexical() -> None:
             if combined:  # the embedding was back before this task ran
@@ -186,7 +191,8 @@ class SearchService:
         # for the GIL cost ~1 ms more than one call; round 12).
         combined, lexical_started = False, list[bool]()
         async with anyio.create_task_group() as tg:
-            tg.start_soon(read_recent)
+            if known_recent is None:
+                tg.start_soon(read_recent)
             if not sparse.is_empty():
                 tg.start_soon(search_lexical)
             views, terms, dense_ok = (
@@ -222,7 +228,8 @@ class SearchService:
         if self.records is not None and any(c.payload.get("current") is False for c in candidates):
             heads = await self._heads(self.records, candidates, req)
             candidates = carry_to_heads(candidates, heads, self.settings.retired_carry)
-        results = await self._materialise(select(candidates, params, req.top, req.namespaces))
+        chosen = select(candidates, params, req.top, req.namespaces)
+        results = await self._materialise(chosen, generation)
         # The newest lessons/conclusions are a separate, labelled part of the answer
         # (never counted against ``top``), and only those the index found relevant to
         # this query: an unrelated lesson does not ride along with every search.
@@ -283,14 +290,16 @@ class SearchService:
             # Lexical search still answers; indexing catches up when the embedder is back.
             log.warning("dense channel skipped: %s", exc)
             return [], None, False
-        c = self.calibration
-        views = shift_views(encoded.dense, query, c, self.language_shift, self.wide_shift)
+        c, weight, wide = self.calibration, self.language_shift, self.wide_shift
+        views = self.memo.views(
+            query, encoded, lambda: shift_views(encoded.dense, query, c, weight, wide)
+        )
         return views, encoded.terms, True
 
     async def _params(self, query: str, namespace: str) -> RankingParams:
         s = self.settings
         # n-gram matches in unspaced scripts are weaker evidence than whole words
-        unspaced = lexical.unspaced_share(query)
+        unspaced = self.memo.unspaced(query)
         sparse_weight = s.sparse_weight * (1 - unspaced * (1 - s.unspaced_sparse_factor))
         return RankingParams(
             fusion=s.fusion,
@@ -306,7 +315,9 @@ class SearchService:
             thresholds=await self.thresholds.get(namespace),
         )
 
-    async def _materialise(self, chosen: list[Candidate]) -> list[SearchResult]:
+    async def _materialise(
+        self, chosen: list[Candidate], generation: int | None
+    ) -> list[SearchResult]:
         """The chosen hits' texts, in their final order: the newer of two notes that
         say nearly the same thing first (``ranking.newer_first``, on the vectors read
         beside the texts)."""
@@ -320,7 +331,7 @@ class SearchService:
             vectors.update(await self.index.dense_vectors(points))
 
         async def read_notes() -> None:
-            notes.update(await self.notes.get_many(note_ids))
+            notes.update(await self.shown.get_many(note_ids, generation))
 
         async with anyio.create_task_group() as tg:
             if self.newer_similarity > 0 and len(note_ids) > 1:
@@ -340,19 +351,6 @@ class SearchService:
                 out.append(_record_result(source_id, records[source_id], cand))
             # else: deleted or superseded since indexing -> a ghost point, skipped
         return out
-
-    async def _recent(self, req: SearchRequest) -> list[Note]:
-        """The newest lessons/conclusions for the ``[RECENT]`` boost (source design 6.1)."""
-        wanted = self.settings.recent_types
-        types = [req.type] if req.type in wanted else ([] if req.type else list(wanted))
-        if not types or self.settings.recent_count <= 0:
-            return []
-        return await self.notes.recent(
-            types,
-            namespaces=req.namespaces,
-            domain=req.domain,
-            limit=self.settings.recent_count,
-        )
 
 
 def _kind(cand: Candidate) -> str:

@@ -44,6 +44,11 @@ def without_mirror(payload: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 def _any(key: str, values: tuple[str, ...]) -> qe.FieldCondition:
+    # one value (a search's usual namespace, type or domain) as MatchValue: the engine
+    # checks it per point ~3x faster than a one-element MatchAny (exact dense search
+    # at 10k points: 0.96 vs 1.25 ms, 0.83 with no filter; round 13)
+    if len(values) == 1:
+        return qe.FieldCondition(key, match=qe.MatchValue(values[0]))
     return qe.FieldCondition(key, match=qe.MatchAny(list(values)))
 
 

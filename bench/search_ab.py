@@ -1,0 +1,140 @@
+"""Searches over stdio, two checkouts side by side on copies of one loaded memory.
+
+Two ``kioku serve`` processes (this checkout and ``--baseline-src``), each with its own
+daemon on its own copy of one data dir loaded with N memories (``peers.py``'s texts
+and loader), called alternately (the order flips every round) with a pause between
+calls (``--gap``, 30 ms: as between an assistant's calls; 0: back to back). Each round
+and side: a new query (``top`` 5), the same request again (the answer cache), the same
+query with ``top`` 4 (a new answer over the cached query embedding: the whole search
+path but the model), and a trivial call (``get_note`` of a missing id). Raw JSON-RPC
+lines on the proxy's stdio, no MCP client library. Idle, then with two busy processes
+beside them. p50 / p95 in ms; what differs is the code.
+
+    flock "${TMPDIR:-/tmp}/kioku-bench.lock" python bench/search_ab.py \\
+        --baseline-src DIR [--size 2000] [--rounds 100] [--gap 0.03]
+"""
+
+# ruff: noqa: E402
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+
+import argparse
+import asyncio
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from importlib.util import module_from_spec, spec_from_file_location
+from typing import Any
+
+ROOT = _HERE.parent
+sys.path.append(str(_HERE))  # appended: bench/queue.py must not shadow the stdlib's
+
+from proxy_hop import Side, hogs_running, pct, stdio_side
+
+SERVE = [sys.executable, "-m", "mcp_gateway.cli", "serve"]
+KINDS = ("new", "repeat", "cached_emb", "trivial")
+LOAD = (
+    "import asyncio, sys; from pathlib import Path; import peers; "
+    "asyncio.run(peers._load_kioku(Path(sys.argv[1]), peers.memories(int(sys.argv[2]), 1), 500))"
+)
+
+
+def load(data: Path, size: int) -> None:
+    """N memories into ``data`` with this checkout's code (the peers bench's loader)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KIOKU_")}
+    env.update(PYTHONPATH=f"{ROOT}{os.pathsep}{_HERE}", KIOKU_LOG_LEVEL="WARNING")
+    subprocess.run([sys.executable, "-c", LOAD, str(data), str(size)], env=env, check=True)
+
+
+def queries(count: int) -> list[str]:
+    """The peers bench's questions (1,680 distinct), loaded from its file: ``bench/``
+    is not on ``sys.path`` (its ``queue.py`` would shadow the stdlib's)."""
+    spec = spec_from_file_location("peers", _HERE / "peers.py")
+    assert spec is not None and spec.loader is not None
+    peers = sys.modules["peers"] = module_from_spec(spec)  # its dataclasses look it up
+    spec.loader.exec_module(peers)
+    found: list[str] = peers.queries(3)
+    return found[:count]
+
+
+def calls(kind: str, query: str, i: int) -> tuple[str, dict[str, Any]]:
+    if kind == "trivial":
+        return "tools/call", {"name": "get_note", "arguments": {"id": f"01MISSING{i:017d}"}}
+    top = 4 if kind == "cached_emb" else 5
+    return "tools/call", {"name": "search_memory", "arguments": {"query": query, "top": top}}
+
+
+async def start(name: str, src: Path, data: Path) -> Side:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KIOKU_")}
+    env.update(KIOKU_DATA_DIR=str(data), KIOKU_LOG_LEVEL="WARNING", PYTHONPATH=str(src))
+    return await stdio_side(name, SERVE, env, src)
+
+
+async def run(args: argparse.Namespace) -> dict[tuple[str, ...], list[float]]:
+    tmp = Path(tempfile.mkdtemp(prefix="kioku-search-ab-"))
+    checkouts = {"this": ROOT, "baseline": args.baseline_src.resolve()}
+    load(tmp / "loaded", args.size)
+    for name in checkouts:
+        shutil.copytree(tmp / "loaded", tmp / name)
+    sides = [await start(name, src, tmp / name) for name, src in checkouts.items()]
+    qs = queries(2 * (args.rounds + 5))
+    samples: dict[tuple[str, ...], list[float]] = {}
+    try:
+        for phase_no, phase in enumerate(("idle", "hog")):
+            with hogs_running(2 if phase == "hog" else 0):
+                await asyncio.sleep(0.5)
+                for i in range(args.rounds + 5):
+                    query = qs[phase_no * (args.rounds + 5) + i]
+                    for side in sides if i % 2 else sides[::-1]:
+                        for kind in KINDS:
+                            await asyncio.sleep(args.gap)
+                            started = time.perf_counter()
+                            await side.call(*calls(kind, query, i))
+                            if i >= 5:  # the first rounds warm up
+                                samples.setdefault((phase, kind, side.name), []).append(
+                                    (time.perf_counter() - started) * 1000
+                                )
+    finally:
+        for name in checkouts:
+            try:
+                lock = tmp / name / "gateway.lock"
+                os.kill(int(lock.read_text().strip()), signal.SIGTERM)
+            except (OSError, ValueError):
+                pass
+        await asyncio.sleep(0.5)
+        shutil.rmtree(tmp, ignore_errors=True)
+    return samples
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--baseline-src", type=Path, required=True, help="the other checkout")
+    ap.add_argument("--size", type=int, default=2000, help="memories loaded")
+    ap.add_argument("--rounds", type=int, default=100)
+    ap.add_argument("--gap", type=float, default=0.03, help="seconds between calls")
+    args = ap.parse_args()
+    samples = asyncio.run(run(args))
+    print(
+        f"{args.size} memories, {args.rounds} rounds, gap {args.gap * 1000:.0f} ms "
+        "(ms, p50 / p95, this / baseline)"
+    )
+    for phase in ("idle", "hog"):
+        for kind in KINDS:
+            this, base = samples[(phase, kind, "this")], samples[(phase, kind, "baseline")]
+            ratio = pct(this, 0.5) / pct(base, 0.5)
+            print(
+                f"{phase:4s} {kind:10s} this {pct(this, 0.5):6.2f} / {pct(this, 0.95):6.2f}"
+                f"  baseline {pct(base, 0.5):6.2f} / {pct(base, 0.95):6.2f}  ratio {ratio:.2f}"
+            )
+
+
+if __name__ == "__main__":
+    main()

@@ -279,6 +279,61 @@ def test_edge_payload_read_overlapping_a_write_is_not_kept(tmp_path: Path) -> No
     shard.close()
 
 
+async def test_edge_namespace_condition_is_left_out_only_while_it_excludes_nothing(
+    tmp_path: Path,
+) -> None:
+    """One namespace in the shard: a search in it needs no namespace condition
+    (``edge_types.NamespaceCensus``); once another namespace is written, it does."""
+    index = EdgeIndex(IndexSpec("c", dim=DIM, model_id="test"), tmp_path)
+    await index.open()
+    try:
+        vec, mine = unit(), IndexFilter(namespaces=("default",))
+        await index.upsert([point("a", "rollout plan", vec)])
+        assert await ids_found(index, vec, sparse_query("rollout"), mine) == (
+            {pid("a")},
+            {pid("a")},
+        )
+        census = index._census
+        assert census._present == {"default"}
+        await index.upsert([point("b", "rollout plan", vec, namespace="team")])
+        found = await ids_found(index, vec, sparse_query("rollout"), mine)
+        assert found == ({pid("a")}, {pid("a")}) and census._present == {"default", "team"}
+        both = IndexFilter(namespaces=("default", "team"))
+        assert await ids_found(index, vec, sparse_query("rollout"), both) == (
+            {pid("a"), pid("b")},
+            {pid("a"), pid("b")},
+        )
+    finally:
+        await index.close()
+
+
+async def test_edge_a_census_outrun_by_a_write_never_leaks_another_namespace(
+    tmp_path: Path,
+) -> None:
+    """A point of another namespace written between the census and the search (here:
+    a census that says so, forever) is dropped from every channel's hits."""
+    index = EdgeIndex(IndexSpec("c", dim=DIM, model_id="test", latent=True), tmp_path)
+    await index.open()
+    try:
+        vec = unit()
+        theirs = point("b", "rollout plan", vec, namespace="team")
+        theirs.latent = SparseVector([1, 2], [1.0, 1.0])
+        await index.upsert([point("a", "rollout notes", unit()), theirs])
+        index._census.covered_by = lambda shard, namespaces: True  # type: ignore[method-assign]
+        got = await index.search_channels(
+            vec,
+            sparse_query("rollout plan"),
+            IndexFilter(namespaces=("default",)),
+            10,
+            latent=SparseVector([1, 2], [1.0, 1.0]),
+        )
+        assert [h.id for h in got.dense] == [pid("a")]
+        assert [h.id for h in got.sparse] == [pid("a")]
+        assert got.latent == []
+    finally:
+        await index.close()
+
+
 async def test_japanese_and_thai_lexical_match(index: Index) -> None:
     await index.upsert(
         [

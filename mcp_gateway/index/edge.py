@@ -31,6 +31,7 @@ Facts this module relies on (qdrant-edge-py 0.9, verified by tests/test_index_co
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import shutil
@@ -56,6 +57,7 @@ from .base import (
 )
 from .edge_shard import open_shard
 from .edge_types import (
+    NamespaceCensus,
     PayloadCache,
     Payloads,
     Scored,
@@ -105,6 +107,7 @@ class EdgeIndex(ChannelSearch):
         self._threads = anyio.CapacityLimiter(8)
         self._write_guard = write_guard
         self._payloads = PayloadCache()
+        self._census = NamespaceCensus(self._payloads)
 
     # -- plumbing -----------------------------------------------------------------
 
@@ -269,9 +272,14 @@ class EdgeIndex(ChannelSearch):
             return Channels([], [], [])
         for view in views:
             self._check_dim(view)
-        qfilter = build_filter(flt)
+        census = self._census if flt.namespaces and not flt.current_only else None
+        everywhere = dataclasses.replace(flt, namespaces=())
 
-        def _search(shard: qe.EdgeShard) -> tuple[list[Scored], Payloads]:
+        def _search(shard: qe.EdgeShard) -> tuple[list[Scored], Payloads, bool]:
+            # the namespace condition excludes nothing when the shard holds no other
+            # namespace: left out, and ``hits`` keeps the answer to the namespaces
+            unfiltered = census is not None and census.covered_by(shard, flt.namespaces)
+            qfilter = build_filter(everywhere if unfiltered else flt)
             requests: list[qe.QueryRequest] = []
             if views:
                 exact = shard.info().points_count < self._exact_below
@@ -305,13 +313,16 @@ class EdgeIndex(ChannelSearch):
             # hits): one payload read for those, not one per hit (-0.8 ms p50 a search),
             # and only for those not read since the last write (edge_types.PayloadCache).
             ids = {pid for found in results for pid, _ in found}
-            return results, self._payloads.read(shard, ids)
+            return results, self._payloads.read(shard, ids), unfiltered
 
-        results, found = await self._run(_search)
-        dense_hits = best_of_views([hits(r, found) for r in results[: len(views)]], limit)
+        results, found, unfiltered = await self._run(_search)
+        only = frozenset(flt.namespaces) if unfiltered else None
+        dense_hits = best_of_views([hits(r, found, only) for r in results[: len(views)]], limit)
         by_name = dict(zip((n for n, _ in sparse_requests), results[len(views) :], strict=True))
         return Channels(
-            dense_hits, hits(by_name.get(SPARSE, []), found), hits(by_name.get(LATENT, []), found)
+            dense_hits,
+            hits(by_name.get(SPARSE, []), found, only),
+            hits(by_name.get(LATENT, []), found, only),
         )
 
     async def present(self, ids: Sequence[str]) -> dict[str, bool]:

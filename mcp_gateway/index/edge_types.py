@@ -110,6 +110,12 @@ class PayloadCache:
             self._epoch += 1
             self._kept = {"payloads": {}, "vectors": {}}
 
+    @property
+    def epoch(self) -> int:
+        """Moves whenever a write begins or ends."""
+        with self._lock:
+            return self._epoch
+
     def _known(self, kind: str, ids: Iterable[Any]) -> tuple[int, dict[Any, Any], list[Any]]:
         """The epoch, what is kept of ``ids``, and the ids to read."""
         with self._lock:
@@ -169,11 +175,49 @@ def present(shard: qe.EdgeShard, ids: list[Any], name: str) -> dict[str, bool]:
     return {pid: pid in with_vector for pid in known}
 
 
-def hits(points: Scored, found: Payloads) -> list[IndexHit]:
+class NamespaceCensus:
+    """Which namespaces the shard's points belong to, asked again after every write.
+
+    A search's namespace condition is checked per point by an exact dense search
+    (10k points: 0.96 ms with it, 0.83 without, for each query view). When every
+    namespace in the shard is one the search may read -- one user, one namespace, the
+    usual case -- the condition excludes nothing and is left out (round 13). The
+    answer comes from the payload index's value counts (~0.04 ms), so it may name a
+    namespace whose points were all deleted (the condition stays: safe); it is kept
+    until the next write begins or ends. A point written between the census and the
+    search is caught by ``hits``, which drops every hit outside the search's
+    namespaces whenever the condition was left out."""
+
+    MAX_VALUES = 1000  # more namespaces than this: never leave the condition out
+
+    def __init__(self, payloads: PayloadCache) -> None:
+        self._payloads = payloads
+        self._epoch = -1
+        self._present: frozenset[str] | None = None
+
+    def covered_by(self, shard: qe.EdgeShard, namespaces: Sequence[str]) -> bool:
+        """Whether every point in ``shard`` is in one of ``namespaces`` (worker thread)."""
+        epoch = self._payloads.epoch
+        if epoch != self._epoch:
+            request = qe.FacetRequest("namespace", limit=self.MAX_VALUES, exact=False)
+            values = [str(h.value) for h in shard.facet(request).hits]
+            present = frozenset(values) if len(values) < self.MAX_VALUES else None
+            self._present, self._epoch = present, epoch
+        return self._present is not None and self._present.issubset(namespaces)
+
+
+def hits(
+    points: Scored, found: Payloads, namespaces: frozenset[str] | None = None
+) -> list[IndexHit]:
+    """``points`` with their payloads; ``namespaces``: only those in one of them (the
+    search left its namespace condition out: ``NamespaceCensus``)."""
     out: list[IndexHit] = []
     for pid, score in points:
         entry = found.get(pid)
-        if entry is not None:  # a point deleted between the search and the payload read
-            # a shared payload: readers copy before changing it (ranking.fuse does)
-            out.append(IndexHit(id=entry[0], score=score, payload=entry[1]))
+        if entry is None:  # a point deleted between the search and the payload read
+            continue
+        if namespaces is not None and entry[1].get("namespace") not in namespaces:
+            continue
+        # a shared payload: readers copy before changing it (ranking.fuse does)
+        out.append(IndexHit(id=entry[0], score=score, payload=entry[1]))
     return out

@@ -36,8 +36,9 @@ from .notes import NoteStore
 from .prefetch import Prefetcher
 from .reconcile import ReconcileReport, reconcile
 from .records import RecordStore
-from .search import SearchService, ThresholdCache
+from .search import SearchService
 from .settings import KiokuSettings
+from .thresholds import ThresholdCache
 from .vectors import VectorStore
 from .writebehind import WriteBehind
 

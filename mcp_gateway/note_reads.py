@@ -91,6 +91,17 @@ class ShownNotes:
         self._kept: OrderedDict[str, Note] = OrderedDict()
         self._chars = 0
 
+    def known(self, ids: Sequence[str], generation: int | None) -> dict[str, Note] | None:
+        """Every one of ``ids``, if each was kept at ``generation``; else None."""
+        if generation is None or generation != self._generation:
+            return None
+        kept = self._kept
+        if not all(i in kept for i in ids):
+            return None
+        for i in ids:
+            kept.move_to_end(i)
+        return {i: kept[i] for i in ids}
+
     async def get_many(self, ids: Sequence[str], generation: int | None) -> dict[str, Note]:
         """Live notes of ``ids`` (a deleted or unknown id is absent; callers must not
         change what they get)."""

@@ -6,9 +6,7 @@ Qdrant query for both channels, one ``SELECT ... IN`` for the texts.
 
 from __future__ import annotations
 
-import json
 import logging
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -17,8 +15,7 @@ import anyio
 
 from .answers import AnswerCache
 from .calibration import Calibration, for_model, shift_views
-from .db import Database
-from .embedders.base import Embedder
+from .embedders.base import Embedder, Encoded
 from .errors import EmbedderUnavailable, InvalidInput
 from .fresh import FreshEmbedder
 from .index.base import Channels, Index
@@ -37,21 +34,21 @@ from .ranking import (
     recent_floor,
     select,
 )
-from .render import iso
+from .search_results import kind_of, note_result, record_result
 from .settings import SearchSettings
-from .types import IndexFilter, Note, SearchResponse, SearchResult, SparseVector, point_id
+from .thresholds import ThresholdCache
+from .types import (
+    IndexFilter,
+    IndexHit,
+    Note,
+    SearchResponse,
+    SearchResult,
+    SparseVector,
+    point_id,
+)
 from .writebehind import WriteBehind
 
 log = logging.getLogger(__name__)
-
-THRESHOLDS_META_KEY = "search.thresholds"
-
-
-def thresholds_key(namespace: str) -> str:
-    """Each namespace's thresholds are tuned from its own solved queries only: one
-    tenant's notes must not move another's cut-offs (issue 10)."""
-    return f"{THRESHOLDS_META_KEY}:{namespace}"
-
 
 RECENT_TAG = "[RECENT]"
 
@@ -73,29 +70,6 @@ class SearchRequest:
     domain: str = ""
     top: int = 5
     namespaces: tuple[str, ...] = ("default",)
-
-
-class ThresholdCache:
-    """Per-type thresholds: the model's defaults, then settings, then the tuning job's."""
-
-    def __init__(
-        self, db: Database, model_id: str, configured: dict[str, float], ttl_s: float = 15.0
-    ) -> None:
-        self.db, self.ttl_s = db, ttl_s
-        self.defaults = {**for_model(model_id).thresholds, **configured}
-        self._values: dict[str, tuple[dict[str, float], float]] = {}  # ns -> (value, loaded)
-
-    async def get(self, namespace: str = "default") -> dict[str, float]:
-        cached = self._values.get(namespace)
-        if cached is None or time.monotonic() - cached[1] > self.ttl_s:
-            stored = await self.db.get_meta(thresholds_key(namespace))
-            tuned = json.loads(stored) if stored else {}
-            cached = ({**self.defaults, **tuned}, time.monotonic())
-            self._values[namespace] = cached
-        return cached[0]
-
-    def invalidate(self) -> None:
-        self._values.clear()
 
 
 class SearchService:
@@ -172,48 +146,19 @@ class SearchService:
         recent_at = (req.type, req.namespaces, req.domain, generation)
         known_recent = self.recent.known(*recent_at)
         recent: list[Note] = [] if known_recent is None else known_recent
-        lexical_found: list[Channels] = []
-
-        async def read_recent() -> None:
-            recent.extend(await self.recent.read(*recent_at))
-
-        async def search_lexical() -> None:
-            if combined:  # the embedding was back before this task ran
-                return
-            lexical_started.append(True)
-            lexical_found.append(await self.index.search_channels(None, sparse, flt, limit))
-
-        # The query's embedding is most of a new search's time and runs on the query
-        # lane, outside the GIL: the recency read and the lexical channel, which do not
-        # need it, run meanwhile on the other core (docs/performance.md, round 11).
-        # A cached embedding comes back before the lexical task has run: then the
-        # lexical channel joins the one index call instead (three threads contending
-        # for the GIL cost ~1 ms more than one call; round 12).
-        combined, lexical_started = False, list[bool]()
-        async with anyio.create_task_group() as tg:
-            if known_recent is None:
-                tg.start_soon(read_recent)
-            if not sparse.is_empty():
-                tg.start_soon(search_lexical)
-            views, terms, dense_ok = (
-                ([], None, False) if mode == "lexical" else await self._embed_query(query)
-            )
-            combined = not sparse.is_empty() and not lexical_started
-            # latent terms replace BM25 as the second channel where the index has them
-            if mode != "hybrid" or not self.index.spec.latent:
-                terms = None
-            # every query view goes in one index call: the engine holds the GIL while
-            # it searches, so a second concurrent call would only queue behind the first
-            semantic = await self.index.search_channels(
-                views[0] if views else None,
-                sparse if combined else SparseVector([], []),
-                flt,
-                limit,
-                more_dense=views[1:],
-                latent=terms,
+        cached = self._cached_query(query) if known_recent is not None else None
+        if cached is not None:
+            # a cached embedding and the recent list known: nothing to overlap, so one
+            # index call and no task group (~0.2 ms of a ~3 ms search at 2k; round 13)
+            views, terms = cached[0], self._latent(cached[1])
+            semantic = await self._index_call(views, sparse, flt, limit, terms)
+            sparse_hits, dense_ok = semantic.sparse, True
+        else:
+            to_read = recent_at if known_recent is None else None
+            semantic, sparse_hits, views, terms, dense_ok = await self._overlapped(
+                query, sparse, flt, limit, recent, to_read
             )
         dense_hits, latent_hits = semantic.dense, semantic.latent
-        sparse_hits = lexical_found[0].sparse if lexical_found else semantic.sparse
         if self.fresh is not None and views:
             # the best lexical hits not embedded yet, embedded now (bounded: fresh.py)
             fresh_dense, fresh_latent = await self.fresh.hits(sparse_hits, views, terms)
@@ -234,8 +179,8 @@ class SearchService:
         # (never counted against ``top``), and only those the index found relevant to
         # this query: an unrelated lesson does not ride along with every search.
         present = {r.id for r in results}
-        floor = recent_floor(candidates, params)
-        related = [n for n in recent if n.id not in present and n.id in floor]
+        floor = recent_floor(candidates, params, {n.id for n in recent if n.id not in present})
+        related = [n for n in recent if n.id in floor]
         response = SearchResponse(
             query=query,
             results=results,
@@ -244,6 +189,96 @@ class SearchService:
         )
         settled = not any(h.payload.get("dense") is False for h in sparse_hits)
         return response, settled
+
+    async def _overlapped(
+        self,
+        query: str,
+        sparse: SparseVector,
+        flt: IndexFilter,
+        limit: int,
+        recent: list[Note],
+        recent_at: tuple[str, tuple[str, ...], str, int | None] | None,
+    ) -> tuple[Channels, list[IndexHit], list[list[float]], SparseVector | None, bool]:
+        """The channels of a query whose embedding is not at hand: the recent read
+        (``recent_at``; None: known) and the lexical channel run while it is embedded.
+        Returns (the index call's channels, the lexical hits, the query views, the
+        latent terms if the index searches them, whether the dense channel answered)."""
+        lexical_found: list[Channels] = []
+
+        async def read_recent(at: tuple[str, tuple[str, ...], str, int | None]) -> None:
+            recent.extend(await self.recent.read(*at))
+
+        async def search_lexical() -> None:
+            if combined:  # the embedding was back before this task ran
+                return
+            lexical_started.append(True)
+            lexical_found.append(await self.index.search_channels(None, sparse, flt, limit))
+
+        # The query's embedding is most of a new search's time and runs on the query
+        # lane, outside the GIL: the recency read and the lexical channel, which do not
+        # need it, run meanwhile on the other core (docs/performance.md, round 11).
+        # A cached embedding comes back before the lexical task has run: then the
+        # lexical channel joins the one index call instead (three threads contending
+        # for the GIL cost ~1 ms more than one call; round 12).
+        combined, lexical_started = False, list[bool]()
+        async with anyio.create_task_group() as tg:
+            if recent_at is not None:
+                tg.start_soon(read_recent, recent_at)
+            if not sparse.is_empty():
+                tg.start_soon(search_lexical)
+            views, terms, dense_ok = (
+                ([], None, False)
+                if self.settings.mode == "lexical"
+                else await self._embed_query(query)
+            )
+            combined = not sparse.is_empty() and not lexical_started
+            terms = self._latent(terms)
+            semantic = await self._index_call(
+                views, sparse if combined else SparseVector([], []), flt, limit, terms
+            )
+        sparse_hits = lexical_found[0].sparse if lexical_found else semantic.sparse
+        return semantic, sparse_hits, views, terms, dense_ok
+
+    async def _index_call(
+        self,
+        views: list[list[float]],
+        sparse: SparseVector,
+        flt: IndexFilter,
+        limit: int,
+        terms: SparseVector | None,
+    ) -> Channels:
+        # every query view goes in one index call: the engine holds the GIL while it
+        # searches, so a second concurrent call would only queue behind the first
+        return await self.index.search_channels(
+            views[0] if views else None,
+            sparse,
+            flt,
+            limit,
+            more_dense=views[1:],
+            latent=terms,
+        )
+
+    def _latent(self, terms: SparseVector | None) -> SparseVector | None:
+        # latent terms replace BM25 as the second channel where the index has them
+        if self.settings.mode != "hybrid" or not self.index.spec.latent:
+            return None
+        return terms
+
+    def _cached_query(self, query: str) -> tuple[list[list[float]], SparseVector | None] | None:
+        """The query's views and latent terms when its embedding is cached (no wait)."""
+        peek = getattr(self.embedder, "peek", None)
+        if self.settings.mode == "lexical" or peek is None:
+            return None
+        if self.embedder.model_id != self.index.spec.model_id:
+            return None
+        encoded = peek(query)
+        return None if encoded is None else (self._views(query, encoded), encoded.terms)
+
+    def _views(self, query: str, encoded: Encoded) -> list[list[float]]:
+        c, weight, wide = self.calibration, self.language_shift, self.wide_shift
+        return self.memo.views(
+            query, encoded, lambda: shift_views(encoded.dense, query, c, weight, wide)
+        )
 
     @property
     def _carries(self) -> bool:
@@ -290,11 +325,7 @@ class SearchService:
             # Lexical search still answers; indexing catches up when the embedder is back.
             log.warning("dense channel skipped: %s", exc)
             return [], None, False
-        c, weight, wide = self.calibration, self.language_shift, self.wide_shift
-        views = self.memo.views(
-            query, encoded, lambda: shift_views(encoded.dense, query, c, weight, wide)
-        )
-        return views, encoded.terms, True
+        return self._views(query, encoded), encoded.terms, True
 
     async def _params(self, query: str, namespace: str) -> RankingParams:
         s = self.settings
@@ -321,68 +352,41 @@ class SearchService:
         """The chosen hits' texts, in their final order: the newer of two notes that
         say nearly the same thing first (``ranking.newer_first``, on the vectors read
         beside the texts)."""
-        note_ids = [str(c.payload.get("source_id")) for c in chosen if _kind(c) == "note"]
-        record_ids = [str(c.payload.get("source_id")) for c in chosen if _kind(c) == "record"]
+        note_ids = [str(c.payload.get("source_id")) for c in chosen if kind_of(c) == "note"]
+        record_ids = [str(c.payload.get("source_id")) for c in chosen if kind_of(c) == "record"]
+        points = [c.point_id for c in chosen if kind_of(c) == "note"]
+        newer = self.newer_similarity > 0 and len(note_ids) > 1
         vectors: dict[str, list[float]] = {}
-        notes: dict[str, Note] = {}
+        notes = self.shown.known(note_ids, generation)
+        if notes is not None:  # every text at hand: no task group (~0.15 ms; round 13)
+            records = await self._record_views(record_ids)
+            if newer:
+                vectors = await self.index.dense_vectors(points)
+        else:
+            notes = {}
 
-        async def read_vectors() -> None:
-            points = [c.point_id for c in chosen if _kind(c) == "note"]
-            vectors.update(await self.index.dense_vectors(points))
+            async def read_vectors() -> None:
+                vectors.update(await self.index.dense_vectors(points))
 
-        async def read_notes() -> None:
-            notes.update(await self.shown.get_many(note_ids, generation))
+            async def read_notes(into: dict[str, Note]) -> None:
+                into.update(await self.shown.get_many(note_ids, generation))
 
-        async with anyio.create_task_group() as tg:
-            if self.newer_similarity > 0 and len(note_ids) > 1:
-                tg.start_soon(read_vectors)
-            tg.start_soon(read_notes)
-            records = (
-                await self.records.search_view(record_ids) if self.records and record_ids else {}
-            )
+            async with anyio.create_task_group() as tg:
+                if newer:
+                    tg.start_soon(read_vectors)
+                tg.start_soon(read_notes, notes)
+                records = await self._record_views(record_ids)
         if vectors:
             chosen = newer_first(chosen, vectors, self.newer_similarity, self.settings.newer_ratio)
         out: list[SearchResult] = []
         for cand in chosen:
             source_id = str(cand.payload.get("source_id"))
-            if _kind(cand) == "note" and source_id in notes:
+            if kind_of(cand) == "note" and source_id in notes:
                 out.append(note_result(notes[source_id], cand))
-            elif _kind(cand) == "record" and source_id in records:
-                out.append(_record_result(source_id, records[source_id], cand))
+            elif kind_of(cand) == "record" and source_id in records:
+                out.append(record_result(source_id, records[source_id], cand))
             # else: deleted or superseded since indexing -> a ghost point, skipped
         return out
 
-
-def _kind(cand: Candidate) -> str:
-    return str(cand.payload.get("kind", "note"))
-
-
-def note_result(note: Note, cand: Candidate | None, tags: list[str] | None = None) -> SearchResult:
-    return SearchResult(
-        id=note.id,
-        kind="note",
-        type=note.type,
-        priority=note.priority,
-        domain=note.domain,
-        created_at=iso(note.created_at),
-        distance=None if cand is None or cand.distance is None else round(cand.distance, 4),
-        score=0.0 if cand is None else round(cand.score, 5),
-        tags=list(tags or []),
-        text=note.text,
-    )
-
-
-def _record_result(record_id: str, view: dict[str, Any], cand: Candidate) -> SearchResult:
-    return SearchResult(
-        id=record_id,
-        kind="record",
-        type=str(view["type"]),
-        priority="",
-        domain="",
-        created_at=iso(float(view["created_at"])),
-        distance=None if cand.distance is None else round(cand.distance, 4),
-        score=round(cand.score, 5),
-        tags=[f"[{record_id}]", f"status={view.get('status', '')}"],
-        title=str(view["title"]),
-        text=str(view.get("content") or view["title"]),
-    )
+    async def _record_views(self, ids: list[str]) -> dict[str, dict[str, Any]]:
+        return await self.records.search_view(ids) if self.records and ids else {}

@@ -12,8 +12,8 @@ import mcp_gateway.app as app_module
 from mcp_gateway.app import open_app
 from mcp_gateway.jobs import priors, tasks, tuning
 from mcp_gateway.jobs.context import KEY
-from mcp_gateway.search import thresholds_key
 from mcp_gateway.settings import KiokuSettings
+from mcp_gateway.thresholds import thresholds_key
 from mcp_gateway.types import IndexFilter, Note, SparseVector, point_id
 from tests.test_queue_contract import CountingEmbedder
 

@@ -87,6 +87,9 @@ async def test_shown_notes_are_bounded_and_an_older_generation_reads_through(
         assert set(await shown.get_many(ids[3:], 1)) == set(ids[3:])
         assert len(shown._kept) == 4  # the least recently shown went first
         assert list(shown._kept) == [ids[2], *ids[3:]]
+        # every id at hand: answered without a read; one missing or another generation: not
+        assert set(shown.known(ids[3:5], 1) or {}) == set(ids[3:5])
+        assert shown.known(ids[1:3], 1) is None and shown.known(ids[3:5], 2) is None
 
         await store.update(ids[5], {"text": "edited"})
         # still generation 1: what was read at 1 stands (the write has not bumped it yet)

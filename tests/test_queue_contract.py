@@ -32,9 +32,10 @@ from mcp_gateway.jobs.arq_queue import ArqScheduler
 from mcp_gateway.jobs.batcher import Batcher
 from mcp_gateway.jobs.inprocess import InProcessScheduler
 from mcp_gateway.jobs.tasks import index_job_id
-from mcp_gateway.search import SearchRequest, thresholds_key
+from mcp_gateway.search import SearchRequest
 from mcp_gateway.services.notes import NoteService
 from mcp_gateway.settings import KiokuSettings
+from mcp_gateway.thresholds import thresholds_key
 from mcp_gateway.types import point_id
 from tests.redis_server import RedisDb, redis_base_url, redis_db  # noqa: F401
 from workers.settings import worker_settings

@@ -104,6 +104,11 @@ def test_recent_floor_keeps_only_notes_this_query_found() -> None:
     dense = [hit("a", 0.90, source_id="a"), hit("b", 0.80, source_id="b")]
     floor = recent_floor(fuse(dense, [], params), params)
     assert set(floor) == {"a"}  # "b" is beyond the margin; anything absent is unrelated
+    # asked only about the search's recent notes: the same verdict for those
+    candidates = fuse(dense, [], params)
+    assert set(recent_floor(candidates, params, {"a", "z"})) == {"a"}
+    assert recent_floor(candidates, params, {"b"}) == {}
+    assert recent_floor(candidates, params, set()) == {}
 
 
 def test_every_local_variant_has_its_own_measured_calibration() -> None:

@@ -51,6 +51,14 @@ class CachedQueryEmbedder:
     async def embed_query(self, text: str) -> list[float]:
         return list((await self.encode_query(text)).dense)  # a fresh list: callers may mutate
 
+    def peek(self, text: str) -> Encoded | None:
+        """The cached encoding of ``text`` (a hit), or None: never waits, never embeds."""
+        cached = self._lru.get(text)
+        if cached is not None:
+            self._lru.move_to_end(text)
+            self.hits += 1
+        return cached
+
     async def encode_query(self, text: str) -> Encoded:
         """Cached entries are shared: callers must not mutate what they get."""
         while True:

@@ -218,6 +218,6 @@ def hits(
             continue
         if namespaces is not None and entry[1].get("namespace") not in namespaces:
             continue
-        # a shared payload: readers copy before changing it (ranking.fuse does)
+        # a shared payload (the cache keeps it): nothing downstream changes it
         out.append(IndexHit(id=entry[0], score=score, payload=entry[1]))
     return out

@@ -24,7 +24,7 @@ from typing import Any
 import anyio
 import numpy as np
 
-from ..search import thresholds_key
+from ..thresholds import thresholds_key
 from ..types import Note
 from .context import JobContext
 

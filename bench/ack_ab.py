@@ -24,15 +24,13 @@ import argparse
 import asyncio
 import os
 import shutil
-import signal
 import tempfile
-import time
 
 ROOT = _HERE.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(_HERE))
 
-from proxy_hop import Side, hogs_running, pct, stdio_side
+from proxy_hop import Side, hogs_running, print_ab, stdio_side, stop_daemon
 
 from mcp_gateway import local_gateway as gw
 from mcp_gateway.settings import KiokuSettings
@@ -72,19 +70,12 @@ async def run(rounds: int, gap: float, baseline: Path) -> dict[tuple[str, ...], 
                         for what in ("ping", "add"):
                             await asyncio.sleep(gap)
                             text = f"{side.name} {phase} {i}: the build cache lives in .cache/{i}"
-                            started = time.perf_counter()
-                            await side.call(*call_of(what, text))
+                            ms = await side.timed(*call_of(what, text))
                             if i >= 5:  # the first rounds warm up
-                                samples.setdefault((phase, what, side.name), []).append(
-                                    (time.perf_counter() - started) * 1000
-                                )
+                                samples.setdefault((phase, what, side.name), []).append(ms)
     finally:
         for name in checkouts:
-            try:
-                lock = tmp / name / "gateway.lock"
-                os.kill(int(lock.read_text().strip()), signal.SIGTERM)
-            except (OSError, ValueError):
-                pass
+            stop_daemon(tmp / name)
         shutil.rmtree(tmp, ignore_errors=True)
     return samples
 
@@ -97,14 +88,7 @@ def main() -> None:
     args = ap.parse_args()
     samples = asyncio.run(run(args.rounds, args.gap, args.baseline_src.resolve()))
     print(f"{args.rounds} rounds, gap {args.gap * 1000:.0f} ms (ms, p50 / p95, this / baseline)")
-    for phase in ("idle", "hog"):
-        for what in ("ping", "add"):
-            this, base = samples[(phase, what, "this")], samples[(phase, what, "baseline")]
-            ratio = pct(this, 0.5) / pct(base, 0.5)
-            print(
-                f"{phase:4s} {what:4s} this {pct(this, 0.5):5.2f} / {pct(this, 0.95):5.2f}"
-                f"  baseline {pct(base, 0.5):5.2f} / {pct(base, 0.95):5.2f}  ratio {ratio:.2f}"
-            )
+    print_ab(samples, ("ping", "add"))
 
 
 if __name__ == "__main__":

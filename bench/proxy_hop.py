@@ -72,6 +72,12 @@ class Side:
         while json.loads(await self.reader.readline()).get("id") != self.next_id:
             pass
 
+    async def timed(self, method: str, params: dict[str, Any]) -> float:
+        """One call's round trip, in ms."""
+        started = time.perf_counter()
+        await self.call(method, params)
+        return (time.perf_counter() - started) * 1000
+
     async def start(self) -> Side:
         await self._send(INITIALIZE)
         await self.reader.readline()
@@ -86,6 +92,14 @@ async def stdio_side(name: str, argv: list[str], env: dict[str, str], src: Path 
     )
     assert proc.stdout is not None and proc.stdin is not None
     return await Side(name, proc.stdout, proc.stdin).start()
+
+
+def stop_daemon(data: Path) -> None:
+    """SIGTERM the daemon that owns ``data`` (its pid is in the data dir's lock file)."""
+    try:
+        os.kill(int((data / "gateway.lock").read_text().strip()), signal.SIGTERM)
+    except (OSError, ValueError):
+        pass
 
 
 def start_hogs(count: int) -> list[subprocess.Popen[bytes]]:
@@ -138,19 +152,26 @@ async def run(rounds: int, baseline: Path | None) -> dict[tuple[str, ...], list[
                                     {"name": "add_note", "arguments": {"text": text}},
                                 )
                             )
-                            started = time.perf_counter()
-                            await side.call(method, params)
+                            ms = await side.timed(method, params)
                             if i >= 5:  # the first rounds warm up
                                 key = (phase, what, f"{gap * 1000:.0f} ms", side.name)
-                                samples.setdefault(key, []).append(
-                                    (time.perf_counter() - started) * 1000
-                                )
-    try:
-        os.kill(int((data / "gateway.lock").read_text().strip()), signal.SIGTERM)
-    except (OSError, ValueError):
-        pass
+                                samples.setdefault(key, []).append(ms)
+    stop_daemon(data)
     shutil.rmtree(tmp, ignore_errors=True)
     return samples
+
+
+def print_ab(samples: dict[tuple[str, ...], list[float]], kinds: tuple[str, ...]) -> None:
+    """p50 / p95 of this checkout and the baseline per phase and kind, and their ratio."""
+    width = max(len(k) for k in kinds)
+    for phase in ("idle", "hog"):
+        for kind in kinds:
+            this, base = samples[(phase, kind, "this")], samples[(phase, kind, "baseline")]
+            ratio = pct(this, 0.5) / pct(base, 0.5)
+            print(
+                f"{phase:4s} {kind:{width}s} this {pct(this, 0.5):6.2f} / {pct(this, 0.95):6.2f}"
+                f"  baseline {pct(base, 0.5):6.2f} / {pct(base, 0.95):6.2f}  ratio {ratio:.2f}"
+            )
 
 
 def pct(values: list[float], q: float) -> float:

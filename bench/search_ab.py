@@ -27,17 +27,15 @@ import argparse
 import asyncio
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
-import time
 from importlib.util import module_from_spec, spec_from_file_location
 from typing import Any
 
 ROOT = _HERE.parent
 sys.path.append(str(_HERE))  # appended: bench/queue.py must not shadow the stdlib's
 
-from proxy_hop import Side, hogs_running, pct, stdio_side
+from proxy_hop import Side, hogs_running, print_ab, stdio_side, stop_daemon
 
 SERVE = [sys.executable, "-m", "mcp_gateway.cli", "serve"]
 KINDS = ("new", "repeat", "cached_emb", "trivial")
@@ -96,19 +94,12 @@ async def run(args: argparse.Namespace) -> dict[tuple[str, ...], list[float]]:
                     for side in sides if i % 2 else sides[::-1]:
                         for kind in KINDS:
                             await asyncio.sleep(args.gap)
-                            started = time.perf_counter()
-                            await side.call(*calls(kind, query, i))
+                            ms = await side.timed(*calls(kind, query, i))
                             if i >= 5:  # the first rounds warm up
-                                samples.setdefault((phase, kind, side.name), []).append(
-                                    (time.perf_counter() - started) * 1000
-                                )
+                                samples.setdefault((phase, kind, side.name), []).append(ms)
     finally:
         for name in checkouts:
-            try:
-                lock = tmp / name / "gateway.lock"
-                os.kill(int(lock.read_text().strip()), signal.SIGTERM)
-            except (OSError, ValueError):
-                pass
+            stop_daemon(tmp / name)
         await asyncio.sleep(0.5)
         shutil.rmtree(tmp, ignore_errors=True)
     return samples
@@ -126,14 +117,7 @@ def main() -> None:
         f"{args.size} memories, {args.rounds} rounds, gap {args.gap * 1000:.0f} ms "
         "(ms, p50 / p95, this / baseline)"
     )
-    for phase in ("idle", "hog"):
-        for kind in KINDS:
-            this, base = samples[(phase, kind, "this")], samples[(phase, kind, "baseline")]
-            ratio = pct(this, 0.5) / pct(base, 0.5)
-            print(
-                f"{phase:4s} {kind:10s} this {pct(this, 0.5):6.2f} / {pct(this, 0.95):6.2f}"
-                f"  baseline {pct(base, 0.5):6.2f} / {pct(base, 0.95):6.2f}  ratio {ratio:.2f}"
-            )
+    print_ab(samples, KINDS)
 
 
 if __name__ == "__main__":

@@ -5,8 +5,11 @@ real, the reads are counted)."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from mcp_gateway.db import Database
 from mcp_gateway.note_reads import RecentNotes, ShownNotes
@@ -74,54 +77,52 @@ async def test_searches_between_writes_reuse_reads_and_a_write_refreshes_them(
     assert newer not in ids
 
 
-async def test_shown_notes_are_bounded_and_an_older_generation_reads_through(
-    tmp_path: Path,
-) -> None:
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[NoteStore]:
     db = Database(tmp_path / "kioku.db")
     await db.open()
     try:
-        store = NoteStore(db)
-        ids = [(await store.add(f"note {i} " + "x" * 100, "note")).id for i in range(6)]
-        shown = ShownNotes(store, max_notes=4, max_chars=10_000)
-        assert set(await shown.get_many(ids[:3], 1)) == set(ids[:3])
-        assert set(await shown.get_many(ids[3:], 1)) == set(ids[3:])
-        assert len(shown._kept) == 4  # the least recently shown went first
-        assert list(shown._kept) == [ids[2], *ids[3:]]
-        # every id at hand: answered without a read; one missing or another generation: not
-        assert set(shown.known(ids[3:5], 1) or {}) == set(ids[3:5])
-        assert shown.known(ids[1:3], 1) is None and shown.known(ids[3:5], 2) is None
-
-        await store.update(ids[5], {"text": "edited"})
-        # still generation 1: what was read at 1 stands (the write has not bumped it yet)
-        assert (await shown.get_many([ids[5]], 1))[ids[5]].text != "edited"
-        assert (await shown.get_many([ids[5]], 2))[ids[5]].text == "edited"
-        # a search that began before the bump reads the store and keeps nothing
-        assert (await shown.get_many([ids[0]], 1))[ids[0]].text.startswith("note 0")
-        assert ids[0] not in shown._kept
-
-        by_chars = ShownNotes(store, max_notes=100, max_chars=200)
-        await by_chars.get_many(ids, 3)
-        assert list(by_chars._kept) == ids[4:]  # 107 + 6 characters ("edited")
+        yield NoteStore(db)
     finally:
         await db.close()
+
+
+async def test_shown_notes_are_bounded_and_an_older_generation_reads_through(
+    store: NoteStore,
+) -> None:
+    ids = [(await store.add(f"note {i} " + "x" * 100, "note")).id for i in range(6)]
+    shown = ShownNotes(store, max_notes=4, max_chars=10_000)
+    assert set(await shown.get_many(ids[:3], 1)) == set(ids[:3])
+    assert set(await shown.get_many(ids[3:], 1)) == set(ids[3:])
+    assert len(shown._kept) == 4  # the least recently shown went first
+    assert list(shown._kept) == [ids[2], *ids[3:]]
+    # every id at hand: answered without a read; one missing or another generation: not
+    assert set(shown.known(ids[3:5], 1) or {}) == set(ids[3:5])
+    assert shown.known(ids[1:3], 1) is None and shown.known(ids[3:5], 2) is None
+
+    await store.update(ids[5], {"text": "edited"})
+    # still generation 1: what was read at 1 stands (the write has not bumped it yet)
+    assert (await shown.get_many([ids[5]], 1))[ids[5]].text != "edited"
+    assert (await shown.get_many([ids[5]], 2))[ids[5]].text == "edited"
+    # a search that began before the bump reads the store and keeps nothing
+    assert (await shown.get_many([ids[0]], 1))[ids[0]].text.startswith("note 0")
+    assert ids[0] not in shown._kept
+
+    by_chars = ShownNotes(store, max_notes=100, max_chars=200)
+    await by_chars.get_many(ids, 3)
+    assert list(by_chars._kept) == ids[4:]  # 107 + 6 characters ("edited")
 
 
 async def test_recent_notes_are_read_once_per_generation_and_filter_aware(
-    tmp_path: Path,
+    store: NoteStore,
 ) -> None:
-    db = Database(tmp_path / "kioku.db")
-    await db.open()
-    try:
-        store = NoteStore(db)
-        await store.add("a lesson about retries", "lesson")
-        recent = RecentNotes(store, SearchSettings())
-        assert recent.known("", ("default",), "", 7) is None
-        first = await recent.read("", ("default",), "", 7)
-        assert [n.text for n in first] == ["a lesson about retries"]
-        assert recent.known("", ("default",), "", 7) is first
-        assert recent.known("", ("default",), "", 8) is None  # a write since
-        assert recent.known("knowledge", ("default",), "", 7) is None  # another filter
-        assert await recent.read("knowledge", ("default",), "", 7) == []  # not a recent type
-        assert recent.known("", ("default",), "", None) is None  # no generation: no reuse
-    finally:
-        await db.close()
+    await store.add("a lesson about retries", "lesson")
+    recent = RecentNotes(store, SearchSettings())
+    assert recent.known("", ("default",), "", 7) is None
+    first = await recent.read("", ("default",), "", 7)
+    assert [n.text for n in first] == ["a lesson about retries"]
+    assert recent.known("", ("default",), "", 7) is first
+    assert recent.known("", ("default",), "", 8) is None  # a write since
+    assert recent.known("knowledge", ("default",), "", 7) is None  # another filter
+    assert await recent.read("knowledge", ("default",), "", 7) == []  # not a recent type
+    assert recent.known("", ("default",), "", None) is None  # no generation: no reuse

@@ -201,7 +201,8 @@ class NamespaceCensus:
         if epoch != self._epoch:
             request = qe.FacetRequest("namespace", limit=self.MAX_VALUES, exact=False)
             values = [str(h.value) for h in shard.facet(request).hits]
-            present = frozenset(values) if len(values) < self.MAX_VALUES else None
+            # none (no payload index, an empty shard) or too many: keep the condition
+            present = frozenset(values) if 0 < len(values) < self.MAX_VALUES else None
             self._present, self._epoch = present, epoch
         return self._present is not None and self._present.issubset(namespaces)
 

@@ -1,7 +1,10 @@
 """``search_memory``: one index round trip, one SQLite read, then ranking rules.
 
 The search path is kept lean on purpose: a cached query embedding, a single batched
-Qdrant query for both channels, one ``SELECT ... IN`` for the texts.
+Qdrant query for both channels, one ``SELECT ... IN`` for the texts. Between two
+writes, what a search already read (the answer, the texts, the recent lessons, what
+it derived from the query's words) is not computed again (``answers.py``,
+``note_reads.py``, ``query_memo.py``; docs/performance.md, rounds 5 and 13).
 """
 
 from __future__ import annotations

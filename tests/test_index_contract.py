@@ -294,10 +294,10 @@ async def test_edge_namespace_condition_is_left_out_only_while_it_excludes_nothi
             {pid("a")},
         )
         census = index._census
-        assert census._present == {"default"}
+        assert census.present == {"default"}
         await index.upsert([point("b", "rollout plan", vec, namespace="team")])
         found = await ids_found(index, vec, sparse_query("rollout"), mine)
-        assert found == ({pid("a")}, {pid("a")}) and census._present == {"default", "team"}
+        assert found == ({pid("a")}, {pid("a")}) and census.present == {"default", "team"}
         both = IndexFilter(namespaces=("default", "team"))
         assert await ids_found(index, vec, sparse_query("rollout"), both) == (
             {pid("a"), pid("b")},

@@ -192,19 +192,26 @@ class NamespaceCensus:
 
     def __init__(self, payloads: PayloadCache) -> None:
         self._payloads = payloads
-        self._epoch = -1
-        self._present: frozenset[str] | None = None
+        # (the epoch it was taken at, the namespaces present): one object, so a
+        # thread never reads one census's epoch with another's namespaces
+        self._census: tuple[int, frozenset[str] | None] = (-1, None)
+
+    @property
+    def present(self) -> frozenset[str] | None:
+        """The namespaces the last census found (None: unknown)."""
+        return self._census[1]
 
     def covered_by(self, shard: qe.EdgeShard, namespaces: Sequence[str]) -> bool:
         """Whether every point in ``shard`` is in one of ``namespaces`` (worker thread)."""
         epoch = self._payloads.epoch
-        if epoch != self._epoch:
+        taken, present = self._census
+        if taken != epoch:
             request = qe.FacetRequest("namespace", limit=self.MAX_VALUES, exact=False)
             values = [str(h.value) for h in shard.facet(request).hits]
             # none (no payload index, an empty shard) or too many: keep the condition
             present = frozenset(values) if 0 < len(values) < self.MAX_VALUES else None
-            self._present, self._epoch = present, epoch
-        return self._present is not None and self._present.issubset(namespaces)
+            self._census = (epoch, present)
+        return present is not None and present.issubset(namespaces)
 
 
 def hits(

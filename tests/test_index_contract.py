@@ -23,7 +23,7 @@ import qdrant_edge as qe
 from mcp_gateway.errors import IndexMismatch, StoreUnavailable
 from mcp_gateway.index.base import Index, IndexSpec
 from mcp_gateway.index.edge import EdgeIndex
-from mcp_gateway.index.edge_types import PayloadCache
+from mcp_gateway.index.edge_types import PayloadCache, int_id
 from mcp_gateway.index.qdrant import open_qdrant_index
 from mcp_gateway.lexical import sparse_document, sparse_query
 from mcp_gateway.types import IndexFilter, IndexPoint, SparseVector, point_id
@@ -272,7 +272,7 @@ def test_edge_payload_read_overlapping_a_write_is_not_kept(tmp_path: Path) -> No
             cache.changed()
             return got
 
-    (engine_id,) = [p.id for p in shard.retrieve([key], False, False)]
+    (engine_id,) = [int_id(p.id) for p in shard.retrieve([key], False, False)]
     assert cache.read(WriteDuringRead(), {engine_id})[engine_id][1] == {"v": "old"}  # type: ignore[arg-type]
     assert cache.read(shard, {engine_id})[engine_id][1] == {"v": "new"}
     assert cache.read(shard, {engine_id})[engine_id][1] == {"v": "new"}  # now from the cache
@@ -332,6 +332,18 @@ async def test_edge_a_census_outrun_by_a_write_never_leaks_another_namespace(
         assert got.latent == []
     finally:
         await index.close()
+
+
+async def test_query_views_merge_by_each_points_best_score(index: Index) -> None:
+    """Several dense views in one call: each point scored by its best view, best
+    first, cut to the limit (the search's calibrated and wide views)."""
+    a, b, c = unit(1), unit(2), unit(3)
+    await index.upsert([point("a", "alpha", a), point("b", "beta", b), point("c", "gamma", c)])
+    both = await index.search_channels(a, SparseVector([], []), ANY, 2, more_dense=[b])
+    assert [h.id for h in both.dense] == [pid("a"), pid("b")]  # c is nobody's best
+    assert [round(h.score, 4) for h in both.dense] == [1.0, 1.0]
+    one = await index.search_channels(a, SparseVector([], []), ANY, 3)
+    assert one.dense[0].id == pid("a") and len(one.dense) == 3
 
 
 async def test_japanese_and_thai_lexical_match(index: Index) -> None:

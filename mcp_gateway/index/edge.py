@@ -44,7 +44,6 @@ import anyio.to_thread
 import qdrant_edge as qe
 
 from ..errors import IndexMismatch, StoreUnavailable
-from ..ranking import best_of_views
 from ..types import IndexFilter, IndexPoint, SparseVector
 from .base import (
     DENSE,
@@ -61,6 +60,7 @@ from .edge_types import (
     PayloadCache,
     Payloads,
     Scored,
+    best_scored,
     build_filter,
     hits,
     present,
@@ -317,7 +317,7 @@ class EdgeIndex(ChannelSearch):
 
         results, found, unfiltered = await self._run(_search)
         only = frozenset(flt.namespaces) if unfiltered else None
-        dense_hits = best_of_views([hits(r, found, only) for r in results[: len(views)]], limit)
+        dense_hits = hits(best_scored(results[: len(views)], limit), found, only)
         by_name = dict(zip((n for n, _ in sparse_requests), results[len(views) :], strict=True))
         return Channels(
             dense_hits,

@@ -7,7 +7,9 @@ that filters use; it is stripped from returned payloads (``index/edge.py``).
 
 from __future__ import annotations
 
+import math
 import threading
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -76,13 +78,35 @@ def build_filter(flt: IndexFilter | None) -> qe.Filter | None:
     return qe.Filter(must=must or None, must_not=must_not or None)
 
 
-Payloads = dict[Any, tuple[str, dict[str, Any]]]  # engine point id -> (id as str, payload)
-Scored = list[tuple[Any, float]]  # one channel's (engine point id, score), best first
+# Point ids are UUIDs (``types.point_id``); between the engine and ``hits`` one travels
+# as its 128-bit integer: a UUID hashes in Python (``hash(self.int)``), an int in C, and
+# a search looks each hit up four to five times (10k notes, every payload kept: the
+# payload read 0.19 -> ~0.05 ms; round 13).
+Payloads = dict[int, tuple[str, dict[str, Any]]]  # point id as int -> (id as str, payload)
+Scored = list[tuple[int, float]]  # one channel's (point id as int, score), best first
+
+
+def int_id(pid: int | uuid.UUID | str) -> int:
+    """A point id the engine handed back, as the int ``Payloads`` and ``Scored`` use."""
+    return pid.int if isinstance(pid, uuid.UUID) else uuid.UUID(str(pid)).int
 
 
 def scored(points: Sequence[qe.ScoredPoint]) -> Scored:
     # ``p.id`` builds a new UUID object at every read: read once a hit
-    return [(p.id, p.score) for p in points]
+    return [(int_id(p.id), p.score) for p in points]
+
+
+def best_scored(views: Sequence[Scored], limit: int) -> Scored:
+    """Several query views' hits merged by each point's best score, best first (the
+    ints merged before any hit is built: ``ranking.best_of_views`` on raw results)."""
+    if len(views) == 1:
+        return views[0]
+    best: dict[int, float] = {}
+    for found in views:
+        for pid, score in found:
+            if score > best.get(pid, -math.inf):
+                best[pid] = score
+    return sorted(best.items(), key=lambda item: item[1], reverse=True)[:limit]
 
 
 class PayloadCache:
@@ -120,8 +144,15 @@ class PayloadCache:
         """The epoch, what is kept of ``ids``, and the ids to read."""
         with self._lock:
             epoch, kept = self._epoch, self._kept[kind]
-        known = {i: kept[i] for i in ids if i in kept}
-        return epoch, known, [i for i in ids if i not in known]
+        known: dict[Any, Any] = {}
+        missing: list[Any] = []
+        for i in ids:
+            found = kept.get(i)
+            if found is None:
+                missing.append(i)
+            else:
+                known[i] = found
+        return epoch, known, missing
 
     def _keep(self, kind: str, epoch: int, fresh: Mapping[Any, Any]) -> None:
         """Keep ``fresh`` unless a write began or ended since ``epoch`` was read."""
@@ -150,13 +181,14 @@ class PayloadCache:
         self._keep("vectors", epoch, found)
         return found
 
-    def read(self, shard: qe.EdgeShard, ids: set[Any]) -> Payloads:
+    def read(self, shard: qe.EdgeShard, ids: set[int]) -> Payloads:
+        """Payloads of ``ids`` (point ids as ints); one missing from the shard is absent."""
         epoch, known, missing = self._known("payloads", ids)
         if not missing:
             return known
         fresh = {
-            p.id: (str(p.id), without_mirror(p.payload))
-            for p in shard.retrieve(missing, True, False)
+            int_id(p.id): (str(p.id), without_mirror(p.payload))
+            for p in shard.retrieve([uuid.UUID(int=i) for i in missing], True, False)
         }
         self._keep("payloads", epoch, fresh)
         return {**known, **fresh}

@@ -73,7 +73,6 @@ class Candidate:
     sparse_rank: int | None = None
     sparse_part: float = 0.0
     latent_part: float = 0.0  # the latent-terms channel's share of ``score``
-    tags: list[str] = field(default_factory=list)
 
     @property
     def type(self) -> str:

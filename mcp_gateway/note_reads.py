@@ -23,7 +23,7 @@ from .notes import NoteStore
 from .settings import SearchSettings
 from .types import Note
 
-Key = tuple[tuple[str, ...], tuple[str, ...], str]  # types, namespaces, domain
+Key = tuple[tuple[str, ...], tuple[str, ...], str]  # (type filter,), namespaces, domain
 MAX_KEPT = 64  # distinct (type, namespaces, domain) combinations; a typical user has a few
 # shown notes kept: up to 2,048, and never more than 4M characters of text (~125 notes
 # at the 32 KB limit; a typical note is a few hundred characters)

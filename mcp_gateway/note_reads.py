@@ -24,6 +24,8 @@ from .settings import SearchSettings
 from .types import Note
 
 Key = tuple[tuple[str, ...], tuple[str, ...], str]  # (type filter,), namespaces, domain
+# what ``RecentNotes.known`` and ``read`` take: type filter, namespaces, domain, generation
+RecentAt = tuple[str, tuple[str, ...], str, int | None]
 MAX_KEPT = 64  # distinct (type, namespaces, domain) combinations; a typical user has a few
 # shown notes kept: up to 2,048, and never more than 4M characters of text (~125 notes
 # at the 32 KB limit; a typical note is a few hundred characters)

@@ -22,7 +22,7 @@ from .embedders.base import Embedder, Encoded
 from .errors import EmbedderUnavailable, InvalidInput
 from .fresh import FreshEmbedder
 from .index.base import Channels, Index
-from .note_reads import RecentNotes, ShownNotes
+from .note_reads import RecentAt, RecentNotes, ShownNotes
 from .notes import NoteStore
 from .prefetch import Searches
 from .query_memo import QueryMemo
@@ -146,7 +146,7 @@ class SearchService:
             current_only=not self._carries,
         )
         limit = self.settings.candidates
-        recent_at = (req.type, req.namespaces, req.domain, generation)
+        recent_at: RecentAt = (req.type, req.namespaces, req.domain, generation)
         known_recent = self.recent.known(*recent_at)
         recent: list[Note] = [] if known_recent is None else known_recent
         cached = self._cached_query(query) if known_recent is not None else None
@@ -200,7 +200,7 @@ class SearchService:
         flt: IndexFilter,
         limit: int,
         recent: list[Note],
-        recent_at: tuple[str, tuple[str, ...], str, int | None] | None,
+        recent_at: RecentAt | None,
     ) -> tuple[Channels, list[IndexHit], list[list[float]], SparseVector | None, bool]:
         """The channels of a query whose embedding is not at hand: the recent read
         (``recent_at``; None: known) and the lexical channel run while it is embedded.
@@ -208,7 +208,7 @@ class SearchService:
         latent terms if the index searches them, whether the dense channel answered)."""
         lexical_found: list[Channels] = []
 
-        async def read_recent(at: tuple[str, tuple[str, ...], str, int | None]) -> None:
+        async def read_recent(at: RecentAt) -> None:
             recent.extend(await self.recent.read(*at))
 
         async def search_lexical() -> None:
@@ -270,9 +270,7 @@ class SearchService:
     def _cached_query(self, query: str) -> tuple[list[list[float]], SparseVector | None] | None:
         """The query's views and latent terms when its embedding is cached (no wait)."""
         peek = getattr(self.embedder, "peek", None)
-        if self.settings.mode == "lexical" or peek is None:
-            return None
-        if self.embedder.model_id != self.index.spec.model_id:
+        if self.settings.mode == "lexical" or peek is None or not self._model_matches:
             return None
         encoded = peek(query)
         return None if encoded is None else (self._views(query, encoded), encoded.terms)
@@ -282,6 +280,12 @@ class SearchService:
         return self.memo.views(
             query, encoded, lambda: shift_views(encoded.dense, query, c, weight, wide)
         )
+
+    @property
+    def _model_matches(self) -> bool:
+        # the configured model differs from the live index's until `kioku reindex`
+        # adopts it: its query vectors would not compare with the stored ones
+        return self.embedder.model_id == self.index.spec.model_id
 
     @property
     def _carries(self) -> bool:
@@ -318,9 +322,7 @@ class SearchService:
     async def _embed_query(self, query: str) -> tuple[list[list[float]], SparseVector | None, bool]:
         """The query's dense views (one embedding, shifted once or twice) and its latent
         terms (None: the embedder makes none)."""
-        if self.embedder.model_id != self.index.spec.model_id:
-            # the configured model differs from the live index's until `kioku reindex`
-            # adopts it: its query vectors would not compare with the stored ones
+        if not self._model_matches:
             return [], None, False
         try:
             encoded = await self.embedder.encode_query(query)

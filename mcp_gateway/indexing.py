@@ -68,6 +68,9 @@ def note_payload(note: Note, prior: float | None = None) -> dict[str, Any]:
         "namespace": note.namespace,
         "visible": visible_value(note.namespace),
         "created_at": note.created_at,
+        # which text the point's sparse vector was built from: reconcile finds a point
+        # an edit's index write never reached (the write is after the commit)
+        "text_hash": content_hash(note_document(note)),
     }
     if prior is not None:
         payload["prior"] = prior
@@ -105,25 +108,29 @@ def record_point(
     dense: Sequence[float] | None = None,
     latent: SparseVector | None = None,
 ) -> IndexPoint:
-    # ``current`` lets every search drop superseded and duplicate records in the index.
     return IndexPoint(
         id=point_id("record", rec.id),
-        payload={
-            "kind": "record",
-            "source_id": rec.id,
-            "type": rec.type,
-            "domain": "",
-            "priority": "",
-            "namespace": rec.namespace,
-            "visible": visible_value(rec.namespace, current),
-            "created_at": rec.created_at,
-            "current": current,
-            "dense": dense is not None,
-        },
+        payload={**record_payload(rec, current), "dense": dense is not None},
         sparse=lexical.sparse_document(record_document(rec)),
         dense=list(dense) if dense is not None else None,
         latent=latent if dense is not None else None,
     )
+
+
+def record_payload(rec: Record, current: bool) -> dict[str, Any]:
+    # ``current`` lets every search drop superseded and duplicate records in the index.
+    return {
+        "kind": "record",
+        "source_id": rec.id,
+        "type": rec.type,
+        "domain": "",
+        "priority": "",
+        "namespace": rec.namespace,
+        "visible": visible_value(rec.namespace, current),
+        "created_at": rec.created_at,
+        "current": current,
+        "text_hash": content_hash(record_document(rec)),
+    }
 
 
 def record_document(rec: Record) -> str:
@@ -162,7 +169,9 @@ class Indexer:
         embeds it."""
         async with self.points_lock:
             for latest in await self._latest([note]):
-                await self.put_new_lexical(latest)
+                prior = (await load_priors(self.notes.db, [latest.id])).get(latest.id)
+                point = await anyio.to_thread.run_sync(note_point, latest, None, prior)
+                await self.index.upsert([point])
 
     async def put_new_lexical(self, note: Note) -> None:
         """The first point of a note ``add_note`` just stored: no lock, because the

@@ -5,6 +5,11 @@ reconcile (at start-up, every ``queue.reconcile_every_s`` and after a rebuild) f
 - live notes and records whose point is missing or lacks the current dense vector:
   rewritten from the stored vector when the truth store has one, else written
   lexically and queued for embedding;
+- points whose payload says something the truth store no longer does (a type, domain,
+  priority, prior, lifecycle flag or text hash): an edit commits first and writes the
+  index after, so a process stopped in between, or an index write that failed, leaves
+  them; rewritten whole (from the stored vector when it still matches the text).
+  Points written before the payload carried ``text_hash`` are rewritten once;
 - with ``terms_wanted`` (the index has the latent-terms vector and the embedder makes
   terms): stored vectors without latent terms (written by an engine that makes none, or
   before round 5), queued for embedding again, a bounded number a pass;
@@ -20,11 +25,15 @@ each attempt costs the job all its tries.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from dataclasses import dataclass
+from typing import Any
+
+import anyio.to_thread
 
 from .index.base import Index
-from .indexing import Indexer
+from .indexing import Indexer, load_priors, note_payload, record_payload
 from .jobs import failures
 from .jobs.base import Scheduler
 from .notes import NoteStore
@@ -42,6 +51,9 @@ TERMS_PER_PASS = 500
 @dataclass(slots=True)
 class ReconcileReport:
     rewritten: int = 0
+    # of those, points that were there but stale: a field or text an edit's index
+    # write never reached (the process stopped between the commit and that write)
+    refreshed: int = 0
     queued: int = 0
     orphans_deleted: int = 0
     vectors_forgotten: int = 0
@@ -70,18 +82,27 @@ async def reconcile(
         pids = {n.id: point_id("note", n.id) for n in page}
         expected.update(pids.values())
         present = await index.present(list(pids.values()))
-        stale = [n for n in page if n.embedded_model != model or not present.get(pids[n.id])]
+        unembedded = {
+            n.id for n in page if n.embedded_model != model or not present.get(pids[n.id])
+        }
+        drifted = await _drifted_notes(index, notes, [n for n in page if n.id not in unembedded])
+        stale = [n for n in page if n.id in unembedded or n.id in drifted]
         pending_notes += await indexer.put_notes(stale)
         report.rewritten += len(stale)
+        report.refreshed += len(drifted)
     pending_records: list[Record] = []
     async for batch in records.iter_all():
         pids = {r.id: point_id("record", r.id) for r in batch}
         expected.update(pids.values())
         present = await index.present(list(pids.values()))
-        stale_records = [r for r in batch if not present.get(pids[r.id])]
+        drifted = await _drifted_records(
+            index, records, [r for r in batch if pids[r.id] in present]
+        )
+        stale_records = [r for r in batch if pids[r.id] not in present or r.id in drifted]
         if stale_records:
             pending_records += await indexer.put_records([r.id for r in stale_records])
             report.rewritten += len(stale_records)
+            report.refreshed += len(drifted)
     orphans = sorted(existing - expected)
     await index.delete(orphans)
     report.orphans_deleted = len(orphans)
@@ -98,12 +119,63 @@ async def reconcile(
     report.queued = len(pending_notes) + len(pending_records)
     if report.rewritten or report.orphans_deleted:
         log.info(
-            "reconcile: %d points rewritten, %d queued for embedding, %d orphans deleted",
+            "reconcile: %d points rewritten (%d of them stale), %d queued for embedding, "
+            "%d orphans deleted",
             report.rewritten,
+            report.refreshed,
             report.queued,
             report.orphans_deleted,
         )
     return report
+
+
+async def _drifted_notes(index: Index, notes: NoteStore, page: list[Note]) -> set[str]:
+    """Ids of ``page``'s notes whose point's payload is not what the truth store says."""
+    if not page:
+        return set()
+    stored = await index.payloads([point_id("note", n.id) for n in page])
+    priors = await load_priors(notes.db, [n.id for n in page])
+
+    def compare() -> set[str]:  # hashes every text: off the event loop
+        return {
+            n.id
+            for n in page
+            if _differs(note_payload(n, priors.get(n.id)), stored.get(point_id("note", n.id)))
+        }
+
+    return await anyio.to_thread.run_sync(compare)
+
+
+async def _drifted_records(index: Index, records: RecordStore, batch: list[Record]) -> set[str]:
+    """As ``_drifted_notes``, for records (their lifecycle flag included)."""
+    if not batch:
+        return set()
+    stored = await index.payloads([point_id("record", r.id) for r in batch])
+    current = await records.current_ids([r.id for r in batch])
+
+    def compare() -> set[str]:
+        return {
+            r.id
+            for r in batch
+            if _differs(record_payload(r, r.id in current), stored.get(point_id("record", r.id)))
+        }
+
+    return await anyio.to_thread.run_sync(compare)
+
+
+def _differs(expected: dict[str, Any], stored: dict[str, Any] | None) -> bool:
+    if stored is None:  # deleted since it was found present: put_* decides
+        return False
+    keys = expected.keys() | ({"prior"} & stored.keys())
+    return any(not _same(stored.get(k), expected.get(k)) for k in keys)
+
+
+def _same(stored: Any, expected: Any) -> bool:
+    # the engine's JSON may give a float back one ulp away (created_at 1796314859.8978057
+    # came back ...8055): a float within 1e-12 relative is the value that was written
+    if isinstance(stored, float) and isinstance(expected, float):
+        return math.isclose(stored, expected, rel_tol=1e-12)
+    return bool(stored == expected)
 
 
 async def _not_failed_lately(notes: NoteStore, pending: list[Note]) -> list[Note]:

@@ -198,6 +198,23 @@ async def test_filters(index: Index) -> None:
     }
 
 
+async def test_payloads_are_read_back_as_written(index: Index) -> None:
+    """Reconcile compares them with the truth store: the search mirror stays inside."""
+    await index.upsert([point("r1", "release notes", unit(), kind="record", current=True)])
+    await index.set_payload([pid("r1")], {"current": False, "created_at": 1796314859.8978057})
+    stored = await index.payloads([pid("r1"), pid("missing")])
+    assert list(stored) == [pid("r1")]
+    assert stored[pid("r1")] == {
+        "kind": "record",
+        "source_id": "r1",
+        "type": "note",
+        "namespace": "default",
+        "current": False,
+        "created_at": pytest.approx(1796314859.8978057, rel=1e-12),
+    }
+    assert await index.payloads([]) == {}
+
+
 async def test_delete_count_clear(index: Index) -> None:
     await index.upsert([point(f"p{i}", f"item {i} text", unit()) for i in range(5)])
     assert await index.count() == 5

@@ -17,6 +17,7 @@ from mcp_gateway.indexing import note_document
 from mcp_gateway.settings import KiokuSettings
 from mcp_gateway.types import IndexFilter, point_id
 from mcp_gateway.vectors import StoredVector, content_hash
+from tests.conftest import Harness
 
 
 async def test_an_embedding_applied_during_a_pass_is_not_overwritten_lexically(
@@ -106,3 +107,71 @@ async def test_point_writes_use_the_note_as_stored_not_the_callers_copy(
         await app.indexer.remove(note.id)
         await app.indexer.put_lexical(edited)
         assert await app.index.count(IndexFilter(domains=("staging",))) == 0
+
+
+async def test_a_payload_an_edit_never_wrote_is_rewritten(harness: Harness) -> None:
+    """An edit commits to the truth store, then writes the index: a process stopped in
+    between (here: the store is edited directly) leaves a point that is present, embedded
+    and wrong. Reconcile compares payloads, not only presence."""
+    added = await harness.ok("add_note", text="the canary deploy needs the feature flag on")
+    await harness.settle()
+    app, pid = harness.app, point_id("note", added["id"])
+    await app.notes.update(added["id"], {"type": "lesson", "priority": "high", "domain": "ci"})
+    query = {"query": "canary deploy feature flag", "type": "lesson", "domain": "ci"}
+    assert (await harness.ok("search_memory", **query))["results"] == []  # the stale point
+
+    report = await app.reconcile()
+
+    assert (report.refreshed, report.queued) == (1, 0)  # its stored vector still fits
+    found = await harness.ok("search_memory", **query)
+    assert [r["id"] for r in found["results"]] == [added["id"]]
+    assert (await app.index.present([pid]))[pid]
+
+
+async def test_a_solved_query_an_edit_never_indexed_is_indexed(harness: Harness) -> None:
+    added = await harness.ok("add_note", text="pin the Node version in .nvmrc")
+    await harness.settle()
+    app, pid = harness.app, point_id("note", added["id"])
+    note, _ = await app.notes.update(added["id"], {"solved_query": "why does CI use node 16"})
+
+    report = await app.reconcile()
+
+    assert report.refreshed == 1 and report.queued == 1  # the document changed: embed again
+    stored = (await app.index.payloads([pid]))[pid]
+    assert stored["text_hash"] == content_hash(note_document(note))
+    await app.settle()
+    assert (await app.notes.counts())["pending_embedding"] == 0
+
+
+async def test_a_supersede_the_index_never_heard_of_is_applied(harness: Harness) -> None:
+    """The link commits, then the old record's point is rewritten as retired; without
+    that write a search in the old decision's words never reaches the one in force."""
+    old = await harness.ok("record_add", type="decision", title="Store embeddings in pickle files")
+    new = await harness.ok("record_add", type="decision", title="Use the edge index for vectors")
+    old_id, new_id = old["record"]["id"], new["record"]["id"]
+    await harness.settle()
+    await harness.app.records.link(new_id, "supersedes", old_id)  # no index write
+    old_pid = point_id("record", old_id)
+    assert (await harness.app.index.payloads([old_pid]))[old_pid]["current"] is True
+
+    report = await harness.app.reconcile()
+
+    assert report.refreshed == 1
+    assert (await harness.app.index.payloads([old_pid]))[old_pid]["current"] is False
+    found = await harness.ok("search_memory", query="pickle files", type="decision", top=1)
+    assert [r["id"] for r in found["results"]] == [new_id]
+
+
+async def test_a_consistent_index_is_left_alone(harness: Harness) -> None:
+    for text in ("rotate the staging token monthly", "ステージングのトークンは毎月更新する"):
+        await harness.ok("add_note", text=text, type="lesson", priority="high")
+    audit = (await harness.ok("record_add", type="audit", title="Token rotation"))["record"]["id"]
+    await harness.ok("record_add", type="fix", title="Rotate", link=f"resolves:{audit}")
+    await harness.ok(
+        "record_add", type="audit", title="Token rotation, again", link=f"supersedes:{audit}"
+    )
+    await harness.settle()
+
+    report = await harness.app.reconcile()
+
+    assert (report.rewritten, report.refreshed, report.queued) == (0, 0, 0)

@@ -119,6 +119,10 @@ class Index(Protocol):
     async def present(self, ids: Sequence[str]) -> dict[str, bool]:
         """For each id present in the index: whether it has a dense vector."""
 
+    async def payloads(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The stored payload of each id present in the index (reconcile compares them
+        with the truth store)."""
+
     async def dense_vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
         """The stored (unit-length) dense vector of each id that has one."""
 

@@ -65,6 +65,7 @@ from .edge_types import (
     hits,
     present,
     scored,
+    stored_payloads,
     with_mirror,
 )
 
@@ -330,6 +331,12 @@ class EdgeIndex(ChannelSearch):
             return {}
         wanted = list(ids)
         return await self._run(lambda s: present(s, wanted, DENSE))
+
+    async def payloads(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        if not ids:
+            return {}
+        wanted = list(ids)
+        return await self._run(lambda s: stored_payloads(s, wanted))
 
     async def dense_vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
         if not ids:

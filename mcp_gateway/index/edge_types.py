@@ -194,6 +194,11 @@ class PayloadCache:
         return {**known, **fresh}
 
 
+def stored_payloads(shard: qe.EdgeShard, ids: list[Any]) -> dict[str, dict[str, Any]]:
+    """The payload of each of ``ids`` in the shard, as written (no search mirror)."""
+    return {str(p.id): without_mirror(p.payload) for p in shard.retrieve(ids, True, False)}
+
+
 def present(shard: qe.EdgeShard, ids: list[Any], name: str) -> dict[str, bool]:
     """For each of ``ids`` in the shard: whether it has the ``name`` vector. Asked, not
     read: fetching the vectors to look held the GIL ~11 ms a 500-id page (reconcile

@@ -109,6 +109,9 @@ class LiveIndex(ChannelSearch):
     async def present(self, ids: Sequence[str]) -> dict[str, bool]:
         return await self.current.present(ids)
 
+    async def payloads(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        return await self.current.payloads(ids)
+
     async def dense_vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
         return await self.current.dense_vectors(ids)
 

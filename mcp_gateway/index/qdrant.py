@@ -245,6 +245,15 @@ class QdrantIndex(ChannelSearch):
         }
 
     @_store_errors
+    async def payloads(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        if not ids:
+            return {}
+        records = await self.client.retrieve(
+            self._name, list(ids), with_payload=True, with_vectors=False
+        )
+        return {str(r.id): dict(r.payload or {}) for r in records}
+
+    @_store_errors
     async def dense_vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
         if not ids:
             return {}

@@ -1,5 +1,5 @@
 """Search latency at 10k and 100k memories: exact scan vs the HNSW graph the build
-process makes (``index/build.py``), on real e5 vectors; plus the graph's build time and
+process makes (``rebuild/build.py``), on real e5 vectors; plus the graph's build time and
 its recall@10 against exact search.
 
 Vectors: the bundled e5 model embeds the ~1k real memories of bench/quality/data
@@ -38,8 +38,8 @@ import numpy as np
 
 from mcp_gateway.embedders import build_embedder
 from mcp_gateway.index.base import IndexSpec
-from mcp_gateway.index.build import BUILD_HNSW, BUILD_OPTIMIZERS
 from mcp_gateway.index.edge import EdgeIndex
+from mcp_gateway.rebuild.build import BUILD_HNSW, BUILD_OPTIMIZERS
 from mcp_gateway.settings import EmbedderSettings
 from mcp_gateway.types import IndexFilter, IndexPoint, SparseVector
 

@@ -1,7 +1,7 @@
-"""The out-of-process HNSW build (``index/build.py``) and its swap into the owner.
+"""The out-of-process HNSW build (``rebuild/build.py``) and its swap into the owner.
 
 Real components: SQLite, the embedded Qdrant engine in the owner and in a real build
-process (``python -m mcp_gateway.index.build``), the bundled e5 model. A build is held
+process (``python -m mcp_gateway.rebuild.build``), the bundled e5 model. A build is held
 at its start by a shell wrapper waiting for a file, so writes can be made "during" it
 without any timing assumption.
 """

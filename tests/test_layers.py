@@ -4,7 +4,9 @@
 - ``mcp_gateway`` never imports ``workers`` (workers use the core, not the reverse);
 - the core (stores, index, embedders, search, export, jobs, services) imports nothing
   from the MCP SDK: only the MCP door modules do;
-- workers use the core and the jobs, never a door (MCP tools, CLI, owner, UI).
+- workers use the core and the jobs, never a door (MCP tools, CLI, owner, UI);
+- the index backends (``mcp_gateway.index``) are a floor below what writes into them:
+  they import neither ``indexing`` nor ``rebuild`` nor anything that uses those.
 """
 
 from __future__ import annotations
@@ -133,6 +135,18 @@ def test_workers_use_no_door() -> None:
         name: sorted(d for d in deps if d in DOORS or d.startswith("mcp_gateway.ui"))
         for name, deps in graph().items()
         if name.startswith("workers")
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_index_backends_sit_below_their_writers() -> None:
+    edges = graph()
+    writers = {"mcp_gateway.indexing", "mcp_gateway.rebuild"}
+    above = {n for n in edges if n in writers or any(n.startswith(w + ".") for w in writers)}
+    offenders = {
+        name: sorted(deps & above)
+        for name, deps in edges.items()
+        if name.startswith("mcp_gateway.index.")
     }
     assert {k: v for k, v in offenders.items() if v} == {}
 

@@ -17,7 +17,7 @@ Facts this module relies on (qdrant-edge-py 0.9, verified by tests/test_index_co
 - No HNSW graph is built unless ``EdgeShard.optimize()`` is called, and that call holds
   the GIL for its whole run (3.7 s at 20k points): it would freeze the gateway. So the
   owner never calls it: a separate process builds a graphed collection from the truth
-  store (``index/build.py``) and the owner swaps it in. Points written after that go to
+  store (``rebuild/build.py``) and the owner swaps it in. Points written after that go to
   a plain segment, searched exactly beside the graph. ``graph_points`` (a marker file the
   build writes) says how many points the graph covered; ``wants_graph`` says when a
   (new) build is due. Below ``exact_search_below`` points dense search is exact.
@@ -196,7 +196,7 @@ class EdgeIndex(ChannelSearch):
 
     async def build_graph(self) -> None:
         """Build the HNSW graph and record how many points it covers. Holds the GIL for
-        the whole build: only the build process (``index/build.py``) calls this."""
+        the whole build: only the build process (``rebuild/build.py``) calls this."""
 
         def _build(shard: qe.EdgeShard) -> int:
             shard.optimize()

@@ -6,7 +6,7 @@ every write is mirrored into the new collection too, so nothing written during t
 rebuild is missing from it; ``swap`` then makes it live in one step. A rebuild that is
 interrupted or fails never touches the live collection.
 
-A collection built by another process (``index/build.py``) cannot be mirrored into
+A collection built by another process (``rebuild/build.py``) cannot be mirrored into
 while it builds; instead the ids of every point written meanwhile are journaled
 (``begin_journal``), and the rebuild rewrites those from the truth store once the new
 collection is open here, before the swap.

@@ -12,7 +12,7 @@ Two ways to build (docs/queue.md, "Rebuilds: blue/green"):
 - in this process, mirroring every write into the new collection (small collections,
   the Qdrant-client backend, or a model switch's embedding pass);
 - for the embedded engine above ``index.exact_search_below`` points, in a separate
-  process that also builds the HNSW graph (``index/build.py``), which would freeze the
+  process that also builds the HNSW graph (``rebuild/build.py``), which would freeze the
   owner's event loop if built here. Writes made meanwhile are journaled by the live
   index and rewritten into the new collection from the truth store before the swap;
   the applier's cursor restarts at the vectors' seq taken before the build, and the
@@ -35,9 +35,9 @@ from ..app import AppContext
 from ..embedders.base import Encoded
 from ..index import catalog
 from ..index.base import Index, IndexSpec
-from ..index.build import build_command, run_build
-from ..index.fill import VectorsFor, fill_notes, fill_records, stored_vectors
 from ..indexing import Indexer
+from ..rebuild.build import build_command, run_build
+from ..rebuild.fill import VectorsFor, fill_notes, fill_records, stored_vectors
 from ..types import IndexPoint, RebuildStatus, point_id
 from ..vectors import content_hash
 

@@ -3,12 +3,12 @@
 ``EdgeShard.optimize()`` holds the GIL for its whole run (3.7 s at 20k points, measured
 by ``bench/optimize_gil.py``), so the owner never calls it. Instead it runs
 
-    python -m mcp_gateway.index.build --db DB --root EDGE_ROOT --collection NAME \\
+    python -m mcp_gateway.rebuild.build --db DB --root EDGE_ROOT --collection NAME \\
         --dim D --model M --project P
 
 which opens the truth store (SQLite in WAL mode: the owner keeps writing meanwhile),
 creates the new collection beside the live one, writes every live note and record with
-its stored vector (``index/fill.py``: the same points as an in-process rebuild), builds
+its stored vector (``rebuild/fill.py``: the same points as an in-process rebuild), builds
 the graph, flushes, closes and exits 0. It prints one JSON line of progress per page.
 The owner waits for it without blocking its loop (``run_build``), then loads the
 collection and swaps it in (``services/reindex.py``); what was written during the build
@@ -31,11 +31,11 @@ import anyio.abc
 import qdrant_edge as qe
 
 from ..db import Database
+from ..index.base import IndexSpec
+from ..index.edge import EdgeIndex
 from ..notes import NoteStore
 from ..records import RecordStore
 from ..vectors import VectorStore
-from .base import IndexSpec
-from .edge import EdgeIndex
 from .fill import fill_notes, fill_records, stored_vectors
 
 log = logging.getLogger(__name__)
@@ -52,7 +52,7 @@ def build_command(db_path: Path, root: Path, spec: IndexSpec, project: str) -> l
     return [
         sys.executable,
         "-m",
-        "mcp_gateway.index.build",
+        "mcp_gateway.rebuild.build",
         "--db",
         str(db_path),
         "--root",
@@ -145,7 +145,7 @@ async def build(db_path: Path, root: Path, spec: IndexSpec, project: str) -> int
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m mcp_gateway.index.build")
+    ap = argparse.ArgumentParser(prog="python -m mcp_gateway.rebuild.build")
     ap.add_argument("--db", type=Path, required=True)
     ap.add_argument("--root", type=Path, required=True)
     ap.add_argument("--collection", required=True)

@@ -1,6 +1,6 @@
 """Fill a new collection from the truth store: every live note and record, with its
 stored vector and prior. Shared by the in-process rebuild (``services/reindex.py``) and
-the out-of-process graph build (``index/build.py``), so both write identical points."""
+the out-of-process graph build (``rebuild/build.py``), so both write identical points."""
 
 from __future__ import annotations
 

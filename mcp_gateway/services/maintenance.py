@@ -94,6 +94,7 @@ class MaintenanceService:
         report = await self.app.reconcile()
         return {
             "rewritten": report.rewritten,
+            "refreshed": report.refreshed,
             "queued": report.queued,
             "orphans_deleted": report.orphans_deleted,
         }

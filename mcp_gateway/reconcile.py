@@ -95,10 +95,11 @@ async def reconcile(
         pids = {r.id: point_id("record", r.id) for r in batch}
         expected.update(pids.values())
         present = await index.present(list(pids.values()))
+        unembedded = {r.id for r in batch if not present.get(pids[r.id])}
         drifted = await _drifted_records(
-            index, records, [r for r in batch if pids[r.id] in present]
+            index, records, [r for r in batch if r.id not in unembedded]
         )
-        stale_records = [r for r in batch if pids[r.id] not in present or r.id in drifted]
+        stale_records = [r for r in batch if r.id in unembedded or r.id in drifted]
         if stale_records:
             pending_records += await indexer.put_records([r.id for r in stale_records])
             report.rewritten += len(stale_records)

@@ -175,3 +175,18 @@ async def test_a_consistent_index_is_left_alone(harness: Harness) -> None:
     report = await harness.app.reconcile()
 
     assert (report.rewritten, report.refreshed, report.queued) == (0, 0, 0)
+
+
+async def test_a_record_whose_embedding_was_lost_is_queued_again(harness: Harness) -> None:
+    """Its point is there, lexical only, and no job will embed it (a flushed Redis)."""
+    app = harness.app
+    rec = await app.records.add("decision", "Cache the tokenizer per worker")
+    assert [r.id for r in await app.indexer.put_records([rec.id])] == [rec.id]  # not queued
+    pid = point_id("record", rec.id)
+    assert await app.index.present([pid]) == {pid: False}
+
+    report = await app.reconcile()
+
+    assert report.queued == 1
+    await app.settle()
+    assert await app.index.present([pid]) == {pid: True}

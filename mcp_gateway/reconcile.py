@@ -9,7 +9,7 @@ reconcile (at start-up, every ``queue.reconcile_every_s`` and after a rebuild) f
   priority, prior, lifecycle flag or text hash): an edit commits first and writes the
   index after, so a process stopped in between, or an index write that failed, leaves
   them; rewritten whole (from the stored vector when it still matches the text).
-  Points written before the payload carried ``text_hash`` are rewritten once;
+  Points written before the payload carried ``text_hash`` are judged on the rest;
 - with ``terms_wanted`` (the index has the latent-terms vector and the embedder makes
   terms): stored vectors without latent terms (written by an engine that makes none, or
   before round 5), queued for embedding again, a bounded number a pass;
@@ -168,6 +168,12 @@ def _differs(expected: dict[str, Any], stored: dict[str, Any] | None) -> bool:
     if stored is None:  # deleted since it was found present: put_* decides
         return False
     keys = expected.keys() | ({"prior"} & stored.keys())
+    if "text_hash" not in stored:
+        # written before the payload carried it (round 14): judged on the other fields.
+        # Rewriting every such point would move it out of the HNSW graph of a large
+        # collection (an update lands in a plain segment), and nothing rebuilds the
+        # graph for that: searches there would scan instead.
+        keys -= {"text_hash"}
     return any(not _same(stored.get(k), expected.get(k)) for k in keys)
 
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from mcp_gateway.app import open_app
-from mcp_gateway.indexing import note_document
+from mcp_gateway.indexing import note_document, note_point
 from mcp_gateway.settings import KiokuSettings
 from mcp_gateway.types import IndexFilter, point_id
 from mcp_gateway.vectors import StoredVector, content_hash
@@ -190,3 +190,22 @@ async def test_a_record_whose_embedding_was_lost_is_queued_again(harness: Harnes
     assert report.queued == 1
     await app.settle()
     assert await app.index.present([pid]) == {pid: True}
+
+
+async def test_a_point_from_before_the_text_hash_is_judged_on_its_other_fields(
+    harness: Harness,
+) -> None:
+    """Older data dirs' points have no ``text_hash``: not a reason to rewrite them all
+    (an update moves a point out of an HNSW graph), but a wrong field still is."""
+    added = await harness.ok("add_note", text="the release branch is cut on Thursdays")
+    await harness.settle()
+    app, note_id = harness.app, added["id"]
+    note = (await app.notes.get_many([note_id]))[note_id]
+    stored = (await app.vectors.get("note", app.index.spec.model_id, [note_id]))[note_id]
+    old = note_point(note, stored.vector, None, stored.terms)
+    del old.payload["text_hash"]
+    await app.index.upsert([old])
+
+    assert (await app.reconcile()).refreshed == 0
+    await app.notes.update(note_id, {"priority": "high"})
+    assert (await app.reconcile()).refreshed == 1

@@ -22,7 +22,7 @@ import qdrant_edge as qe
 
 from mcp_gateway.errors import IndexMismatch, StoreUnavailable
 from mcp_gateway.index.base import Index, IndexSpec
-from mcp_gateway.index.edge import EdgeIndex
+from mcp_gateway.index.edge import MIN_GRAPH_GROWTH, EdgeIndex
 from mcp_gateway.index.edge_types import PayloadCache, int_id
 from mcp_gateway.index.qdrant import open_qdrant_index
 from mcp_gateway.lexical import sparse_document, sparse_query
@@ -521,3 +521,32 @@ async def test_a_collection_without_latent_terms_keeps_working(backend: Backend)
     found = await index.search_channels(unit(2), sparse_query("beta"), ANY, 5, latent=p.latent)
     assert found.latent == [] and found.dense[0].id == pid("b")
     assert await index.count() == 2
+
+
+async def test_edge_a_graph_is_due_again_once_its_points_were_written_again(
+    tmp_path: Path,
+) -> None:
+    """An update moves a point out of the HNSW graph (payload updates too), and a
+    collection whose points all moved is searched by a scan: ``wants_graph`` counts
+    those writes as it counts added points, across a restart."""
+    spec = IndexSpec("graphed", DIM, "test-model")
+    ids = [pid(f"p{i}") for i in range(MIN_GRAPH_GROWTH)]
+    index = EdgeIndex(spec, tmp_path, exact_search_below=10)
+    await index.open()
+    try:
+        await index.upsert([point(f"p{i}", "release", unit()) for i in range(len(ids))])
+        assert await index.wants_graph()
+        await index.build_graph()
+        assert not await index.wants_graph()
+        await index.set_payload(ids[:-1], {"prior": 0.5})
+        assert not await index.wants_graph()  # one write short
+    finally:
+        await index.close()
+    reopened = EdgeIndex(spec, tmp_path, exact_search_below=10)
+    await reopened.open()
+    try:
+        assert not await reopened.wants_graph()
+        await reopened.set_payload(ids[-1:], {"prior": 0.5})
+        assert await reopened.wants_graph()
+    finally:
+        await reopened.close()

@@ -18,8 +18,12 @@ Facts this module relies on (qdrant-edge-py 0.9, verified by tests/test_index_co
   the GIL for its whole run (3.7 s at 20k points): it would freeze the gateway. So the
   owner never calls it: a separate process builds a graphed collection from the truth
   store (``rebuild/build.py``) and the owner swaps it in. Points written after that go to
-  a plain segment, searched exactly beside the graph. ``graph_points`` (a marker file the
-  build writes) says how many points the graph covered; ``wants_graph`` says when a
+  a plain segment, searched exactly beside the graph. So does a point the graph holds
+  once anything about it is written again, its payload included: ``set_payload`` on
+  every point of a graphed collection added a second copy of each point's sparse
+  vectors to ``indexed_vectors_count`` (10k points: 30k -> 50k). ``graph_points`` (a
+  marker file the build writes) says how many points the graph covered, and the points
+  written since are counted (kept in the marker at close); ``wants_graph`` says when a
   (new) build is due. Below ``exact_search_below`` points dense search is exact.
 - ``ShardInfo.indexed_vectors_count`` counts sparse vectors too, so it cannot tell
   whether a dense graph exists; hence the marker.
@@ -101,6 +105,8 @@ class EdgeIndex(ChannelSearch):
         self._optimizers = optimizers
         self._hnsw = hnsw  # graph build parameters (m, ef_construct); None: the engine's
         self.graph_points = 0
+        # point writes since the graph was built: each moved a point out of it
+        self.written_since_graph = 0
         self._shard: qe.EdgeShard | None = None
         self._lock = anyio.Lock()  # open/close only
         self._in_flight = 0
@@ -159,18 +165,25 @@ class EdgeIndex(ChannelSearch):
         shard, self.spec = open_shard(self.dir, self.spec, self._optimizers, self._hnsw)
         return shard
 
-    def _read_graph(self) -> int:
+    def _read_graph(self) -> tuple[int, int]:
+        """(points the graph covered, points written since), from the marker."""
         try:
-            return int(json.loads((self.dir / GRAPH_FILE).read_text("utf-8"))["points"])
-        except (OSError, ValueError, KeyError, TypeError):
-            return 0
+            marker = json.loads((self.dir / GRAPH_FILE).read_text("utf-8"))
+            return int(marker["points"]), int(marker.get("written", 0))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return 0, 0
+
+    def _write_graph(self) -> None:
+        marker = {"points": self.graph_points, "written": self.written_since_graph}
+        (self.dir / GRAPH_FILE).write_text(json.dumps(marker), "utf-8")
 
     async def open(self) -> None:
         async with self._lock:
             if self._shard is None:
                 self._payloads.changed()  # whatever was read before is not this shard's
                 self._shard = await anyio.to_thread.run_sync(self._open_sync)
-                self.graph_points = await anyio.to_thread.run_sync(self._read_graph)
+                marker = await anyio.to_thread.run_sync(self._read_graph)
+                self.graph_points, self.written_since_graph = marker
                 log.debug("opened edge index %s", self.dir)
 
     async def close(self) -> None:
@@ -185,6 +198,8 @@ class EdgeIndex(ChannelSearch):
                 def _close() -> None:
                     try:
                         shard.flush()
+                        if self.graph_points and self.dir.exists():
+                            self._write_graph()  # a crash loses the count: a later build
                     finally:
                         shard.close()
 
@@ -198,21 +213,22 @@ class EdgeIndex(ChannelSearch):
         """Build the HNSW graph and record how many points it covers. Holds the GIL for
         the whole build: only the build process (``rebuild/build.py``) calls this."""
 
-        def _build(shard: qe.EdgeShard) -> int:
+        def _build(shard: qe.EdgeShard) -> None:
             shard.optimize()
             shard.flush()
-            points = shard.info().points_count
-            (self.dir / GRAPH_FILE).write_text(json.dumps({"points": points}), "utf-8")
-            return points
+            self.graph_points, self.written_since_graph = shard.info().points_count, 0
+            self._write_graph()
 
-        self.graph_points = await self._run(_build)
+        await self._run(_build)
 
     async def wants_graph(self) -> bool:
-        """Above ``exact_search_below`` points, with no graph yet or with that many
-        points (at least ``MIN_GRAPH_GROWTH``) added since the last one was built."""
+        """Above ``exact_search_below`` points, with no graph yet, or with that many
+        points (at least ``MIN_GRAPH_GROWTH``) added or written again since the last
+        one was built (an edit, a prior, a re-embedding moves a point out of it)."""
         points = await self._run(lambda s: s.info().points_count)
         growth = max(self._exact_below, MIN_GRAPH_GROWTH)
-        return points >= self._exact_below and points - self.graph_points >= growth
+        outside = max(points - self.graph_points, self.written_since_graph)
+        return points >= self._exact_below and outside >= growth
 
     # -- writes -------------------------------------------------------------------
 
@@ -237,12 +253,18 @@ class EdgeIndex(ChannelSearch):
             shard.update(qe.UpdateOperation.upsert_points(batch))
 
         await self._write(_upsert)
+        self._count_written(len(points))
 
     async def set_payload(self, ids: Sequence[str], payload: Mapping[str, Any]) -> None:
         if not ids or not payload:
             return
         op = qe.UpdateOperation.set_payload(list(ids), with_mirror(payload))
         await self._write(lambda s: s.update(op))
+        self._count_written(len(ids))
+
+    def _count_written(self, points: int) -> None:
+        if self.graph_points:  # without a graph, growth alone decides
+            self.written_since_graph += points
 
     async def delete(self, ids: Sequence[str]) -> None:
         if ids:

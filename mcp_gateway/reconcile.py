@@ -10,6 +10,8 @@ reconcile (at start-up, every ``queue.reconcile_every_s`` and after a rebuild) f
   index after, so a process stopped in between, or an index write that failed, leaves
   them; rewritten whole (from the stored vector when it still matches the text).
   Points written before the payload carried ``text_hash`` are judged on the rest;
+- draft vectors (``jobs.embedding``: a burst's backlog embedded on the faster pass):
+  queued to be embedded exactly, a bounded number a pass;
 - with ``terms_wanted`` (the index has the latent-terms vector and the embedder makes
   terms): stored vectors without latent terms (written by an engine that makes none, or
   before round 5), queued for embedding again, a bounded number a pass;
@@ -43,9 +45,10 @@ from .types import Note, point_id
 log = logging.getLogger(__name__)
 
 RETRY_FAILED_AFTER_S = 24 * 3600
-# stored vectors without latent terms queued again a pass (an upgraded data dir catches
-# up over a few passes instead of one burst)
-TERMS_PER_PASS = 500
+# stored vectors queued to be embedded again a pass, of each sort (drafts; vectors
+# without latent terms): a big backlog or an upgraded data dir catches up over a few
+# passes instead of one burst
+AGAIN_PER_PASS = 500
 
 
 @dataclass(slots=True)
@@ -55,6 +58,7 @@ class ReconcileReport:
     # write never reached (the process stopped between the commit and that write)
     refreshed: int = 0
     queued: int = 0
+    drafts: int = 0  # draft vectors queued to be embedded exactly
     orphans_deleted: int = 0
     vectors_forgotten: int = 0
 
@@ -108,12 +112,16 @@ async def reconcile(
     await index.delete(orphans)
     report.orphans_deleted = len(orphans)
     report.vectors_forgotten = await indexer.vectors.forget_orphans()
+    # drafts (a burst's backlog, embedded on the faster pass) are embedded exactly now
+    again = await indexer.vectors.drafts(model, limit=AGAIN_PER_PASS)
+    report.drafts = len(again)
     if terms_wanted:
-        lacking = await indexer.vectors.without_terms(model, limit=TERMS_PER_PASS)
-        found = await notes.get_many([sid for kind, sid in lacking if kind == "note"])
+        again += await indexer.vectors.without_terms(model, limit=AGAIN_PER_PASS)
+    if again:
+        found = await notes.get_many([sid for kind, sid in again if kind == "note"])
         known = {n.id for n in pending_notes}
         pending_notes += [n for n in found.values() if n.id not in known]
-        pending_records += await records_lacking(records, lacking, pending_records)
+        pending_records += await records_lacking(records, again, pending_records)
     pending_notes = await _not_failed_lately(notes, pending_notes)
     await jobs.notes_changed(pending_notes)
     await jobs.records_changed([r.id for r in pending_records], export=False)

@@ -51,6 +51,11 @@ class EmbedderSettings(BaseModel):
     # 0.9995 of the exact one; costs dev/test nDCG@10 0.749/0.745 -> 0.745/0.738 settled,
     # so off by default; docs/performance.md, round 8)
     int8_documents: bool = False
+    # local, onnx engine, with int8_queries: a job that finds at least this many notes
+    # without a vector in one batch (a burst's backlog) embeds them on the int8 graph as
+    # drafts, and reconcile has them embedded exactly afterwards (round 14: a burst is
+    # searchable sooner, settled quality unchanged); 0 = never
+    draft_backlog: int = Field(default=4, ge=0)
     # local: threads per call for queries / documents, and the wait policy ("brief": spin
     # briefly then sleep, fast idle and no collapse when the CPU is busy; "passive" never
     # spins; see docs/performance.md)

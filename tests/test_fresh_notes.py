@@ -43,6 +43,8 @@ OTHERS = [
 class GatedEmbedder:
     """The real model; the job's document lane waits for ``gate``, the query lane never."""
 
+    makes_drafts = False
+
     def __init__(self) -> None:
         self.inner = LocalEmbedder()
         self.model_id = self.inner.model_id
@@ -143,7 +145,10 @@ async def test_search_embeds_a_pending_hit_and_stores_its_vector(tmp_path: Path)
         ]
         await h.settle()
         app = h.app
+        await app.reconcile()  # these adds were a backlog: drafts, embedded exactly now
+        await h.settle()
         settled = await app.vectors.get("note", app.embedder.model_id, [note_id])
+        assert not settled[note_id].draft
         await make_pending(app, note_id)
 
         data = await h.ok("search_memory", query="zorblax cache key")

@@ -45,7 +45,10 @@ FAST_CTX = {"retry_base_s": 0.01, "lock_poll_s": 0.02}
 
 
 class CountingEmbedder:
-    """The real bundled model, wrapped to count calls and to fail on purpose."""
+    """The real bundled model, wrapped to count calls and to fail on purpose (every
+    batch on the exact pass: the counts here are about batches, not drafts)."""
+
+    makes_drafts = False
 
     def __init__(self) -> None:
         self.inner = LocalEmbedder()
@@ -384,10 +387,10 @@ async def test_lexical_first_then_semantic_with_real_model(
         gate = asyncio.Event()
 
         async def encode_documents(
-            self, texts: Sequence[str], *, now: bool = False
+            self, texts: Sequence[str], *, now: bool = False, draft: bool = False
         ) -> list[Encoded]:
             await self.gate.wait()
-            return await super().encode_documents(texts, now=now)
+            return await super().encode_documents(texts, now=now, draft=draft)
 
     embedder = Gated()
     await embedder.start()

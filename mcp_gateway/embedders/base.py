@@ -4,6 +4,11 @@ An embedder may also give each text its *latent terms* (``e5_latent``: sparse co
 weights from the same forward pass). ``encode_*`` return both; the dense-only
 ``embed_*`` calls remain for callers that need no terms. ``DenseOnly`` supplies
 ``encode_*`` for an embedder that has no terms (Ollama, test embedders).
+
+An embedder may also make *drafts* (``makes_drafts``): a faster, slightly less exact
+pass over documents (the local engine's int8 graph: a cosine of ~0.9995 to the exact
+vector). The embedding job drafts a backlog so a burst becomes searchable sooner, and
+embeds those notes exactly once the owner's reconcile pass finds the drafts.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ class Embedder(Protocol):
     dim: int
     # whether ``encode_*`` return latent terms (known after ``start``)
     latent_terms: bool
+    # whether ``encode_documents(draft=True)`` is a faster draft pass (known after ``start``)
+    makes_drafts: bool
 
     async def start(self) -> None:
         """Load or probe the model; sets ``dim``. Raise ``EmbedderUnavailable`` if down."""
@@ -41,8 +48,11 @@ class Embedder(Protocol):
         """Documents as ``embed_documents``, but at query priority: a search embedding
         the few fresh notes it met must not wait behind the job's document batch."""
 
-    async def encode_documents(self, texts: Sequence[str], *, now: bool = False) -> list[Encoded]:
-        """Vectors and latent terms; ``now``: at query priority (``embed_documents_now``)."""
+    async def encode_documents(
+        self, texts: Sequence[str], *, now: bool = False, draft: bool = False
+    ) -> list[Encoded]:
+        """Vectors and latent terms; ``now``: at query priority (``embed_documents_now``);
+        ``draft``: the draft pass, where ``makes_drafts`` (else ignored)."""
 
     async def encode_query(self, text: str) -> Encoded: ...
 
@@ -53,6 +63,7 @@ class DenseOnly:
     """``encode_*`` for an embedder whose texts have no latent terms."""
 
     latent_terms = False
+    makes_drafts = False
 
     async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         raise NotImplementedError
@@ -63,7 +74,9 @@ class DenseOnly:
     async def embed_query(self, text: str) -> list[float]:
         raise NotImplementedError
 
-    async def encode_documents(self, texts: Sequence[str], *, now: bool = False) -> list[Encoded]:
+    async def encode_documents(
+        self, texts: Sequence[str], *, now: bool = False, draft: bool = False
+    ) -> list[Encoded]:
         embed = self.embed_documents_now if now else self.embed_documents
         return [Encoded(v) for v in await embed(texts)]
 

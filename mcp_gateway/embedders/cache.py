@@ -28,6 +28,7 @@ class CachedQueryEmbedder:
         self.model_id = inner.model_id
         self.dim = inner.dim
         self.latent_terms = inner.latent_terms
+        self.makes_drafts = inner.makes_drafts
         self.hits = 0
         self.misses = 0
         self._lru: OrderedDict[str, Encoded] = OrderedDict()
@@ -38,6 +39,7 @@ class CachedQueryEmbedder:
         self.model_id = self.inner.model_id
         self.dim = self.inner.dim
         self.latent_terms = self.inner.latent_terms
+        self.makes_drafts = self.inner.makes_drafts
 
     async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         return await self.inner.embed_documents(texts)
@@ -45,8 +47,10 @@ class CachedQueryEmbedder:
     async def embed_documents_now(self, texts: Sequence[str]) -> list[list[float]]:
         return await self.inner.embed_documents_now(texts)
 
-    async def encode_documents(self, texts: Sequence[str], *, now: bool = False) -> list[Encoded]:
-        return await self.inner.encode_documents(texts, now=now)
+    async def encode_documents(
+        self, texts: Sequence[str], *, now: bool = False, draft: bool = False
+    ) -> list[Encoded]:
+        return await self.inner.encode_documents(texts, now=now, draft=draft)
 
     async def embed_query(self, text: str) -> list[float]:
         return list((await self.encode_query(text)).dense)  # a fresh list: callers may mutate

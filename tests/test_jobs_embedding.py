@@ -1,0 +1,79 @@
+"""The embedding step (``jobs/embedding.py``): a burst's backlog is drafted on the
+faster pass, then embedded exactly once reconcile finds the drafts; a note or two are
+embedded exactly at once.
+
+Real stores, the real bundled model (its int8 graph is the draft pass), the in-process
+scheduler.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from mcp_gateway.app import AppContext, open_app
+from mcp_gateway.indexing import note_document
+from mcp_gateway.settings import KiokuSettings
+from mcp_gateway.types import Note
+
+BURST = [
+    "the staging database is reset every Monday at 06:00 UTC",
+    "ステージングのデータベースは毎週月曜に初期化される",
+    "ฐานข้อมูล staging ถูกรีเซ็ตทุกวันจันทร์",
+    "rotate the deploy key before the quarterly audit",
+    "the payments service retries a 429 after the Retry-After header",
+    "never force-push to main; open a revert PR instead",
+]
+
+
+async def stored(app: AppContext, notes: Sequence[Note]) -> dict[str, tuple[list[float], bool]]:
+    found = await app.vectors.get("note", app.embedder.model_id, [n.id for n in notes])
+    return {sid: (v.vector, v.draft) for sid, v in found.items()}
+
+
+async def exact(app: AppContext, note: Note) -> np.ndarray:
+    [encoded] = await app.embedder.encode_documents([note_document(note)])
+    return np.asarray(encoded.dense)
+
+
+async def test_a_backlog_is_drafted_then_embedded_exactly(settings: KiokuSettings) -> None:
+    async with open_app(settings) as app:
+        assert app.embedder.makes_drafts
+        notes = [await app.notes.add(text, "note") for text in BURST]
+        await app.jobs.notes_changed(notes)  # one batch: a backlog
+        await app.settle()
+        drafts = await stored(app, notes)
+        assert {draft for _, draft in drafts.values()} == {True}
+        assert (await app.notes.counts())["pending_embedding"] == 0  # searchable already
+
+        report = await app.reconcile()
+        await app.settle()
+
+        assert report.drafts == len(BURST)
+        final = await stored(app, notes)
+        for note in notes:
+            vector, draft = final[note.id]
+            assert not draft
+            np.testing.assert_allclose(vector, await exact(app, note), atol=1e-5)
+            assert float(np.dot(vector, drafts[note.id][0])) > 0.99  # the draft was close
+        assert (await app.reconcile()).drafts == 0
+
+
+async def test_a_note_or_two_are_embedded_exactly_at_once(settings: KiokuSettings) -> None:
+    async with open_app(settings) as app:
+        notes = [await app.notes.add(text, "note") for text in BURST[:2]]
+        await app.jobs.notes_changed(notes)
+        await app.settle()
+        assert {draft for _, draft in (await stored(app, notes)).values()} == {False}
+
+
+async def test_no_drafts_when_turned_off(settings: KiokuSettings) -> None:
+    settings = settings.model_copy(
+        update={"embedder": settings.embedder.model_copy(update={"draft_backlog": 0})}
+    )
+    async with open_app(settings) as app:
+        notes = [await app.notes.add(text, "note") for text in BURST]
+        await app.jobs.notes_changed(notes)
+        await app.settle()
+        assert {draft for _, draft in (await stored(app, notes)).values()} == {False}

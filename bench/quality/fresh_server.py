@@ -125,9 +125,9 @@ async def one_round(
                     "burst_s": acked - started,
                 }
             )
-        pending_after = pending_notes(work)
+        pending_after, drafted = pending_notes(work), drafts(work)
     for row in rows:
-        row.update(pending_at_ack=pending_at_ack, pending_after=pending_after)
+        row.update(pending_at_ack=pending_at_ack, pending_after=pending_after, drafts=drafted)
     return rows
 
 
@@ -137,6 +137,13 @@ def pending_notes(data_dir: Path) -> int:
     with closing(sqlite3.connect(uri, uri=True)) as conn:
         sql = "SELECT COUNT(*) FROM notes WHERE embedded_model IS NULL AND deleted = 0"
         return int(conn.execute(sql).fetchone()[0])
+
+
+def drafts(data_dir: Path) -> int:
+    """Vectors stored from the draft pass (jobs/embedding.py), read beside the server."""
+    uri = f"file:{data_dir / 'kioku.sqlite3'}?mode=ro"
+    with closing(sqlite3.connect(uri, uri=True)) as conn:
+        return int(conn.execute("SELECT COUNT(*) FROM vectors WHERE draft = 1").fetchone()[0])
 
 
 def report(label: str, rows: list[dict[str, Any]]) -> None:
@@ -154,10 +161,12 @@ def report(label: str, rows: list[dict[str, Any]]) -> None:
     bursts = [r["burst_s"] for r in rows]
     at_ack = statistics.median(r.get("pending_at_ack", 0) for r in rows)
     after = statistics.median(r.get("pending_after", 0) for r in rows)
+    drafted = statistics.median(r.get("drafts", 0) for r in rows)
     print(
         f"{'':10s} asked {percentile(asked, 0.5):.1f} s (p90 {percentile(asked, 0.9):.1f}) "
         f"after the last ack; the burst took {statistics.median(bursts):.1f} s; notes "
-        f"pending at the last ack {at_ack:.0f}, after the round's searches {after:.0f}"
+        f"pending at the last ack {at_ack:.0f}, after the round's searches {after:.0f} "
+        f"({drafted:.0f} drafts then)"
     )
 
 

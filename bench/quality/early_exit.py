@@ -28,13 +28,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from embcache import CACHE, memory_document  # noqa: E402
-from fresh import latent_channel  # noqa: E402
-from tune import MODEL_IDS, Corpus, channels, evaluate, load, table  # noqa: E402
-
-from mcp_gateway import lexical  # noqa: E402
-from mcp_gateway.calibration import for_model  # noqa: E402
-from mcp_gateway.ranking import RankingParams  # noqa: E402
-from mcp_gateway.settings import SearchSettings  # noqa: E402
+from fresh import latent_channel, shipped_ranking  # noqa: E402
+from tune import Corpus, channels, evaluate, load, table  # noqa: E402
 
 RIDGE = (0.01, 0.1, 1.0, 10.0, 100.0)
 
@@ -116,21 +111,8 @@ def main() -> None:
     ap.add_argument("--layers", type=int, nargs="+", default=[2, 3, 4, 6])
     ap.add_argument("--burst", type=int, default=500)
     args = ap.parse_args()
-    s = SearchSettings()
     c = load()
-    calib = for_model(MODEL_IDS["original"])
-    params = RankingParams(
-        thresholds=calib.thresholds,
-        sparse_weight=s.sparse_weight,
-        latent_weight=s.latent_weight,
-        high_boost=s.high_boost,
-        keep_margin=calib.keep_margin,
-    )
-
-    def sparse_weight(query: str, p: RankingParams) -> float:
-        return p.sparse_weight * (
-            1 - lexical.unspaced_share(query) * (1 - s.unspaced_sparse_factor)
-        )
+    params, sparse_weight = shipped_ranking()
 
     latent_for = latent_channel(c)
     keys = [m["key"] for m in c.mems]

@@ -77,20 +77,8 @@ def main() -> None:
     limits = FreshLimits(args.top, args.max_bytes, args.budget_ms)
     c = load()
     size = {m["key"]: len(memory_document(m).encode()) for m in c.mems}
-    calib = for_model(MODEL_IDS["original"])
-    params = RankingParams(
-        thresholds=calib.thresholds,
-        sparse_weight=s.sparse_weight,
-        latent_weight=s.latent_weight,
-        high_boost=s.high_boost,
-        keep_margin=calib.keep_margin,
-    )
+    params, sparse_weight = shipped_ranking()
     latent_for = latent_channel(c) if args.latent else None
-
-    def sparse_weight(query: str, p: RankingParams) -> float:
-        return p.sparse_weight * (
-            1 - lexical.unspaced_share(query) * (1 - s.unspaced_sparse_factor)
-        )
 
     newest = [m["key"] for m in c.mems][-args.burst :]  # keys follow creation order
     done = int(10 * args.rate)
@@ -127,6 +115,27 @@ def main() -> None:
         table(evaluate(c, params, hits, sparse_weight_for=sparse_weight), label)
         if embedded:
             print(f"  notes embedded per search: mean {statistics.fmean(embedded):.2f}")
+
+
+def shipped_ranking() -> tuple[RankingParams, Callable[[str, RankingParams], float]]:
+    """The server's ranking parameters for the bundled e5, and its sparse weight for a
+    query (lower for unspaced scripts)."""
+    s = SearchSettings()
+    calib = for_model(MODEL_IDS["original"])
+    params = RankingParams(
+        thresholds=calib.thresholds,
+        sparse_weight=s.sparse_weight,
+        latent_weight=s.latent_weight,
+        high_boost=s.high_boost,
+        keep_margin=calib.keep_margin,
+    )
+
+    def sparse_weight(query: str, p: RankingParams) -> float:
+        return p.sparse_weight * (
+            1 - lexical.unspaced_share(query) * (1 - s.unspaced_sparse_factor)
+        )
+
+    return params, sparse_weight
 
 
 def latent_channel(c: Any) -> Callable[[dict[str, Any], frozenset[str]], list[IndexHit]]:

@@ -60,6 +60,9 @@ def parse_query(query: str, *, max_chars: int = 4000, max_terms: int = 32) -> Pa
         query.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise InvalidInput("the query is not valid Unicode text (lone surrogate)") from exc
+    # stored titles and contents are NFC (validation.clean_text): a query must be too, or
+    # a CJK compatibility ideograph (U+F900 -> U+8C48) never matches its own text
+    query = unicodedata.normalize("NFC", query)
     terms: list[str] = []
     for token in query.split():
         term = _clean(token)

@@ -199,7 +199,8 @@ class EdgeIndex(ChannelSearch):
                     try:
                         shard.flush()
                         if self.graph_points and self.dir.exists():
-                            self._write_graph()  # a crash loses the count: a later build
+                            # a crash loses the count since the last close: a later build
+                            self._write_graph()
                     finally:
                         shard.close()
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,7 +41,7 @@ from .jobs import failures
 from .jobs.base import Scheduler
 from .notes import NoteStore
 from .records import Record, RecordStore
-from .types import Note, point_id
+from .types import Kind, Note, point_id
 
 log = logging.getLogger(__name__)
 
@@ -140,36 +141,30 @@ async def reconcile(
 
 async def _drifted_notes(index: Index, notes: NoteStore, page: list[Note]) -> set[str]:
     """Ids of ``page``'s notes whose point's payload is not what the truth store says."""
-    if not page:
-        return set()
-    stored = await index.payloads([point_id("note", n.id) for n in page])
-    priors = await load_priors(notes.db, [n.id for n in page])
-
-    def compare() -> set[str]:  # hashes every text: off the event loop
-        return {
-            n.id
-            for n in page
-            if _differs(note_payload(n, priors.get(n.id)), stored.get(point_id("note", n.id)))
-        }
-
-    return await anyio.to_thread.run_sync(compare)
+    priors = await load_priors(notes.db, [n.id for n in page]) if page else {}
+    return await _drifted(
+        index, "note", lambda: {n.id: note_payload(n, priors.get(n.id)) for n in page}
+    )
 
 
 async def _drifted_records(index: Index, records: RecordStore, batch: list[Record]) -> set[str]:
     """As ``_drifted_notes``, for records (their lifecycle flag included)."""
-    if not batch:
+    current = await records.current_ids([r.id for r in batch]) if batch else set()
+    return await _drifted(
+        index, "record", lambda: {r.id: record_payload(r, r.id in current) for r in batch}
+    )
+
+
+async def _drifted(
+    index: Index, kind: Kind, expected: Callable[[], dict[str, dict[str, Any]]]
+) -> set[str]:
+    """Ids whose stored payload differs from ``expected()`` (built off the event loop:
+    it hashes every text)."""
+    wanted = await anyio.to_thread.run_sync(expected)
+    if not wanted:
         return set()
-    stored = await index.payloads([point_id("record", r.id) for r in batch])
-    current = await records.current_ids([r.id for r in batch])
-
-    def compare() -> set[str]:
-        return {
-            r.id
-            for r in batch
-            if _differs(record_payload(r, r.id in current), stored.get(point_id("record", r.id)))
-        }
-
-    return await anyio.to_thread.run_sync(compare)
+    stored = await index.payloads([point_id(kind, sid) for sid in wanted])
+    return {sid for sid, p in wanted.items() if _differs(p, stored.get(point_id(kind, sid)))}
 
 
 def _differs(expected: dict[str, Any], stored: dict[str, Any] | None) -> bool:

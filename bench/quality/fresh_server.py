@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import shutil
 import sqlite3
 import statistics
@@ -37,14 +36,14 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-from mcp import Client, StdioServerParameters
+from mcp import Client
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 sys.path.insert(0, str(HERE))
 
 from metrics import percentile, score  # noqa: E402
-from run import KIOKU, ingest, load_jsonl, parse_overrides, run_mode  # noqa: E402
+from run import ask, ingest, link, load_jsonl, parse_overrides, run_mode, server  # noqa: E402
 
 
 def ordered(memories: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -63,10 +62,7 @@ async def add_burst(client: Client, burst: list[dict[str, Any]], ids: dict[str, 
             res = await client.call_tool("add_note", args)
             new_id = res.structured_content["id"] if not res.is_error else None
         else:
-            links = []
-            for spec in mem.get("links", []):
-                relation, target = spec.split(":", 1)
-                links.append(f"{relation}:{ids[target]}")
+            links = [link(spec, ids) for spec in mem.get("links", [])]
             res = await client.call_tool(
                 "record_add",
                 {
@@ -94,29 +90,20 @@ async def one_round(
     """One burst on a copy of ``base``, then ``queries`` ``wait`` seconds later."""
     shutil.rmtree(work, ignore_errors=True)
     shutil.copytree(base, work)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KIOKU_")}
-    env.update({"KIOKU_DATA_DIR": str(work), "KIOKU_LOG_LEVEL": "WARNING", **overrides})
-    params = StdioServerParameters(command=KIOKU, args=["serve", "--standalone"], env=env)
+    params = server(work, overrides)
     ids = {key: server_id for server_id, key in keys.items()}
     rows = []
     async with Client(params) as client:
         started = time.perf_counter()
         await add_burst(client, burst, ids)
         acked = time.perf_counter()
-        pending_at_ack = pending_notes(work)
+        pending_at_ack, _ = burst_state(work)
         if wait > 0:
             await asyncio.sleep(wait)
         back = {server_id: key for key, server_id in ids.items()}
         for q in queries:
-            args: dict[str, Any] = {"query": q["query"], "top": 10}
-            for field in ("type", "domain"):
-                if q.get(field):
-                    args[field] = q[field]
             asked = time.perf_counter() - acked
-            res = await client.call_tool("search_memory", args)
-            if res.is_error:
-                raise RuntimeError(f"{q['qid']}: {res.content[0].text}")  # type: ignore[union-attr]
-            ranked = [back.get(r["id"], r["id"]) for r in res.structured_content["results"]]
+            ranked = await ask(client, q, 10, back)
             rows.append(
                 {
                     **q,
@@ -125,25 +112,20 @@ async def one_round(
                     "burst_s": acked - started,
                 }
             )
-        pending_after, drafted = pending_notes(work), drafts(work)
+        pending_after, drafted = burst_state(work)
     for row in rows:
         row.update(pending_at_ack=pending_at_ack, pending_after=pending_after, drafts=drafted)
     return rows
 
 
-def pending_notes(data_dir: Path) -> int:
-    """Notes the server has not embedded yet, read beside it (SQLite in WAL mode)."""
+def burst_state(data_dir: Path) -> tuple[int, int]:
+    """(notes not embedded yet, vectors from the draft pass), read beside the server
+    (SQLite in WAL mode)."""
     uri = f"file:{data_dir / 'kioku.sqlite3'}?mode=ro"
     with closing(sqlite3.connect(uri, uri=True)) as conn:
-        sql = "SELECT COUNT(*) FROM notes WHERE embedded_model IS NULL AND deleted = 0"
-        return int(conn.execute(sql).fetchone()[0])
-
-
-def drafts(data_dir: Path) -> int:
-    """Vectors stored from the draft pass (jobs/embedding.py), read beside the server."""
-    uri = f"file:{data_dir / 'kioku.sqlite3'}?mode=ro"
-    with closing(sqlite3.connect(uri, uri=True)) as conn:
-        return int(conn.execute("SELECT COUNT(*) FROM vectors WHERE draft = 1").fetchone()[0])
+        pending = "SELECT COUNT(*) FROM notes WHERE embedded_model IS NULL AND deleted = 0"
+        drafted = "SELECT COUNT(*) FROM vectors WHERE draft = 1"
+        return int(conn.execute(pending).fetchone()[0]), int(conn.execute(drafted).fetchone()[0])
 
 
 def report(label: str, rows: list[dict[str, Any]]) -> None:

@@ -70,7 +70,7 @@ async def ingest(data_dir: Path, memories: list[dict[str, Any]]) -> dict[str, st
                 )
                 ids[mem["key"]] = note.id
             else:
-                links = [_link(spec, ids) for spec in mem.get("links", [])]
+                links = [link(spec, ids) for spec in mem.get("links", [])]
                 added = await services.records.add(
                     ns, type=mem["type"], title=mem["title"], content=mem["text"], links=links
                 )
@@ -85,9 +85,28 @@ async def ingest(data_dir: Path, memories: list[dict[str, Any]]) -> dict[str, st
     return {server_id: key for key, server_id in ids.items()}
 
 
-def _link(spec: str, ids: dict[str, str]) -> str:
+def link(spec: str, ids: dict[str, str]) -> str:
     relation, target = spec.split(":", 1)
     return f"{relation}:{ids[target]}"
+
+
+def server(data_dir: Path, overrides: dict[str, str]) -> StdioServerParameters:
+    """``kioku serve --standalone`` on ``data_dir``, with only ``overrides`` for settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KIOKU_")}
+    env.update({"KIOKU_DATA_DIR": str(data_dir), "KIOKU_LOG_LEVEL": "WARNING", **overrides})
+    return StdioServerParameters(command=KIOKU, args=["serve", "--standalone"], env=env)
+
+
+async def ask(client: Client, q: dict[str, Any], top: int, keys: dict[str, str]) -> list[str]:
+    """``q`` through ``search_memory``; the ranked ids as benchmark keys (``keys``)."""
+    args: dict[str, Any] = {"query": q["query"], "top": top}
+    for field in ("type", "domain"):
+        if q.get(field):
+            args[field] = q[field]
+    res = await client.call_tool("search_memory", args)
+    if res.is_error:
+        raise RuntimeError(f"{q['qid']}: {res.content[0].text}")  # type: ignore[union-attr]
+    return [keys.get(r["id"], r["id"]) for r in res.structured_content["results"]]
 
 
 async def run_mode(
@@ -98,32 +117,16 @@ async def run_mode(
     overrides: dict[str, str],
     top: int,
 ) -> dict[str, Any]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KIOKU_")}
-    env.update(
-        {
-            "KIOKU_DATA_DIR": str(data_dir),
-            "KIOKU_SEARCH__MODE": mode,
-            "KIOKU_LOG_LEVEL": "WARNING",
-            **overrides,
-        }
-    )
-    params = StdioServerParameters(command=KIOKU, args=["serve", "--standalone"], env=env)
+    params = server(data_dir, {"KIOKU_SEARCH__MODE": mode, **overrides})
     per_query: list[dict[str, Any]] = []
     client_ms: list[float] = []
     log_path = data_dir / "logs" / "activity.jsonl"
     log_offset = log_path.stat().st_size if log_path.exists() else 0
     async with Client(params) as client:
         for q in queries:
-            args: dict[str, Any] = {"query": q["query"], "top": top}
-            for field in ("type", "domain"):
-                if q.get(field):
-                    args[field] = q[field]
             started = time.perf_counter()
-            res = await client.call_tool("search_memory", args)
+            ranked = await ask(client, q, top, keys)
             client_ms.append((time.perf_counter() - started) * 1000)
-            if res.is_error:
-                raise RuntimeError(f"{q['qid']}: {res.content[0].text}")  # type: ignore[union-attr]
-            ranked = [keys.get(r["id"], r["id"]) for r in res.structured_content["results"]]
             per_query.append(
                 {
                     "qid": q["qid"],

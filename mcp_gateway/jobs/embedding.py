@@ -46,10 +46,11 @@ async def _embed(kc: JobContext, kind: str, docs: dict[str, str], stats: EmbedSt
         chunk = ids[start : start + size]
         have = await kc.vectors.get(kind, model, chunk)
         new = [sid for sid in chunk if sid not in have or have[sid].content_hash != hashes[sid]]
+        known = set(chunk) - set(new)
         again = [
             sid
             for sid in chunk
-            if sid not in new and (have[sid].draft or (terms and have[sid].terms is None))
+            if sid in known and (have[sid].draft or (terms and have[sid].terms is None))
         ]
         draft = kc.embedder.makes_drafts and 0 < backlog <= len(new)
         for todo, as_draft in ((new, draft), (again, False)):

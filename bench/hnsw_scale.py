@@ -39,6 +39,7 @@ import numpy as np
 from mcp_gateway.embedders import build_embedder
 from mcp_gateway.index.base import IndexSpec
 from mcp_gateway.index.edge import EdgeIndex
+from mcp_gateway.index.edge_shard import STORAGE
 from mcp_gateway.rebuild.build import BUILD_HNSW, BUILD_OPTIMIZERS
 from mcp_gateway.settings import EmbedderSettings
 from mcp_gateway.types import IndexFilter, IndexPoint, SparseVector
@@ -90,7 +91,9 @@ def pcts(lat: list[float]) -> str:
     return " / ".join(f"{np.percentile(lat, q):.2f}" for q in (50, 95, 99))
 
 
-async def bench(n: int, docs: np.ndarray, qv: np.ndarray, args: argparse.Namespace) -> None:
+async def bench(
+    n: int, docs: np.ndarray, qv: np.ndarray, args: argparse.Namespace, storage: str
+) -> None:
     vecs = tile(docs, n, args.sigma, np.random.default_rng(n))
     with tempfile.TemporaryDirectory() as tmp:
         spec = IndexSpec("bench", vecs.shape[1], "e5")
@@ -103,7 +106,13 @@ async def bench(n: int, docs: np.ndarray, qv: np.ndarray, args: argparse.Namespa
                 ef_construct=args.ef_construct or BUILD_HNSW.ef_construct,
                 full_scan_threshold=10_000,
             )
-        index = EdgeIndex(spec, Path(tmp), optimizers=BUILD_OPTIMIZERS, hnsw=hnsw)
+        index = EdgeIndex(
+            spec,
+            Path(tmp),
+            optimizers=BUILD_OPTIMIZERS,
+            hnsw=hnsw,
+            dense_storage=storage,
+        )
         await index.open()
         try:
             ids = [str(uuid.uuid4()) for _ in range(n)]
@@ -126,7 +135,7 @@ async def bench(n: int, docs: np.ndarray, qv: np.ndarray, args: argparse.Namespa
             t = time.perf_counter()
             await index.build_graph()
             build_s = time.perf_counter() - t
-            print(f"\nN = {n:,}: graph build (optimize) {build_s:.1f} s, hnsw {hnsw}")
+            print(f"\nN = {n:,}, {storage}: graph build (optimize) {build_s:.1f} s, hnsw {hnsw}")
             print(
                 f"{'search top-10':<22}{'p50 / p95 / p99 ms':>26}{'recall@10':>12}{'memories':>10}"
             )
@@ -166,11 +175,19 @@ async def main() -> None:
     ap.add_argument(
         "--no-filter", dest="filter", action="store_false", help="HNSW searches unfiltered"
     )
+    ap.add_argument(
+        "--storage",
+        nargs="+",
+        default=["turbo16"],
+        choices=sorted(STORAGE),
+        help="dense vector storages to compare (round 15: turbo16 ships)",
+    )
     args = ap.parse_args()
     docs, qv = await real_vectors(args.queries)
     print(f"{len(docs)} real e5 memory vectors tiled with sigma={args.sigma}; {len(qv)} queries")
     for n in args.n:
-        await bench(n, docs, qv, args)
+        for storage in args.storage:
+            await bench(n, docs, qv, args, storage)
 
 
 if __name__ == "__main__":

@@ -1,14 +1,16 @@
-"""Searches over stdio, two checkouts side by side on copies of one loaded memory.
+"""Searches over stdio, two checkouts side by side, each on its own loaded memory.
 
 Two ``kioku serve`` processes (this checkout and ``--baseline-src``), each with its own
-daemon on its own copy of one data dir loaded with N memories (``peers.py``'s texts
-and loader), called alternately (the order flips every round) with a pause between
-calls (``--gap``, 30 ms: as between an assistant's calls; 0: back to back). Each round
-and side: a new query (``top`` 5), the same request again (the answer cache), the same
-query with ``top`` 4 (a new answer over the cached query embedding: the whole search
-path but the model), and a trivial call (``get_note`` of a missing id). Raw JSON-RPC
-lines on the proxy's stdio, no MCP client library. Idle, then with two busy processes
-beside them. p50 / p95 in ms; what differs is the code.
+daemon on its own data dir loaded with the same N memories (``peers.py``'s texts and
+loader) by that side's own code (the two may store the index differently: round 15's
+turbo16 vectors cannot be opened by older code), called alternately (the order flips
+every round) with a pause between calls (``--gap``, 30 ms: as between an assistant's
+calls; 0: back to back). Each round and side: a new query (``top`` 5), the same
+request again (the answer cache), the same query with ``top`` 4 (a new answer over the
+cached query embedding: the whole search path but the model), and a trivial call
+(``get_note`` of a missing id). Raw JSON-RPC lines on the proxy's stdio, no MCP client
+library. Idle, then with two busy processes beside them. p50 / p95 in ms; what differs
+is the code.
 
     flock "${TMPDIR:-/tmp}/kioku-bench.lock" python bench/search_ab.py \\
         --baseline-src DIR [--size 2000] [--rounds 100] [--gap 0.03]
@@ -45,10 +47,10 @@ LOAD = (
 )
 
 
-def load(data: Path, size: int) -> None:
-    """N memories into ``data`` with this checkout's code (the peers bench's loader)."""
+def load(data: Path, size: int, src: Path) -> None:
+    """N memories into ``data`` with ``src``'s code (this checkout's loader)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("KIOKU_")}
-    env.update(PYTHONPATH=f"{ROOT}{os.pathsep}{_HERE}", KIOKU_LOG_LEVEL="WARNING")
+    env.update(PYTHONPATH=f"{src}{os.pathsep}{_HERE}", KIOKU_LOG_LEVEL="WARNING")
     subprocess.run([sys.executable, "-c", LOAD, str(data), str(size)], env=env, check=True)
 
 
@@ -79,9 +81,8 @@ async def start(name: str, src: Path, data: Path) -> Side:
 async def run(args: argparse.Namespace) -> dict[tuple[str, ...], list[float]]:
     tmp = Path(tempfile.mkdtemp(prefix="kioku-search-ab-"))
     checkouts = {"this": ROOT, "baseline": args.baseline_src.resolve()}
-    load(tmp / "loaded", args.size)
-    for name in checkouts:
-        shutil.copytree(tmp / "loaded", tmp / name)
+    for name, src in checkouts.items():
+        load(tmp / name, args.size, src)
     sides = [await start(name, src, tmp / name) for name, src in checkouts.items()]
     qs = queries(2 * (args.rounds + 5))
     samples: dict[tuple[str, ...], list[float]] = {}

@@ -145,6 +145,9 @@ async def status(args: argparse.Namespace, settings: KiokuSettings) -> int:
         f"({index['collection']}, {index['model']}; "
         f"HNSW graph over {index.get('graph_points', 0)})"
     )
+    storage, wanted = index.get("dense_storage"), index.get("configured_dense_storage")
+    if storage and wanted and storage != wanted:
+        print(f"           dense vectors stored as {storage}: `kioku reindex` makes them {wanted}")
     rebuild = data.get("rebuild") or {}
     if rebuild.get("state") == "running":
         where = f"build process {rebuild['build_pid']}" if rebuild.get("out_of_process") else ""

@@ -83,6 +83,30 @@ async def test_built_graph_answers_like_exact_search(tmp_path: Path) -> None:
         assert {q: await dense_top(app, q) for q in QUERIES} == before
 
 
+async def test_a_float32_collection_is_kept_until_reindex_converts_it(tmp_path: Path) -> None:
+    """A data dir made before round 15 stores float32 vectors: the owner opens it as it
+    is under the turbo16 default (the engine refuses a config that differs), and
+    `kioku reindex` (the build process) makes the new collection turbo16, same answers."""
+    data = tmp_path / "data"
+    old = settings_for(data, index={"exact_search_below": 1, "dense_storage": "float32"})
+    async with open_app(old, run_jobs=False) as app:
+        await add_notes(app, TEXTS)
+        before = {q: await dense_top(app, q) for q in QUERIES}
+    settings = graph_settings(data)
+    assert settings.index.dense_storage == "turbo16"  # the shipped default
+    async with open_app(settings, run_jobs=False) as app:
+        assert getattr(app.index.current, "dense_storage", None) == "float32"
+        assert {q: await dense_top(app, q) for q in QUERIES} == before
+        status = await Services.over(app).rebuild.rebuild()
+        assert status.state == "done", status.message
+        assert getattr(app.index.current, "dense_storage", None) == "turbo16"
+        assert {q: await dense_top(app, q) for q in QUERIES} == before
+    stored = (settings.index_path / "edge" / "kioku-2" / "edge_config.json").read_text()
+    assert '"datatype":"turbo16"' in stored
+    async with open_app(settings, run_jobs=False) as app:  # and it reopens as turbo16
+        assert getattr(app.index.current, "dense_storage", None) == "turbo16"
+
+
 async def test_writes_during_the_build_are_not_lost(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

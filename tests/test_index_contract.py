@@ -1,4 +1,5 @@
-"""One contract for every ``Index`` backend: qdrant-edge and qdrant-client (local mode).
+"""One contract for every ``Index`` backend: qdrant-edge (dense vectors stored as float32
+and as 16-bit TurboQuant) and qdrant-client (local mode).
 
 No mocks: each test runs the real engine in a temporary directory.
 """
@@ -62,8 +63,9 @@ class Backend:
     async def open(self, dim: int = DIM, latent: bool = False) -> Index:
         spec = IndexSpec(self.collection, dim=dim, model_id=f"test-{dim}", latent=latent)
         index: Index
-        if self.name == "edge":
-            index = EdgeIndex(spec, self.root, exact_search_below=1_000)
+        if self.name.startswith("edge"):
+            storage = "turbo16" if self.name == "edge-turbo16" else "float32"
+            index = EdgeIndex(spec, self.root, exact_search_below=1_000, dense_storage=storage)
             await index.open()
         else:
             index = await open_qdrant_index(spec, url=None, path=self.root / "qdrant", api_key=None)
@@ -76,7 +78,7 @@ class Backend:
         self.opened.clear()
 
 
-@pytest.fixture(params=["edge", "qdrant"])
+@pytest.fixture(params=["edge", "edge-turbo16", "qdrant"])
 async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
     b = Backend(request.param, tmp_path)
     yield b

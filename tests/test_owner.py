@@ -171,5 +171,6 @@ def test_sigint_of_reindex_through_the_owner_keeps_it_serving(tmp_path: Path) ->
         status = json.loads(ok(data, "status", "--json"))
         assert status["index"]["collection"] == "kioku"
         assert status["index"]["points"] == n
+        assert status["index"]["dense_storage"] == "turbo16"  # a new data dir's default
         assert "imported note 17" in ok(data, "search", "imported note 17")
         ok(data, "stop")

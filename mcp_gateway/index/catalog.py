@@ -89,6 +89,7 @@ async def open_index(settings: KiokuSettings, spec: IndexSpec) -> Index:
             edge_root(settings),
             settings.index.exact_search_below,
             hnsw_ef=settings.index.hnsw_ef,
+            dense_storage=settings.index.dense_storage,
             # mmapped writes die of SIGBUS on a full disk: refuse them before (diskguard)
             write_guard=space_guard(settings.index_path, settings.index.reserve_free_mb << 20),
         )

@@ -94,16 +94,19 @@ class EdgeIndex(ChannelSearch):
         optimizers: qe.EdgeOptimizersConfig | None = None,
         hnsw: qe.HnswIndexConfig | None = None,
         write_guard: Callable[[], None] | None = None,
+        dense_storage: str = "turbo16",
     ) -> None:
         """``write_guard`` runs before every write, in the write's own worker thread
         (``diskguard.space_guard``: refuse a write on a nearly full disk, one thread hop
-        instead of two)."""
+        instead of two). ``dense_storage``: how a new shard stores dense vectors
+        (``edge_shard.STORAGE``); an existing one keeps its own, read at ``open``."""
         self.spec = spec
         self.dir = Path(path) / spec.collection
         self._exact_below = exact_search_below
         self._hnsw_ef = hnsw_ef
         self._optimizers = optimizers
         self._hnsw = hnsw  # graph build parameters (m, ef_construct); None: the engine's
+        self.dense_storage = dense_storage
         self.graph_points = 0
         # point writes since the graph was built: each moved a point out of it
         self.written_since_graph = 0
@@ -162,7 +165,9 @@ class EdgeIndex(ChannelSearch):
     # -- lifecycle ----------------------------------------------------------------
 
     def _open_sync(self) -> qe.EdgeShard:
-        shard, self.spec = open_shard(self.dir, self.spec, self._optimizers, self._hnsw)
+        shard, self.spec, self.dense_storage = open_shard(
+            self.dir, self.spec, self._optimizers, self._hnsw, self.dense_storage
+        )
         return shard
 
     def _read_graph(self) -> tuple[int, int]:

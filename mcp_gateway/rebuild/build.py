@@ -33,6 +33,7 @@ import qdrant_edge as qe
 from ..db import Database
 from ..index.base import IndexSpec
 from ..index.edge import EdgeIndex
+from ..index.edge_shard import STORAGE
 from ..notes import NoteStore
 from ..records import RecordStore
 from ..vectors import VectorStore
@@ -48,7 +49,9 @@ BUILD_OPTIMIZERS = qe.EdgeOptimizersConfig(indexing_threshold=1)
 BUILD_HNSW = qe.HnswIndexConfig(m=32, ef_construct=256, full_scan_threshold=10_000)
 
 
-def build_command(db_path: Path, root: Path, spec: IndexSpec, project: str) -> list[str]:
+def build_command(
+    db_path: Path, root: Path, spec: IndexSpec, project: str, dense_storage: str
+) -> list[str]:
     return [
         sys.executable,
         "-m",
@@ -65,6 +68,8 @@ def build_command(db_path: Path, root: Path, spec: IndexSpec, project: str) -> l
         spec.model_id,
         "--project",
         project,
+        "--dense-storage",
+        dense_storage,
         *(["--latent"] if spec.latent else []),
     ]
 
@@ -115,12 +120,16 @@ def _emit(**progress: int) -> None:
     sys.stdout.flush()
 
 
-async def build(db_path: Path, root: Path, spec: IndexSpec, project: str) -> int:
+async def build(
+    db_path: Path, root: Path, spec: IndexSpec, project: str, dense_storage: str
+) -> int:
     """The build process's work; returns the points the graph covers."""
     db = Database(db_path)
     await db.open()
     try:
-        index = EdgeIndex(spec, root, optimizers=BUILD_OPTIMIZERS, hnsw=BUILD_HNSW)
+        index = EdgeIndex(
+            spec, root, optimizers=BUILD_OPTIMIZERS, hnsw=BUILD_HNSW, dense_storage=dense_storage
+        )
         await index.open()
         try:
             vectors_for = stored_vectors(VectorStore(db), spec.model_id)
@@ -153,10 +162,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", required=True)
     ap.add_argument("--project", default="")
     ap.add_argument("--latent", action="store_true", help="with the latent-terms vector")
+    ap.add_argument("--dense-storage", choices=sorted(STORAGE), default="turbo16")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="build: %(message)s")
     spec = IndexSpec(args.collection, args.dim, args.model, latent=args.latent)
-    points = anyio.run(build, args.db, args.root, spec, args.project)
+    points = anyio.run(build, args.db, args.root, spec, args.project, args.dense_storage)
     log.info("built %s: HNSW graph over %d points", spec.collection, points)
     return 0
 

@@ -186,7 +186,10 @@ class Rebuilder:
             st.build_pid = pid
 
         app.index.begin_journal()
-        command = build_command(app.settings.db_path, root, spec, app.settings.project)
+        settings = app.settings
+        command = build_command(
+            settings.db_path, root, spec, settings.project, settings.index.dense_storage
+        )
         await run_build(command, root / spec.collection, progress, started)
         target = await catalog.open_index(app.settings, spec)
         try:

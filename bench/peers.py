@@ -503,6 +503,12 @@ def report(n: int, res: dict[str, Any]) -> list[str]:
         ("add ack p50 <= 5 ms", idle["k_add"]["p50"] <= 5),
         ("hog search p50 <= 2x idle", hog["k_search"]["p50"] <= 2 * ks["p50"]),
     ]
+    # the strict reading of "cached-query search": the query's embedding is cached, the
+    # answer is new (round 15 prints it; an older kioku's run has no such figure)
+    for phase, figures in (("idle", idle), ("hog", hog)):
+        if "k_cached_embedding" in figures:
+            p50 = figures["k_cached_embedding"]["p50"]
+            targets.append((f"search over a cached embedding p50 <= 5 ms, {phase}", p50 <= 5))
     lines.append("targets: " + "; ".join(f"{t}: {'met' if ok else 'MISSED'}" for t, ok in targets))
     return lines
 

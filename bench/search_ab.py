@@ -51,7 +51,10 @@ def load(data: Path, size: int, src: Path) -> None:
     """N memories into ``data`` with ``src``'s code (this checkout's loader)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("KIOKU_")}
     env.update(PYTHONPATH=f"{src}{os.pathsep}{_HERE}", KIOKU_LOG_LEVEL="WARNING")
-    subprocess.run([sys.executable, "-c", LOAD, str(data), str(size)], env=env, check=True)
+    # in ``src``: ``python -c`` puts the working directory first on sys.path
+    subprocess.run(
+        [sys.executable, "-c", LOAD, str(data), str(size)], env=env, check=True, cwd=src
+    )
 
 
 def queries(count: int) -> list[str]:

@@ -1,0 +1,82 @@
+"""The whole search at 10k and 100k memories, in the owner's process, as it ships.
+
+For each size: a fresh data dir loaded with N short memories (``peers.py``'s texts and
+loader: the model embeds a pool of 500, the rest reuse them with small noise; at or
+above ``index.exact_search_below`` it has ``kioku reindex``'s build process make the HNSW
+graph, as the owner's graph watcher does by itself), opened as the owner opens it.
+Then, in-process
+(``SearchService.search``, the daemon's work without the stdio hops): new queries
+(each embedded), and the same queries with another ``top`` (a new answer over a cached
+embedding). p50 / p95 / p99 ms and each size's ratio to the first.
+
+Issue 12 asks for a search at 100k within 2x of 10k.
+
+    flock "${TMPDIR:-/tmp}/kioku-bench.lock" python bench/scale_search.py \\
+        [--sizes 10000 100000] [--queries 150]
+"""
+
+# ruff: noqa: E402
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# bench/queue.py shadows the stdlib ``queue`` when this folder leads sys.path.
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+sys.path.append(str(_HERE))
+
+import argparse
+import asyncio
+import statistics
+import tempfile
+import time
+
+import peers
+
+from mcp_gateway.app import open_app
+from mcp_gateway.search import SearchRequest
+from mcp_gateway.settings import KiokuSettings
+
+
+def pcts(ms: list[float]) -> str:
+    ordered = sorted(ms)
+    at = [ordered[min(len(ordered) - 1, int(q * len(ordered)))] for q in (0.5, 0.95, 0.99)]
+    return " / ".join(f"{v:.2f}" for v in at)
+
+
+async def measure(data: Path, n: int, queries: list[str]) -> dict[str, list[float]]:
+    await peers._load_kioku(data, peers.memories(n, 1), 500)
+    settings = KiokuSettings(data_dir=data)
+    async with open_app(settings, run_jobs=False) as app:
+        graph = getattr(app.index.current, "graph_points", 0)
+        print(f"  {n:,} memories, HNSW graph over {graph:,} points")
+        scope = ("default",)
+        times: dict[str, list[float]] = {"new query": [], "cached embedding": []}
+        for label, top in (("new query", 5), ("cached embedding", 4)):
+            for q in queries:
+                t = time.perf_counter()
+                await app.search.search(SearchRequest(query=q, top=top, namespaces=scope))
+                times[label].append((time.perf_counter() - t) * 1000)
+        return times
+
+
+async def main(args: argparse.Namespace) -> None:
+    queries = peers.queries(5)[: args.queries]
+    results: dict[int, dict[str, list[float]]] = {}
+    for n in args.sizes:
+        with tempfile.TemporaryDirectory() as tmp:
+            results[n] = await measure(Path(tmp) / "data", n, queries)
+    first = args.sizes[0]
+    print(f"\nin-process search, {len(queries)} queries, ms p50 / p95 / p99 (ratio of p50)")
+    for n, times in results.items():
+        for label, ms in times.items():
+            ratio = statistics.median(ms) / statistics.median(results[first][label])
+            print(f"{n:>8,} {label:<17}{pcts(ms):>24}   x{ratio:.2f}")
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    ap.add_argument("--queries", type=int, default=150)
+    asyncio.run(main(ap.parse_args()))

@@ -52,9 +52,7 @@ def load(data: Path, size: int, src: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("KIOKU_")}
     env.update(PYTHONPATH=f"{src}{os.pathsep}{_HERE}", KIOKU_LOG_LEVEL="WARNING")
     # in ``src``: ``python -c`` puts the working directory first on sys.path
-    subprocess.run(
-        [sys.executable, "-c", LOAD, str(data), str(size)], env=env, check=True, cwd=src
-    )
+    subprocess.run([sys.executable, "-c", LOAD, str(data), str(size)], env=env, check=True, cwd=src)
 
 
 def queries(count: int) -> list[str]:

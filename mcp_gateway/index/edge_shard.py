@@ -17,8 +17,9 @@ from .edge_types import create_payload_indexes
 CONFIG_FILE = "edge_config.json"
 # How the dense vectors are stored (``index.dense_storage``). "turbo16": the engine's
 # 16-bit TurboQuant storage, which it scans ~2x faster than float32 at the same
-# ranking (docs/performance.md, round 15: 10k real e5 vectors, two exact query views
-# 1.6 -> 0.84 ms, score error <= 6e-6, recall@10 1.0); float16 was no faster here.
+# ranking (bench/dense_storage.py, docs/performance.md round 15: 10k real e5 vectors,
+# two exact query views 1.36 -> 0.73 ms, scores within 6e-6, recall@10 1.0); float16
+# was only 0.83x here.
 STORAGE = {
     "float32": qe.VectorStorageDatatype.Float32,
     "turbo16": qe.VectorStorageDatatype.Turbo16,
@@ -116,7 +117,7 @@ def _stored(directory: Path) -> _Stored:
         return _Stored(None, False, "float32")
 
 
-def _mismatch(directory: Path, spec: IndexSpec, stored: int | str) -> IndexMismatch:
+def _mismatch(directory: Path, spec: IndexSpec, stored: int) -> IndexMismatch:
     return IndexMismatch(
         f"the index at {directory} was built for {stored}-dimensional vectors, but the "
         f"embedder {spec.model_id!r} produces {spec.dim}; run `kioku reindex`"

@@ -30,7 +30,7 @@ def shard_config(
     spec: IndexSpec,
     optimizers: qe.EdgeOptimizersConfig | None,
     hnsw: qe.HnswIndexConfig | None,
-    storage: str = "float32",
+    storage: str,
 ) -> qe.EdgeConfig:
     sparse = {SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)}
     if spec.latent:
@@ -53,9 +53,9 @@ def shard_config(
 def open_shard(
     directory: Path,
     spec: IndexSpec,
-    optimizers: qe.EdgeOptimizersConfig | None = None,
-    hnsw: qe.HnswIndexConfig | None = None,
-    storage: str = "float32",
+    optimizers: qe.EdgeOptimizersConfig | None,
+    hnsw: qe.HnswIndexConfig | None,
+    storage: str,
 ) -> tuple[qe.EdgeShard, IndexSpec, str]:
     """The shard in ``directory`` (created when absent with ``storage``), the spec it was
     opened with and its dense storage: a stored shard keeps the latent vector and the

@@ -24,6 +24,7 @@ from .validation import PRIORITIES
 
 log = logging.getLogger("kioku")
 SERVICES = ("serve", "worker")
+VERBOSE_HELP = "more log output on stderr: -v info, -vv debug"
 
 
 def _common() -> argparse.ArgumentParser:
@@ -34,7 +35,7 @@ def _common() -> argparse.ArgumentParser:
         "--verbose",
         action="count",
         default=argparse.SUPPRESS,
-        help="more log output on stderr: -v info, -vv debug",
+        help=VERBOSE_HELP,
     )
     return common
 
@@ -49,7 +50,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"kioku {__version__}")
     p.add_argument("--data-dir", help="where the memory lives (overrides KIOKU_DATA_DIR)")
-    p.add_argument("-v", "--verbose", action="count", default=0, help=common._actions[0].help)
+    p.add_argument("-v", "--verbose", action="count", default=0, help=VERBOSE_HELP)
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     note_types = ", ".join(DEFAULT_NOTE_TYPES)
 

@@ -18,22 +18,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any
 
-from . import peercred
+from . import compat, peercred
 
 log = logging.getLogger(__name__)
 
 
-def _base_protocol() -> type[Any]:
-    from uvicorn.protocols.http.auto import AutoHTTPProtocol
-
-    return AutoHTTPProtocol
-
-
 def guarded_protocol(header_timeout_s: float, *, peer_check: bool = False) -> type[Any]:
     """uvicorn's HTTP protocol with a request-header deadline (and a peer-uid check)."""
-    base = _base_protocol()
+    base = compat.uvicorn_http_protocol()
 
     class Guarded(base):  # type: ignore[misc, valid-type]
         _header_timer: asyncio.TimerHandle | None = None
@@ -58,8 +53,7 @@ def guarded_protocol(header_timeout_s: float, *, peer_check: bool = False) -> ty
             super().connection_lost(exc)
 
         def _awaiting_headers(self) -> bool:
-            cycle = getattr(self, "cycle", None)
-            return cycle is None or bool(cycle.response_complete)
+            return compat.awaiting_headers(self)
 
         def _arm(self) -> None:
             self._header_timer = self.loop.call_later(header_timeout_s, self._expire)
@@ -88,20 +82,20 @@ def limit_sessions(manager: Any, per_grant: int) -> None:
     global cap still applies. A refused grant gets the SDK's 503 "Too many open
     sessions", and only that grant is refused.
     """
-    admit = manager._admit_session
 
-    def admit_per_grant(requestor: Any) -> Any:
-        if requestor is not None:
-            owners = manager._session_owners
-            live = manager._server_instances
-            mine = sum(1 for sid, who in owners.items() if sid in live and who == requestor)
-            if mine >= per_grant:
-                log.warning(
-                    "grant %r has %d open sessions (its cap): refusing another",
-                    requestor.get("client_id"),
-                    mine,
-                )
-                return None
-        return admit(requestor)
+    def per_grant_cap(admit: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        def admit_per_grant(requestor: Any) -> Any:
+            if requestor is not None:
+                mine = sum(1 for who in compat.live_session_owners(manager) if who == requestor)
+                if mine >= per_grant:
+                    log.warning(
+                        "grant %r has %d open sessions (its cap): refusing another",
+                        requestor.get("client_id"),
+                        mine,
+                    )
+                    return None
+            return admit(requestor)
 
-    manager._admit_session = admit_per_grant
+        return admit_per_grant
+
+    compat.wrap_session_admission(manager, per_grant_cap)

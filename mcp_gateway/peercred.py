@@ -28,6 +28,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from . import compat
+
 log = logging.getLogger(__name__)
 
 
@@ -156,11 +158,14 @@ def checked_transport(uds: str, *, keepalive: int = 0) -> Any:
 
     transport = httpx.AsyncHTTPTransport(uds=uds, retries=0)
     # httpx has no parameter for the network backend: swap in a pool that uses ours.
-    transport._pool = httpcore.AsyncConnectionPool(
-        uds=uds,
-        retries=0,
-        max_keepalive_connections=keepalive,
-        keepalive_expiry=None,
-        network_backend=checked_backend(),
+    compat.set_connection_pool(
+        transport,
+        httpcore.AsyncConnectionPool(
+            uds=uds,
+            retries=0,
+            max_keepalive_connections=keepalive,
+            keepalive_expiry=None,
+            network_backend=checked_backend(),
+        ),
     )
     return transport

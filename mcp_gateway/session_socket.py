@@ -29,8 +29,8 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.message import SessionMessage
 
+from . import compat, peercred
 from . import local_gateway as gw
-from . import peercred
 from .jsonrpc_peek import peek_id
 from .owner_state import OwnerState
 
@@ -103,7 +103,7 @@ async def _run(server: MCPServer[Any], stream: SocketStream, state: OwnerState) 
                 if not await send(data.encode()):
                     return
 
-    low = server._lowlevel_server  # what MCPServer.run_stdio_async drives, over our streams
+    low = compat.lowlevel_server(server)  # what MCPServer.run_stdio_async drives
     async with anyio.create_task_group() as tg:
         tg.start_soon(read_lines)
         tg.start_soon(write_lines)

@@ -1,0 +1,66 @@
+"""Every module kioku imports is the standard library's, kioku's own, or a distribution
+that pyproject.toml declares: a package that arrives only because another one depends
+on it can vanish at that package's next release."""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+import tomllib
+from importlib.metadata import packages_distributions
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+OWN = {"mcp_gateway", "workers", "tests"}
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _declared(extra: str | None = None) -> set[str]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]
+    specs = list(project["dependencies"])
+    if extra:
+        specs += project["optional-dependencies"][extra]
+    return {_normal(re.split(r"[\s<>=!~;\[]", spec, maxsplit=1)[0]) for spec in specs}
+
+
+def _top_level_imports(folders: list[str]) -> dict[str, str]:
+    """Top-level module name -> one file importing it (lazy imports included)."""
+    found: dict[str, str] = {}
+    for folder in folders:
+        for path in (ROOT / folder).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+                if isinstance(node, ast.Import):
+                    names = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                    names = [node.module]
+                else:
+                    continue
+                for name in names:
+                    found.setdefault(name.split(".")[0], str(path.relative_to(ROOT)))
+    return found
+
+
+def _undeclared(folders: list[str], declared: set[str]) -> list[str]:
+    dists = packages_distributions()
+    missing = []
+    for top, where in sorted(_top_level_imports(folders).items()):
+        if top in sys.stdlib_module_names or top in OWN or top == "__future__":
+            continue
+        owners = {_normal(d) for d in dists.get(top, [])}
+        if not owners:
+            missing.append(f"{top} (imported by {where}) is installed by no distribution")
+        elif not owners & declared:
+            missing.append(f"{top} (imported by {where}) comes from {sorted(owners)}, undeclared")
+    return missing
+
+
+def test_every_import_of_the_package_is_a_declared_dependency() -> None:
+    assert _undeclared(["mcp_gateway", "workers"], _declared()) == []
+
+
+def test_every_import_of_the_tests_is_declared_for_dev() -> None:
+    assert _undeclared(["tests"], _declared("dev")) == []

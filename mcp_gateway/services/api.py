@@ -7,6 +7,7 @@ moment calls it in-process: both paths run the same code and return the same JSO
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -16,39 +17,43 @@ from ..access import Scope
 from ..errors import InvalidInput
 from . import Services
 
-Operation = Callable[[Services, Scope, dict[str, Any]], Awaitable[Any]]
-
-OPERATIONS: dict[str, Operation] = {
-    "notes.add": lambda s, sc, a: s.notes.add(sc, **a),
-    "notes.search": lambda s, sc, a: s.notes.search(sc, **a),
-    "notes.get": lambda s, sc, a: s.notes.get(sc, **a),
-    "notes.update": lambda s, sc, a: s.notes.update(sc, **a),
-    "notes.delete": lambda s, sc, a: s.notes.delete(sc, **a),
-    "notes.list": lambda s, sc, a: s.notes.list(sc, **a),
-    "records.add": lambda s, sc, a: s.records.add(sc, **a),
-    "records.link": lambda s, sc, a: s.records.link(sc, **a),
-    "records.show": lambda s, sc, a: s.records.show(sc, **a),
-    "records.search": lambda s, sc, a: s.records.search(sc, **a),
-    "records.update": lambda s, sc, a: s.records.update(sc, **a),
-    "records.graph": lambda s, sc, a: s.records.graph(sc, **a),
-    "stats": lambda s, sc, a: s.maintenance.stats(),
-    "doctor": lambda s, sc, a: s.maintenance.doctor(),
-    "export_context": lambda s, sc, a: s.maintenance.export_context(),
-    "reconcile": lambda s, sc, a: s.maintenance.reconcile(),
-    "transfer.export": lambda s, sc, a: s.transfer.export(),
-    "transfer.import": lambda s, sc, a: s.transfer.import_items(**a),
+# op -> (service, method, whether the method takes the caller's scope first)
+OPERATIONS: dict[str, tuple[str, str, bool]] = {
+    "notes.add": ("notes", "add", True),
+    "notes.search": ("notes", "search", True),
+    "notes.get": ("notes", "get", True),
+    "notes.update": ("notes", "update", True),
+    "notes.delete": ("notes", "delete", True),
+    "notes.list": ("notes", "list", True),
+    "records.add": ("records", "add", True),
+    "records.link": ("records", "link", True),
+    "records.show": ("records", "show", True),
+    "records.search": ("records", "search", True),
+    "records.update": ("records", "update", True),
+    "records.graph": ("records", "graph", True),
+    "stats": ("maintenance", "stats", False),
+    "doctor": ("maintenance", "doctor", False),
+    "export_context": ("maintenance", "export_context", False),
+    "reconcile": ("maintenance", "reconcile", False),
+    "transfer.export": ("transfer", "export", False),
+    "transfer.import": ("transfer", "import_items", False),
 }
 
 
 async def call(services: Services, scope: Scope, op: str, args: dict[str, Any]) -> Any:
-    operation = OPERATIONS.get(op)
-    if operation is None:
+    """Run ``op`` with ``args``; arguments that do not fit its signature are the
+    caller's mistake (InvalidInput), anything raised from inside is not."""
+    target = OPERATIONS.get(op)
+    if target is None:
         raise InvalidInput(f"unknown operation {op!r}; known: {', '.join(sorted(OPERATIONS))}")
+    service, name, scoped = target
+    method: Callable[..., Awaitable[Any]] = getattr(getattr(services, service), name)
+    lead = (scope,) if scoped else ()
     try:
-        out = await operation(services, scope, dict(args))
+        inspect.signature(method).bind(*lead, **args)
     except TypeError as exc:
         raise InvalidInput(f"bad arguments for {op}: {exc}") from exc
-    return to_json(out)
+    return to_json(await method(*lead, **args))
 
 
 def to_json(value: Any) -> Any:

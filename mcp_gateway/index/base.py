@@ -72,8 +72,20 @@ class IndexSpec:
 
 class Index(Protocol):
     @property
+    def graph_points(self) -> int:
+        """Points an HNSW graph covers (0: every search is exact, or a server decides)."""
+
+    @property
+    def dense_storage(self) -> str:
+        """How the collection stores dense vectors ("" where the backend does not say)."""
+
+    @property
     def spec(self) -> IndexSpec:
         """The collection, dense size and model this index holds."""
+
+    async def wants_graph(self) -> bool:
+        """Whether the owner should build this index a new HNSW graph, out of process
+        (an embedded collection that outgrew its last graph; never a server's)."""
 
     async def open(self) -> None:
         """Create the collection for ``spec`` or load it; raise ``IndexMismatch`` when an

@@ -34,6 +34,17 @@ class LiveIndex(ChannelSearch):
     def spec(self) -> IndexSpec:
         return self.current.spec
 
+    @property
+    def graph_points(self) -> int:
+        return self.current.graph_points
+
+    @property
+    def dense_storage(self) -> str:
+        return self.current.dense_storage
+
+    async def wants_graph(self) -> bool:
+        return await self.current.wants_graph()
+
     def begin_build(self, target: Index) -> None:
         self.building = target
 

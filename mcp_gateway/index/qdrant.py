@@ -102,9 +102,16 @@ def _hits(points: Sequence[models.ScoredPoint]) -> list[IndexHit]:
 class QdrantIndex(ChannelSearch):
     """``Index`` on an ``AsyncQdrantClient`` collection named ``spec.collection``."""
 
+    # the server builds and keeps its own graphs, and chooses how it stores vectors
+    graph_points = 0
+    dense_storage = ""
+
     def __init__(self, spec: IndexSpec, client: AsyncQdrantClient) -> None:
         self.spec = spec
         self.client = client
+
+    async def wants_graph(self) -> bool:
+        return False
 
     @property
     def _name(self) -> str:

@@ -33,11 +33,10 @@ class MaintenanceService:
                 "current_model": app.index_current,
                 "points": points,
                 "expected_points": notes["total"] + records.get("total", 0),
-                # points the HNSW graph covers (edge; 0 = exact search only)
-                "graph_points": getattr(app.index.current, "graph_points", 0),
-                # how the collection stores dense vectors (edge; "" elsewhere) and how a
-                # new one would: they differ until `kioku reindex`
-                "dense_storage": getattr(app.index.current, "dense_storage", ""),
+                "graph_points": app.index.graph_points,
+                # how the collection stores dense vectors and how a new one would: they
+                # differ until `kioku reindex`
+                "dense_storage": app.index.dense_storage,
                 "configured_dense_storage": app.settings.index.dense_storage,
                 # the collection has the latent-terms vector / the embedder makes terms
                 "latent_terms": app.index.spec.latent,

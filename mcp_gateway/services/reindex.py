@@ -255,9 +255,8 @@ class Rebuilder:
         live embedded collection wants one (``EdgeIndex.wants_graph``); one at a time."""
         while True:
             await anyio.sleep(every_s)
-            wants = getattr(self.app.index.current, "wants_graph", None)
             try:
-                if wants is not None and self.status.state != "running" and await wants():
+                if self.status.state != "running" and await self.app.index.wants_graph():
                     log.info("the index outgrew exact search: building an HNSW graph")
                     await self.rebuild()
             except Exception:

@@ -1,9 +1,9 @@
 """Re-ranking priors: usefulness from the activity log, and a shelf life for lessons.
 
-Usefulness: a note *retrieved* by ``search_memory`` counts as *useful* when, within
-``SOLVE_WINDOW_S`` after that search, a note with a ``solved_query`` was added (the
-problem at hand got solved). With Laplace smoothing ``p = (useful + 1) / (retrieved + 2)``
-(0.5 with no evidence), the usefulness factor is ``1 + USE_WEIGHT * (p - 0.5)``.
+Usefulness: a note *retrieved* by ``search_memory`` counts as *useful* when a solution
+credits it (``solve_credit``: a note with a ``solved_query`` added shortly after).
+With Laplace smoothing ``p = (useful + 1) / (retrieved + 2)`` (0.5 with no evidence),
+the usefulness factor is ``1 + USE_WEIGHT * (p - 0.5)``.
 
 Shelf life: past the ``SHELF_LIFE`` newest lessons, a lesson that is neither high
 priority nor ever useful decays (halving per further ``SHELF_LIFE`` lessons, floored),
@@ -18,19 +18,19 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import defaultdict, deque
+from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
 
+from ..solve_credit import SolveCredit, result_ids
 from ..types import Note
 from .context import JobContext
 
 log = logging.getLogger(__name__)
 
-SOLVE_WINDOW_S = 30 * 60
 USE_WEIGHT = 0.5
 SHELF_LIFE = 100
 SHELF_FLOOR = 0.6
@@ -47,21 +47,13 @@ class Usage:
 def usage_from_log(entries: Iterable[dict[str, Any]]) -> dict[str, Usage]:
     """Count retrievals and "retrieved, then solved" per note id (entries in time order)."""
     usage: dict[str, Usage] = defaultdict(Usage)
-    recent: deque[tuple[float, list[str]]] = deque()
+    credit = SolveCredit()
     for entry in entries:
-        ts = float(entry.get("ts", 0.0))
-        while recent and recent[0][0] < ts - SOLVE_WINDOW_S:
-            recent.popleft()
         if entry.get("event") == "search_memory":
-            ids = [str(i) for i in entry.get("result_ids") or []]
-            for nid in ids:
+            for nid in result_ids(entry):
                 usage[nid].retrieved += 1
-            recent.append((ts, ids))
-        elif entry.get("event") == "add_note" and entry.get("solved_query"):
-            credited = {nid for _, ids in recent for nid in ids} - {str(entry.get("id"))}
-            for nid in credited:
-                usage[nid].useful += 1
-            recent.clear()  # each retrieval is credited for one solution at most
+        for nid in credit.feed(entry) or ():
+            usage[nid].useful += 1
     return dict(usage)
 
 

@@ -2,8 +2,7 @@
 
 - searches per day and their hit rate (a search with at least one result is a hit);
 - which memories were retrieved shortly before a note with a ``solved_query`` was
-  added: the same attribution the re-ranking job uses (``workers/priors.py``: a
-  retrieval within 30 minutes before the solution is credited once);
+  added: the re-ranking job's own rule (``solve_credit``);
 - memories never retrieved by the assistant.
 
 Only the assistant's ``search_memory`` events count; the browser's own searches are
@@ -12,15 +11,14 @@ logged as ``ui_search`` and kept apart.
 
 from __future__ import annotations
 
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from ..solve_credit import SolveCredit, is_solution, result_ids
 from ..types import Note
-
-SOLVE_WINDOW_S = 30 * 60
 
 
 @dataclass(slots=True)
@@ -65,32 +63,28 @@ def summarise(entries: Iterable[dict[str, Any]], *, days: int, now: float) -> In
     retrieved: Counter[str] = Counter()
     solutions: list[Solution] = []
     empty: list[tuple[float, str]] = []
-    recent: deque[tuple[float, list[str]]] = deque()
+    credit = SolveCredit()
     searches = hits = ui = 0
     for entry in entries:
         event, ts = entry.get("event"), float(entry.get("ts", 0.0))
-        while recent and recent[0][0] < ts - SOLVE_WINDOW_S:
-            recent.popleft()
+        credited = credit.feed(entry)
         if event == "ui_search":
             ui += 1
         elif event == "search_memory":
-            ids = [str(i) for i in entry.get("result_ids") or []]
+            ids = result_ids(entry)
             hit = int(entry.get("hits", len(ids)) or 0) > 0
             searches += 1
             hits += hit
             retrieved.update(ids)
-            recent.append((ts, ids))
             bucket = per_day.get(_day(ts))
             if bucket is not None:
                 bucket.searches += 1
                 bucket.hits += hit
             if not hit:
                 empty.append((ts, str(entry.get("query", ""))))
-        elif event == "add_note" and entry.get("solved_query"):
+        elif is_solution(entry):
             own = str(entry.get("id", ""))
-            credited = list(dict.fromkeys(i for _, ids in recent for i in ids if i != own))
-            solutions.append(Solution(own, ts, str(entry["solved_query"]), credited))
-            recent.clear()  # each retrieval is credited for one solution at most
+            solutions.append(Solution(own, ts, str(entry["solved_query"]), credited or []))
     return Insights(
         days=list(per_day.values()),
         searches=searches,

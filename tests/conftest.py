@@ -23,6 +23,19 @@ from mcp_gateway.settings import KiokuSettings
 
 
 @pytest.fixture(scope="session", autouse=True)
+def _private_graph_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The e5 graphs the tests build go to a cache of the session's own (inherited by the
+    processes tests start), never to the user's ``~/.cache/kioku``."""
+    before = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
+    yield
+    if before is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = before
+
+
+@pytest.fixture(scope="session", autouse=True)
 def _no_daemon_outlives_the_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Every shared-gateway daemon a test started (through ``kioku serve`` on stdio) lives
     in a data dir under the session's base temp dir: kill any still running at the end.

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from mcp_gateway.embedders import e5_file, e5_graph, e5_int8, e5_latent
+from mcp_gateway.embedders import e5_file, e5_graph, e5_int8, e5_latent, graph_cache
 from mcp_gateway.embedders.e5_tokenizer import UnigramTokenizer
 from mcp_gateway.types import SparseVector
 
@@ -92,16 +92,17 @@ class OnnxE5:
         self._ort: Any = onnxruntime
         self._file = e5_file.load(path)
         self._tokenizer = UnigramTokenizer(self._file.vocab)
-        self._graphs: dict[str, bytes] = {}
+        # graphs are files (``graph_cache``): sessions load them, no process holds their bytes
+        self._graphs: dict[str, Path] = {}
         stats = e5_int8.load_stats(int8_queries, self._file) if int8_queries else None
-        if stats is not None:
-            self._graphs["int8"] = e5_graph.build(self._file, int8=stats)
+        if stats is not None and int8_queries is not None:
+            self._graphs["int8"] = graph_cache.graph_file("int8", [path, int8_queries])
         self._int8_passages = stats is not None and int8_passages
         if not self._int8_passages:  # someone still runs the exact graph
-            self._graphs["encoder"] = e5_graph.build(self._file)
+            self._graphs["encoder"] = graph_cache.graph_file("exact", [path])
         self._sae = e5_latent.load(sae) if sae is not None else None
-        if self._sae is not None:
-            self._graphs["sae"] = e5_latent.build(self._sae)
+        if sae is not None:
+            self._graphs["sae"] = graph_cache.graph_file("sae", [sae])
         self._spinning = spinning
         self._sessions: dict[tuple[str, int], Any] = {}
         self._prefix_tokens: dict[str, int] = {}
@@ -297,7 +298,7 @@ class OnnxE5:
                 options.add_session_config_entry("session.intra_op.allow_spinning", spin)
                 options.log_severity_level = 3  # its optimiser's notes are not ours to print
                 session = ort.InferenceSession(
-                    self._graphs[graph], options, providers=["CPUExecutionProvider"]
+                    str(self._graphs[graph]), options, providers=["CPUExecutionProvider"]
                 )
                 self._sessions[(graph, threads)] = session
             return session

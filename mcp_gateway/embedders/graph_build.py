@@ -1,0 +1,24 @@
+"""``python -m mcp_gateway.embedders.graph_build KIND INPUT... --out FILE``: build one
+e5 graph into the cache (``graph_cache``), in a process of its own so that the build's
+temporaries die with it."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from mcp_gateway.embedders.graph_cache import KINDS, build, write
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m mcp_gateway.embedders.graph_build")
+    parser.add_argument("kind", choices=KINDS)
+    parser.add_argument("inputs", nargs="+", type=Path)
+    parser.add_argument("--out", required=True, type=Path)
+    args = parser.parse_args(argv)
+    write(args.out, build(args.kind, args.inputs))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

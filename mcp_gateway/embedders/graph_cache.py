@@ -1,0 +1,106 @@
+"""The e5 engine's ONNX graphs, built once and kept on disk.
+
+Building a graph dequantises and re-packs every weight of the model: ~0.6 s, and
+~150 MB of temporaries that the allocator keeps for the rest of the process's life
+(measured: a process that built the three graphs held 255 MB more than one that loaded
+its sessions from files). So each graph is built once, in a child process, and written
+to the user's cache; every process then loads its sessions from the file and never
+holds a graph's bytes.
+
+A graph's file name carries a digest of everything that shapes it: its kind, each input
+file's path, size and modification time (the model, the int8 calibration, the
+autoencoder) and the source of the modules that build it. A new kioku or a new model
+package therefore builds new files; old ones are left for the user to delete. The
+cache is ``$XDG_CACHE_HOME/kioku/graphs`` (``~/.cache/kioku/graphs``), private to the
+user (0700, files 0600), and safe to delete at any time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import platformdirs
+
+log = logging.getLogger(__name__)
+
+KINDS = ("exact", "int8", "sae")
+BUILD_TIMEOUT_S = 600.0
+
+
+def cache_dir() -> Path:
+    return platformdirs.user_cache_path("kioku") / "graphs"
+
+
+def _shaping_sources() -> list[Path]:
+    """The modules whose code decides a graph's bytes."""
+    from mcp_gateway.embedders import e5_file, e5_graph, e5_int8, e5_latent, onnx_proto
+
+    return [Path(m.__file__ or "") for m in (e5_file, e5_graph, e5_int8, e5_latent, onnx_proto)]
+
+
+def digest(kind: str, inputs: Sequence[Path]) -> str:
+    h = hashlib.sha256(kind.encode())
+    for path in inputs:
+        st = path.stat()
+        h.update(f"\0{path.resolve()}\0{st.st_size}\0{st.st_mtime_ns}".encode())
+    for source in _shaping_sources():
+        h.update(source.read_bytes())
+    return h.hexdigest()[:20]
+
+
+def build(kind: str, inputs: Sequence[Path]) -> bytes:
+    """The graph's bytes: ``exact`` (model), ``int8`` (model, calibration), ``sae``
+    (autoencoder)."""
+    from mcp_gateway.embedders import e5_file, e5_graph, e5_int8, e5_latent
+
+    if kind == "sae":
+        return e5_latent.build(e5_latent.load(inputs[0]))
+    model = e5_file.load(inputs[0])
+    if kind == "exact":
+        return e5_graph.build(model)
+    if kind == "int8":
+        stats = e5_int8.load_stats(inputs[1], model)
+        if stats is None:
+            raise ValueError(f"no int8 calibration in {inputs[1]}")
+        return e5_graph.build(model, int8=stats)
+    raise ValueError(f"unknown graph kind {kind!r} (expected one of {KINDS})")
+
+
+def write(path: Path, data: bytes) -> None:
+    """Atomically: a reader sees the whole file or none (two builders race harmlessly)."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".building-", suffix=".onnx")
+    try:
+        with os.fdopen(fd, "wb") as f:  # mkstemp's file is 0600
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def graph_file(kind: str, inputs: Sequence[Path]) -> Path:
+    """The graph's file, built first (in a child process) if the cache lacks it."""
+    path = cache_dir() / f"{kind}-{digest(kind, inputs)}.onnx"
+    if path.exists():
+        return path
+    child = "mcp_gateway.embedders.graph_build"
+    argv = [sys.executable, "-m", child, kind, *map(str, inputs), "--out", str(path)]
+    try:
+        subprocess.run(
+            argv, check=True, timeout=BUILD_TIMEOUT_S, stdin=subprocess.DEVNULL, stdout=sys.stderr
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        # still correct, only heavier: the temporaries stay with this process
+        log.warning("building the %s graph in a child failed (%s); building it here", kind, exc)
+        write(path, build(kind, inputs))
+    return path

@@ -1,0 +1,72 @@
+"""The e5 graphs are built once, by a child process, into a private cache; every later
+engine loads its sessions from the files (``embedders/graph_cache.py``)."""
+
+from __future__ import annotations
+
+import shutil
+import stat
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+
+from mcp_gateway.embedders import e5_file, e5_graph, e5_latent, e5_onnx, graph_cache
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    return graph_cache.cache_dir()
+
+
+def test_a_graph_is_built_once_into_a_private_file(cache: Path) -> None:
+    model = e5_onnx.model_path("original")
+    first = graph_cache.graph_file("exact", [model])
+    assert first.parent == cache and first.exists()
+    assert stat.S_IMODE(cache.stat().st_mode) == 0o700
+    assert stat.S_IMODE(first.stat().st_mode) == 0o600
+    built_at = first.stat().st_mtime_ns
+    again = graph_cache.graph_file("exact", [model])
+    assert again == first and again.stat().st_mtime_ns == built_at  # not rebuilt
+    assert [p.name for p in cache.iterdir()] == [first.name]  # no temporary left behind
+
+
+def test_the_cached_graph_is_the_graph_the_engine_builds(cache: Path) -> None:
+    model = e5_onnx.model_path("original")
+    path = graph_cache.graph_file("exact", [model])
+    assert path.read_bytes() == e5_graph.build(e5_file.load(model))
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    assert [i.name for i in session.get_inputs()] == ["emb", "mask"]
+
+
+def test_another_input_is_another_file(cache: Path, tmp_path: Path) -> None:
+    model = e5_onnx.model_path("original")
+    copy = tmp_path / "copy.bin"
+    shutil.copy(model, copy)
+    assert graph_cache.digest("exact", [model]) != graph_cache.digest("exact", [copy])
+    assert graph_cache.digest("exact", [model]) != graph_cache.digest("int8", [model])
+
+
+def test_without_a_child_the_graph_is_built_here(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "executable", str(cache / "no-such-python"))
+    sae = e5_latent.sae_path()
+    path = graph_cache.graph_file("sae", [sae])
+    assert path.exists() and path.stat().st_size > 1_000_000
+
+
+def test_an_engine_on_cached_graphs_embeds_as_before(cache: Path) -> None:
+    engine = e5_onnx.OnnxE5(e5_onnx.model_path("original"))
+    assert {p.parent for p in engine._graphs.values()} == {cache}
+    fresh = ort.InferenceSession(
+        e5_graph.build(e5_file.load(e5_onnx.model_path("original"))),
+        providers=["CPUExecutionProvider"],
+    )
+    windows = engine._windows(["git rebase rewrites history"], "query: ")
+    feed = engine._feed(windows, engine._mask(windows))
+    expected = fresh.run(None, feed)[0]
+    got = engine._session(1, "encoder").run(None, feed)[0]
+    np.testing.assert_allclose(got, expected, rtol=0, atol=0)

@@ -60,7 +60,7 @@ def test_without_a_child_the_graph_is_built_here(
 
 def test_an_engine_on_cached_graphs_embeds_as_before(cache: Path) -> None:
     engine = e5_onnx.OnnxE5(e5_onnx.model_path("original"))
-    assert {p.parent for p in engine._graphs.values()} == {cache}
+    assert {Path(str(p)).parent for p in engine._graphs.values()} == {cache}
     fresh = ort.InferenceSession(
         e5_graph.build(e5_file.load(e5_onnx.model_path("original"))),
         providers=["CPUExecutionProvider"],
@@ -70,3 +70,13 @@ def test_an_engine_on_cached_graphs_embeds_as_before(cache: Path) -> None:
     expected = fresh.run(None, feed)[0]
     got = engine._session(1, "encoder").run(None, feed)[0]
     np.testing.assert_allclose(got, expected, rtol=0, atol=0)
+
+
+def test_a_home_without_a_writable_cache_still_embeds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocked = tmp_path / "not-a-dir"
+    blocked.write_text("a file where the cache folder would go")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
+    source = graph_cache.graph_source("sae", [e5_latent.sae_path()])
+    assert isinstance(source, bytes) and len(source) > 1_000_000

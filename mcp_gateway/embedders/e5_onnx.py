@@ -93,16 +93,16 @@ class OnnxE5:
         self._file = e5_file.load(path)
         self._tokenizer = UnigramTokenizer(self._file.vocab)
         # graphs are files (``graph_cache``): sessions load them, no process holds their bytes
-        self._graphs: dict[str, Path] = {}
+        self._graphs: dict[str, str | bytes] = {}
         stats = e5_int8.load_stats(int8_queries, self._file) if int8_queries else None
         if stats is not None and int8_queries is not None:
-            self._graphs["int8"] = graph_cache.graph_file("int8", [path, int8_queries])
+            self._graphs["int8"] = graph_cache.graph_source("int8", [path, int8_queries])
         self._int8_passages = stats is not None and int8_passages
         if not self._int8_passages:  # someone still runs the exact graph
-            self._graphs["encoder"] = graph_cache.graph_file("exact", [path])
+            self._graphs["encoder"] = graph_cache.graph_source("exact", [path])
         self._sae = e5_latent.load(sae) if sae is not None else None
         if sae is not None:
-            self._graphs["sae"] = graph_cache.graph_file("sae", [sae])
+            self._graphs["sae"] = graph_cache.graph_source("sae", [sae])
         self._spinning = spinning
         self._sessions: dict[tuple[str, int], Any] = {}
         self._prefix_tokens: dict[str, int] = {}
@@ -298,7 +298,7 @@ class OnnxE5:
                 options.add_session_config_entry("session.intra_op.allow_spinning", spin)
                 options.log_severity_level = 3  # its optimiser's notes are not ours to print
                 session = ort.InferenceSession(
-                    str(self._graphs[graph]), options, providers=["CPUExecutionProvider"]
+                    self._graphs[graph], options, providers=["CPUExecutionProvider"]
                 )
                 self._sessions[(graph, threads)] = session
             return session

@@ -88,11 +88,22 @@ def write(path: Path, data: bytes) -> None:
         raise
 
 
+def graph_source(kind: str, inputs: Sequence[Path]) -> str | bytes:
+    """What an ONNX session loads: the cached file's path, or, where the cache cannot be
+    written (a read-only home), the graph's bytes built here."""
+    try:
+        return str(graph_file(kind, inputs))
+    except OSError as exc:
+        log.warning("no graph cache (%s): building the %s graph in this process", exc, kind)
+        return build(kind, inputs)
+
+
 def graph_file(kind: str, inputs: Sequence[Path]) -> Path:
     """The graph's file, built first (in a child process) if the cache lacks it."""
     path = cache_dir() / f"{kind}-{digest(kind, inputs)}.onnx"
     if path.exists():
         return path
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     child = "mcp_gateway.embedders.graph_build"
     argv = [sys.executable, "-m", child, kind, *map(str, inputs), "--out", str(path)]
     try:

@@ -361,7 +361,7 @@ class SearchService:
         record_ids = [str(c.payload.get("source_id")) for c in chosen if kind_of(c) == "record"]
         points = [c.point_id for c in chosen if kind_of(c) == "note"]
         newer = self.newer_similarity > 0 and len(note_ids) > 1
-        vectors: dict[str, list[float]] = {}
+        vectors: dict[str, Sequence[float]] = {}
         notes = self.shown.known(note_ids, generation)
         if notes is not None:  # every text at hand: no task group (~0.15 ms; round 13)
             records = await self._record_views(record_ids)

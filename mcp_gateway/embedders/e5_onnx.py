@@ -28,6 +28,8 @@ the exact graph is not built at all.
 
 from __future__ import annotations
 
+import ctypes
+import sys
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -50,6 +52,24 @@ _MAX_BATCH_TOKENS = 4096  # padded tokens a forward pass, so long windows go few
 # token states an autoencoder call: its int8 pass's [tokens, 16384] scores and its exact
 # pass's [tokens, 48, 384] products stay ~17 and ~19 MB
 _MAX_SAE_TOKENS = 256
+_M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
+_MMAP_THRESHOLD_BYTES = 256 * 1024
+
+
+def return_large_buffers() -> None:
+    """Have glibc give large freed buffers back to the system (a fixed mmap threshold).
+
+    A forward pass allocates and frees activation buffers of several MB. glibc's default
+    threshold rises after such a free, so later buffers come from the heap and stay in
+    the process: measured over 240 documents and 100 queries, the process grew 84 MB
+    with it, 66 MB with a fixed 256 KB threshold (and 136 MB with onnxruntime's arena).
+    """
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL("libc.so.6")
+        except OSError:  # not glibc (musl): nothing to tune
+            return
+        libc.mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD_BYTES)
 
 
 def model_path(variant: str) -> Path:
@@ -88,6 +108,8 @@ class OnnxE5:
         or a missing file: queries run the exact graph); ``int8_passages``: passages run
         that graph too (where it loaded)."""
         import onnxruntime  # a missing wheel surfaces here, as ImportError
+
+        return_large_buffers()
 
         self._ort: Any = onnxruntime
         self._file = e5_file.load(path)
@@ -293,6 +315,9 @@ class OnnxE5:
                 options = ort.SessionOptions()
                 options.intra_op_num_threads = threads
                 options.inter_op_num_threads = 1
+                # The arena keeps every run's peak activations (a batch of long documents:
+                # tens of MB) for the life of the process; without it they are freed.
+                options.enable_cpu_mem_arena = False
                 options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
                 spin = "1" if self._spinning else "0"
                 options.add_session_config_entry("session.intra_op.allow_spinning", spin)

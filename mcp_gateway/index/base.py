@@ -135,7 +135,7 @@ class Index(Protocol):
         """The stored payload of each id present in the index (reconcile compares them
         with the truth store)."""
 
-    async def dense_vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
+    async def dense_vectors(self, ids: Sequence[str]) -> dict[str, Sequence[float]]:
         """The stored (unit-length) dense vector of each id that has one."""
 
     async def count(self, flt: IndexFilter | None = None) -> int: ...

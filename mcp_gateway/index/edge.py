@@ -366,7 +366,7 @@ class EdgeIndex(ChannelSearch):
         wanted = list(ids)
         return await self._run(lambda s: stored_payloads(s, wanted))
 
-    async def dense_vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
+    async def dense_vectors(self, ids: Sequence[str]) -> dict[str, Sequence[float]]:
         if not ids:
             return {}
         # the answer's notes, read once between writes: no thread hop for a repeat

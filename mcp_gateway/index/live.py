@@ -123,7 +123,7 @@ class LiveIndex(ChannelSearch):
     async def payloads(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         return await self.current.payloads(ids)
 
-    async def dense_vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
+    async def dense_vectors(self, ids: Sequence[str]) -> dict[str, Sequence[float]]:
         return await self.current.dense_vectors(ids)
 
     async def count(self, flt: IndexFilter | None = None) -> int:

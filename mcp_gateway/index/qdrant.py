@@ -265,13 +265,13 @@ class QdrantIndex(ChannelSearch):
         return {str(r.id): dict(r.payload or {}) for r in records}
 
     @_store_errors
-    async def dense_vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
+    async def dense_vectors(self, ids: Sequence[str]) -> dict[str, Sequence[float]]:
         if not ids:
             return {}
         records = await self.client.retrieve(
             self._name, list(ids), with_payload=False, with_vectors=[DENSE]
         )
-        out: dict[str, list[float]] = {}
+        out: dict[str, Sequence[float]] = {}
         for r in records:
             vector: Any = r.vector.get(DENSE) if isinstance(r.vector, dict) else None
             if isinstance(vector, list):

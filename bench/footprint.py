@@ -1,0 +1,88 @@
+"""The owner's resident memory as notes grow: at open, after each batch of notes is
+added and embedded, and after searches.
+
+    python bench/footprint.py [--notes 2000] [--step 1000] [--searches 300]
+
+Runs the owner's stores, index, embedder and job runner in this process (``open_app``,
+as the daemon does) on a fresh data dir, adds notes written from the quality set's
+memories (each repeated with a varying suffix, so no two texts are equal), waits until
+every one is embedded and indexed, then runs searches. Prints RssAnon (the process's
+own memory) and RssFile (mapped files: the model, the index's segments; shared and
+reclaimable), and the growth per 1,000 notes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[0] = str(ROOT)  # not bench/: its queue.py would shadow the standard library's
+
+from mcp_gateway.access import settings_scope  # noqa: E402
+from mcp_gateway.app import open_app  # noqa: E402
+from mcp_gateway.services import Services  # noqa: E402
+from mcp_gateway.settings import KiokuSettings  # noqa: E402
+
+DATA = ROOT / "bench" / "quality" / "data"
+TYPES = {"lesson", "conclusion", "knowledge", "note"}
+
+
+def rss() -> dict[str, int]:
+    """RssAnon and RssFile of this process, in MB."""
+    out = {}
+    for line in Path("/proc/self/status").read_text().splitlines():
+        key = line.split(":")[0]
+        if key in ("RssAnon", "RssFile"):
+            out[key] = int(line.split()[1]) // 1024
+    return out
+
+
+def texts(n: int) -> list[tuple[str, str]]:
+    memories = [json.loads(line) for line in (DATA / "memories.jsonl").open(encoding="utf-8")]
+    out = []
+    for i in range(n):
+        m = memories[i % len(memories)]
+        kind = m.get("type") if m.get("type") in TYPES else "knowledge"
+        out.append((f"{m['text']} (copy {i // len(memories)})", kind))
+    return out
+
+
+async def main(args: argparse.Namespace) -> None:
+    settings = KiokuSettings(data_dir=Path(tempfile.mkdtemp(prefix="kioku-footprint-")) / "data")
+    queries = [json.loads(line)["query"] for line in (DATA / "queries.jsonl").open()]
+    async with open_app(settings) as app:
+        services, scope = Services.over(app), settings_scope(settings)
+        opened = rss()
+        print(f"open: {opened}", flush=True)
+        rows = []
+        todo = texts(args.notes)
+        for start in range(0, len(todo), args.step):
+            began = time.perf_counter()
+            for text, kind in todo[start : start + args.step]:
+                await services.notes.add(scope, text=text, type=kind)
+            await app.jobs.drain()
+            await app.applier.apply_pending()
+            done = start + len(todo[start : start + args.step])
+            rows.append((done, rss(), time.perf_counter() - began))
+            print(f"{done} notes embedded: {rows[-1][1]} ({rows[-1][2]:.0f} s)", flush=True)
+        for q in queries[: args.searches]:
+            await services.notes.search(scope, query=q)
+        searched = rss()
+        print(f"after {args.searches} searches: {searched}", flush=True)
+    last_n, last = rows[-1][0], rows[-1][1]
+    per_k = (last["RssAnon"] - opened["RssAnon"]) / (last_n / 1000)
+    print(f"RssAnon growth per 1,000 notes: {per_k:.1f} MB (open -> {last_n} notes)")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--notes", type=int, default=2000)
+    parser.add_argument("--step", type=int, default=1000)
+    parser.add_argument("--searches", type=int, default=300)
+    asyncio.run(main(parser.parse_args()))

@@ -83,3 +83,23 @@ def test_import_server_memory_graph_and_markdown_folder(tmp_path: Path) -> None:
 
     bad = cli(data, "import", str(tmp_path / "nope.txt"))
     assert bad.returncode == 1 and "cannot read" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_import_replacing_a_text_refreshes_its_dedup_key(tmp_path: Path) -> None:
+    """Issue 32: an import that replaces a note's text goes through the note store, so
+    adding the new text answers "already stored" instead of storing a second copy."""
+    data, graph = tmp_path / "data", tmp_path / "memory.json"
+
+    def entity(observation: str) -> None:
+        line = {"type": "entity", "name": "billing-api", "entityType": "service"}
+        graph.write_text(json.dumps({**line, "observations": [observation]}), "utf-8")
+
+    entity("paginates with cursors")
+    assert "imported 1 notes" in ok(data, "import", str(graph))
+    ok(data, "add", "Deploys to staging need the VPN")  # every stored text has its key now
+    entity("paginates with offsets")
+    assert "(1 updated)" in ok(data, "import", str(graph))
+    again = cli(data, "add", "billing-api (service)\n- paginates with offsets", "--type", "knowledge")
+    assert again.returncode == 0, again.stderr
+    assert "already stored as" in again.stderr, again.stderr
+    assert ok(data, "list", "--type", "knowledge").count("billing-api") == 1

@@ -79,7 +79,10 @@ def label(value: str, field: str, max_chars: int) -> str:
 def namespace(value: str, field: str = "namespace") -> str:
     """A namespace name: a label (``label``) without spaces, at most 64 characters, so
     it can be shown inline and used as a key (no markup, no line breaks)."""
-    text = label(value, field, 64)
+    try:
+        text = label(value, field, 64)
+    except InvalidInput:
+        text = ""
     if not text or any(ch.isspace() for ch in text):
         raise InvalidInput(
             f"{field} {value!r} is not a namespace name: use letters, digits and -_./+ "

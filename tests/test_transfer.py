@@ -99,7 +99,8 @@ def test_import_replacing_a_text_refreshes_its_dedup_key(tmp_path: Path) -> None
     ok(data, "add", "Deploys to staging need the VPN")  # every stored text has its key now
     entity("paginates with offsets")
     assert "(1 updated)" in ok(data, "import", str(graph))
-    again = cli(data, "add", "billing-api (service)\n- paginates with offsets", "--type", "knowledge")
+    new_text = "billing-api (service)\n- paginates with offsets"
+    again = cli(data, "add", new_text, "--type", "knowledge")
     assert again.returncode == 0, again.stderr
     assert "already stored as" in again.stderr, again.stderr
     assert ok(data, "list", "--type", "knowledge").count("billing-api") == 1

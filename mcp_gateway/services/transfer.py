@@ -10,28 +10,21 @@ not exported, so whatever embedder the target runs embeds the imported text.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import sqlite3
 import time
-from collections.abc import Iterable, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel
-from ulid import ULID
 
 from ..app import AppContext
-from ..errors import InvalidInput
 from ..records import queries
 from ..records.imports import Imported
 from ..records.model import Edge, HistoryEntry, Record
 from ..render import iso
 from ..types import Note
 from .import_check import Limits, check_items
-
-FORMAT = "kioku-export"
-VERSION = 1
+from .import_files import FORMAT, VERSION
 
 
 class ImportReport(BaseModel):
@@ -40,12 +33,6 @@ class ImportReport(BaseModel):
     records_added: int = 0
     links_added: int = 0
     skipped: int = 0
-
-
-def stable_id(kind: str, key: str, at: float = 0.0) -> str:
-    """A ULID derived from ``key`` (and a timestamp), the same on every import."""
-    digest = hashlib.blake2b(f"{kind}:{key}".encode(), digest_size=10).digest()
-    return str(ULID.from_bytes(int(at * 1000).to_bytes(6, "big") + digest))
 
 
 class TransferService:
@@ -156,76 +143,6 @@ class TransferService:
 
 
 _NOTE_FIELDS = ("id", "text", "type", "priority", "domain", "solved_query", "namespace", "deleted")
-
-
-# -- reading files (the CLI parses; the owner imports) ----------------------------------
-def parse_file(path: Path) -> list[dict[str, Any]]:
-    """A kioku export, a server-memory JSONL graph, or a folder of Markdown notes."""
-    if path.is_dir():
-        return parse_markdown_folder(path)
-    try:
-        lines = [json.loads(x) for x in path.read_text("utf-8").splitlines() if x.strip()]
-    except (OSError, ValueError) as exc:
-        raise InvalidInput(
-            f"cannot read {path} as JSON lines ({exc}): give a `kioku export` file, a "
-            "server-memory memory.json, or a folder of Markdown notes"
-        ) from exc
-    if lines and isinstance(lines[0], dict) and lines[0].get("kind") == FORMAT:
-        if lines[0].get("version") != VERSION:
-            raise InvalidInput(f"{path} is a kioku export of version {lines[0].get('version')}")
-        return lines[1:]
-    if all(isinstance(x, dict) and x.get("type") in ("entity", "relation") for x in lines):
-        return parse_server_memory(lines)
-    raise InvalidInput(f"{path}: not a kioku export nor a server-memory knowledge graph")
-
-
-def parse_server_memory(lines: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each entity becomes one knowledge note: its name, observations and relations."""
-    entities: dict[str, dict[str, Any]] = {}
-    relations: dict[str, list[str]] = {}
-    for line in lines:
-        if line.get("type") == "entity" and line.get("name"):
-            entities[str(line["name"])] = line
-        elif line.get("type") == "relation" and line.get("from"):
-            rel = f"- {line.get('relationType', 'relates to')} {line.get('to', '?')}"
-            relations.setdefault(str(line["from"]), []).append(rel)
-    out = []
-    for name, entity in entities.items():
-        body = [f"{name} ({entity.get('entityType', 'entity')})"]
-        body += [f"- {o}" for o in entity.get("observations") or []]
-        body += relations.get(name, [])
-        out.append(
-            {
-                "kind": "note",
-                "id": stable_id("server-memory", name),
-                "text": "\n".join(body),
-                "type": "knowledge",
-                "domain": str(entity.get("entityType", ""))[:64],
-                "replace_text": True,
-            }
-        )
-    return out
-
-
-def parse_markdown_folder(root: Path) -> list[dict[str, Any]]:
-    """Each ``*.md`` file becomes one knowledge note, keyed by its path in the folder."""
-    out = []
-    for path in sorted(root.rglob("*.md")):
-        rel = path.relative_to(root).as_posix()
-        stat = path.stat()
-        out.append(
-            {
-                "kind": "note",
-                "id": stable_id("markdown", rel),
-                "text": path.read_text("utf-8", errors="replace").strip(),
-                "type": "knowledge",
-                "domain": path.parent.name if path.parent != root else "",
-                "created_at": stat.st_mtime,
-                "updated_at": stat.st_mtime,
-                "replace_text": True,
-            }
-        )
-    return out
 
 
 def render_markdown(items: Sequence[dict[str, Any]]) -> str:

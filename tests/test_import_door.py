@@ -196,3 +196,81 @@ def test_a_markdown_import_stays_inside_its_folder(tmp_path: Path) -> None:
     assert "kioku: skipped linked: a link to outside the folder" in done.stderr
     assert "imported 3 notes" in done.stdout
     assert "AKIAEXAMPLESECRET" not in ok(data, "export")
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, "utf-8")
+
+
+def _imported(data: Path) -> dict[str, dict[str, Any]]:
+    """The exported notes by their first line."""
+    notes = [json.loads(x) for x in ok(data, "export").splitlines()[1:]]
+    return {n["text"].splitlines()[0]: n for n in notes if n["kind"] == "note"}
+
+
+def test_markdown_front_matter_and_wiki_links_obsidian_vault(tmp_path: Path) -> None:
+    data, vault = tmp_path / "data", tmp_path / "vault"
+    _write(vault / ".obsidian" / "workspace.md", "editor state, not a note")
+    _write(vault / ".trash" / "old.md", "a deleted note")
+    _write(
+        vault / "日本語メモ" / "デプロイ手順.md",
+        "---\ntitle: デプロイ手順\ntags: [deploy, 本番]\npriority: high\n---\n"
+        "本番へのデプロイ前に[[ステージング環境|ステージング]]で確認する。詳細は[[Runbook]]。\n",
+    )
+    _write(
+        vault / "ภาษาไทย.md",
+        '---\ntype: lesson\ntags: "#api #ไทย"\n---\n'
+        "ห้ามส่งคำขอ PATCH พร้อมกันหลายครั้ง ดู [[API Guide#Retries]] ![[diagram.png]]\n",
+    )
+    _write(vault / "broken.md", "---\ntitle: [unclosed\n---\nBody kept as written\n")
+    done = cli(data, "import", str(vault))
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert "imported 3 notes" in done.stdout
+    assert done.stderr.strip() == (
+        "kioku: broken.md: front matter is not valid YAML at line 2: imported as written"
+    )
+    notes = _imported(data)
+    ja = notes["# デプロイ手順"]
+    assert ja["text"] == (
+        "# デプロイ手順\n\n本番へのデプロイ前にステージングで確認する。詳細はRunbook。"
+        "\n\ntags: deploy, 本番"
+    )
+    assert (ja["priority"], ja["domain"], ja["type"]) == ("high", "日本語メモ", "knowledge")
+    th = notes["ห้ามส่งคำขอ PATCH พร้อมกันหลายครั้ง ดู API Guide#Retries diagram.png"]
+    assert th["type"] == "lesson" and th["text"].endswith("\n\ntags: api, ไทย")
+    assert notes["---"]["text"] == "---\ntitle: [unclosed\n---\nBody kept as written"
+    found = ok(data, "search", "デプロイ前 ステージング")
+    assert "デプロイ手順" in found and "title:" not in found and "[[" not in found
+
+
+def test_markdown_front_matter_basic_memory_folder(tmp_path: Path) -> None:
+    data, folder = tmp_path / "data", tmp_path / "basic-memory"
+    _write(
+        folder / "coffee" / "coffee-brewing-methods.md",
+        "---\ntitle: Coffee Brewing Methods\ntype: note\n"
+        "permalink: coffee/coffee-brewing-methods\ntags:\n- coffee\n- brewing\n---\n\n"
+        "# Coffee Brewing Methods\n\n## Observations\n"
+        "- [method] Pour over gives a cleaner cup #brewing\n"
+        "- [tip] Grind just before brewing\n\n## Relations\n"
+        "- relates_to [[Coffee Bean Origins]]\n- requires [[Proper Grinding Technique]]\n",
+    )
+    _write(
+        folder / "テスト戦略.md",
+        "---\ntitle: テスト戦略\ntype: lesson\npermalink: tesuto\n---\n\n"
+        "## Observations\n- [rule] 結合テストは実DBで行う\n",
+    )
+    assert "imported 2 notes" in ok(data, "import", str(folder))
+    notes = _imported(data)
+    coffee = notes["# Coffee Brewing Methods"]
+    assert coffee["text"] == (
+        "# Coffee Brewing Methods\n\n## Observations\n"
+        "- [method] Pour over gives a cleaner cup #brewing\n"
+        "- [tip] Grind just before brewing\n\n## Relations\n"
+        "- relates_to Coffee Bean Origins\n- requires Proper Grinding Technique"
+        "\n\ntags: coffee, brewing"
+    )
+    assert (coffee["type"], coffee["domain"]) == ("note", "coffee")
+    ja = notes["# テスト戦略"]
+    assert ja["type"] == "lesson" and "permalink" not in ja["text"]
+    assert ja["text"] == "# テスト戦略\n\n## Observations\n- [rule] 結合テストは実DBで行う"

@@ -224,12 +224,14 @@ def test_markdown_front_matter_and_wiki_links_obsidian_vault(tmp_path: Path) -> 
         "ห้ามส่งคำขอ PATCH พร้อมกันหลายครั้ง ดู [[API Guide#Retries]] ![[diagram.png]]\n",
     )
     _write(vault / "broken.md", "---\ntitle: [unclosed\n---\nBody kept as written\n")
+    _write(vault / "Untitled.md", "---\ntags: []\n---\n\n")
     done = cli(data, "import", str(vault))
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     assert "imported 3 notes" in done.stdout
-    assert done.stderr.strip() == (
-        "kioku: broken.md: front matter is not valid YAML at line 2: imported as written"
-    )
+    assert done.stderr.splitlines() == [  # in the order of the paths
+        "kioku: skipped Untitled.md: no text",
+        "kioku: broken.md: front matter is not valid YAML at line 2: imported as written",
+    ]
     notes = _imported(data)
     ja = notes["# デプロイ手順"]
     assert ja["text"] == (

@@ -21,6 +21,7 @@ from typing import Any
 from ulid import ULID
 
 from ..errors import InvalidInput
+from ..validation import visible
 from .import_check import Limits, place
 from .markdown_notes import domain_of, markdown_note
 
@@ -152,6 +153,9 @@ def parse_markdown_folder(root: Path, limits: Limits) -> Parsed:
         note, warning = markdown_note(text, limits.note_types)
         if warning:
             out.warnings.append(f"{place(rel)}: {warning}")
+        if not visible(note["text"]):  # a blank page or a template: nothing to remember
+            out.warnings.append(f"skipped {place(rel)}: no text")
+            continue
         stat = path.stat()
         folder = Path(rel).parent.name
         out.items.append(

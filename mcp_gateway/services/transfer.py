@@ -3,7 +3,8 @@
 Export writes every note (deleted ones too, flagged) and every record with its history,
 links and namespace, one JSON object per line after a header line. Import reads that
 format back -- and what users come from: the ``server-memory`` JSONL knowledge graph
-and a folder of Markdown notes. Import is idempotent: items keep (or, for foreign
+and a folder of Markdown notes (the CLI reads them, ``import_files``; the owner checks
+every item with MCP's rules, ``import_check``). Import is idempotent: items keep (or, for foreign
 formats, derive) stable ids, so importing the same file twice adds nothing; vectors are
 not exported, so whatever embedder the target runs embeds the imported text.
 """

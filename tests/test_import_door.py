@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from mcp_gateway.client import owner_client
 from mcp_gateway.records import validate as rv
@@ -58,6 +59,8 @@ def counts(data: Path) -> tuple[int, int]:
     return header["notes"], header["records"]
 
 
+# slow: 3 CLI processes, ~10 s on 2 busy cores (the fast set keeps the cheap ones below)
+@pytest.mark.slow
 def test_import_applies_mcps_text_policy(tmp_path: Path) -> None:
     data = tmp_path / "data"
     source = export_file(
@@ -79,6 +82,8 @@ def test_import_applies_mcps_text_policy(tmp_path: Path) -> None:
     assert "\x1b" not in shown and "\x07" not in shown
 
 
+# slow: 6 CLI processes, ~20 s on 2 busy cores
+@pytest.mark.slow
 def test_a_malformed_import_names_each_line_and_writes_nothing(tmp_path: Path) -> None:
     data = tmp_path / "data"
     source = export_file(
@@ -124,6 +129,8 @@ def test_a_malformed_import_names_each_line_and_writes_nothing(tmp_path: Path) -
     assert counts(data) == (0, 0)
 
 
+# slow: 2 CLI processes
+@pytest.mark.slow
 def test_imported_sequences_leave_room_for_the_next_record(tmp_path: Path) -> None:
     data = tmp_path / "data"
     top = {**RECORD, "id": f"AUDIT-MEM-{rv.MAX_SEQ}", "seq": rv.MAX_SEQ}
@@ -132,6 +139,8 @@ def test_imported_sequences_leave_room_for_the_next_record(tmp_path: Path) -> No
     assert f"AUDIT-MEM-{rv.MAX_SEQ + 1}" in added
 
 
+# slow: its own daemon (a model load)
+@pytest.mark.slow
 def test_the_owner_checks_what_it_is_sent(tmp_path: Path) -> None:
     """The admin API gets items, not files: the owner checks them again and answers a
     bad one with its place (400), never a 500 with a traceback in its log."""
@@ -209,6 +218,8 @@ def _imported(data: Path) -> dict[str, dict[str, Any]]:
     return {n["text"].splitlines()[0]: n for n in notes if n["kind"] == "note"}
 
 
+# slow: 3 CLI processes, ~12 s on 2 busy cores
+@pytest.mark.slow
 def test_markdown_front_matter_and_wiki_links_obsidian_vault(tmp_path: Path) -> None:
     data, vault = tmp_path / "data", tmp_path / "vault"
     _write(vault / ".obsidian" / "workspace.md", "editor state, not a note")
@@ -246,6 +257,8 @@ def test_markdown_front_matter_and_wiki_links_obsidian_vault(tmp_path: Path) -> 
     assert "デプロイ手順" in found and "title:" not in found and "[[" not in found
 
 
+# slow: 2 CLI processes
+@pytest.mark.slow
 def test_markdown_front_matter_basic_memory_folder(tmp_path: Path) -> None:
     data, folder = tmp_path / "data", tmp_path / "basic-memory"
     _write(
@@ -276,3 +289,54 @@ def test_markdown_front_matter_basic_memory_folder(tmp_path: Path) -> None:
     ja = notes["# テスト戦略"]
     assert ja["type"] == "lesson" and "permalink" not in ja["text"]
     assert ja["text"] == "# テスト戦略\n\n## Observations\n- [rule] 結合テストは実DBで行う"
+
+
+# -- the same rules without processes (the fast set's share) ----------------------------
+def test_check_items_refuses_each_bad_item_by_place() -> None:
+    from mcp_gateway.errors import InvalidInput
+    from mcp_gateway.services.import_check import Limits, check_items
+
+    limits = Limits.of(KiokuSettings())
+    clean = check_items([{**NOTE, "text": "a\x1b[2Jb\x00"}, RECORD], limits)
+    assert clean[0]["text"] == "a[2Jb" and clean[1]["seq"] == 1
+    with pytest.raises(InvalidInput) as refused:
+        check_items(
+            [
+                NOTE,
+                "not an object",
+                {**RECORD, "seq": 2**63 - 1},
+                {**NOTE, "created_at": float("nan"), "where": "in.jsonl line 9\x1b]52;c;x\x07"},
+                {**NOTE, "namespace": "a b"},
+            ],
+            limits,
+        )
+    lines = str(refused.value).splitlines()
+    assert lines[0] == "nothing imported: fix these and import again"
+    assert [x.split(":")[0].strip() for x in lines[1:]] == [
+        "item 2",
+        "item 3",
+        "in.jsonl line 9\\x1b]52;c;x\\x07",  # a place is printed, never obeyed
+        "item 5",
+    ]
+
+
+def test_front_matter_mapping() -> None:
+    from mcp_gateway.services.markdown_notes import markdown_note
+
+    types = ("note", "lesson", "knowledge")
+    note, warning = markdown_note(
+        "---\ntitle: Retry policy\ntags: '#api, #http'\ntype: Lesson\npriority: HIGH\n"
+        "domain: backend\npermalink: x\n---\nSee [[HTTP Guide|the guide]] and [[Backoff]].",
+        types,
+    )
+    assert warning == ""
+    assert note == {
+        "text": "# Retry policy\n\nSee the guide and Backoff.\n\ntags: api, http",
+        "type": "lesson",
+        "priority": "high",
+        "domain": "backend",
+    }
+    kept, warning = markdown_note("---\n- a list\n---\nbody", types)
+    assert kept["text"] == "---\n- a list\n---\nbody" and "not a YAML mapping" in warning
+    plain, warning = markdown_note("No front matter, a [[Link]]", types)
+    assert plain == {"text": "No front matter, a Link", "type": "knowledge"} and warning == ""

@@ -85,6 +85,8 @@ def test_import_server_memory_graph_and_markdown_folder(tmp_path: Path) -> None:
     assert bad.returncode == 1 and "cannot read" in bad.stderr and "Traceback" not in bad.stderr
 
 
+# slow: 5 CLI processes, ~20 s on 2 busy cores
+@pytest.mark.slow
 def test_import_replacing_a_text_refreshes_its_dedup_key(tmp_path: Path) -> None:
     """Issue 32: an import that replaces a note's text goes through the note store, so
     adding the new text answers "already stored" instead of storing a second copy."""

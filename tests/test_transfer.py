@@ -33,6 +33,9 @@ def test_export_then_import_round_trip_is_idempotent(tmp_path: Path) -> None:
 
     assert "imported 2 notes" in ok(dst, "import", str(backup))
     assert "imported 0 notes" in ok(dst, "import", str(backup))  # idempotent
+    copied = [json.loads(x) for x in ok(dst, "export").splitlines()]
+    # the same history, links written once
+    assert next(x for x in copied if x.get("id") == "FIX-MEM-001")["history"] == fix["history"]
     assert "ステージング" in ok(dst, "search", "デプロイ前 ステージング")
     assert "resolved by: FIX-MEM-001" in ok(dst, "records", "show", "AUDIT-MEM-001")
     assert lesson.strip() not in ok(dst, "list")  # deleted stays deleted (restorable)

@@ -24,13 +24,15 @@ def put(conn: sqlite3.Connection, items: Sequence[Imported]) -> tuple[list[str],
     that are not there yet. Returns (added ids, links added); raises (the caller's
     transaction rolls back) when an id's tag or a link does not fit this memory."""
     added: list[str] = []
-    for rec, history, _ in items:
+    for rec, history, edges in items:
         if conn.execute("SELECT 1 FROM records WHERE id = ?", (rec.id,)).fetchone():
             continue
         _claim_tag(conn, rec)
         queries.insert_record(conn, rec)
+        # insert_record and insert_edge write the "created" and "link" entries themselves
+        linking = {f"{e.relation}:{e.target}" for e in edges}
         for h in history:
-            if h.field != "created":  # insert_record wrote it
+            if h.field != "created" and not (h.field == "link" and h.new_value in linking):
                 queries.add_history(conn, rec.id, h.field, h.old_value, h.new_value, h.at)
         conn.execute(
             "INSERT INTO record_sequences(namespace, type, project, last_seq) "

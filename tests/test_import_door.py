@@ -141,7 +141,7 @@ def test_imported_sequences_leave_room_for_the_next_record(tmp_path: Path) -> No
 
 # slow: its own daemon (a model load)
 @pytest.mark.slow
-def test_the_owner_checks_what_it_is_sent(tmp_path: Path) -> None:
+async def test_the_owner_checks_what_it_is_sent(tmp_path: Path) -> None:
     """The admin API gets items, not files: the owner checks them again and answers a
     bad one with its place (400), never a 500 with a traceback in its log."""
     data = tmp_path / "data"
@@ -155,7 +155,7 @@ def test_the_owner_checks_what_it_is_sent(tmp_path: Path) -> None:
             headers = {"content-type": "application/json"}
             return await client.post("/api/call", content=raw, headers=headers)
 
-    async def scenario() -> None:
+    try:
         async with stdio_client(data):
             for items, words in [
                 ([NOTE, [1, 2]], "item 2: not a JSON object"),
@@ -167,11 +167,6 @@ def test_the_owner_checks_what_it_is_sent(tmp_path: Path) -> None:
                 assert words in answer.json()["error"]["message"]
             good = export_file(tmp_path / "good.jsonl", NOTE)
             assert "imported 1 notes" in ok(data, "import", str(good))  # through the owner
-
-    import anyio
-
-    try:
-        anyio.run(scenario)
     finally:
         stop(data)
     log = gateway_paths(data).log.read_text("utf-8", errors="replace")

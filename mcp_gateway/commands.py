@@ -262,14 +262,28 @@ async def export(args: argparse.Namespace, settings: KiokuSettings) -> int:
     from .export import write_atomic
     from .services.transfer import render_markdown
 
+    def target() -> Path | None:
+        output = Path(args.output).expanduser() if args.output else None
+        if output is not None and output.is_dir():
+            # refused rather than guessed into: the backup lands where it was named
+            raise InvalidInput(
+                f"{output} is a folder: name the file to write, "
+                f"e.g. {output / 'kioku-export.jsonl'}"
+            )
+        return output
+
+    output = await anyio.to_thread.run_sync(target)
     async with connect(settings) as memory:
         items = await memory.call("transfer.export")
     if args.format == "markdown":
         text = render_markdown(items[1:])
     else:
         text = "".join(json.dumps(i, ensure_ascii=False) + "\n" for i in items)
-    if args.output:
-        await anyio.to_thread.run_sync(lambda: write_atomic(Path(args.output).expanduser(), text))
+    if output is not None:
+        try:
+            await anyio.to_thread.run_sync(lambda: write_atomic(output, text))
+        except OSError as exc:
+            raise InvalidInput(f"cannot write {output}: {exc.strerror}") from None
         print(
             f"exported {items[0]['notes']} notes and {items[0]['records']} records", file=sys.stderr
         )
@@ -279,11 +293,22 @@ async def export(args: argparse.Namespace, settings: KiokuSettings) -> int:
 
 
 async def import_(args: argparse.Namespace, settings: KiokuSettings) -> int:
+    """Read and check the whole source here (line-numbered errors, nothing sent on a
+    refusal), warn about what was skipped, then the owner checks again and writes."""
     from pathlib import Path
 
-    from .services.transfer import parse_file
+    from .services.import_check import Limits, check_items
+    from .services.import_files import parse_file
 
-    items = await anyio.to_thread.run_sync(lambda: parse_file(Path(args.source).expanduser()))
+    limits = Limits.of(settings)
+
+    def read() -> list[Any]:
+        parsed = parse_file(Path(args.source).expanduser(), limits)
+        for warning in parsed.warnings:
+            print(f"kioku: {warning}", file=sys.stderr)
+        return check_items(parsed.items, limits)
+
+    items = await anyio.to_thread.run_sync(read)
     async with connect(settings) as memory:
         report = await memory.call("transfer.import", items=items)
     print(
@@ -291,8 +316,6 @@ async def import_(args: argparse.Namespace, settings: KiokuSettings) -> int:
         f"{report['records_added']} records, {report['links_added']} links; "
         f"{report['skipped']} already present"
     )
-    for problem in report["problems"]:
-        print(f"skipped: {problem}", file=sys.stderr)
     return 0
 
 

@@ -110,6 +110,34 @@ def _note(row: sqlite3.Row) -> Note:
     return Note(**data)
 
 
+def _change(
+    conn: sqlite3.Connection, row: sqlite3.Row, changes: dict[str, Any], now: float
+) -> list[str]:
+    """Apply ``changes`` to the note ``row`` inside the caller's transaction: each real
+    change a history entry; a new text gets its dedup key and is marked for re-embedding."""
+    note_id = row["id"]
+    changed = [f for f, v in changes.items() if f in EDITABLE and row[f] != v]
+    for field in changed:
+        conn.execute(
+            "INSERT INTO note_history VALUES (?, ?, ?, ?, ?)",
+            (note_id, now, field, row[field], changes[field]),
+        )
+    if changed:
+        sets = ", ".join(f"{f} = ?" for f in changed)
+        # a new text or type needs a new dense vector: mark it pending
+        reembed = ", embedded_model = NULL" if "text" in changed else ""
+        conn.execute(
+            f"UPDATE notes SET {sets}, updated_at = ?{reembed} WHERE id = ?",
+            (*[changes[f] for f in changed], now, note_id),
+        )
+        if "text" in changed:
+            conn.execute(
+                "UPDATE notes SET content_hash = ? WHERE id = ?",
+                (text_key(changes["text"]), note_id),
+            )
+    return changed
+
+
 class NoteStore:
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -208,27 +236,7 @@ class NoteStore:
             ).fetchone()
             if row is None:
                 raise NotFound(f"no note with id {note_id!r}: search_memory shows the ids")
-            now = time.time()
-            changed = [f for f, v in changes.items() if f in EDITABLE and row[f] != v]
-            for field in changed:
-                conn.execute(
-                    "INSERT INTO note_history VALUES (?, ?, ?, ?, ?)",
-                    (note_id, now, field, row[field], changes[field]),
-                )
-            if changed:
-                sets = ", ".join(f"{f} = ?" for f in changed)
-                # a new text or type needs a new dense vector: mark it pending
-                reembed = ", embedded_model = NULL" if "text" in changed else ""
-                conn.execute(
-                    f"UPDATE notes SET {sets}, updated_at = ?{reembed} WHERE id = ?",
-                    (*[changes[f] for f in changed], now, note_id),
-                )
-                if "text" in changed:
-                    conn.execute(
-                        "UPDATE notes SET content_hash = ? WHERE id = ?",
-                        (text_key(changes["text"]), note_id),
-                    )
-            return changed
+            return _change(conn, row, changes, time.time())
 
         changed = await self.db.transaction(apply)
         return await self.get(note_id), changed
@@ -253,6 +261,46 @@ class NoteStore:
 
         await self.db.transaction(apply)
         return await self.get(note_id, include_deleted=True)
+
+    def put_imported(
+        self,
+        conn: sqlite3.Connection,
+        notes: Sequence[Note],
+        history: dict[str, list[tuple[float, str, str | None, str | None]]],
+        replace: set[str],
+    ) -> tuple[list[str], int, int]:
+        """Write imported (already validated) notes inside the caller's transaction, so
+        an import of notes and records commits whole or not at all.
+
+        A new id is inserted with its ``history`` and dedup key. An id already stored
+        is kept, unless it is in ``replace``, live, and its text differs: then the text
+        changes as ``update`` changes it (history, dedup key, re-embedding). Returns
+        (ids to index, inserted, updated)."""
+        fresh: list[str] = []
+        inserted = updated = 0
+        for note in notes:
+            row = conn.execute("SELECT * FROM notes WHERE id = ?", (note.id,)).fetchone()
+            if row is not None:
+                if note.id in replace and not row["deleted"]:
+                    if _change(conn, row, {"text": note.text}, time.time()):
+                        fresh.append(note.id)
+                        updated += 1
+                continue
+            data = note.model_dump(exclude={"embedded_model"})
+            data["deleted"] = int(note.deleted)
+            data["content_hash"] = text_key(note.text)
+            conn.execute(
+                f"INSERT INTO notes ({', '.join(data)}) VALUES ({', '.join('?' * len(data))})",
+                tuple(data.values()),
+            )
+            conn.executemany(
+                "INSERT INTO note_history VALUES (?, ?, ?, ?, ?)",
+                [(note.id, *h) for h in history.get(note.id, [])],
+            )
+            inserted += 1
+            if not note.deleted:  # deleted notes come back restorable, unindexed
+                fresh.append(note.id)
+        return fresh, inserted, updated
 
     async def recent(
         self,

@@ -76,6 +76,21 @@ def label(value: str, field: str, max_chars: int) -> str:
     return text
 
 
+def namespace(value: str, field: str = "namespace") -> str:
+    """A namespace name: a label (``label``) without spaces, at most 64 characters, so
+    it can be shown inline and used as a key (no markup, no line breaks)."""
+    try:
+        text = label(value, field, 64)
+    except InvalidInput:
+        text = ""
+    if not text or any(ch.isspace() for ch in text):
+        raise InvalidInput(
+            f"{field} {value!r} is not a namespace name: use letters, digits and -_./+ "
+            "without spaces"
+        )
+    return text
+
+
 # Printable in a terminal: C0/C1 controls and DEL are shown escaped, never emitted.
 _UNSAFE = [c for c in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if chr(c) not in "\n\t"]
 _TERMINAL_UNSAFE = {c: f"\\x{c:02x}" for c in _UNSAFE}

@@ -33,6 +33,9 @@ def test_export_then_import_round_trip_is_idempotent(tmp_path: Path) -> None:
 
     assert "imported 2 notes" in ok(dst, "import", str(backup))
     assert "imported 0 notes" in ok(dst, "import", str(backup))  # idempotent
+    copied = [json.loads(x) for x in ok(dst, "export").splitlines()]
+    # the same history, links written once
+    assert next(x for x in copied if x.get("id") == "FIX-MEM-001")["history"] == fix["history"]
     assert "ステージング" in ok(dst, "search", "デプロイ前 ステージング")
     assert "resolved by: FIX-MEM-001" in ok(dst, "records", "show", "AUDIT-MEM-001")
     assert lesson.strip() not in ok(dst, "list")  # deleted stays deleted (restorable)
@@ -83,3 +86,26 @@ def test_import_server_memory_graph_and_markdown_folder(tmp_path: Path) -> None:
 
     bad = cli(data, "import", str(tmp_path / "nope.txt"))
     assert bad.returncode == 1 and "cannot read" in bad.stderr and "Traceback" not in bad.stderr
+
+
+# slow: 5 CLI processes, ~20 s on 2 busy cores
+@pytest.mark.slow
+def test_import_replacing_a_text_refreshes_its_dedup_key(tmp_path: Path) -> None:
+    """Issue 32: an import that replaces a note's text goes through the note store, so
+    adding the new text answers "already stored" instead of storing a second copy."""
+    data, graph = tmp_path / "data", tmp_path / "memory.json"
+
+    def entity(observation: str) -> None:
+        line = {"type": "entity", "name": "billing-api", "entityType": "service"}
+        graph.write_text(json.dumps({**line, "observations": [observation]}), "utf-8")
+
+    entity("paginates with cursors")
+    assert "imported 1 notes" in ok(data, "import", str(graph))
+    ok(data, "add", "Deploys to staging need the VPN")  # every stored text has its key now
+    entity("paginates with offsets")
+    assert "(1 updated)" in ok(data, "import", str(graph))
+    new_text = "billing-api (service)\n- paginates with offsets"
+    again = cli(data, "add", new_text, "--type", "knowledge")
+    assert again.returncode == 0, again.stderr
+    assert "already stored as" in again.stderr, again.stderr
+    assert ok(data, "list", "--type", "knowledge").count("billing-api") == 1

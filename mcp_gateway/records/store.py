@@ -17,7 +17,7 @@ from typing import Any
 from ..access import Scope, unseen
 from ..db import Database
 from ..errors import InvalidInput, NotFound
-from . import matching, queries
+from . import imports, matching, queries
 from . import validate as v
 from .fts import parse_query
 from .model import (
@@ -45,8 +45,8 @@ class RecordStore:
         self,
         db: Database,
         project: str,
-        max_title_chars: int = 500,
-        max_content_bytes: int = 32_768,
+        max_title_chars: int = v.MAX_TITLE_CHARS,
+        max_content_bytes: int = v.MAX_CONTENT_BYTES,
     ) -> None:
         self.db = db
         self.project = v.project(project)
@@ -172,6 +172,12 @@ class RecordStore:
         out = await self.db.transaction(write)
         log.info("record %s updated: %s", rid, [c.field for c in out.changes] or "no change")
         return out
+
+    def put_imported(
+        self, conn: sqlite3.Connection, items: Sequence[imports.Imported]
+    ) -> tuple[list[str], int]:
+        """Checked imported records, inside the importer's transaction (``imports.put``)."""
+        return imports.put(conn, items)
 
     # -- reads ---------------------------------------------------------------------------
     async def get(self, id: str) -> Record:

@@ -11,6 +11,10 @@ from .model import ACTION_STATES, RECORD_TYPES, RELATIONS, STATUSES
 
 LINK_FORMAT = "RELATION:TARGET_ID, e.g. resolves:AUDIT-MEM-001"
 _PROJECT_RE = re.compile(r"^[A-Z0-9_]{1,16}$")
+MAX_TITLE_CHARS = 500
+MAX_CONTENT_BYTES = 32_768
+# far above any real count, far below SQLite's 2**63 - 1: the next number always fits
+MAX_SEQ = 999_999_999
 
 
 def choice(kind: str, value: str, valid: Sequence[str]) -> str:

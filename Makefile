@@ -48,6 +48,7 @@ lint: $(STAMP)
 bench-latency: $(STAMP)
 	$(BIN)/python bench/latency.py
 
+# Both distributions (generated data/ and conversational conv/), per split and kind, 95% CIs.
 bench-quality: $(STAMP)
 	$(BIN)/python bench/quality/run.py
 

@@ -1,15 +1,21 @@
 """Retrieval-quality benchmark: drives the real server over MCP (stdio).
 
-1. Ingests ``data/memories.jsonl`` oldest first into a fresh data dir (notes with
+1. Ingests each set's ``memories.jsonl`` oldest first into a fresh data dir (notes with
    ``add_note``'s server path, records with ``record_add`` and their links) and waits
    until every note and record has its dense vector, drafts embedded exactly.
 2. For each search mode (the single-signal baselines ``lexical`` and ``dense``, and the
    shipped ``hybrid``), starts ``kioku serve`` over stdio on that data dir, sends every
-   query of ``data/queries.jsonl`` through ``search_memory`` and scores the ranked ids.
-3. Prints recall@1/5/10, MRR and nDCG@10 overall and per query kind, plus search
-   latency p50/p95 (client round trip over stdio, and server side from the activity log).
+   query of ``queries.jsonl`` through ``search_memory`` and scores the ranked ids.
+3. Prints, per set and split, nDCG@10 and recall@1/5/10 overall, per query kind and per
+   language, each with a 95 % bootstrap interval (``intervals.py``), plus search latency
+   p50/p95 (client round trip over stdio, and server side from the activity log).
+4. With ``--compare`` (settings) or ``--baseline`` (an earlier ``--out``), prints the
+   paired difference per split and kind and lists the groups significantly worse.
 
-    python bench/quality/run.py [--modes lexical dense hybrid] [--set search.rrf_k=20 ...]
+    python bench/quality/run.py                 # data/ (generated) and conv/ (conversations)
+    python bench/quality/run.py --modes hybrid --compare search.rrf_k=20
+    python bench/quality/run.py --modes hybrid --out main.json      # on main, then:
+    python bench/quality/run.py --modes hybrid --baseline main.json # on a branch
     python bench/quality/run.py --data bench/quality/heldout   # the held-out set (test only)
 """
 
@@ -19,7 +25,6 @@ import argparse
 import asyncio
 import json
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -32,6 +37,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 sys.path.insert(0, str(HERE))
 
+import intervals  # noqa: E402
 from metrics import percentile, score  # noqa: E402
 
 from mcp_gateway.access import settings_scope  # noqa: E402
@@ -40,7 +46,9 @@ from mcp_gateway.services import Services  # noqa: E402
 from mcp_gateway.settings import KiokuSettings  # noqa: E402
 
 KIOKU = str(Path(sys.executable).with_name("kioku"))
-METRICS = ("R@1", "R@5", "R@10", "MRR", "nDCG@10")
+# printed with a bootstrap interval; R@k on the conversational set is evidence recall@k
+TABLE_METRICS = ("nDCG@10", "R@1", "R@5", "R@10")
+PAIRED_METRICS = ("nDCG@10", "R@5", "R@10")
 
 
 def load_jsonl(name: str, folder: Path = HERE / "data") -> list[dict[str, Any]]:
@@ -147,34 +155,7 @@ def _server_latencies(path: Path, offset: int) -> list[float]:
         return [e["latency_ms"] for e in map(json.loads, fh) if e.get("event") == "search_memory"]
 
 
-def aggregate(rows: list[dict[str, Any]]) -> dict[str, float]:
-    return {m: statistics.fmean(r[m] for r in rows) for m in METRICS}
-
-
-def print_report(results: list[dict[str, Any]]) -> None:
-    """One table per split (dev: tuned on; test: held out), every mode side by side."""
-    queries = results[0]["queries"]
-    kinds = sorted({r["kind"] for r in queries})
-    for split in ("dev", "test"):
-        print(f"== {split} ==")
-        header = f"{'group':18s} {'mode':8s} " + " ".join(f"{m:>8s}" for m in METRICS)
-        print(header)
-        print("-" * len(header))
-        for group in ["ALL", *kinds, "lang:en", "lang:ja", "lang:th"]:
-            for res in results:
-                rows = [r for r in res["queries"] if r["split"] == split]
-                if group.startswith("lang:"):
-                    rows = [r for r in rows if r["lang"] == group[5:]]
-                elif group != "ALL":
-                    rows = [r for r in rows if r["kind"] == group]
-                if not rows:
-                    continue
-                agg = aggregate(rows)
-                label = f"{group} ({len(rows)})" if res is results[0] else ""
-                print(
-                    f"{label:18s} {res['mode']:8s} " + " ".join(f"{agg[m]:8.3f}" for m in METRICS)
-                )
-        print()
+def print_latency(results: list[dict[str, Any]]) -> None:
     for res in results:
         c, s = res["client_ms"], res["server_ms"]
         print(
@@ -182,6 +163,7 @@ def print_report(results: list[dict[str, Any]]) -> None:
             f"p95 {percentile(c, 0.95):6.2f} ms | server side p50 {percentile(s, 0.5):6.2f} "
             f"p95 {percentile(s, 0.95):6.2f} ms"
         )
+    print()
 
 
 def parse_overrides(pairs: list[str]) -> dict[str, str]:
@@ -190,6 +172,29 @@ def parse_overrides(pairs: list[str]) -> dict[str, str]:
         key, value = pair.split("=", 1)
         out["KIOKU_" + key.upper().replace(".", "__")] = value
     return out
+
+
+async def run_set(
+    folder: Path, data_dir: Path, modes: list[str], overrides: dict[str, str], top: int
+) -> tuple[int, list[dict[str, Any]], list[dict[str, Any]]]:
+    """Ingest ``folder`` into ``data_dir`` (once; reused when it holds the keys file), then
+    run every mode; returns the memory count, the queries and one result per mode."""
+    memories = load_jsonl("memories.jsonl", folder)
+    queries = load_jsonl("queries.jsonl", folder)
+    keys_file = data_dir / "bench-keys.json"
+    if keys_file.exists():
+        keys = json.loads(keys_file.read_text())
+    else:
+        started = time.perf_counter()
+        keys = await ingest(data_dir, memories)
+        keys_file.write_text(json.dumps(keys))
+        print(
+            f"{folder.name}: ingested {len(memories)} memories in "
+            f"{time.perf_counter() - started:.0f} s",
+            file=sys.stderr,
+        )
+    results = [await run_mode(data_dir, mode, queries, keys, overrides, top) for mode in modes]
+    return len(memories), queries, results
 
 
 async def main() -> None:
@@ -202,44 +207,101 @@ async def main() -> None:
         metavar="SECTION.KEY=VALUE",
         help="settings for every mode, e.g. search.rrf_k=20",
     )
+    ap.add_argument(
+        "--compare",
+        nargs="*",
+        metavar="SECTION.KEY=VALUE",
+        help="a candidate: every mode runs again with these settings on top of --set, and the\n"
+        "paired difference (candidate minus --set) is printed per split and kind",
+    )
+    ap.add_argument(
+        "--baseline",
+        type=Path,
+        help="an earlier --out file (e.g. written on main): paired difference of this run\n"
+        "minus that one, per set, mode, split and kind",
+    )
     ap.add_argument("--top", type=int, default=10)
-    ap.add_argument("--data-dir", type=Path, help="reuse an ingested data dir")
-    ap.add_argument("--out", type=Path, help="write per-query results as JSON")
+    ap.add_argument(
+        "--data-dir", type=Path, help="reuse ingested data dirs: one subfolder per --data set"
+    )
+    ap.add_argument("--out", type=Path, help="write per-query results as JSON (for --baseline)")
     ap.add_argument(
         "--data",
         type=Path,
-        default=HERE / "data",
-        help="folder with memories.jsonl and queries.jsonl (heldout/: never tuned on)",
+        nargs="+",
+        default=[HERE / "data", HERE / "conv"],
+        help="folders with memories.jsonl and queries.jsonl (default: the generated set and\n"
+        "the conversational one, conv/; heldout/: never tuned on)",
     )
+    ap.add_argument("--resamples", type=int, default=intervals.RESAMPLES)
+    ap.add_argument("--seed", type=int, default=intervals.SEED)
     args = ap.parse_args()
-
-    memories = load_jsonl("memories.jsonl", args.data)
-    queries = load_jsonl("queries.jsonl", args.data)
+    boot = {"resamples": args.resamples, "seed": args.seed}
+    baseline = json.loads(args.baseline.read_text()) if args.baseline else {}
+    overrides = parse_overrides(args.set)
+    out: dict[str, Any] = {}
+    worse: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
-        data_dir = args.data_dir or Path(tmp) / "data"
-        keys_file = data_dir / "bench-keys.json"
-        if keys_file.exists():
-            keys = json.loads(keys_file.read_text())
-        else:
-            started = time.perf_counter()
-            keys = await ingest(data_dir, memories)
-            keys_file.write_text(json.dumps(keys))
-            print(
-                f"ingested {len(memories)} memories in {time.perf_counter() - started:.0f} s",
-                file=sys.stderr,
+        for folder in args.data:
+            name = folder.name
+            data_dir = (args.data_dir or Path(tmp)) / name
+            data_dir.mkdir(parents=True, exist_ok=True)
+            count, queries, results = await run_set(
+                folder, data_dir, args.modes, overrides, args.top
             )
-        overrides = parse_overrides(args.set)
-        results = [
-            await run_mode(data_dir, mode, queries, keys, overrides, args.top)
-            for mode in args.modes
-        ]
-    print(
-        f"{len(queries)} queries, {len(memories)} memories, top={args.top}, "
-        f"overrides={args.set or 'none'}\n"
-    )
-    print_report(results)
+            print(
+                f"### {name}: {len(queries)} queries, {count} memories, top={args.top}, "
+                f"overrides={args.set or 'none'}\n"
+            )
+            intervals.print_report(name, results, TABLE_METRICS, **boot)
+            print_latency(results)
+            out[name] = results
+            if args.compare is not None:
+                cand = [
+                    await run_mode(
+                        data_dir,
+                        r["mode"],
+                        queries,
+                        keys_of(data_dir),
+                        {**overrides, **parse_overrides(args.compare)},
+                        args.top,
+                    )
+                    for r in results
+                ]
+                out[name + "+compare"] = cand
+                for base_res, cand_res in zip(results, cand, strict=True):
+                    worse += intervals.print_paired(
+                        name,
+                        base_res,
+                        cand_res,
+                        PAIRED_METRICS,
+                        base_label=" ".join(args.set) or "defaults",
+                        cand_label=" ".join(args.compare),
+                        **boot,
+                    )
+            for base_res in baseline.get(name, []):
+                mine = [r for r in results if r["mode"] == base_res["mode"]]
+                if mine:
+                    worse += intervals.print_paired(
+                        name,
+                        base_res,
+                        mine[0],
+                        PAIRED_METRICS,
+                        base_label=str(args.baseline),
+                        cand_label="this run",
+                        **boot,
+                    )
+    if args.compare is not None or baseline:
+        print(
+            "significantly worse (95% CI of the difference below 0): "
+            + (", ".join(worse) or "none")
+        )
     if args.out:
-        args.out.write_text(json.dumps(results, ensure_ascii=False, indent=1))
+        args.out.write_text(json.dumps(out, ensure_ascii=False, indent=1))
+
+
+def keys_of(data_dir: Path) -> dict[str, str]:
+    return json.loads((data_dir / "bench-keys.json").read_text())
 
 
 if __name__ == "__main__":

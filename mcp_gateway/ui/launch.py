@@ -17,11 +17,12 @@ gateway sharing this data dir (e.g. run inside the home server's container).
 from __future__ import annotations
 
 import logging
+import re
 import socket
 import sys
 import threading
 import webbrowser
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import anyio
 import httpx
@@ -31,6 +32,7 @@ from starlette.types import Receive, Scope, Send
 
 from ..access import DEFAULT_GRANT, grant_scopes
 from ..errors import InvalidInput
+from ..keyfile import OWNER_HEADER
 from ..settings import KiokuSettings
 from .session import mint_signin_code
 
@@ -50,6 +52,29 @@ _HOP = {
 }
 # set by this server itself (or decoded by httpx)
 _OWN = {"content-encoding", "date", "server"}
+# The only paths forwarded: the memory browser's routes (ui/routes.py), matched on the
+# decoded path. A segment never starts with a dot (no ``.``/``..``) and holds no slash,
+# backslash or percent sign, so what is forwarded is exactly what was matched: no
+# client or server below can normalise it into another route (the admin API was
+# reachable as ``/ui/%2e%2e/api/status`` while this was a prefix check).
+_SEG = r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,199}"
+_ROUTES = re.compile(
+    r"/ui/(?:|login|signin|logout|records/|helping|context"
+    rf"|notes/{_SEG}(?:/delete|/restore)?|records/{_SEG}|static/{_SEG})"
+)
+
+
+def ui_path(raw_path: bytes) -> str | None:
+    """The path to forward for a request's raw path (percent-escapes decoded once), or
+    None when it is not one of the memory browser's routes."""
+    try:
+        text = raw_path.decode("ascii")
+        path = unquote(text, errors="strict")
+    except (UnicodeDecodeError, ValueError):
+        return None
+    if "%2f" in text.lower() or "%5c" in text.lower():  # an encoded / or \ in a segment
+        return None
+    return path if _ROUTES.fullmatch(path) else None
 
 
 def signin_url(settings: KiokuSettings, base_url: str, grant: str = DEFAULT_GRANT) -> str:
@@ -107,15 +132,21 @@ class Forwarder:
     async def _answer(self, request: Request) -> Response:
         if request.headers.get("host", "").lower() not in self.hosts:
             return PlainTextResponse("unknown host\n", 421)
-        path = request.url.path
-        if path in ("/", "/ui"):
+        raw = request.scope.get("raw_path") or request.scope["path"].encode()
+        if raw in (b"/", b"/ui"):
             return RedirectResponse("/ui/", 307)
-        if not path.startswith("/ui/"):
+        path = ui_path(raw)
+        if path is None:
             return PlainTextResponse("not found\n", 404)
         body = await request.body()
         if len(body) > MAX_BODY:
             return PlainTextResponse("request too large\n", 413)
-        headers = [(k, v) for k, v in request.headers.raw if k.lower() not in _HOP]
+        # the owner key is never forwarded (the owner refuses /api and /mcp without it)
+        headers = [
+            (k, v)
+            for k, v in request.headers.raw
+            if k.lower() not in _HOP and k.lower() != OWNER_HEADER.encode()
+        ]
         target = path + (f"?{request.url.query}" if request.url.query else "")
         async with self._client() as client:
             for attempt in range(3):

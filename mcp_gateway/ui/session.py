@@ -23,12 +23,12 @@ import hashlib
 import hmac
 import json
 import logging
-import os
 import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import keyfile
 from ..settings import KiokuSettings
 
 log = logging.getLogger(__name__)
@@ -47,37 +47,8 @@ def _unb64(text: str) -> bytes:
 
 
 def load_secret(data_dir: Path) -> bytes:
-    """The data dir's UI secret; created 0600 on first use (O_EXCL: two racing
-    processes end up with the same file)."""
-    path = data_dir / KEY_FILE
-    for _ in range(50):
-        try:
-            secret = bytes.fromhex(path.read_text().strip())
-        except FileNotFoundError:
-            break
-        except (OSError, ValueError) as exc:
-            log.warning("ui: %s unreadable (%s); using a per-process key", path, exc)
-            return secrets.token_bytes(32)
-        if len(secret) >= 32:
-            return secret
-        time.sleep(0.02)  # another process created it a moment ago and is writing it
-    else:
-        log.warning("ui: %s is not a key; using a per-process key", path)
-        return secrets.token_bytes(32)
-    try:
-        data_dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return load_secret(data_dir)
-    except OSError as exc:
-        log.warning("ui: cannot create %s (%s); using a per-process key", path, exc)
-        return secrets.token_bytes(32)
-    secret = secrets.token_bytes(32)
-    try:
-        os.write(fd, secret.hex().encode())
-    finally:
-        os.close(fd)
-    return secret
+    """The data dir's UI secret (``ui.key``, 0600, created on first use)."""
+    return keyfile.load_secret(data_dir, KEY_FILE)
 
 
 def token_digest(settings: KiokuSettings) -> bytes:

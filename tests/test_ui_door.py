@@ -1,0 +1,181 @@
+"""``kioku ui``'s loopback port as another local user meets it: the real command, a
+real daemon behind it, and raw HTTP requests (http.client sends the path exactly as
+written; httpx would normalise the very ``..`` these tests are about)."""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import os
+import signal
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from mcp_gateway.keyfile import OWNER_HEADER, owner_key
+from mcp_gateway.local_gateway import lock_held
+
+from .http_server import KIOKU, free_port, kioku_env
+from .realproc import daemon_pid, gateway_paths, wait_until
+
+SECRET = "The owner's staging password is hunter2."
+
+
+@dataclass
+class UiProc:
+    proc: subprocess.Popen[str]
+    port: int
+    link: str
+    data: Path
+
+
+def raw(
+    port: int,
+    method: str,
+    path: str,
+    *,
+    headers: dict[str, str] | None = None,
+    body: bytes = b"",
+) -> tuple[int, bytes]:
+    """One request with ``path`` sent byte for byte."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:
+        conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+        conn.putheader("Host", f"127.0.0.1:{port}")
+        for key, value in (headers or {}).items():
+            conn.putheader(key, value)
+        if body or method == "POST":
+            conn.putheader("Content-Length", str(len(body)))
+        conn.endheaders(body or None)
+        response = conn.getresponse()
+        return response.status, response.read()
+    finally:
+        conn.close()
+
+
+def stop_daemon(data: Path) -> None:
+    """SIGTERM the daemon ``kioku ui`` started (by its pid) and wait for its lock."""
+    pid = daemon_pid(data)
+    if pid is None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    wait_until(lambda: not lock_held(gateway_paths(data).lock), 30)
+
+
+@contextlib.contextmanager
+def kioku_ui(data: Path) -> Iterator[UiProc]:
+    port = free_port()
+    proc = subprocess.Popen(
+        [KIOKU, "ui", "--no-browser", "--port", str(port)],
+        env=kioku_env(data),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        link = ""
+        for line in proc.stdout:
+            if "sign-in link" in line:
+                link = line.split(": ", 1)[1].strip()
+                break
+        assert link, proc.stderr.read() if proc.stderr else "no link"
+        yield UiProc(proc, port, link, data)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UiProc]:
+    data = tmp_path_factory.mktemp("uidoor") / "data"
+    subprocess.run([KIOKU, "add", SECRET], env=kioku_env(data), check=True, timeout=120)
+    try:
+        with kioku_ui(data) as handle:
+            yield handle
+    finally:
+        stop_daemon(data)
+
+
+# The admin API (status, stop, use cases) and MCP live beside /ui/ on the owner's socket.
+TRAVERSALS = [
+    "/ui/%2e%2e/api/status",
+    "/ui/%2E%2E/api/status",
+    "/ui/.%2e/api/status",
+    "/ui/../api/status",
+    "/ui/./../api/status",
+    "/ui//../api/status",
+    "/ui/static/../../api/status",
+    "/ui/static/%2e%2e/%2e%2e/api/status",
+    "/ui/..%2fapi/status",
+    "/ui/%2e%2e%2fapi%2fstatus",
+    "/ui/..%5capi/status",
+    "/ui/..\\api/status",
+    "/ui/%252e%252e/api/status",
+    "/ui/notes/%2e%2e/%2e%2e/api/status",
+    "/ui/%2e%2e/mcp",
+]
+
+
+def test_the_forwarder_never_reaches_the_admin_api(ui: UiProc) -> None:
+    """Before: ``/ui/%2e%2e/api/status`` answered 200 with the owner's status, and
+    ``/ui/%2e%2e/api/stop`` stopped the daemon."""
+    for path in TRAVERSALS:
+        status, body = raw(ui.port, "GET", path)
+        assert status in (400, 404), (path, status, body[:200])
+        assert b"owner" not in body and b"rebuild" not in body, path
+    call = json.dumps({"op": "notes.search", "args": {"query": "staging password"}}).encode()
+    for path in ("/ui/%2e%2e/api/call", "/ui/static/..%2f..%2fapi/call"):
+        status, body = raw(
+            ui.port, "POST", path, body=call, headers={"Content-Type": "application/json"}
+        )
+        assert status in (400, 404) and b"hunter2" not in body, (path, status)
+    pid = daemon_pid(ui.data)
+    status, _ = raw(ui.port, "POST", "/ui/%2e%2e/api/stop")
+    assert status in (400, 404)
+    assert daemon_pid(ui.data) == pid and lock_held(gateway_paths(ui.data).lock)
+    # the memory browser itself still answers: its sign-in page, its assets
+    assert raw(ui.port, "GET", "/ui/login")[0] == 200
+    assert raw(ui.port, "GET", "/ui/static/ui.css")[0] == 200
+    assert raw(ui.port, "GET", "/ui/")[0] == 401
+
+
+def _unix_request(sock_path: Path, method: str, path: str, headers: dict[str, str]) -> int:
+    """A request on the owner's Unix socket as the owner's user (what the forwarder is)."""
+    import socket
+
+    class Conn(http.client.HTTPConnection):
+        def connect(self) -> None:
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.sock.settimeout(60)
+            self.sock.connect(str(sock_path))
+
+    conn = Conn("kioku-gateway", timeout=60)
+    try:
+        body = b"{}" if method == "POST" else None
+        conn.request(method, path, body=body, headers={"Host": "kioku-gateway", **headers})
+        return conn.getresponse().status
+    finally:
+        conn.close()
+
+
+def test_the_owner_api_needs_the_owner_key_even_from_the_owners_user(ui: UiProc) -> None:
+    """Defence in depth: the socket's peer check passes for the forwarder (same uid), so
+    /api and /mcp also need the data dir's owner key, which the forwarder never sends.
+    Before: any same-uid connection got the admin API and MCP without one."""
+    sock = gateway_paths(ui.data).socket
+    pid = daemon_pid(ui.data)
+    for method, path in (("GET", "/api/status"), ("POST", "/api/stop"), ("POST", "/mcp")):
+        assert _unix_request(sock, method, path, {}) == 403, path
+        assert _unix_request(sock, method, path, {OWNER_HEADER: "0" * 64}) == 403, path
+    assert daemon_pid(ui.data) == pid
+    key = owner_key(ui.data)
+    assert _unix_request(sock, "GET", "/api/status", {OWNER_HEADER: key}) == 200
+    # the key never travels through the forwarder, even when a browser sends one
+    status, _ = raw(ui.port, "GET", "/ui/%2e%2e/api/status", headers={OWNER_HEADER: key})
+    assert status in (400, 404)

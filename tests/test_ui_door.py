@@ -5,14 +5,17 @@ written; httpx would normalise the very ``..`` these tests are about)."""
 from __future__ import annotations
 
 import contextlib
+import html
 import http.client
 import json
 import os
 import signal
 import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 import pytest
 
@@ -179,3 +182,52 @@ def test_the_owner_api_needs_the_owner_key_even_from_the_owners_user(ui: UiProc)
     # the key never travels through the forwarder, even when a browser sends one
     status, _ = raw(ui.port, "GET", "/ui/%2e%2e/api/status", headers={OWNER_HEADER: key})
     assert status in (400, 404)
+
+
+RECORDER = """#!{python}
+import json, os, stat, sys
+from urllib.parse import unquote, urlsplit
+out = {{"argv": sys.argv, "mode": None, "page": ""}}
+page = unquote(urlsplit(sys.argv[1]).path)
+if os.path.isfile(page):
+    out.update(mode=stat.S_IMODE(os.stat(page).st_mode), page=open(page).read())
+with open({out!r}, "w") as fh:
+    json.dump(out, fh)
+"""
+
+
+def test_the_sign_in_code_never_reaches_the_browsers_command_line(tmp_path: Path) -> None:
+    """The real ``kioku ui`` opens "the browser" ($BROWSER: a recorder of its argv,
+    which every local user can read in /proc). Before: argv held the one-time link."""
+    data = tmp_path / "data"
+    record = tmp_path / "browser.json"
+    browser = tmp_path / "browser"
+    browser.write_text(RECORDER.format(python=sys.executable, out=str(record)))
+    browser.chmod(0o755)
+    port = free_port()
+    proc = subprocess.Popen(
+        [KIOKU, "ui", "--port", str(port)],
+        env={**kioku_env(data), "BROWSER": str(browser)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        link = next(ln.split(": ", 1)[1].strip() for ln in proc.stdout if "sign-in link" in ln)
+        code = link.split("code=", 1)[1]
+        assert wait_until(record.exists, 60), "the browser was not started"
+        seen = json.loads(record.read_text())
+        argv = " ".join(seen["argv"])
+        assert code not in argv and unquote(code) not in argv and "code=" not in argv, argv
+        page = Path(unquote(urlsplit(seen["argv"][1]).path))
+        assert page.parent == data and seen["mode"] == 0o600
+        assert html.escape(link, quote=True) in seen["page"]  # it leads to the sign-in
+        status, _ = raw(port, "GET", urlsplit(link).path + "?" + urlsplit(link).query)
+        assert status == 303
+        assert wait_until(lambda: not page.exists(), 10), "the used page was kept"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        stop_daemon(data)
+    assert not list(data.glob("ui-signin-*"))

@@ -22,6 +22,8 @@ import socket
 import sys
 import threading
 import webbrowser
+from collections.abc import Callable
+from pathlib import Path
 from urllib.parse import quote, unquote
 
 import anyio
@@ -34,7 +36,8 @@ from ..access import DEFAULT_GRANT, grant_scopes
 from ..errors import InvalidInput
 from ..keyfile import OWNER_HEADER
 from ..settings import KiokuSettings
-from .session import mint_signin_code
+from . import signin_page
+from .session import SIGNIN_TTL_S, mint_signin_code
 
 log = logging.getLogger(__name__)
 
@@ -103,6 +106,7 @@ class Forwarder:
         self.paths = local_gateway.GatewayPaths.for_settings(settings)
         self.hosts = loopback_hosts(port)
         self._starting = threading.Lock()  # requests that could not connect: one start
+        self.signin_page: Path | None = None  # removed once a sign-in succeeds
 
     def ensure_daemon(self) -> None:
         from .. import local_gateway
@@ -162,6 +166,8 @@ class Forwarder:
                     if attempt == 2:
                         return PlainTextResponse("the kioku gateway is not reachable\n", 502)
                     await anyio.to_thread.run_sync(self.ensure_daemon)
+        if path == "/ui/signin" and upstream.status_code == 303:
+            signin_page.remove(self.signin_page)
         out = Response(upstream.content, status_code=upstream.status_code)
         for key, value in upstream.headers.multi_items():
             if key.lower().encode() not in _HOP and key.lower() not in _OWN:
@@ -185,6 +191,11 @@ def _build(settings: KiokuSettings, port: int) -> Forwarder:
     return Forwarder(settings, port)
 
 
+async def _expire(page: Path) -> None:
+    await anyio.sleep(SIGNIN_TTL_S)
+    signin_page.remove(page)
+
+
 def serve_ui(
     settings: KiokuSettings,
     *,
@@ -192,7 +203,10 @@ def serve_ui(
     open_browser: bool = True,
     grant: str = DEFAULT_GRANT,
     link: str = "",
+    opener: Callable[[str], object] = webbrowser.open,
 ) -> int:
+    """``kioku ui``. ``opener`` is handed the ``file://`` URL of the private sign-in page
+    (never the code): ``webbrowser.open``, which honours ``$BROWSER``."""
     if link:
         print(signin_url(settings, link, grant))
         return 0
@@ -208,7 +222,12 @@ def serve_ui(
 
     async def run() -> None:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(server.serve)
+
+            async def serve_then_stop() -> None:
+                await server.serve()
+                tg.cancel_scope.cancel()  # Ctrl-C or SIGTERM: the page's timer ends too
+
+            tg.start_soon(serve_then_stop)
             while not server.started:
                 if server.should_exit:
                     return
@@ -217,11 +236,16 @@ def serve_ui(
             print(f"kioku memory browser: {base}/ui/  (Ctrl-C to stop)", flush=True)
             print(f"one-time sign-in link (2 minutes): {url}", flush=True)
             if open_browser:
-                await anyio.to_thread.run_sync(webbrowser.open, url)
+                page = signin_page.write(settings.data_dir, url, SIGNIN_TTL_S)
+                app.signin_page = page
+                tg.start_soon(_expire, page)
+                await anyio.to_thread.run_sync(opener, page.as_uri())
 
     try:
         anyio.run(run)
     except KeyboardInterrupt:
         pass
+    finally:
+        signin_page.remove(app.signin_page)
     print("kioku ui stopped", file=sys.stderr)
     return 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import http.server
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -373,7 +374,9 @@ def test_kioku_ui_opens_a_signed_in_page(tmp_path: Path) -> None:
             if "sign-in link" in line:
                 link = line.split(": ", 1)[1].strip()
                 break
-        assert link.startswith(f"http://127.0.0.1:{port}/ui/signin?code="), proc.stderr
+        assert re.match(rf"http://kioku-[0-9a-f]+\.localhost:{port}/ui/signin\?code=", link), (
+            proc.stderr
+        )
         browser.get(link)
         assert "UI launch check" in browser.find_element(_by().TAG_NAME, "main").text
         browser.delete_all_cookies()

@@ -4,16 +4,12 @@ written; httpx would normalise the very ``..`` these tests are about)."""
 
 from __future__ import annotations
 
-import contextlib
 import html
 import http.client
 import json
-import os
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -24,74 +20,9 @@ from mcp_gateway.local_gateway import lock_held
 
 from .http_server import KIOKU, free_port, kioku_env
 from .realproc import daemon_pid, gateway_paths, wait_until
+from .ui_support import UiProc, kioku_ui, raw, stop_daemon
 
 SECRET = "The owner's staging password is hunter2."
-
-
-@dataclass
-class UiProc:
-    proc: subprocess.Popen[str]
-    port: int
-    link: str
-    data: Path
-
-
-def raw(
-    port: int,
-    method: str,
-    path: str,
-    *,
-    headers: dict[str, str] | None = None,
-    body: bytes = b"",
-) -> tuple[int, bytes]:
-    """One request with ``path`` sent byte for byte."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    try:
-        conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
-        conn.putheader("Host", f"127.0.0.1:{port}")
-        for key, value in (headers or {}).items():
-            conn.putheader(key, value)
-        if body or method == "POST":
-            conn.putheader("Content-Length", str(len(body)))
-        conn.endheaders(body or None)
-        response = conn.getresponse()
-        return response.status, response.read()
-    finally:
-        conn.close()
-
-
-def stop_daemon(data: Path) -> None:
-    """SIGTERM the daemon ``kioku ui`` started (by its pid) and wait for its lock."""
-    pid = daemon_pid(data)
-    if pid is None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
-    wait_until(lambda: not lock_held(gateway_paths(data).lock), 30)
-
-
-@contextlib.contextmanager
-def kioku_ui(data: Path) -> Iterator[UiProc]:
-    port = free_port()
-    proc = subprocess.Popen(
-        [KIOKU, "ui", "--no-browser", "--port", str(port)],
-        env=kioku_env(data),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        link = ""
-        for line in proc.stdout:
-            if "sign-in link" in line:
-                link = line.split(": ", 1)[1].strip()
-                break
-        assert link, proc.stderr.read() if proc.stderr else "no link"
-        yield UiProc(proc, port, link, data)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 @pytest.fixture(scope="module")
@@ -129,23 +60,25 @@ def test_the_forwarder_never_reaches_the_admin_api(ui: UiProc) -> None:
     """Before: ``/ui/%2e%2e/api/status`` answered 200 with the owner's status, and
     ``/ui/%2e%2e/api/stop`` stopped the daemon."""
     for path in TRAVERSALS:
-        status, body = raw(ui.port, "GET", path)
+        status, body = raw(ui.link, "GET", path)
         assert status in (400, 404), (path, status, body[:200])
         assert b"owner" not in body and b"rebuild" not in body, path
     call = json.dumps({"op": "notes.search", "args": {"query": "staging password"}}).encode()
     for path in ("/ui/%2e%2e/api/call", "/ui/static/..%2f..%2fapi/call"):
         status, body = raw(
-            ui.port, "POST", path, body=call, headers={"Content-Type": "application/json"}
+            ui.link, "POST", path, body=call, headers={"Content-Type": "application/json"}
         )
         assert status in (400, 404) and b"hunter2" not in body, (path, status)
     pid = daemon_pid(ui.data)
-    status, _ = raw(ui.port, "POST", "/ui/%2e%2e/api/stop")
+    status, _ = raw(ui.link, "POST", "/ui/%2e%2e/api/stop")
     assert status in (400, 404)
     assert daemon_pid(ui.data) == pid and lock_held(gateway_paths(ui.data).lock)
     # the memory browser itself still answers: its sign-in page, its assets
-    assert raw(ui.port, "GET", "/ui/login")[0] == 200
-    assert raw(ui.port, "GET", "/ui/static/ui.css")[0] == 200
-    assert raw(ui.port, "GET", "/ui/")[0] == 401
+    assert raw(ui.link, "GET", "/ui/login")[0] == 200
+    assert raw(ui.link, "GET", "/ui/static/ui.css")[0] == 200
+    assert raw(ui.link, "GET", "/ui/")[0] == 401
+    # only at its secret host name (cookies ignore the port: test_ui_cookie.py)
+    assert raw(ui.link, "GET", "/ui/login", host=f"127.0.0.1:{ui.port}")[0] == 421
 
 
 def _unix_request(sock_path: Path, method: str, path: str, headers: dict[str, str]) -> int:
@@ -180,7 +113,7 @@ def test_the_owner_api_needs_the_owner_key_even_from_the_owners_user(ui: UiProc)
     key = owner_key(ui.data)
     assert _unix_request(sock, "GET", "/api/status", {OWNER_HEADER: key}) == 200
     # the key never travels through the forwarder, even when a browser sends one
-    status, _ = raw(ui.port, "GET", "/ui/%2e%2e/api/status", headers={OWNER_HEADER: key})
+    status, _ = raw(ui.link, "GET", "/ui/%2e%2e/api/status", headers={OWNER_HEADER: key})
     assert status in (400, 404)
 
 
@@ -223,7 +156,7 @@ def test_the_sign_in_code_never_reaches_the_browsers_command_line(tmp_path: Path
         page = Path(unquote(urlsplit(seen["argv"][1]).path))
         assert page.parent == data and seen["mode"] == 0o600
         assert html.escape(link, quote=True) in seen["page"]  # it leads to the sign-in
-        status, _ = raw(port, "GET", urlsplit(link).path + "?" + urlsplit(link).query)
+        status, _ = raw(link, "GET", urlsplit(link).path + "?" + urlsplit(link).query)
         assert status == 303
         assert wait_until(lambda: not page.exists(), 10), "the used page was kept"
     finally:

@@ -37,7 +37,7 @@ from ..errors import InvalidInput
 from ..keyfile import OWNER_HEADER
 from ..settings import KiokuSettings
 from . import signin_page
-from .session import SIGNIN_TTL_S, mint_signin_code
+from .session import SIGNIN_TTL_S, mint_signin_code, ui_host
 
 log = logging.getLogger(__name__)
 
@@ -87,10 +87,6 @@ def signin_url(settings: KiokuSettings, base_url: str, grant: str = DEFAULT_GRAN
     return f"{base_url.rstrip('/')}/ui/signin?code={quote(code, safe='')}"
 
 
-def loopback_hosts(port: int) -> list[str]:
-    return [f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}"]
-
-
 class Forwarder:
     """ASGI app: /ui/ requests on the loopback port -> the daemon's Unix socket.
 
@@ -104,7 +100,9 @@ class Forwarder:
 
         self.settings = settings
         self.paths = local_gateway.GatewayPaths.for_settings(settings)
-        self.hosts = loopback_hosts(port)
+        # only the data dir's secret name (session.ui_host): a browser that signed in
+        # there sends its cookie to no other local server (cookies ignore the port)
+        self.host = f"{ui_host(settings.data_dir)}:{port}"
         self._starting = threading.Lock()  # requests that could not connect: one start
         self.signin_page: Path | None = None  # removed once a sign-in succeeds
 
@@ -134,8 +132,11 @@ class Forwarder:
         await response(scope, receive, send)
 
     async def _answer(self, request: Request) -> Response:
-        if request.headers.get("host", "").lower() not in self.hosts:
-            return PlainTextResponse("unknown host\n", 421)
+        if request.headers.get("host", "").lower() != self.host:
+            # no redirect: that would tell any local user the secret host name
+            return PlainTextResponse(
+                "unknown host: open the link `kioku ui` printed (kioku-….localhost)\n", 421
+            )
         raw = request.scope.get("raw_path") or request.scope["path"].encode()
         if raw in (b"/", b"/ui"):
             return RedirectResponse("/ui/", 307)
@@ -215,7 +216,7 @@ def serve_ui(
     port = port or _free_port()
     app = _build(settings, port)
     app.ensure_daemon()
-    base = f"http://127.0.0.1:{port}"
+    base = f"http://{app.host}"
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="auto")
     )

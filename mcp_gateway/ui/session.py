@@ -51,6 +51,19 @@ def load_secret(data_dir: Path) -> bytes:
     return keyfile.load_secret(data_dir, KEY_FILE)
 
 
+def ui_host(data_dir: Path) -> str:
+    """The secret host name ``kioku ui`` serves this data dir on: ``kioku-<hex>.localhost``.
+
+    Browsers keep cookies per host, not per port, so a session cookie set for
+    ``127.0.0.1`` also went to every other local user's server on 127.0.0.1 (measured in
+    Chromium). A host-only cookie for a name nobody else knows never does; browsers
+    resolve every ``*.localhost`` name to loopback themselves. Derived from the data
+    dir's key: stable across restarts (the cookie stays valid), unguessable without it.
+    """
+    secret = load_secret(data_dir)
+    return "kioku-" + hmac.new(secret, b"kioku-ui-host", "sha256").hexdigest()[:20] + ".localhost"
+
+
 def token_digest(settings: KiokuSettings) -> bytes:
     """A digest of every configured bearer token (order-independent)."""
     tokens = []

@@ -7,20 +7,22 @@ from __future__ import annotations
 import html
 import http.client
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+import httpx
 import pytest
 
 from mcp_gateway.keyfile import OWNER_HEADER, owner_key
 from mcp_gateway.local_gateway import lock_held
 
 from .http_server import KIOKU, free_port, kioku_env
-from .realproc import daemon_pid, gateway_paths, wait_until
-from .ui_support import UiProc, kioku_ui, raw, stop_daemon
+from .realproc import HttpProc, daemon_pid, gateway_paths, http_proc, wait_until
+from .ui_support import TOKEN, UiProc, kioku_ui, raw, stop_daemon
 
 SECRET = "The owner's staging password is hunter2."
 
@@ -164,3 +166,59 @@ def test_the_sign_in_code_never_reaches_the_browsers_command_line(tmp_path: Path
         proc.wait(timeout=30)
         stop_daemon(data)
     assert not list(data.glob("ui-signin-*"))
+
+
+def _path(link: str) -> str:
+    url = urlsplit(link)
+    return f"{url.path}?{url.query}"
+
+
+def _kioku_stop(data: Path, owner: HttpProc) -> None:
+    subprocess.run([KIOKU, "stop"], env=kioku_env(data), check=True, timeout=120)
+    owner.proc.wait(timeout=60)
+
+
+@pytest.mark.slow  # two owners and a `kioku ui` in turn
+def test_used_codes_and_sign_outs_hold_on_every_mount_and_after_a_restart(
+    tmp_path: Path,
+) -> None:
+    """Before: a code used on one mount worked on the other, every used code worked
+    again after `kioku stop`, and a signed-out cookie worked again after a restart."""
+    data = tmp_path / "data"
+    with http_proc(data, KIOKU_HTTP__TOKEN=TOKEN) as owner:
+        base = owner.url.removesuffix("/mcp")
+        minted = subprocess.run(
+            [KIOKU, "ui", "--link", base],
+            env=kioku_env(data),
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        )
+        tcp_code = _path(minted.stdout.strip())
+        with httpx.Client(base_url=base, timeout=60) as c:
+            assert c.get(tcp_code).status_code == 303  # used on serve --http's /ui/
+            # a session, signed out there
+            assert c.get("/ui/").status_code == 200
+            page = c.get("/ui/").text
+            csrf = re.search(r'name="csrf" value="([^"]+)"', page)
+            assert csrf
+            signed_out = dict(c.cookies)
+            r = c.post("/ui/logout", data={"csrf": csrf.group(1)}, headers={"Origin": base})
+            assert r.status_code == 303
+        with kioku_ui(data) as ui:  # the socket-mounted UI, behind kioku ui's port
+            assert raw(ui.link, "GET", tcp_code)[0] == 401
+            ui_code = _path(ui.link)
+            assert raw(ui.link, "GET", ui_code)[0] == 303
+            assert httpx.get(base + ui_code, timeout=60).status_code == 401
+        _kioku_stop(data, owner)
+    with http_proc(data, KIOKU_HTTP__TOKEN=TOKEN) as owner:
+        base = owner.url.removesuffix("/mcp")
+        for code in (tcp_code, ui_code):
+            assert httpx.get(base + code, timeout=60).status_code == 401
+        with httpx.Client(base_url=base, timeout=60, cookies=signed_out) as c:
+            assert c.get("/ui/").status_code == 401
+        with httpx.Client(base_url=base, timeout=60) as c:  # a fresh sign-in still works
+            r = c.post("/ui/login", data={"token": TOKEN}, headers={"Origin": base})
+            assert r.status_code == 303 and c.get("/ui/").status_code == 200
+        _kioku_stop(data, owner)

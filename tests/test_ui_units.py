@@ -15,6 +15,7 @@ from mcp_gateway.settings import KiokuSettings
 from mcp_gateway.types import Note
 from mcp_gateway.ui import graph, insights, markdown
 from mcp_gateway.ui.session import KEY_FILE, Keys, load_secret, mint_signin_code
+from mcp_gateway.ui.spent import DB_FILE, Spent
 
 # -- sessions ------------------------------------------------------------------------
 
@@ -173,3 +174,17 @@ def test_summarise_counts_hits_and_credits_solutions() -> None:
         [_note("a"), _note("x", 2), _note("w", 1), _note("k", 0, "checkpoint")], facts.retrieved
     )
     assert [n.id for n in never] == ["w", "x"]
+
+
+def test_spent_codes_and_sign_outs_are_shared_through_the_data_dir(tmp_path: Path) -> None:
+    """Two mounts (or a restarted owner) on one data dir: one ``ui-sessions.db``."""
+    secret = load_secret(tmp_path)
+    first = Keys(secret, spent=Spent.for_data_dir(tmp_path))
+    second = Keys(secret, spent=Spent.for_data_dir(tmp_path))
+    code = first.signin_code("default")
+    assert first.redeem(code) == "default" and second.redeem(code) is None
+    cookie, sess = second.new_session("default")
+    assert first.read_session(cookie) == sess
+    second.revoke(sess)
+    assert first.read_session(cookie) is None
+    assert stat.S_IMODE(os.stat(tmp_path / DB_FILE).st_mode) == 0o600

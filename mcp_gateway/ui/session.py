@@ -12,7 +12,11 @@ Two keys are derived from the secret:
 - the *sign-in* key does not, so ``kioku ui`` (which may not see the server's token
   environment) mints codes the server accepts. A code is single-use and lives 2 minutes.
 
-Verified by tests/test_ui_session.py (tampering, expiry, reuse, token rotation).
+Used codes and signed-out sessions are kept in the data dir (``spent``), shared by
+every mount and kept across restarts.
+
+Verified by tests/test_ui_units.py (tampering, expiry, reuse, token rotation) and
+tests/test_ui_door.py (reuse across mounts and restarts).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from pathlib import Path
 
 from .. import keyfile
 from ..settings import KiokuSettings
+from .spent import Spent
 
 log = logging.getLogger(__name__)
 
@@ -83,18 +88,20 @@ class Session:
 class Keys:
     """Signs and checks session cookies, CSRF tokens and sign-in codes."""
 
-    def __init__(self, secret: bytes, tokens: bytes = b"") -> None:
+    def __init__(self, secret: bytes, tokens: bytes = b"", spent: Spent | None = None) -> None:
+        """``spent``: where used codes and sign-outs are kept (default: this process's
+        memory; ``for_settings`` uses the data dir's, shared by every mount)."""
         self._session = hmac.new(secret, b"kioku-ui-session\0" + tokens, "sha256").digest()
         self._signin = hmac.new(secret, b"kioku-ui-signin", "sha256").digest()
         # cookie name differs per key: two kioku UIs on one host (cookies ignore the
         # port) never overwrite each other's session
         self.cookie_name = "kioku_session_" + hashlib.sha256(self._session).hexdigest()[:8]
-        self._used_codes: dict[str, float] = {}
-        self._revoked: dict[str, float] = {}
+        self._spent = spent or Spent(None)
 
     @classmethod
     def for_settings(cls, settings: KiokuSettings) -> Keys:
-        return cls(load_secret(settings.data_dir), token_digest(settings))
+        spent = Spent.for_data_dir(settings.data_dir)
+        return cls(load_secret(settings.data_dir), token_digest(settings), spent)
 
     # -- signed blobs ------------------------------------------------------------------
     @staticmethod
@@ -134,16 +141,13 @@ class Keys:
         ):
             return None
         sid = str(data["sid"])
-        if sid in self._revoked:
+        if self._spent.revoked(sid):
             return None
         return Session(str(data["g"]), sid, float(data["exp"]))  # type: ignore[arg-type]
 
     def revoke(self, sess: Session) -> None:
-        """Sign-out: this process refuses the cookie from now on (a copy kept by an
-        attacker dies with its expiry or the next key rotation)."""
-        now = time.time()
-        self._revoked = {s: e for s, e in self._revoked.items() if e > now}
-        self._revoked[sess.sid] = sess.expires
+        """Sign-out: every mount refuses the cookie from now on, restarts included."""
+        self._spent.revoke(sess.sid, sess.expires)
 
     def csrf_token(self, sess: Session) -> str:
         return _b64(hmac.new(self._session, b"csrf\0" + sess.sid.encode(), "sha256").digest())
@@ -162,11 +166,8 @@ class Keys:
         if data is None or not isinstance(data.get("g"), str):
             return None
         nonce = str(data.get("n", ""))
-        now = time.time()
-        self._used_codes = {n: e for n, e in self._used_codes.items() if e > now}
-        if not nonce or nonce in self._used_codes:
+        if not nonce or not self._spent.spend_code(nonce, float(data["exp"])):  # type: ignore[arg-type]
             return None
-        self._used_codes[nonce] = float(data["exp"])  # type: ignore[arg-type]
         return str(data["g"])
 
 

@@ -222,3 +222,78 @@ def test_used_codes_and_sign_outs_hold_on_every_mount_and_after_a_restart(
             r = c.post("/ui/login", data={"token": TOKEN}, headers={"Origin": base})
             assert r.status_code == 303 and c.get("/ui/").status_code == 200
         _kioku_stop(data, owner)
+
+
+def _rss_kb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no VmRSS for pid {pid}")
+
+
+def _chunked_post(netloc: str, port: int, path: str, megabytes: int) -> bytes:
+    """POST ``megabytes`` MiB as a chunked body (no Content-Length to check) to
+    127.0.0.1:``port`` with Host ``netloc``; the answer's first bytes. The body is sent
+    from a thread while the answer is read, as a client that keeps sending would."""
+    import socket
+    import threading
+
+    sock = socket.create_connection(("127.0.0.1", port), timeout=120)
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: {netloc}\r\nOrigin: http://{netloc}\r\n"
+        "Content-Type: application/x-www-form-urlencoded\r\n"
+        "Transfer-Encoding: chunked\r\n\r\n"
+    ).encode()
+    chunk = b"token=" + b"a" * (1024 * 1024 - 6)
+
+    def send() -> None:
+        try:
+            sock.sendall(head)
+            for _ in range(megabytes):
+                sock.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            sock.sendall(b"0\r\n\r\n")
+        except OSError:
+            pass  # refused and closed part-way: what the server should do
+
+    writer = threading.Thread(target=send, daemon=True)
+    writer.start()
+    answer = b""
+    try:
+        while b"\r\n" not in answer:
+            data = sock.recv(4096)
+            if not data:
+                break
+            answer += data
+    except OSError:
+        pass
+    finally:
+        sock.close()
+        writer.join(timeout=120)
+    return answer
+
+
+BIG_MB = 128
+
+
+@pytest.mark.slow  # pushes 2 x 128 MiB at two servers
+def test_large_chunked_bodies_are_refused_before_they_are_held(tmp_path: Path) -> None:
+    """Before: a chunked body went whole into memory before the 413 (kioku ui's
+    forwarder), or past the 256 KiB form limit (/ui/login: no Content-Length)."""
+    data = tmp_path / "data"
+    with http_proc(data, KIOKU_HTTP__TOKEN=TOKEN) as owner:
+        with kioku_ui(data) as ui:
+            netloc = urlsplit(ui.link).netloc
+            assert raw(ui.link, "GET", "/ui/login")[0] == 200  # warm: imports, pools
+            before = _rss_kb(ui.proc.pid)
+            answer = _chunked_post(netloc, ui.port, "/ui/login", BIG_MB)
+            grown = _rss_kb(ui.proc.pid) - before
+            assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
+            assert grown < 16 * 1024, f"kioku ui grew by {grown} KiB"
+        netloc = f"127.0.0.1:{owner.port}"
+        assert httpx.get(f"http://{netloc}/ui/login", timeout=60).status_code == 200
+        before = _rss_kb(owner.proc.pid)
+        answer = _chunked_post(netloc, owner.port, "/ui/login", BIG_MB)
+        grown = _rss_kb(owner.proc.pid) - before
+        assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
+        assert grown < 16 * 1024, f"the owner grew by {grown} KiB"
+        _kioku_stop(data, owner)

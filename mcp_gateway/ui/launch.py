@@ -32,6 +32,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.types import Receive, Scope, Send
 
+from .. import httpguard
 from ..access import DEFAULT_GRANT, grant_scopes
 from ..errors import InvalidInput
 from ..keyfile import OWNER_HEADER
@@ -143,9 +144,10 @@ class Forwarder:
         path = ui_path(raw)
         if path is None:
             return PlainTextResponse("not found\n", 404)
-        body = await request.body()
-        if len(body) > MAX_BODY:
-            return PlainTextResponse("request too large\n", 413)
+        try:  # at most MAX_BODY held: a longer body is refused as it passes the limit
+            body = await httpguard.read_body(request, MAX_BODY)
+        except httpguard.TooLarge:
+            return PlainTextResponse("request too large\n", 413, headers={"Connection": "close"})
         # the owner key is never forwarded (the owner refuses /api and /mcp without it)
         headers = [
             (k, v)

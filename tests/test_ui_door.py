@@ -131,10 +131,13 @@ with open({out!r}, "w") as fh:
 """
 
 
-def test_the_sign_in_code_never_reaches_the_browsers_command_line(tmp_path: Path) -> None:
+def test_the_sign_in_code_never_reaches_the_browsers_command_line(
+    ui: UiProc, tmp_path: Path
+) -> None:
     """The real ``kioku ui`` opens "the browser" ($BROWSER: a recorder of its argv,
-    which every local user can read in /proc). Before: argv held the one-time link."""
-    data = tmp_path / "data"
+    which every local user can read in /proc). Before: argv held the one-time link.
+    (A second ``kioku ui`` on the module's data dir: it joins the running daemon.)"""
+    data = ui.data
     record = tmp_path / "browser.json"
     browser = tmp_path / "browser"
     browser.write_text(RECORDER.format(python=sys.executable, out=str(record)))
@@ -164,7 +167,6 @@ def test_the_sign_in_code_never_reaches_the_browsers_command_line(tmp_path: Path
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-        stop_daemon(data)
     assert not list(data.glob("ui-signin-*"))
 
 

@@ -7,6 +7,7 @@ import os
 import stat
 import time
 from pathlib import Path
+from typing import Any
 
 from pydantic import SecretStr
 
@@ -188,3 +189,28 @@ def test_spent_codes_and_sign_outs_are_shared_through_the_data_dir(tmp_path: Pat
     second.revoke(sess)
     assert first.read_session(cookie) is None
     assert stat.S_IMODE(os.stat(tmp_path / DB_FILE).st_mode) == 0o600
+
+
+async def test_pending_marks_follow_the_note_store(tmp_path: Path) -> None:
+    """The UI reads "pending embedding" through the note store (no SQL of its own):
+    live notes without a dense vector; a deleted or unknown id is not pending."""
+    from types import SimpleNamespace
+
+    from mcp_gateway.db import Database
+    from mcp_gateway.notes import NoteStore
+    from mcp_gateway.ui import adapter
+
+    db = Database(tmp_path / "kioku.db")
+    await db.open()
+    try:
+        notes = NoteStore(db)
+        waiting = await notes.add("Pending check: not embedded yet", "note")
+        done = await notes.add("Pending check: embedded already", "note")
+        gone = await notes.add("Pending check: deleted", "note")
+        await notes.mark_embedded({done.id: done.updated_at}, "test-model")
+        await notes.set_deleted(gone.id, True)
+        app: Any = SimpleNamespace(notes=notes)  # the one part of AppContext it reads
+        ids = [waiting.id, done.id, gone.id, "01UNKNOWN0000000000000000000"]
+        assert await adapter.pending_ids(app, ids) == {waiting.id}
+    finally:
+        await db.close()

@@ -131,15 +131,9 @@ async def _notes_by_id(app: AppContext, ids: list[str]) -> list[Note]:
 
 
 async def pending_ids(app: AppContext, ids: list[str]) -> set[str]:
-    """Which of the notes ``ids`` still wait for their dense vector."""
-    if not ids:
-        return set()
-    rows = await app.db.fetchall(
-        f"SELECT id FROM notes WHERE embedded_model IS NULL AND deleted = 0 "
-        f"AND id IN ({','.join('?' * len(ids))})",
-        ids,
-    )
-    return {r["id"] for r in rows}
+    """Which of the notes ``ids`` still wait for their dense vector (live notes only)."""
+    found = await app.notes.get_many(ids)
+    return {nid for nid, note in found.items() if note.embedded_model is None}
 
 
 async def get_note(app: AppContext, caller: Caller, note_id: str) -> NoteView:

@@ -34,6 +34,8 @@ import anyio
 import httpx
 from mcp import Client, StdioServerParameters
 
+from mcp_gateway.keyfile import OWNER_HEADER, owner_key
+
 ROOT = _HERE.parent
 _MISSING = {"id": "01MISSING0000000000000000000"}
 
@@ -120,6 +122,8 @@ async def main(rounds: int, baseline: Path | None) -> None:
                 return httpx.AsyncClient(
                     transport=httpx.AsyncHTTPTransport(uds=str(sock)),
                     base_url="http://kioku-gateway",
+                    # /mcp on the owner's socket needs the owner key (mcp_gateway/keyfile.py)
+                    headers={OWNER_HEADER: owner_key(shared)},
                     limits=httpx.Limits(max_keepalive_connections=1 if keep else 0),
                 )
 

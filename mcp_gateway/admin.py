@@ -4,19 +4,27 @@
 scope; ``GET /api/status``, ``POST /api/stop``; ``/api/reindex`` starts, reports and
 cancels a blue/green rebuild. Errors come back as ``{"error": {"type", "message"}}``
 so the CLI raises the same ``KiokuError`` it would raise in-process.
+
+Every request must carry the owner key (``keyfile.OWNER_HEADER``): the socket's peer
+check cannot tell the CLI from ``kioku ui``'s forwarder (both run as the owner's user),
+and the forwarder never sends the key. ``OwnerOnly`` guards ``/mcp`` on the socket too.
 """
 
 from __future__ import annotations
 
+import hmac
 import logging
+from pathlib import Path
 
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .access import settings_scope
 from .errors import KiokuError
+from .keyfile import OWNER_HEADER, owner_key
 from .owner_state import OwnerState
 from .services import Services
 from .services.api import call
@@ -31,6 +39,37 @@ def error_response(exc: KiokuError) -> JSONResponse:
     return JSONResponse(
         {"error": {"type": name, "message": str(exc)}}, status_code=_STATUS.get(name, 503)
     )
+
+
+class OwnerOnly:
+    """ASGI middleware: only requests carrying the data dir's owner key reach ``app``;
+    any other gets 403 before its body is read."""
+
+    def __init__(self, app: ASGIApp, data_dir: Path) -> None:
+        self.app = app
+        self._key = owner_key(data_dir).encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            given = b""
+            for name, value in scope.get("headers") or []:
+                if name.lower() == OWNER_HEADER.encode():
+                    given = value
+            if not hmac.compare_digest(given, self._key):
+                log.warning("refused %s without the owner key", scope.get("path", "?"))
+                refusal = JSONResponse(
+                    {
+                        "error": {
+                            "type": "AccessDenied",
+                            "message": "the owner API needs the data dir's owner key "
+                            "(run kioku commands as the data dir's user)",
+                        }
+                    },
+                    status_code=403,
+                )
+                await refusal(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 def admin_app(services: Services, state: OwnerState) -> Starlette:
@@ -66,7 +105,7 @@ def admin_app(services: Services, state: OwnerState) -> Starlette:
             rebuilder.cancel()
         return JSONResponse(rebuilder.status.model_dump())
 
-    return Starlette(
+    routes = Starlette(
         routes=[
             Route("/call", do_call, methods=["POST"]),
             Route("/status", status, methods=["GET"]),
@@ -74,3 +113,6 @@ def admin_app(services: Services, state: OwnerState) -> Starlette:
             Route("/reindex", reindex, methods=["GET", "POST", "DELETE"]),
         ]
     )
+    # every handler behind the key check (not only the routes someone remembered)
+    routes.add_middleware(OwnerOnly, data_dir=services.app.settings.data_dir)
+    return routes

@@ -27,6 +27,7 @@ import httpx
 from . import errors
 from . import local_gateway as gw
 from .errors import KiokuError, StoreUnavailable
+from .keyfile import OWNER_HEADER, owner_key
 from .settings import KiokuSettings
 from .types import Progress, RebuildStatus
 
@@ -99,6 +100,7 @@ def owner_client(settings: KiokuSettings) -> httpx.AsyncClient:
     return httpx.AsyncClient(
         transport=httpx.AsyncHTTPTransport(uds=str(paths.socket)),
         base_url=f"http://{gw.GATEWAY_HOST}",
+        headers={OWNER_HEADER: owner_key(settings.data_dir)},
         timeout=httpx.Timeout(settings.local_gateway.request_timeout_s, connect=5.0),
     )
 

@@ -7,6 +7,10 @@
   connection opened (or after its first byte of a keep-alive request).
 - **Peer uid** (Unix socket only): connections from another user are dropped
   (``peercred``).
+- **Bodies.** ``read_body`` reads a request body up to a limit and stops there: a
+  Content-Length over it is refused before a byte is read, a chunked body once it
+  passes it (the memory browser's forms and ``kioku ui``'s forwarder; MCP has the SDK's
+  own 4 MiB limit; the admin API refuses any request without the owner key unread).
 - **Sessions per grant.** The MCP SDK caps open sessions (10,000) for the whole server,
   so one token could use them all and lock every other grant out; ``limit_sessions``
   gives each grant its own cap and leaves the global one in place.
@@ -73,6 +77,29 @@ def guarded_protocol(header_timeout_s: float, *, peer_check: bool = False) -> ty
 
     Guarded.__name__ = f"Guarded{base.__name__}"
     return Guarded
+
+
+class TooLarge(Exception):
+    """A request body over the limit (answer 413; the rest of it is never read)."""
+
+
+async def read_body(request: Any, limit: int) -> bytes:
+    """``request``'s body (a Starlette ``Request``), at most ``limit`` bytes held."""
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        try:
+            if int(declared) > limit:
+                raise TooLarge(f"request body over {limit} bytes")
+        except ValueError:
+            raise TooLarge("unreadable Content-Length") from None
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise TooLarge(f"request body over {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def limit_sessions(manager: Any, per_grant: int) -> None:

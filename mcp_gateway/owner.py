@@ -37,7 +37,7 @@ from starlette.routing import Mount
 
 from . import fsperms, httpguard
 from . import local_gateway as gw
-from .admin import admin_app
+from .admin import OwnerOnly, admin_app
 from .app import open_app
 from .errors import KiokuError
 from .owner_state import OwnerKind, OwnerState, info_path, read_owner
@@ -122,7 +122,8 @@ async def _serve(
         routes = [
             Mount("/api", app=admin_app(services, state)),
             ui_local,
-            Mount("/", app=local_http),
+            # MCP on the socket has the owner's full scope: the owner key, like /api
+            Mount("/", app=OwnerOnly(local_http, settings.data_dir)),
         ]
         # Proxies keep one connection alive (stdio_proxy): uvicorn closes an idle one after
         # 5 s by default, i.e. a reconnect between most of an assistant's calls.

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import http.server
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -271,6 +272,43 @@ def test_record_lifecycle_picture(signed_in: Any, gateway: str, seeded: dict) ->
     assert hits == [seeded["new_decision"]]
 
 
+LONG_TITLE = "Failed health check now stops the rollout (tested on staging)"
+
+
+def test_long_titles_history_and_the_chart_read_in_full(
+    signed_in: Any, gateway: str, seeded: dict
+) -> None:
+    """Issue 33 item 8. Before: lifecycle boxes cut titles at 34 columns, a record's
+    "created" history row was raw JSON, the chart filled half its card and its last
+    date label was cut ("12-0")."""
+    By = _by()
+    signed_in.get(f"{gateway}/ui/records/{seeded['fix']}")
+    boxes = signed_in.execute_script(
+        "return [...document.querySelectorAll('#lifecycle .node')].map(n =>"
+        " [...n.querySelectorAll('.rtitle')].map(t => t.textContent).join(' ').trim())"
+    )
+    assert LONG_TITLE in boxes, boxes
+    created = [
+        row.text
+        for row in signed_in.find_elements(By.CSS_SELECTOR, "table.history tbody tr")
+        if " created " in f" {row.text} "
+    ]
+    assert created and "{" not in created[0] and "type: fix" in created[0], created
+    signed_in.get(gateway + "/ui/helping")
+    widths = signed_in.execute_script(
+        "const svg = document.querySelector('#searches svg.chart');"
+        "const card = svg.closest('.card'); const cs = getComputedStyle(card);"
+        "const inner = card.clientWidth - parseFloat(cs.paddingLeft)"
+        " - parseFloat(cs.paddingRight);"
+        "const last = [...svg.querySelectorAll('text.axis')].pop(); const box = last.getBBox();"
+        "return [svg.getBoundingClientRect().width, inner, box.x + box.width,"
+        " svg.viewBox.baseVal.width, last.textContent];"
+    )
+    svg_w, inner_w, label_right, view_w, label = widths
+    assert svg_w >= 0.95 * inner_w, widths
+    assert label_right <= view_w + 0.5 and len(label) == 5, widths  # "MM-DD", whole
+
+
 def test_stored_script_does_not_execute(signed_in: Any, gateway: str, seeded: dict) -> None:
     By = _by()
     signed_in.implicitly_wait(0)  # the checks below look for absent elements
@@ -373,7 +411,9 @@ def test_kioku_ui_opens_a_signed_in_page(tmp_path: Path) -> None:
             if "sign-in link" in line:
                 link = line.split(": ", 1)[1].strip()
                 break
-        assert link.startswith(f"http://127.0.0.1:{port}/ui/signin?code="), proc.stderr
+        assert re.match(rf"http://kioku-[0-9a-f]+\.localhost:{port}/ui/signin\?code=", link), (
+            proc.stderr
+        )
         browser.get(link)
         assert "UI launch check" in browser.find_element(_by().TAG_NAME, "main").text
         browser.delete_all_cookies()

@@ -209,3 +209,43 @@ def test_kioku_ui_link_signs_in_to_a_gateway_on_the_same_data_dir(
         assert r.status_code == 303
         assert c.get(base + "/ui/").status_code == 200
         assert httpx.get(link, timeout=60).status_code == 401  # one use only
+
+
+def _same_answer(c: httpx.Client, method: str, template: str, ids: tuple[str, str]) -> None:
+    """The page for another namespace's id and for an unknown one: same status, same
+    bytes once the id itself is blanked out."""
+    answers = []
+    for i in ids:
+        form = {"csrf": csrf_of(c.get("/ui/").text), "priority": "high"}
+        base = str(c.base_url).rstrip("/")
+        r = c.request(
+            method,
+            template.format(i),
+            data=form if method == "POST" else None,
+            headers={"Origin": base} if method == "POST" else None,
+        )
+        answers.append((r.status_code, r.content.replace(i.encode(), b"<id>")))
+    assert answers[0] == answers[1], (template, answers)
+    assert answers[0][0] == 404
+
+
+def test_another_namespaces_id_answers_exactly_like_an_unknown_one(
+    base: str, notes: dict[str, str]
+) -> None:
+    """Before: bob's note id answered "no note with id '…' you can read", an unknown one
+    "…: search_memory shows the ids" -- an oracle for other tenants' ids."""
+    bob = GRANTS["bob"]["token"]
+    record = mcp(base + "/mcp", "record_add", token=bob, type="audit", title="Bob's audit")
+    bob_record = str(record["record"]["id"])
+    unknown_note = notes["bob"][:-6] + "ZZZZZZ"
+    unknown_record = bob_record.replace("-001", "-077")
+    assert unknown_note != notes["bob"] and unknown_record != bob_record
+    with signed_in(base, GRANTS["alice"]["token"]) as c:
+        for method, template in (
+            ("GET", "/ui/notes/{}"),
+            ("POST", "/ui/notes/{}"),
+            ("POST", "/ui/notes/{}/delete"),
+            ("POST", "/ui/notes/{}/restore"),
+        ):
+            _same_answer(c, method, template, (notes["bob"], unknown_note))
+        _same_answer(c, "GET", "/ui/records/{}", (bob_record, unknown_record))

@@ -7,6 +7,7 @@ import os
 import stat
 import time
 from pathlib import Path
+from typing import Any
 
 from pydantic import SecretStr
 
@@ -15,6 +16,7 @@ from mcp_gateway.settings import KiokuSettings
 from mcp_gateway.types import Note
 from mcp_gateway.ui import graph, insights, markdown
 from mcp_gateway.ui.session import KEY_FILE, Keys, load_secret, mint_signin_code
+from mcp_gateway.ui.spent import DB_FILE, Spent
 
 # -- sessions ------------------------------------------------------------------------
 
@@ -173,3 +175,42 @@ def test_summarise_counts_hits_and_credits_solutions() -> None:
         [_note("a"), _note("x", 2), _note("w", 1), _note("k", 0, "checkpoint")], facts.retrieved
     )
     assert [n.id for n in never] == ["w", "x"]
+
+
+def test_spent_codes_and_sign_outs_are_shared_through_the_data_dir(tmp_path: Path) -> None:
+    """Two mounts (or a restarted owner) on one data dir: one ``ui-sessions.db``."""
+    secret = load_secret(tmp_path)
+    first = Keys(secret, spent=Spent.for_data_dir(tmp_path))
+    second = Keys(secret, spent=Spent.for_data_dir(tmp_path))
+    code = first.signin_code("default")
+    assert first.redeem(code) == "default" and second.redeem(code) is None
+    cookie, sess = second.new_session("default")
+    assert first.read_session(cookie) == sess
+    second.revoke(sess)
+    assert first.read_session(cookie) is None
+    assert stat.S_IMODE(os.stat(tmp_path / DB_FILE).st_mode) == 0o600
+
+
+async def test_pending_marks_follow_the_note_store(tmp_path: Path) -> None:
+    """The UI reads "pending embedding" through the note store (no SQL of its own):
+    live notes without a dense vector; a deleted or unknown id is not pending."""
+    from types import SimpleNamespace
+
+    from mcp_gateway.db import Database
+    from mcp_gateway.notes import NoteStore
+    from mcp_gateway.ui import adapter
+
+    db = Database(tmp_path / "kioku.db")
+    await db.open()
+    try:
+        notes = NoteStore(db)
+        waiting = await notes.add("Pending check: not embedded yet", "note")
+        done = await notes.add("Pending check: embedded already", "note")
+        gone = await notes.add("Pending check: deleted", "note")
+        await notes.mark_embedded({done.id: done.updated_at}, "test-model")
+        await notes.set_deleted(gone.id, True)
+        app: Any = SimpleNamespace(notes=notes)  # the one part of AppContext it reads
+        ids = [waiting.id, done.id, gone.id, "01UNKNOWN0000000000000000000"]
+        assert await adapter.pending_ids(app, ids) == {waiting.id}
+    finally:
+        await db.close()

@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from mcp_gateway import local_gateway as gw
+from mcp_gateway.client import owner_client
 from mcp_gateway.db import Database
 from mcp_gateway.settings import KiokuSettings
 from tests.realproc import http_proc
@@ -88,14 +88,10 @@ async def test_two_workers_sigkill_and_flush_lose_no_acknowledged_note(
     settings = make_settings(tmp_path, redis_db)
     env = worker_env(settings)
     owner_env = {k: v for k, v in env.items() if k.startswith("KIOKU_") and k != "KIOKU_DATA_DIR"}
-    socket_path = gw.GatewayPaths.for_settings(settings).socket
     logs = [(tmp_path / f"worker{i}.log").open("wb") for i in range(2)]
     workers: list[subprocess.Popen[bytes]] = []
     with http_proc(settings.data_dir, **owner_env) as owner:
-        transport = httpx.AsyncHTTPTransport(uds=str(socket_path))
-        async with httpx.AsyncClient(
-            transport=transport, base_url="http://kioku-gateway", timeout=120
-        ) as client:
+        async with owner_client(settings) as client:
             ids = []
             for i in range(N):
                 topic = TOPICS[i % len(TOPICS)]

@@ -8,15 +8,24 @@ The browser is Debian's ``chromium`` driven by Selenium through Debian's
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import http.client
 import os
 import shutil
+import signal
 import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
-from .http_server import http_client
+from mcp_gateway.local_gateway import lock_held
+
+from .http_server import KIOKU, free_port, http_client, kioku_env
+from .realproc import daemon_pid, gateway_paths, wait_until
 
 TOKEN = "ui-test-token-0123456789abcdef"
 SCREENSHOTS = Path(__file__).resolve().parents[1] / "bench" / "results" / "ui"
@@ -104,3 +113,76 @@ def screenshot(browser: Any, name: str) -> Path:
     path = SCREENSHOTS / f"{name}.png"
     browser.save_screenshot(str(path))
     return path
+
+
+# -- kioku ui, the real command --------------------------------------------------------
+
+
+@dataclass
+class UiProc:
+    proc: subprocess.Popen[str]
+    port: int
+    link: str
+    data: Path
+
+
+def raw(
+    link: str,
+    method: str,
+    path: str,
+    *,
+    headers: dict[str, str] | None = None,
+    body: bytes = b"",
+    host: str = "",
+) -> tuple[int, bytes]:
+    """One request with ``path`` sent byte for byte to the server of ``link``, with
+    its Host (``kioku ui``'s secret name) unless ``host`` is given."""
+    url = urlsplit(link)
+    assert url.port is not None
+    conn = http.client.HTTPConnection("127.0.0.1", url.port, timeout=60)
+    try:
+        conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+        conn.putheader("Host", host or url.netloc)
+        for key, value in (headers or {}).items():
+            conn.putheader(key, value)
+        if body or method == "POST":
+            conn.putheader("Content-Length", str(len(body)))
+        conn.endheaders(body or None)
+        response = conn.getresponse()
+        return response.status, response.read()
+    finally:
+        conn.close()
+
+
+def stop_daemon(data: Path) -> None:
+    """SIGTERM the daemon ``kioku ui`` started (by its pid) and wait for its lock."""
+    pid = daemon_pid(data)
+    if pid is None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    wait_until(lambda: not lock_held(gateway_paths(data).lock), 30)
+
+
+@contextlib.contextmanager
+def kioku_ui(data: Path) -> Iterator[UiProc]:
+    port = free_port()
+    proc = subprocess.Popen(
+        [KIOKU, "ui", "--no-browser", "--port", str(port)],
+        env=kioku_env(data),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        link = ""
+        for line in proc.stdout:
+            if "sign-in link" in line:
+                link = line.split(": ", 1)[1].strip()
+                break
+        assert link, proc.stderr.read() if proc.stderr else "no link"
+        yield UiProc(proc, port, link, data)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

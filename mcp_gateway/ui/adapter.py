@@ -2,8 +2,10 @@
 
 Every page goes through these functions, and every change goes through the same use
 cases as the MCP tools (``services.NoteService`` / ``RecordService``: same validation,
-same index and job follow-ups, same activity-log entries). Reads that the services do
-not offer (filtered browsing, pending state, the log) are plain queries here.
+same index and job follow-ups, same activity-log entries), and every read of one note
+or record goes through the services' single access rule, so an id the caller may not
+read answers exactly like an unknown one. Reads that the services do not offer
+(filtered browsing with deleted notes, pending state, the log) are plain queries here.
 
 The caller's scope is passed explicitly (``Caller``): the MCP tools read it from the
 request's access token, the browser from its session's grant; both end in the same
@@ -28,7 +30,7 @@ from ..app import AppContext
 from ..errors import InvalidInput
 from ..jobs import failures
 from ..records.model import RecordGraph, RecordSearchHit, RecordView
-from ..services.notes import NoteService
+from ..services.notes import NoteService, NoteView
 from ..services.records import RecordService
 from ..types import Note, SearchResponse
 from ..validation import PRIORITIES, choice, one_line
@@ -129,23 +131,15 @@ async def _notes_by_id(app: AppContext, ids: list[str]) -> list[Note]:
 
 
 async def pending_ids(app: AppContext, ids: list[str]) -> set[str]:
-    """Which of the notes ``ids`` still wait for their dense vector."""
-    if not ids:
-        return set()
-    rows = await app.db.fetchall(
-        f"SELECT id FROM notes WHERE embedded_model IS NULL AND deleted = 0 "
-        f"AND id IN ({','.join('?' * len(ids))})",
-        ids,
-    )
-    return {r["id"] for r in rows}
+    """Which of the notes ``ids`` still wait for their dense vector (live notes only)."""
+    found = await app.notes.get_many(ids)
+    return {nid for nid, note in found.items() if note.embedded_model is None}
 
 
-async def get_note(
-    app: AppContext, caller: Caller, note_id: str
-) -> tuple[Note, list[dict[str, Any]]]:
-    note = await app.notes.get(note_id.strip(), include_deleted=True)
-    caller.scope.require_read(note.namespace, f"note with id {note_id!r}")
-    return note, await app.notes.history(note.id)
+async def get_note(app: AppContext, caller: Caller, note_id: str) -> NoteView:
+    """``get_note``, deleted notes included, with its history. The service's one access
+    rule: another namespace's id answers exactly like an unknown one."""
+    return await NoteService(app).get(caller.scope, note_id)
 
 
 async def update_note(
@@ -175,7 +169,10 @@ async def set_deleted(app: AppContext, caller: Caller, note_id: str, *, deleted:
 async def record_search(
     app: AppContext, caller: Caller, query: str, type: str, current_only: bool, limit: int = 30
 ) -> list[RecordSearchHit]:
-    return await app.records.search(query, type, current_only, limit, scope=caller.scope)
+    found = await RecordService(app).search(
+        caller.scope, query=query, type=type, current_only=current_only, limit=limit
+    )
+    return found.hits
 
 
 async def recent_records(app: AppContext, caller: Caller, limit: int = 30) -> list[Any]:
@@ -183,7 +180,8 @@ async def recent_records(app: AppContext, caller: Caller, limit: int = 30) -> li
 
 
 async def record_view(app: AppContext, caller: Caller, record_id: str) -> RecordView:
-    return await app.records.show(record_id, scope=caller.scope)
+    """``record_show``: another namespace's id answers exactly like an unknown one."""
+    return await RecordService(app).show(caller.scope, record_id)
 
 
 async def record_graph(app: AppContext, caller: Caller, record_id: str) -> RecordGraph:

@@ -22,7 +22,9 @@ def day_bars(days: Sequence[Day], *, width: int = 720, height: int = 170) -> Mar
     bar_w = max(step * 0.7, 1.0)
     parts = [
         Markup(
-            '<svg class="chart" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" '
+            # no width/height: the CSS makes it as wide as its card, the viewBox keeps
+            # its proportions
+            '<svg class="chart" viewBox="0 0 {w} {h}" role="img" '
             'aria-label="searches per day, hits darker">'
         ).format(w=width, h=height),
         Markup('<text class="axis" x="0" y="{y}">{n}</text>').format(y=top + 8, n=peak),
@@ -53,9 +55,16 @@ def day_bars(days: Sequence[Day], *, width: int = 720, height: int = 170) -> Mar
             )
         )
         if (len(days) - 1 - i) % 7 == 0:  # weekly labels, ending on today
+            # centred under the bar; today's ends at the right edge (it was cut: "12-0")
+            last = i == len(days) - 1
             parts.append(
-                Markup('<text class="axis" x="{x:.1f}" y="{y}">{label}</text>').format(
-                    x=x, y=height - 6, label=day.day[5:]
+                Markup(
+                    '<text class="axis" x="{x:.1f}" y="{y}" text-anchor="{a}">{label}</text>'
+                ).format(
+                    x=width - 1 if last else x + bar_w / 2,
+                    y=height - 6,
+                    a="end" if last else "middle",
+                    label=day.day[5:],
                 )
             )
     parts.append(Markup("</svg>"))

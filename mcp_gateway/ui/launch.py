@@ -17,11 +17,14 @@ gateway sharing this data dir (e.g. run inside the home server's container).
 from __future__ import annotations
 
 import logging
+import re
 import socket
 import sys
 import threading
 import webbrowser
-from urllib.parse import quote
+from collections.abc import Callable
+from pathlib import Path
+from urllib.parse import quote, unquote
 
 import anyio
 import httpx
@@ -29,10 +32,13 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.types import Receive, Scope, Send
 
+from .. import httpguard
 from ..access import DEFAULT_GRANT, grant_scopes
 from ..errors import InvalidInput
+from ..keyfile import OWNER_HEADER
 from ..settings import KiokuSettings
-from .session import mint_signin_code
+from . import signin_page
+from .session import SIGNIN_TTL_S, mint_signin_code, ui_host
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +56,29 @@ _HOP = {
 }
 # set by this server itself (or decoded by httpx)
 _OWN = {"content-encoding", "date", "server"}
+# The only paths forwarded: the memory browser's routes (ui/routes.py), matched on the
+# decoded path. A segment never starts with a dot (no ``.``/``..``) and holds no slash,
+# backslash or percent sign, so what is forwarded is exactly what was matched: no
+# client or server below can normalise it into another route (the admin API was
+# reachable as ``/ui/%2e%2e/api/status`` while this was a prefix check).
+_SEG = r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,199}"
+_ROUTES = re.compile(
+    r"/ui/(?:|login|signin|logout|records/|helping|context"
+    rf"|notes/{_SEG}(?:/delete|/restore)?|records/{_SEG}|static/{_SEG})"
+)
+
+
+def ui_path(raw_path: bytes) -> str | None:
+    """The path to forward for a request's raw path (percent-escapes decoded once), or
+    None when it is not one of the memory browser's routes."""
+    try:
+        text = raw_path.decode("ascii")
+        path = unquote(text, errors="strict")
+    except (UnicodeDecodeError, ValueError):
+        return None
+    if "%2f" in text.lower() or "%5c" in text.lower():  # an encoded / or \ in a segment
+        return None
+    return path if _ROUTES.fullmatch(path) else None
 
 
 def signin_url(settings: KiokuSettings, base_url: str, grant: str = DEFAULT_GRANT) -> str:
@@ -57,10 +86,6 @@ def signin_url(settings: KiokuSettings, base_url: str, grant: str = DEFAULT_GRAN
         raise InvalidInput(f"no grant {grant!r} in the settings")
     code = mint_signin_code(settings, grant)
     return f"{base_url.rstrip('/')}/ui/signin?code={quote(code, safe='')}"
-
-
-def loopback_hosts(port: int) -> list[str]:
-    return [f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}"]
 
 
 class Forwarder:
@@ -76,8 +101,11 @@ class Forwarder:
 
         self.settings = settings
         self.paths = local_gateway.GatewayPaths.for_settings(settings)
-        self.hosts = loopback_hosts(port)
+        # only the data dir's secret name (session.ui_host): a browser that signed in
+        # there sends its cookie to no other local server (cookies ignore the port)
+        self.host = f"{ui_host(settings.data_dir)}:{port}"
         self._starting = threading.Lock()  # requests that could not connect: one start
+        self.signin_page: Path | None = None  # removed once a sign-in succeeds
 
     def ensure_daemon(self) -> None:
         from .. import local_gateway
@@ -105,17 +133,27 @@ class Forwarder:
         await response(scope, receive, send)
 
     async def _answer(self, request: Request) -> Response:
-        if request.headers.get("host", "").lower() not in self.hosts:
-            return PlainTextResponse("unknown host\n", 421)
-        path = request.url.path
-        if path in ("/", "/ui"):
+        if request.headers.get("host", "").lower() != self.host:
+            # no redirect: that would tell any local user the secret host name
+            return PlainTextResponse(
+                "unknown host: open the link `kioku ui` printed (kioku-….localhost)\n", 421
+            )
+        raw = request.scope.get("raw_path") or request.scope["path"].encode()
+        if raw in (b"/", b"/ui"):
             return RedirectResponse("/ui/", 307)
-        if not path.startswith("/ui/"):
+        path = ui_path(raw)
+        if path is None:
             return PlainTextResponse("not found\n", 404)
-        body = await request.body()
-        if len(body) > MAX_BODY:
-            return PlainTextResponse("request too large\n", 413)
-        headers = [(k, v) for k, v in request.headers.raw if k.lower() not in _HOP]
+        try:  # at most MAX_BODY held: a longer body is refused as it passes the limit
+            body = await httpguard.read_body(request, MAX_BODY)
+        except httpguard.TooLarge:
+            return PlainTextResponse("request too large\n", 413, headers={"Connection": "close"})
+        # the owner key is never forwarded (the owner refuses /api and /mcp without it)
+        headers = [
+            (k, v)
+            for k, v in request.headers.raw
+            if k.lower() not in _HOP and k.lower() != OWNER_HEADER.encode()
+        ]
         target = path + (f"?{request.url.query}" if request.url.query else "")
         async with self._client() as client:
             for attempt in range(3):
@@ -131,6 +169,8 @@ class Forwarder:
                     if attempt == 2:
                         return PlainTextResponse("the kioku gateway is not reachable\n", 502)
                     await anyio.to_thread.run_sync(self.ensure_daemon)
+        if path == "/ui/signin" and upstream.status_code == 303:
+            signin_page.remove(self.signin_page)
         out = Response(upstream.content, status_code=upstream.status_code)
         for key, value in upstream.headers.multi_items():
             if key.lower().encode() not in _HOP and key.lower() not in _OWN:
@@ -154,6 +194,11 @@ def _build(settings: KiokuSettings, port: int) -> Forwarder:
     return Forwarder(settings, port)
 
 
+async def _expire(page: Path) -> None:
+    await anyio.sleep(SIGNIN_TTL_S)
+    signin_page.remove(page)
+
+
 def serve_ui(
     settings: KiokuSettings,
     *,
@@ -161,7 +206,10 @@ def serve_ui(
     open_browser: bool = True,
     grant: str = DEFAULT_GRANT,
     link: str = "",
+    opener: Callable[[str], object] = webbrowser.open,
 ) -> int:
+    """``kioku ui``. ``opener`` is handed the ``file://`` URL of the private sign-in page
+    (never the code): ``webbrowser.open``, which honours ``$BROWSER``."""
     if link:
         print(signin_url(settings, link, grant))
         return 0
@@ -170,14 +218,19 @@ def serve_ui(
     port = port or _free_port()
     app = _build(settings, port)
     app.ensure_daemon()
-    base = f"http://127.0.0.1:{port}"
+    base = f"http://{app.host}"
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="auto")
     )
 
     async def run() -> None:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(server.serve)
+
+            async def serve_then_stop() -> None:
+                await server.serve()
+                tg.cancel_scope.cancel()  # Ctrl-C or SIGTERM: the page's timer ends too
+
+            tg.start_soon(serve_then_stop)
             while not server.started:
                 if server.should_exit:
                     return
@@ -186,11 +239,16 @@ def serve_ui(
             print(f"kioku memory browser: {base}/ui/  (Ctrl-C to stop)", flush=True)
             print(f"one-time sign-in link (2 minutes): {url}", flush=True)
             if open_browser:
-                await anyio.to_thread.run_sync(webbrowser.open, url)
+                page = signin_page.write(settings.data_dir, url, SIGNIN_TTL_S)
+                app.signin_page = page
+                tg.start_soon(_expire, page)
+                await anyio.to_thread.run_sync(opener, page.as_uri())
 
     try:
         anyio.run(run)
     except KeyboardInterrupt:
         pass
+    finally:
+        signin_page.remove(app.signin_page)
     print("kioku ui stopped", file=sys.stderr)
     return 0

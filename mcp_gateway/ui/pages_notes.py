@@ -114,16 +114,15 @@ async def note_page(
     request: Request, who: Viewer, *, status: int = 200, error: str = "", form: dict[str, str]
 ) -> Response:
     app = app_of(request)
-    note, history = await adapter.get_note(app, who.caller, request.path_params["note_id"])
-    pending = await adapter.pending_ids(app, [note.id])
+    note = await adapter.get_note(app, who.caller, request.path_params["note_id"])
     return page(
         request,
         "note.html",
         status=status,
         who=who,
         note=note,
-        history=history,
-        pending=note.id in pending,
+        history=note.history,
+        pending=note.embedded_model is None and not note.deleted,
         writable=note.namespace == who.caller.scope.write,
         types=adapter.note_types(app),
         priorities=PRIORITIES,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -41,6 +43,24 @@ async def records(request: Request, who: Viewer) -> Response:
     )
 
 
+def history_text(field: str, value: str | None) -> str:
+    """A history value as a reader wants it: the "created" entry stores the record's
+    first fields as JSON (shown raw before); the rest are plain values."""
+    if field != "created" or not value:
+        return value or ""
+    try:
+        first = json.loads(value)
+    except ValueError:
+        return value
+    if not isinstance(first, dict):
+        return value
+    labels = (("type", "type"), ("status", "status"), ("action_state", "action"))
+    parts = [f"{label}: {first[k]}" for k, label in labels if first.get(k)]
+    if first.get("title"):
+        parts.append(f"title: {first['title']}")
+    return " · ".join(str(p) for p in parts)
+
+
 async def record(request: Request, who: Viewer) -> Response:
     app = app_of(request)
     rid = request.path_params["record_id"]
@@ -60,4 +80,5 @@ async def record(request: Request, who: Viewer) -> Response:
         truncated=neighbourhood.truncated,
         relations=RELATIONS,
         iso=iso,
+        history_text=history_text,
     )

@@ -12,7 +12,11 @@ Two keys are derived from the secret:
 - the *sign-in* key does not, so ``kioku ui`` (which may not see the server's token
   environment) mints codes the server accepts. A code is single-use and lives 2 minutes.
 
-Verified by tests/test_ui_session.py (tampering, expiry, reuse, token rotation).
+Used codes and signed-out sessions are kept in the data dir (``spent``), shared by
+every mount and kept across restarts.
+
+Verified by tests/test_ui_units.py (tampering, expiry, reuse, token rotation) and
+tests/test_ui_door.py (reuse across mounts and restarts).
 """
 
 from __future__ import annotations
@@ -23,13 +27,14 @@ import hashlib
 import hmac
 import json
 import logging
-import os
 import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import keyfile
 from ..settings import KiokuSettings
+from .spent import Spent
 
 log = logging.getLogger(__name__)
 
@@ -47,37 +52,21 @@ def _unb64(text: str) -> bytes:
 
 
 def load_secret(data_dir: Path) -> bytes:
-    """The data dir's UI secret; created 0600 on first use (O_EXCL: two racing
-    processes end up with the same file)."""
-    path = data_dir / KEY_FILE
-    for _ in range(50):
-        try:
-            secret = bytes.fromhex(path.read_text().strip())
-        except FileNotFoundError:
-            break
-        except (OSError, ValueError) as exc:
-            log.warning("ui: %s unreadable (%s); using a per-process key", path, exc)
-            return secrets.token_bytes(32)
-        if len(secret) >= 32:
-            return secret
-        time.sleep(0.02)  # another process created it a moment ago and is writing it
-    else:
-        log.warning("ui: %s is not a key; using a per-process key", path)
-        return secrets.token_bytes(32)
-    try:
-        data_dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return load_secret(data_dir)
-    except OSError as exc:
-        log.warning("ui: cannot create %s (%s); using a per-process key", path, exc)
-        return secrets.token_bytes(32)
-    secret = secrets.token_bytes(32)
-    try:
-        os.write(fd, secret.hex().encode())
-    finally:
-        os.close(fd)
-    return secret
+    """The data dir's UI secret (``ui.key``, 0600, created on first use)."""
+    return keyfile.load_secret(data_dir, KEY_FILE)
+
+
+def ui_host(data_dir: Path) -> str:
+    """The secret host name ``kioku ui`` serves this data dir on: ``kioku-<hex>.localhost``.
+
+    Browsers keep cookies per host, not per port, so a session cookie set for
+    ``127.0.0.1`` also went to every other local user's server on 127.0.0.1 (measured in
+    Chromium). A host-only cookie for a name nobody else knows never does; browsers
+    resolve every ``*.localhost`` name to loopback themselves. Derived from the data
+    dir's key: stable across restarts (the cookie stays valid), unguessable without it.
+    """
+    secret = load_secret(data_dir)
+    return "kioku-" + hmac.new(secret, b"kioku-ui-host", "sha256").hexdigest()[:20] + ".localhost"
 
 
 def token_digest(settings: KiokuSettings) -> bytes:
@@ -99,18 +88,20 @@ class Session:
 class Keys:
     """Signs and checks session cookies, CSRF tokens and sign-in codes."""
 
-    def __init__(self, secret: bytes, tokens: bytes = b"") -> None:
+    def __init__(self, secret: bytes, tokens: bytes = b"", spent: Spent | None = None) -> None:
+        """``spent``: where used codes and sign-outs are kept (default: this process's
+        memory; ``for_settings`` uses the data dir's, shared by every mount)."""
         self._session = hmac.new(secret, b"kioku-ui-session\0" + tokens, "sha256").digest()
         self._signin = hmac.new(secret, b"kioku-ui-signin", "sha256").digest()
         # cookie name differs per key: two kioku UIs on one host (cookies ignore the
         # port) never overwrite each other's session
         self.cookie_name = "kioku_session_" + hashlib.sha256(self._session).hexdigest()[:8]
-        self._used_codes: dict[str, float] = {}
-        self._revoked: dict[str, float] = {}
+        self._spent = spent or Spent(None)
 
     @classmethod
     def for_settings(cls, settings: KiokuSettings) -> Keys:
-        return cls(load_secret(settings.data_dir), token_digest(settings))
+        spent = Spent.for_data_dir(settings.data_dir)
+        return cls(load_secret(settings.data_dir), token_digest(settings), spent)
 
     # -- signed blobs ------------------------------------------------------------------
     @staticmethod
@@ -150,16 +141,13 @@ class Keys:
         ):
             return None
         sid = str(data["sid"])
-        if sid in self._revoked:
+        if self._spent.revoked(sid):
             return None
         return Session(str(data["g"]), sid, float(data["exp"]))  # type: ignore[arg-type]
 
     def revoke(self, sess: Session) -> None:
-        """Sign-out: this process refuses the cookie from now on (a copy kept by an
-        attacker dies with its expiry or the next key rotation)."""
-        now = time.time()
-        self._revoked = {s: e for s, e in self._revoked.items() if e > now}
-        self._revoked[sess.sid] = sess.expires
+        """Sign-out: every mount refuses the cookie from now on, restarts included."""
+        self._spent.revoke(sess.sid, sess.expires)
 
     def csrf_token(self, sess: Session) -> str:
         return _b64(hmac.new(self._session, b"csrf\0" + sess.sid.encode(), "sha256").digest())
@@ -178,11 +166,8 @@ class Keys:
         if data is None or not isinstance(data.get("g"), str):
             return None
         nonce = str(data.get("n", ""))
-        now = time.time()
-        self._used_codes = {n: e for n, e in self._used_codes.items() if e > now}
-        if not nonce or nonce in self._used_codes:
+        if not nonce or not self._spent.spend_code(nonce, float(data["exp"])):  # type: ignore[arg-type]
             return None
-        self._used_codes[nonce] = float(data["exp"])  # type: ignore[arg-type]
         return str(data["g"])
 
 

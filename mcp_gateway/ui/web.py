@@ -19,13 +19,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import quote, urlsplit
+from urllib.parse import parse_qsl, quote, urlsplit
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from mcp.server.auth.provider import AccessToken
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
+from .. import httpguard
 from ..access import grant_scopes
 from ..app import AppContext
 from ..settings import KiokuSettings
@@ -51,6 +52,7 @@ SECURITY_HEADERS = {
     "Cross-Origin-Resource-Policy": "same-origin",
 }
 MAX_FORM_BYTES = 256 * 1024
+_MAX_FIELDS = 50
 
 
 class TokenVerifier(Protocol):
@@ -199,14 +201,19 @@ def guarded(handler: Handler, *, change: bool = False) -> Callable[[Request], Aw
 
 
 async def read_form(request: Request) -> dict[str, str]:
-    """The urlencoded form (cached on the request: the guard and handler both read it)."""
+    """The urlencoded form (cached on the request: the guard and handler both read it).
+    The pages post urlencoded forms only (no file fields)."""
     cached = request.scope.get("kioku.form")
     if cached is not None:
         return cached
-    size = int(request.headers.get("content-length") or 0)
-    if size > MAX_FORM_BYTES:
-        raise Refused(413, "form too large")
-    form = await request.form(max_files=0, max_fields=50)
-    out = {k: v for k, v in form.items() if isinstance(v, str)}
+    try:  # bounded before it is read: a chunked body has no Content-Length to check
+        body = await httpguard.read_body(request, MAX_FORM_BYTES)
+    except httpguard.TooLarge:
+        raise Refused(413, "form too large") from None
+    try:
+        pairs = parse_qsl(body.decode("utf-8"), keep_blank_values=True, max_num_fields=_MAX_FIELDS)
+    except (UnicodeDecodeError, ValueError):
+        raise Refused(400, "unreadable form: send it from the page") from None
+    out = dict(pairs)
     request.scope["kioku.form"] = out
     return out

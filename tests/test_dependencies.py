@@ -12,7 +12,10 @@ from importlib.metadata import packages_distributions
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-OWN = {"mcp_gateway", "workers", "tests"}
+# kioku's packages, and the bench scripts tests load from bench/ by path
+OWN = {"mcp_gateway", "workers", "tests"} | {
+    path.stem for folder in ("bench", "bench/quality") for path in (ROOT / folder).glob("*.py")
+}
 
 
 def _normal(name: str) -> str:

@@ -157,6 +157,9 @@ class SearchSettings(BaseModel):
     # newer_ratio of that note's score (ranking.newer_first; docs/ranking.md round 11)
     newer_similarity: float | None = Field(default=None, ge=0.0, le=1.0)
     newer_ratio: float = Field(default=0.8, ge=0.0, le=1.0)
+    # a memory that alone holds an identifier of the query (a digit, joiner or inner
+    # capital; exact_terms.py) comes first, whatever the other channels say
+    exact_first: bool = True
 
 
 class TokenGrant(BaseModel):

@@ -15,6 +15,8 @@ by two or more memories pins nothing: it no longer names one thing.
 
 from __future__ import annotations
 
+import itertools
+
 from .lexical import compounds, term_id
 
 # At most this many tokens are checked per query (one small index call each).
@@ -24,13 +26,24 @@ MIN_CHARS = 3
 
 
 def _token_like(word: str) -> bool:
+    """An identifier, code or hash rather than a word (measured on the bench sets'
+    queries, docs/ranking.md): ``ERR_POOL_42``, ``v1.2.3``, ``tok-4411``, ``429``,
+    ``zq7c660f688e``, ``getUserName``; not ``third-party``, ``9am``, ``JavaScript``."""
     if len(word) < MIN_CHARS:
         return False
-    if any(ch in "_-." for ch in word) or any(ch.isdigit() for ch in word):
+    if "_" in word or "." in word:
         return True
-    # camelCase (getUserName, iOS): an inner capital beside lower case. A capitalised
-    # first letter is a sentence's, and an all-caps acronym (API, HTTPS) a topic word.
-    return any(ch.isupper() for ch in word[1:]) and any(ch.islower() for ch in word)
+    digits = sum(ch.isdigit() for ch in word)
+    if digits:
+        # a code (429, 5432) or letters and digits mixed (e1234, zq7c66...); short
+        # quantities (9am, 30k) are not
+        return digits == len(word.replace("-", "")) or len(word) >= 4
+    if "-" in word:  # hyphenated words (third-party, north-facing) are English
+        return False
+    # camelCase with two humps or more (getUserName, useAuthToken); one hump is most
+    # often a product name (JavaScript, MacBook, iPhone), all caps an acronym
+    humps = sum(1 for a, b in itertools.pairwise(word) if a.islower() and b.isupper())
+    return humps >= 2
 
 
 def identifier_terms(query: str) -> list[tuple[str, int]]:

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import hashlib
 
+from mcp_gateway.exact_terms import identifier_terms
+from mcp_gateway.lexical import term_id
+
 from .conftest import Harness
 
 NOTES, RECORDS = 250, 150
@@ -79,3 +82,11 @@ async def test_a_token_held_by_two_memories_pins_neither(harness: Harness) -> No
     # the token only one memory holds names it, over the better semantic match
     assert (await top_ids(harness, f"{question} tok-9071"))[0] == unique
     assert set(await top_ids(harness, "tok-4411", top=2)) == set(shared)
+
+
+def test_which_words_are_identifiers() -> None:
+    query = "ERR_POOL_42 v1.2.3 third-party 9am JavaScript getUserName"
+    assert [t for t, _ in identifier_terms(query)] == ["err_pool_42", "v1.2.3", "getusername"]
+    assert [t for t, _ in identifier_terms("Docker Hub 429 อีกแล้ว tok-4411")] == ["429", "tok-4411"]
+    assert identifier_terms("エラーE1234が出た") == [("e1234", term_id("e1234"))]
+    assert identifier_terms("how do we rotate the TLS certificates") == []

@@ -27,7 +27,7 @@ MIN_CHARS = 3
 
 def _token_like(word: str) -> bool:
     """An identifier, code or hash rather than a word (measured on the bench sets'
-    queries, docs/ranking.md): ``ERR_POOL_42``, ``v1.2.3``, ``tok-4411``, ``429``,
+    queries, bench/quality/LOG.md): ``ERR_POOL_42``, ``v1.2.3``, ``tok-4411``, ``429``,
     ``zq7c660f688e``, ``getUserName``; not ``third-party``, ``9am``, ``JavaScript``."""
     if len(word) < MIN_CHARS:
         return False

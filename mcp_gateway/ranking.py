@@ -1,6 +1,6 @@
 """Ranking: fuse the dense and lexical channels, then apply the source design's rules.
 
-Order of operations (each step is measured in ``docs/ranking.md``):
+Order of operations (each step is measured in ``bench/quality/LOG.md``):
 1. weighted score fusion (DBSF) or reciprocal-rank fusion of the two channels, times a
    per-point prior (usefulness and shelf life, written by the re-ranking job). The second
    channel is BM25, or latent terms where the index has them; BM25 then scores only the
@@ -239,7 +239,7 @@ def newer_first(
     ``select``), with at least ``min_ratio`` of that note's score, moves just
     above it: the newer statement of the fact comes first, the old one stays in the
     answer. Two valid facts on one topic sit further apart (e5: dev 0.889-0.917 against
-    0.908-0.973 for a replaced fact; docs/ranking.md, round 11)."""
+    0.908-0.973 for a replaced fact; bench/quality/LOG.md, round 11)."""
     out = list(chosen)
     notes = [c.point_id for c in out if _movable(c, vectors)]
     if len(notes) < 2 or min_similarity <= 0:

@@ -10,7 +10,7 @@ it derived from the query's words) is not computed again (``answers.py``,
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -212,7 +212,7 @@ class SearchService:
         limit: int,
         recent: list[Note],
         recent_at: RecentAt | None,
-        beside: Callable[[], Awaitable[None]] | None = None,
+        beside: Callable[[], Coroutine[Any, Any, None]] | None = None,
     ) -> tuple[Channels, list[IndexHit], list[list[float]], SparseVector | None, bool]:
         """The channels of a query whose embedding is not at hand: the recent read
         (``recent_at``; None: known), the lexical channel and ``beside`` (the exact

@@ -8,11 +8,16 @@ token tells them apart, and it must win whatever the semantic channels say.
 from __future__ import annotations
 
 import hashlib
+import json
+from pathlib import Path
+
+from mcp import Client
 
 from mcp_gateway.exact_terms import identifier_terms
 from mcp_gateway.lexical import term_id
 
 from .conftest import Harness
+from .http_server import http_client, http_gateway
 
 NOTES, RECORDS = 250, 150
 
@@ -95,3 +100,40 @@ def test_which_words_are_identifiers() -> None:
     assert [t for t, _ in identifier_terms("Docker Hub 429 อีกแล้ว tok-4411")] == ["429", "tok-4411"]
     assert identifier_terms("エラーE1234が出た") == [("e1234", term_id("e1234"))]
     assert identifier_terms("how do we rotate the TLS certificates") == []
+
+
+GRANTS = {
+    "alice": {"token": "alice-token-0123456789", "namespace": "alice"},
+    "bob": {"token": "bob-token-0123456789", "namespace": "bob"},
+}
+
+
+async def test_another_tenants_copy_of_a_token_changes_nothing(tmp_path: Path) -> None:
+    """The holders are counted among what the caller may read: another tenant's memory
+    with the same token neither blocks the pin nor is ever pinned (HTTP door)."""
+    question = "how often do we rotate the TLS certificates on the load balancer tok-7731"
+    with http_gateway(tmp_path / "data", KIOKU_HTTP__GRANTS=json.dumps(GRANTS)) as url:
+        async with (
+            http_client(url, "alice-token-0123456789") as alice,
+            http_client(url, "bob-token-0123456789") as bob,
+        ):
+
+            async def add(client: Client, text: str) -> str:
+                res = await client.call_tool("add_note", {"text": text})
+                assert not res.is_error and res.structured_content is not None
+                return str(res.structured_content["id"])
+
+            async def first(client: Client) -> str:
+                res = await client.call_tool("search_memory", {"query": question, "top": 5})
+                assert not res.is_error and res.structured_content is not None
+                return str(res.structured_content["results"][0]["id"])
+
+            held = await add(alice, "Docker layer cache missed after a base image bump, tok-7731")
+            await add(alice, "Rotate the TLS certificates on the load balancer every 60 days")
+            bobs = await add(bob, "Payment webhook retried twice after a timeout, tok-7731")
+            bobs_tls = await add(bob, "Rotate the TLS certificates on the load balancer monthly")
+            assert await first(alice) == held
+            assert await first(bob) == bobs
+            await add(bob, "A second note of Bob's that names tok-7731")
+            assert await first(alice) == held  # Bob's two copies change nothing for Alice
+            assert await first(bob) == bobs_tls  # two of Bob's own: no pin for Bob

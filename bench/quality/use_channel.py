@@ -141,6 +141,13 @@ def main() -> None:
     ap.add_argument("--hybrid", type=Path, required=True, help="run.py --out of the hybrid mode")
     ap.add_argument("--cache", type=Path, default=Path("/tmp"))
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument(
+        "--fixed",
+        nargs=3,
+        type=float,
+        metavar=("K", "W", "COSINE"),
+        help="fusion chosen elsewhere (a set with no dev split, e.g. heldout/)",
+    )
     args = ap.parse_args()
     mem = load(args.data / "memories.jsonl")
     queries = {q["qid"]: q for q in load(args.data / "queries.jsonl")}
@@ -177,12 +184,18 @@ def main() -> None:
     def fused(q: str, kwt: tuple[float, float, float]) -> list[str]:
         return fuse(hybrid[q], use[q], kwt[0], kwt[1], kwt[2], vec, age)
 
-    best = max(grid, key=lambda kwt: statistics.fmean(ndcg(q, fused(q, kwt)) for q in dev))
-    print(f"{tag}: chosen on dev k={best[0]:g} w={best[1]:g} newer-first cosine={best[2]:g}")
+    if args.fixed:
+        best = (args.fixed[0], args.fixed[1], args.fixed[2])
+    else:
+        best = max(grid, key=lambda kwt: statistics.fmean(ndcg(q, fused(q, kwt)) for q in dev))
+    how = "given" if args.fixed else "chosen on dev"
+    print(f"{tag}: {how} k={best[0]:g} w={best[1]:g} newer-first cosine={best[2]:g}")
     head = f"{'split':5s} {'kind':16s} {'n':>4s} {'hybrid':>7s} {'USE':>7s} {'fused':>7s}"
     print(head + "  delta [95% CI]")
     for name in ("dev", "test"):
         ids = split(name)
+        if not ids:
+            continue
         kinds = ["ALL", *sorted({queries[q]["kind"] for q in ids})]
         for kind in kinds:
             sel = [q for q in ids if kind == "ALL" or queries[q]["kind"] == kind]

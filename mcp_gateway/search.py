@@ -75,6 +75,9 @@ class SearchRequest:
     domain: str = ""
     top: int = 5
     namespaces: tuple[str, ...] = ("default",)
+    # other phrasings of ``query`` (other words, other languages): their dense hits
+    # join the query's, each memory scored by its best cosine over every phrasing
+    alternatives: tuple[str, ...] = ()
 
 
 class SearchService:
@@ -123,7 +126,7 @@ class SearchService:
             await self.writes.caught_up(req.namespaces)
         # read before anything else: a write that lands meanwhile makes this answer stale
         generation: int | None = getattr(self.index, "generation", None)
-        key = (query, req.type, req.domain, req.top, tuple(req.namespaces))
+        key = (query, req.type, req.domain, req.top, tuple(req.namespaces), req.alternatives)
         thresholds = await self.thresholds.get(namespace)
         if generation is not None and (known := self.answers.get(key, generation, thresholds)):
             return known
@@ -172,6 +175,10 @@ class SearchService:
                 query, sparse, flt, limit, recent, to_read, find_held if identifiers else None
             )
         dense_hits, latent_hits = semantic.dense, semantic.latent
+        if req.alternatives and views:
+            dense_hits = best_of_views(
+                [dense_hits, await self._alternative_hits(req.alternatives, flt, limit)], limit
+            )
         if self.fresh is not None and views:
             # the best lexical hits not embedded yet, embedded now (bounded: fresh.py)
             fresh_dense, fresh_latent = await self.fresh.hits(sparse_hits, views, terms)
@@ -275,6 +282,20 @@ class SearchService:
             more_dense=views[1:],
             latent=terms,
         )
+
+    async def _alternative_hits(
+        self, alternatives: Sequence[str], flt: IndexFilter, limit: int
+    ) -> list[IndexHit]:
+        """Dense hits of the other phrasings (every view of each) in one index call."""
+        views: list[list[float]] = []
+        for alt in alternatives:
+            views.extend((await self._embed_query(alt))[0])
+        if not views:
+            return []
+        found = await self.index.search_channels(
+            views[0], SparseVector([], []), flt, limit, more_dense=views[1:]
+        )
+        return found.dense
 
     async def _held(
         self, identifiers: Sequence[tuple[str, int]], flt: IndexFilter

@@ -156,7 +156,9 @@ class SearchService:
         recent: list[Note] = [] if known_recent is None else known_recent
         cached = self._cached_query(query) if known_recent is not None else None
         held: dict[str, tuple[IndexHit, int]] = {}
-        identifiers = identifier_terms(query) if self.settings.exact_first else []
+        # the look-up is lexical: the dense-only baseline (bench/quality) goes without
+        exact = self.settings.exact_first and self.settings.mode != "dense"
+        identifiers = identifier_terms(query) if exact else []
 
         async def find_held() -> None:
             held.update(await self._held(identifiers, flt))

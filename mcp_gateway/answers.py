@@ -24,7 +24,8 @@ from dataclasses import dataclass
 
 from .types import SearchResponse
 
-AnswerKey = tuple[str, str, str, int, tuple[str, ...]]
+# (query, type, domain, top, namespaces, alternatives)
+AnswerKey = tuple[str, str, str, int, tuple[str, ...], tuple[str, ...]]
 # answers whose texts add up to more are not kept: 256 answers stay under ~16 MB even
 # when every note is near the 32 KB limit
 MAX_ANSWER_CHARS = 64_000

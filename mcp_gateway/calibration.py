@@ -9,7 +9,7 @@ component, so a query ranks same-language memories above a better answer written
 another language. Subtracting ``language_shift`` times the query's language direction
 (mean vector of one script's memories minus the mean over scripts, measured by
 ``bench/quality/calibrate.py``) from the query vector removes most of that bias before
-the one index call: no extra round trip, ~0.05 ms. docs/ranking.md has the figures.
+the one index call: no extra round trip, ~0.05 ms. bench/LOG.md has the figures.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ MODELS: dict[str, Calibration] = {
         language_shift=0.5,
         wide_shift=1.0,  # twice the shift: dev 0.686 -> 0.715 (0.75-1.5 all >= 0.704)
         # dev pairs: a replaced fact's notes 0.908-0.973 (median 0.950), two valid facts
-        # on one topic 0.889-0.917; dev ALL 0.786 -> 0.802 (docs/ranking.md, round 11)
+        # on one topic 0.889-0.917; dev ALL 0.786 -> 0.802 (bench/LOG.md, round 11)
         newer_similarity=0.92,
         directions=LANGUAGE_DIRECTIONS.get(_E5, {}),
     ),
@@ -134,7 +134,7 @@ def shift_views(
     direction removed entirely (1.0), a same-language paraphrase loses to neighbours in
     other languages when it is (0.5 is its best). Scoring each memory by its better
     cosine over both views lets either kind of answer surface without the query
-    having to say which kind it is (dev nDCG@10 0.686 -> 0.715; docs/ranking.md).
+    having to say which kind it is (dev nDCG@10 0.686 -> 0.715; bench/LOG.md).
     """
     b64, ramp = calib.directions.get(query_script(query)), _ramp(query)  # once per query
     views = [_shift(vector, b64, ramp * weight)]

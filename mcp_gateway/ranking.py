@@ -1,6 +1,6 @@
 """Ranking: fuse the dense and lexical channels, then apply the source design's rules.
 
-Order of operations (each step is measured in ``docs/ranking.md``):
+Order of operations (each step is measured in ``bench/LOG.md``):
 1. weighted score fusion (DBSF) or reciprocal-rank fusion of the two channels, times a
    per-point prior (usefulness and shelf life, written by the re-ranking job). The second
    channel is BM25, or latent terms where the index has them; BM25 then scores only the
@@ -73,6 +73,8 @@ class Candidate:
     sparse_rank: int | None = None
     sparse_part: float = 0.0
     latent_part: float = 0.0  # the latent-terms channel's share of ``score``
+    # how many of the query's identifiers this memory alone holds (``pin_exact``)
+    exact: int = 0
 
     @property
     def type(self) -> str:
@@ -169,6 +171,26 @@ def fuse(
     return sorted(by_id.values(), key=lambda c: c.score, reverse=True)
 
 
+def pin_exact(
+    candidates: Sequence[Candidate], held: Mapping[str, tuple[IndexHit, int]]
+) -> list[Candidate]:
+    """Mark each memory that alone holds some of the query's identifiers (``held``:
+    point id -> its lexical hit and how many such identifiers only it holds;
+    ``exact_terms.py``). A memory the channels did not return joins the candidates
+    from its hit. ``select`` puts marked memories first, most identifiers first."""
+    if not held:
+        return list(candidates)
+    out = list(candidates)
+    by_id = {c.point_id: c for c in out}
+    for pid, (hit, count) in held.items():
+        cand = by_id.get(pid)
+        if cand is None:
+            cand = Candidate(pid, hit.payload, sparse_score=hit.score)
+            out.append(cand)
+        cand.exact = count
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class Head:
     """Where a retired record's evidence goes: its lifecycle head's point."""
@@ -217,7 +239,7 @@ def newer_first(
     ``select``), with at least ``min_ratio`` of that note's score, moves just
     above it: the newer statement of the fact comes first, the old one stays in the
     answer. Two valid facts on one topic sit further apart (e5: dev 0.889-0.917 against
-    0.908-0.973 for a replaced fact; docs/ranking.md, round 11)."""
+    0.908-0.973 for a replaced fact; bench/LOG.md, round 11)."""
     out = list(chosen)
     notes = [c.point_id for c in out if _movable(c, vectors)]
     if len(notes) < 2 or min_similarity <= 0:
@@ -232,7 +254,8 @@ def newer_first(
         for i in range(j):
             older = out[i]
             if (
-                older.point_id in at
+                not older.exact  # nothing goes above the one holder of an identifier
+                and older.point_id in at
                 and older.type == newer.type
                 and older.payload.get("namespace") == newer.payload.get("namespace")
                 and _created(older) < _created(newer)
@@ -273,16 +296,22 @@ def select(
     namespaces: Sequence[str] = (),
 ) -> list[Candidate]:
     """Threshold, cut to ``top``, then priority order, the caller's own namespace
-    (the first of ``namespaces``) before shared ones; stable otherwise."""
+    (the first of ``namespaces``) before shared ones; stable otherwise. A memory that
+    alone holds an identifier of the query (``pin_exact``) comes before all of it."""
     best_sparse = max((c.sparse_score or 0.0 for c in candidates), default=0.0)
     best_distance = min((c.distance for c in candidates if c.distance is not None), default=2.0)
-    kept = [c for c in candidates if passes_threshold(c, params, best_sparse, best_distance)][:top]
+    pinned = sorted((c for c in candidates if c.exact), key=lambda c: (-c.exact, -c.score))
+    kept = pinned + [
+        c
+        for c in candidates
+        if not c.exact and passes_threshold(c, params, best_sparse, best_distance)
+    ]
     rank = {ns: i for i, ns in enumerate(namespaces)}
     return sorted(
-        kept,
+        kept[:top],
         key=lambda c: (
-            _priority_tier(c, params, best_distance),
-            rank.get(str(c.payload.get("namespace", "")), 0),
+            -1 if c.exact else _priority_tier(c, params, best_distance),
+            0 if c.exact else rank.get(str(c.payload.get("namespace", "")), 0),
         ),
     )
 

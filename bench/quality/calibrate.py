@@ -4,7 +4,7 @@ For each script group (Latin, CJK, Thai) the mean passage vector of the benchmar
 **dev** memories in that language, minus the mean of the three means: the part of an
 e5 vector that says "this text is Japanese" rather than what it is about. Label-free
 (no query or relevance label is read) and stable: 30 memories per language give the
-same figures as all of them (docs/ranking.md). Writes the generated module.
+same figures as all of them (bench/LOG.md). Writes the generated module.
 
     python bench/quality/calibrate.py --variant original --variant enpt
 """

@@ -1,6 +1,6 @@
 """Late interaction (ColBERT-style MaxSim over e5's own token states) as a re-ranker.
 
-Round 9, measured and dropped (docs/ranking.md): a query's MaxSim score for a memory is
+Round 9, measured and dropped (bench/LOG.md): a query's MaxSim score for a memory is
 the mean over the query's tokens of the best cosine with any of the memory's tokens,
 both from the shipped engine's pass (with the e5 prefix; prefix and <s>/</s> not kept).
 Printed per kind, dev and test: dense only, the shipped hybrid (dense, BM25, latent

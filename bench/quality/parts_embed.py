@@ -1,5 +1,5 @@
 """Fill the embedding cache with note parts (sentences/lines): the multi-vector trial
-in docs/ranking.md (measured, not shipped).
+in bench/LOG.md (measured, not shipped).
 
     python bench/quality/parts_embed.py
 """

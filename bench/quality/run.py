@@ -142,7 +142,7 @@ async def run_mode(
                     "lang": q["lang"],
                     "split": q["split"],
                     **score(ranked, set(q["relevant"])),
-                    "ranked": ranked[:10],
+                    "ranked": ranked,  # all `--top` of them (use_channel.py fuses deeper)
                 }
             )
     server_ms = _server_latencies(log_path, log_offset)

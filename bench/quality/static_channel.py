@@ -6,7 +6,7 @@ Ranks every memory by one channel alone and prints test nDCG@10 per kind:
 - ``distilled``: the mean of each token's own model output (``[bos, token, eos]``
   through the encoder once, a model2vec-style table for the corpus' tokens);
 each static vector plain or idf-weighted, centred on the corpus mean. The question
-(docs/ranking.md, round 6): do they find cross-language and paraphrase memories that
+(bench/LOG.md, round 6): do they find cross-language and paraphrase memories that
 BM25 cannot, cheaply enough to compute at ``add_note``'s acknowledgement?
 
     python bench/quality/static_channel.py

@@ -9,7 +9,7 @@ A batch with ``embedder.draft_backlog`` or more texts that have no vector at all
 burst's backlog: where the embedder makes drafts (the local engine's int8 graph, ~1.3x
 the passages a second) those are embedded as drafts, so the burst becomes searchable
 sooner, and stored as such; reconcile queues drafts again, and this step then embeds
-them exactly (round 14, docs/ranking.md "Fresh notes").
+them exactly (round 14, bench/LOG.md "Fresh notes").
 
 Edits during embedding are harmless: the vector is stored under the hash of the text
 that was embedded, the owner applies only vectors whose hash matches the current text,

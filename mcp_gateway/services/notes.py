@@ -8,6 +8,7 @@ call takes the caller's ``Scope``; a note outside it answers exactly like an unk
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel
@@ -72,6 +73,24 @@ def clean_query(query: str, max_chars: int) -> str:
     if not isinstance(query, str) or not query.strip():
         raise InvalidInput("query is empty: describe what you are about to do or look for")
     return clean_text(query, "query", max_chars * 4)
+
+
+# Other phrasings a search takes beside its query: each costs one query embedding.
+MAX_ALTERNATIVES = 4
+
+
+def _alternatives(given: object, max_chars: int) -> tuple[str, ...]:
+    if (
+        isinstance(given, str)
+        or not isinstance(given, Sequence)
+        or len(given) > MAX_ALTERNATIVES
+        or not all(isinstance(a, str) for a in given)
+    ):
+        raise InvalidInput(
+            f"alternatives: give a list of at most {MAX_ALTERNATIVES} strings, other "
+            "phrasings of the query (other words or other languages)"
+        )
+    return tuple(clean_query(a, max_chars) for a in given if a.strip())
 
 
 class NoteService:
@@ -206,12 +225,15 @@ class NoteService:
         priority: str = "",
         event: str = "search_memory",
         context: dict[str, Any] | None = None,
+        alternatives: Sequence[str] = (),
     ) -> SearchResponse:
         """``search_memory``. ``priority`` keeps only notes of that priority (the
         memory browser's filter); ``event`` names the activity-log entry, so a person
-        browsing (``ui_search``) never trains the jobs that learn from the assistant."""
+        browsing (``ui_search``) never trains the jobs that learn from the assistant.
+        ``alternatives``: other phrasings of the query (at most ``MAX_ALTERNATIVES``)."""
         started = time.perf_counter()
         settings = self.app.settings
+        alts = _alternatives(alternatives, settings.search.max_query_chars)
         top = bounded_int(top, "top", 1, settings.search.max_top)
         if type:
             type = choice(type, "type", self.search_types())
@@ -222,6 +244,7 @@ class NoteService:
             domain=one_line(domain, "domain", 64).lower(),
             top=settings.search.max_top if priority else top,
             namespaces=scope.read,
+            alternatives=alts,
         )
         response = await self.app.search.search(request)
         if priority:

@@ -14,13 +14,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-
 import pytest
 
 from mcp_gateway.app import AppContext, open_app
 from mcp_gateway.indexing import note_document
 from mcp_gateway.settings import KiokuSettings
 from mcp_gateway.types import Note
+from tests.conftest import without_prefetcher
 
 BURST = [
     "the staging database is reset every Monday at 06:00 UTC",
@@ -35,8 +35,7 @@ BURST = [
 @pytest.fixture
 def settings(settings: KiokuSettings) -> KiokuSettings:
     """The job alone embeds: no prefetcher beside it (see the module's docstring)."""
-    search = settings.search.model_copy(update={"prefetch_budget_ms": 0.0})
-    return settings.model_copy(update={"search": search})
+    return without_prefetcher(settings)
 
 
 async def stored(app: AppContext, notes: Sequence[Note]) -> dict[str, tuple[list[float], bool]]:

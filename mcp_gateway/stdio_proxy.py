@@ -329,7 +329,6 @@ class Proxy:
         if attached.reader is not None:
             attached.reader.join(timeout=5)
 
-
     def _stdout_gone(self) -> bool:
         """Whether our stdout's reader closed its end (a pipe reports an error then)."""
         if self._reader_gone:

@@ -18,7 +18,7 @@ from mcp_gateway.app import open_app
 from mcp_gateway.settings import KiokuSettings
 from tests.realproc import db_rows, http_proc, wait_until
 
-BACKLOG = 240  # several of the job's 32-note batches: still embedding at the SIGTERM
+BACKLOG = 128  # four of the job's 32-note batches: still embedding at the SIGTERM
 EXIT_BOUND_S = 5.0  # the issue asks for under a second; this only catches a hang
 
 
@@ -47,6 +47,8 @@ def exit_time(proc: subprocess.Popen[bytes], began: float) -> float:
 async def test_sigterm_mid_backlog_exits_at_once_and_the_next_start_resumes(
     tmp_path: Path,
 ) -> None:
+    """Then the data dir is deleted under the second owner, which exits by itself (one
+    test, not two: each owner start loads the model, seconds of the fast suite)."""
     data = tmp_path / "data"
     await seed(data, BACKLOG)
     with http_proc(data) as owner:
@@ -63,12 +65,6 @@ async def test_sigterm_mid_backlog_exits_at_once_and_the_next_start_resumes(
         pending = "SELECT count(*) FROM notes WHERE embedded_model IS NULL AND deleted = 0"
         assert wait_until(lambda: db_rows(data, pending)[0][0] == 0, 30)
 
-
-async def test_an_owner_whose_data_dir_is_deleted_exits(tmp_path: Path) -> None:
-    data = tmp_path / "data"
-    await seed(data, BACKLOG)
-    with http_proc(data) as owner:
-        assert wait_until(lambda: embedded(data) > 0, 60), owner.stderr()[-2000:]
         began = time.monotonic()
         shutil.rmtree(data)
         took = exit_time(owner.proc, began)

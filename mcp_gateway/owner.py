@@ -361,9 +361,9 @@ def serve(settings: KiokuSettings, *, http: bool, standalone: bool = False) -> i
     (``--http``, ``--standalone``)."""
     if http:
         return run_owner(settings, "http")
-    if not standalone and settings.local_gateway.shared and gw.supported():
-        from .stdio_proxy import run_proxy
+    from .stdio_proxy import proxies, run_proxy
 
+    if not standalone and proxies(settings):
         # Several editors, one embedded memory: proxy to the data dir's shared daemon.
         run_proxy(settings)
         return EXIT_OK

@@ -390,5 +390,11 @@ def _describe(exc: BaseException) -> str:
     )
 
 
+def proxies(settings: KiokuSettings) -> bool:
+    """Whether ``kioku serve`` on stdio is a proxy to the shared daemon (else it owns
+    the data dir itself, ``owner.serve``)."""
+    return settings.local_gateway.shared and gw.supported()
+
+
 def run_proxy(settings: KiokuSettings) -> None:
     Proxy(settings).run()

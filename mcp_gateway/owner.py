@@ -20,7 +20,6 @@ truth store, which the owner applies (``applier``).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
@@ -209,7 +208,9 @@ async def _watch_gone(state: OwnerState, gone: Callable[[], str | None]) -> None
         reason = gone()
         if reason is not None:
             log.error("%s: exiting (nothing left to save)", reason)
-            _exit_now(EXIT_DATA_DIR_GONE)
+            from .embedders.local import exit_now
+
+            exit_now(EXIT_DATA_DIR_GONE)
 
 
 def _gone_check(
@@ -310,27 +311,10 @@ def run_owner(
         info_path(paths).unlink(missing_ok=True)
         os.close(fd)  # releases the lock last: the stores are closed by now
     log.info("kioku %s stopped", kind)
-    _exit_if_engine_busy(EXIT_OK)
+    from .embedders.local import exit_if_busy
+
+    exit_if_busy(EXIT_OK)  # the batch a stop abandoned is not waited for
     return EXIT_OK
-
-
-def _exit_if_engine_busy(code: int) -> None:
-    """End the process now if an embedding call is still running on its daemon thread:
-    the stores are closed and the lock released, and the normal exit would wait for the
-    call, then abort in the engine's destructors (``embedders.local.engine_busy``)."""
-    from .embedders.local import engine_busy
-
-    if engine_busy():
-        _exit_now(code)
-
-
-def _exit_now(code: int) -> None:
-    """End the process without the interpreter's shutdown (logs flushed first)."""
-    logging.shutdown()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    os._exit(code)
 
 
 def _kioku_error(exc: BaseException) -> KiokuError | None:

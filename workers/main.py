@@ -106,6 +106,10 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s",
     )
     try:
-        return run_worker(settings, burst=args.burst, check=args.check)
+        code = run_worker(settings, burst=args.burst, check=args.check)
     except KeyboardInterrupt:
-        return 130
+        code = 130
+    from mcp_gateway.embedders.local import exit_if_busy
+
+    exit_if_busy(code)  # a batch cut short by SIGTERM is redone (reconcile), not waited for
+    return code

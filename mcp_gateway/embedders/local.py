@@ -38,12 +38,14 @@ uses BM25 as its second channel, as before.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
 import functools
 import glob
 import logging
 import os
 import queue
+import sys
 import threading
 import time
 import weakref
@@ -190,11 +192,26 @@ _lanes: weakref.WeakSet[_Lane] = weakref.WeakSet()
 
 
 def engine_busy() -> bool:
-    """Whether an engine call is still running on a lane's daemon thread. A process that
-    exits normally meanwhile runs the engine's C++ destructors under that call (an abort,
-    "terminate called without an active exception"): ``owner`` ends such a process with
-    ``os._exit`` once its stores are closed."""
+    """Whether an engine call is still running on a lane's daemon thread."""
     return any(lane.busy for lane in list(_lanes))
+
+
+def exit_if_busy(code: int) -> None:
+    """End the process now (``os._exit(code)``, logs flushed) if an engine call is still
+    running: a normal exit would run the engine's C++ destructors under that call and
+    abort ("terminate called without an active exception"). For a process whose stores
+    are closed (the owner, a worker) and that is about to exit anyway."""
+    if engine_busy():
+        exit_now(code)
+
+
+def exit_now(code: int) -> None:
+    """End the process without the interpreter's shutdown (logs and streams flushed)."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
 
 
 def _clean(text: str) -> str:

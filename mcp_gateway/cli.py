@@ -235,6 +235,14 @@ def _dispatch(args: argparse.Namespace, settings: KiokuSettings) -> int:
             link=args.link or "",
         )
     if args.command == "serve":
+        if not args.http and not args.standalone:
+            # an editor waits on this start at every launch: the proxy path imports what
+            # it uses only, not the owner's modules (seconds: the server, the stores)
+            from .stdio_proxy import proxies, run_proxy
+
+            if proxies(settings):
+                run_proxy(settings)
+                return 0
         from .owner import serve
 
         return serve(settings, http=args.http, standalone=args.standalone)

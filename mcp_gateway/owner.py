@@ -25,9 +25,11 @@ import logging
 import os
 import signal
 import socket
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -55,7 +57,7 @@ from .ui import mount_ui, ui_mount
 
 log = logging.getLogger(__name__)
 
-EXIT_OK, EXIT_LOST_ELECTION, EXIT_STARTUP_FAILED = 0, 0, 3
+EXIT_OK, EXIT_LOST_ELECTION, EXIT_STARTUP_FAILED, EXIT_DATA_DIR_GONE = 0, 0, 3, 4
 
 
 class _Activity:
@@ -97,6 +99,7 @@ async def _serve(
     bound: tuple[socket.socket, socket.socket],
     state: OwnerState,
     stdio: Callable[[Services], Awaitable[None]] | None,
+    gone: Callable[[], str | None] = lambda: None,
 ) -> None:
     sock, session_sock = bound
     async with AsyncExitStack() as stack:
@@ -166,6 +169,7 @@ async def _serve(
                     helpers.start_soon(_until_done, stdio(services), state)
                 if state.kind == "daemon" and settings.local_gateway.idle_exit_s > 0:
                     helpers.start_soon(_watch_idle, state, settings.local_gateway.idle_exit_s)
+                helpers.start_soon(_watch_gone, state, gone)
                 await _watch_stop(state, servers)
                 helpers.cancel_scope.cancel()
 
@@ -188,6 +192,55 @@ async def _watch_idle(state: OwnerState, idle_s: float) -> None:
         if quiet and time.monotonic() - state.last_request > idle_s:
             log.info("no requests for %.0f s: shutting down", idle_s)
             state.stop.set()
+
+
+# how often the owner checks that its data dir is still there (a stat and an fstat)
+GONE_CHECK_S = 1.0
+
+
+async def _watch_gone(state: OwnerState, gone: Callable[[], str | None]) -> None:
+    """End the process when the data dir, its lock or the owner's socket was removed:
+    nobody can reach this owner any more, and a later ``kioku serve`` starts another
+    one, so the work it would go on doing (a backlog's embedding at full CPU) is for
+    nobody. It ends at once, not through the graceful close: the stores' files are gone,
+    so closing them could only fail (the index's flush), and there is nothing to save."""
+    while not state.stop.is_set():
+        await anyio.sleep(GONE_CHECK_S)
+        reason = gone()
+        if reason is not None:
+            log.error("%s: exiting (nothing left to save)", reason)
+            from .embedders.local import exit_now
+
+            exit_now(EXIT_DATA_DIR_GONE)
+
+
+def _gone_check(
+    settings: KiokuSettings, lock_fd: int, sockets: dict[Path, int]
+) -> Callable[[], str | None]:
+    """What ``_watch_gone`` asks: why the owner is unreachable now, or None. The owner's
+    sockets, where still there and its own, are removed before the answer."""
+
+    def gone() -> str | None:
+        reason = why()
+        if reason is not None:
+            for path, inode in sockets.items():
+                gw.unlink_if_ours(path, inode)
+        return reason
+
+    def why() -> str | None:
+        if not settings.data_dir.is_dir():
+            return f"the data dir {settings.data_dir} was removed"
+        if os.fstat(lock_fd).st_nlink == 0:
+            return f"the lock file in {settings.data_dir} was removed"
+        for path, inode in sockets.items():
+            try:
+                if os.stat(path).st_ino != inode:
+                    return f"the owner socket {path} was replaced"
+            except FileNotFoundError:
+                return f"the owner socket {path} was removed"
+        return None
+
+    return gone
 
 
 async def _watch_stop(state: OwnerState, servers: list[uvicorn.Server]) -> None:
@@ -243,7 +296,8 @@ def run_owner(
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda signum, _frame: log.info("signal %d: stopping", signum))
     try:
-        anyio.run(_serve, settings, (sock, session_sock), state, stdio)
+        gone = _gone_check(settings, fd, inodes)
+        anyio.run(_serve, settings, (sock, session_sock), state, stdio, gone)
     except (KiokuError, BaseExceptionGroup) as exc:
         reason = _kioku_error(exc)
         if reason is None:
@@ -258,6 +312,9 @@ def run_owner(
         info_path(paths).unlink(missing_ok=True)
         os.close(fd)  # releases the lock last: the stores are closed by now
     log.info("kioku %s stopped", kind)
+    from .embedders.local import exit_if_busy
+
+    exit_if_busy(EXIT_OK)  # the batch a stop abandoned is not waited for
     return EXIT_OK
 
 
@@ -289,9 +346,9 @@ def serve(settings: KiokuSettings, *, http: bool, standalone: bool = False) -> i
     (``--http``, ``--standalone``)."""
     if http:
         return run_owner(settings, "http")
-    if not standalone and settings.local_gateway.shared and gw.supported():
-        from .stdio_proxy import run_proxy
+    from .stdio_proxy import proxies, run_proxy
 
+    if not standalone and proxies(settings):
         # Several editors, one embedded memory: proxy to the data dir's shared daemon.
         run_proxy(settings)
         return EXIT_OK
@@ -306,7 +363,6 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m mcp_gateway.owner --data-dir DIR``: the shared local daemon, started
     detached by the first ``kioku serve`` proxy (``local_gateway.spawn_daemon``)."""
     import argparse
-    import sys
 
     from .settings import load_settings
 

@@ -39,6 +39,7 @@ import os
 import select
 import socket
 import threading
+import time
 from typing import Any
 
 from . import local_gateway as gw
@@ -60,6 +61,8 @@ MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 # A reply line can be larger (an export of a long record history); this bounds memory.
 MAX_REPLY_BYTES = 64 * 1024 * 1024
 _CHUNK = 1 << 16
+# after stdin's end, how often the proxy checks that someone still reads its stdout
+_STDOUT_CHECK_S = 0.2
 
 
 class _Attached:
@@ -181,6 +184,8 @@ class Proxy:
         method = message.get("method") if isinstance(message, dict) else None
         is_request = method is not None and "id" in message
         line = raw if raw.endswith(b"\n") else raw + b"\n"
+        if method == "notifications/cancelled":
+            self._cancelled(message.get("params"))
         with self._send_lock:
             if method in ("initialize", "server/discover"):
                 # a new session, or the modern era settled (nothing to replay: replaying
@@ -214,6 +219,16 @@ class Proxy:
         except OSError:
             # sent or not, unknown: _lose answers every request in flight, this one too
             self._lose(attached)
+
+    def _cancelled(self, params: Any) -> None:
+        """The client cancelled a request: the gateway need not answer it (MCP: a
+        cancelled request SHOULD get no response), so it is no longer waited for at
+        stdin's end. A reply that comes anyway is still written."""
+        key = _key(params.get("requestId")) if isinstance(params, dict) else None
+        if key is not None:
+            with self._state:
+                self._in_flight.pop(key, None)
+                self._state.notify_all()
 
     # -- gateway -> client --------------------------------------------------------------
 
@@ -296,18 +311,34 @@ class Proxy:
                 select.select([self._in], [], [])
 
     def _drain(self) -> None:
-        """stdin closed: let the replies still owed reach stdout, then detach."""
+        """stdin closed: let the replies still owed reach stdout, then detach. Stop
+        waiting as soon as none can be delivered any more: none is owed (answered or
+        cancelled), the gateway connection is gone, or nobody reads our stdout (the
+        editor exited: it was waiting for those replies, now nobody is)."""
         attached = self._attached
         if attached is None:
             return
+        deadline = time.monotonic() + self.settings.local_gateway.request_timeout_s
         with self._state:
-            self._state.wait_for(
-                lambda: attached.lost or (not self._in_flight and not self._writing),
-                timeout=self.settings.local_gateway.request_timeout_s,
-            )
+            while not (attached.lost or (not self._in_flight and not self._writing)):
+                left = deadline - time.monotonic()
+                if left <= 0 or self._stdout_gone():
+                    break
+                self._state.wait(min(left, _STDOUT_CHECK_S))
         self._lose(attached)
         if attached.reader is not None:
             attached.reader.join(timeout=5)
+
+    def _stdout_gone(self) -> bool:
+        """Whether our stdout's reader closed its end (a pipe reports an error then)."""
+        if self._reader_gone:
+            return True
+        poller = select.poll()
+        poller.register(self._out, select.POLLOUT)
+        for _, events in poller.poll(0):
+            if events & (select.POLLERR | select.POLLHUP | select.POLLNVAL):
+                self._reader_gone = True
+        return self._reader_gone
 
 
 def _complete_lines(buffer: bytearray, chunk: bytes) -> list[bytes]:
@@ -357,6 +388,12 @@ def _describe(exc: BaseException) -> str:
         "may or may not have been applied: check (e.g. search_memory) before retrying. "
         "The next request starts a fresh gateway if needed."
     )
+
+
+def proxies(settings: KiokuSettings) -> bool:
+    """Whether ``kioku serve`` on stdio is a proxy to the shared daemon (else it owns
+    the data dir itself, ``owner.serve``)."""
+    return settings.local_gateway.shared and gw.supported()
 
 
 def run_proxy(settings: KiokuSettings) -> None:

@@ -3,7 +3,10 @@ faster pass, then embedded exactly once reconcile finds the drafts; a note or tw
 embedded exactly at once.
 
 Real stores, the real bundled model (its int8 graph is the draft pass), the in-process
-scheduler.
+scheduler. The owner's prefetcher is turned off here (``search.prefetch_budget_ms = 0``,
+its own tests are tests/test_prefetch.py): it embeds pending notes exactly on the query
+lane beside the job, and its write could land on a note after the job drafted it, so
+these tests would count one draft fewer than the job made.
 """
 
 from __future__ import annotations
@@ -11,11 +14,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+import pytest
 
 from mcp_gateway.app import AppContext, open_app
 from mcp_gateway.indexing import note_document
 from mcp_gateway.settings import KiokuSettings
 from mcp_gateway.types import Note
+from tests.conftest import without_prefetcher
 
 BURST = [
     "the staging database is reset every Monday at 06:00 UTC",
@@ -25,6 +30,12 @@ BURST = [
     "the payments service retries a 429 after the Retry-After header",
     "never force-push to main; open a revert PR instead",
 ]
+
+
+@pytest.fixture
+def settings(settings: KiokuSettings) -> KiokuSettings:
+    """The job alone embeds: no prefetcher beside it (see the module's docstring)."""
+    return without_prefetcher(settings)
 
 
 async def stored(app: AppContext, notes: Sequence[Note]) -> dict[str, tuple[list[float], bool]]:
@@ -39,6 +50,7 @@ async def exact(app: AppContext, note: Note) -> np.ndarray:
 
 async def test_a_backlog_is_drafted_then_embedded_exactly(settings: KiokuSettings) -> None:
     async with open_app(settings) as app:
+        assert app.prefetcher is None
         assert app.embedder.makes_drafts
         notes = [await app.notes.add(text, "note") for text in BURST]
         await app.jobs.notes_changed(notes)  # one batch: a backlog

@@ -12,12 +12,21 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
+import pytest
+
 from mcp_gateway.app import open_app
 from mcp_gateway.indexing import note_document, note_point
 from mcp_gateway.settings import KiokuSettings
 from mcp_gateway.types import IndexFilter, point_id
 from mcp_gateway.vectors import StoredVector, content_hash
-from tests.conftest import Harness
+from tests.conftest import Harness, without_prefetcher
+
+
+@pytest.fixture
+def settings(settings: KiokuSettings) -> KiokuSettings:
+    """No prefetcher: its late write would make the applier upsert a note's current
+    payload after ``settle()``, hiding the stale point these tests leave on purpose."""
+    return without_prefetcher(settings)
 
 
 async def test_an_embedding_applied_during_a_pass_is_not_overwritten_lexically(

@@ -261,3 +261,67 @@ def test_lines_are_cut_from_reads_and_only_new_bytes_are_searched() -> None:
     for _ in range(200):  # a 13 MB line in 64 KiB reads: each read scanned once
         assert _complete_lines(buffer, b"x" * 65536) == []
     assert _complete_lines(buffer, b"\n") == [b"x" * (200 * 65536) + b"\n"]
+
+
+def _raw_proxy(data: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [KIOKU, "serve"],
+        env=kioku_env(data),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def _send(proc: subprocess.Popen[bytes], *messages: dict[str, Any]) -> None:
+    assert proc.stdin is not None
+    for message in messages:
+        proc.stdin.write(json.dumps(message).encode() + b"\n")
+    proc.stdin.flush()
+
+
+def _exit_after_stdin_ends(proc: subprocess.Popen[bytes], what: str) -> None:
+    assert proc.stdin is not None
+    began = time.monotonic()
+    proc.stdin.close()
+    try:
+        proc.wait(timeout=10)  # it used to wait for request_timeout_s (300 s)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"{what}: the proxy still runs 10 s after stdin's end") from None
+    print(f"{what}: exited {time.monotonic() - began:.2f} s after stdin's end")
+    assert proc.returncode == 0
+
+
+def test_stdin_end_waits_for_no_reply_that_cannot_be_delivered(tmp_path: Path) -> None:
+    """A request the editor cancelled, or one whose reply nobody reads any more (the
+    editor closed our stdout), is not waited for once stdin ends; the daemon is frozen
+    (SIGSTOP) so neither is ever answered."""
+    data = tmp_path / "data"
+    cancelled, unread = _raw_proxy(data), _raw_proxy(data)
+    daemon = None
+    try:
+        for proc in (cancelled, unread):
+            assert proc.stdout is not None
+            _send(proc, INITIALIZE)
+            assert "result" in json.loads(proc.stdout.readline())
+            _send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        daemon = daemon_pid(data)
+        assert daemon is not None
+        os.kill(daemon, signal.SIGSTOP)  # requests are delivered, never answered
+        search = {"name": "search_memory", "arguments": {"query": "deploy keys"}}
+        request = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": search}
+        cancel = {"method": "notifications/cancelled", "params": {"requestId": 2}}
+        _send(cancelled, request, {"jsonrpc": "2.0", **cancel})
+        _exit_after_stdin_ends(cancelled, "cancelled request")
+        _send(unread, request)
+        assert unread.stdout is not None
+        unread.stdout.close()  # the editor is gone: nobody reads the reply
+        _exit_after_stdin_ends(unread, "stdout closed")
+    finally:
+        for proc in (cancelled, unread):
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait(timeout=30)
+        if daemon is not None:
+            os.kill(daemon, signal.SIGCONT)
+        kill_daemon(data)

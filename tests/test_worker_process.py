@@ -154,3 +154,54 @@ async def test_two_workers_sigkill_and_flush_lose_no_acknowledged_note(
                 for log in logs:
                     log.close()
     assert await vectors_stored(settings) == N
+
+
+def _health_keys(redis: RedisDb) -> list[bytes]:
+    async def scan() -> list[bytes]:
+        client = redis.client()
+        try:
+            match = f"kioku:{redis.namespace}:*health-check*"
+            return [k async for k in client.scan_iter(match=match)]
+        finally:
+            await client.aclose()
+
+    return asyncio.run(scan())
+
+
+def _check(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        kioku("worker", "--check"), env=env, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_each_worker_has_its_own_health_check(
+    tmp_path: Path,
+    redis_db: RedisDb,  # noqa: F811 - the fixture imported above
+) -> None:
+    """Two workers on one host (as two replicas would be): SIGTERM of one leaves the
+    other's check passing at once; a worker SIGKILLed leaves its key behind, but it
+    no longer counts; with none running, the check fails."""
+    env = worker_env(make_settings(tmp_path, redis_db))
+    workers = [
+        subprocess.Popen(kioku("worker"), env=env, stderr=subprocess.DEVNULL) for _ in range(2)
+    ]
+    try:
+        deadline = time.monotonic() + 120
+        while len(_health_keys(redis_db)) < 2:
+            assert all(w.poll() is None for w in workers), "a worker exited"
+            assert time.monotonic() < deadline, "the workers recorded no health"
+            time.sleep(0.1)
+        workers[0].send_signal(signal.SIGTERM)
+        workers[0].wait(timeout=60)
+        assert len(_health_keys(redis_db)) == 1  # it took its own key away
+        done = _check(env)
+        assert done.returncode == 0, done.stderr[-2000:]  # the survivor's, at once
+        workers[1].send_signal(signal.SIGKILL)
+        workers[1].wait(timeout=30)
+        assert len(_health_keys(redis_db)) == 1  # left behind, still unexpired
+        assert _check(env).returncode == 1
+    finally:
+        for worker in workers:
+            if worker.poll() is None:
+                worker.kill()
+            worker.wait(timeout=30)

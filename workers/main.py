@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import socket
 import sys
 
-from arq.connections import RedisSettings
-from arq.worker import Worker, async_check_health
+from arq.connections import RedisSettings, create_pool
+from arq.worker import Worker
 
 from mcp_gateway.jobs.scheduler import QueueNames
 from mcp_gateway.settings import KiokuSettings, load_settings
@@ -22,21 +23,52 @@ NO_REDIS = "kioku worker needs KIOKU_REDIS_URL; the embedded default runs jobs i
 def run_worker(settings: KiokuSettings, burst: bool = False, check: bool = False) -> int:
     """Run an arq worker until stopped (``burst``: until the queue is empty).
 
-    ``check``: exit 0 if this host's worker recorded its health in the last interval.
+    ``check``: exit 0 if a worker of this host (container) that is still running
+    recorded its health in the last interval (``check_health``).
     """
     if not settings.redis_url:
         print(f"kioku: {NO_REDIS}", file=sys.stderr)
         return 2
-    names = QueueNames.for_settings(settings)
     if check:
-        return asyncio.run(
-            async_check_health(
-                RedisSettings.from_dsn(settings.redis_url),
-                names.health_key(socket.gethostname()),
-                names.queue,
-            )
-        )
+        return asyncio.run(check_health(settings, socket.gethostname()))
     return asyncio.run(_run(settings, burst))
+
+
+async def check_health(settings: KiokuSettings, host: str) -> int:
+    """0 if a live worker of ``host`` recorded its health in the last interval, else 1.
+
+    Each worker has its own key (``QueueNames.health_key``: host and pid), so a worker
+    that stops beside another (two on one machine, a replica scaled down) takes only
+    its own key away. Live means its pid runs in this pid namespace: in a container, the
+    container's own worker; a key left by a SIGKILLed worker (it expires after one
+    interval) does not count."""
+    prefix = QueueNames.for_settings(settings).health_prefix(host)
+    assert settings.redis_url
+    pool = await create_pool(RedisSettings.from_dsn(settings.redis_url))
+    try:
+        async for key in pool.scan_iter(match=f"{prefix}*"):
+            name = key.decode() if isinstance(key, bytes) else str(key)
+            pid = name[len(prefix) :]
+            if not (pid.isdigit() and _running(int(pid))):
+                continue
+            data = await pool.get(key)
+            if data:
+                log.info("health check successful (pid %s): %s", pid, data.decode())
+                return 0
+    finally:
+        await pool.aclose(close_connection_pool=True)
+    log.warning("health check failed: no running worker of %s recorded its health", host)
+    return 1
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process: running
+    return True
 
 
 async def _run(settings: KiokuSettings, burst: bool) -> int:
@@ -74,6 +106,10 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s",
     )
     try:
-        return run_worker(settings, burst=args.burst, check=args.check)
+        code = run_worker(settings, burst=args.burst, check=args.check)
     except KeyboardInterrupt:
-        return 130
+        code = 130
+    from mcp_gateway.embedders.local import exit_if_busy
+
+    exit_if_busy(code)  # a batch cut short by SIGTERM is redone (reconcile), not waited for
+    return code

@@ -8,6 +8,7 @@ the queue adapter and the micro-batcher. Tests may pass ``kc=`` to share one con
 
 from __future__ import annotations
 
+import os
 import socket
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
@@ -122,7 +123,7 @@ def worker_settings(
         "cron_jobs": cron_jobs(settings),
         "redis_settings": RedisSettings.from_dsn(settings.redis_url),
         "queue_name": names.queue,
-        "health_check_key": names.health_key(host or socket.gethostname()),
+        "health_check_key": names.health_key(host or socket.gethostname(), os.getpid()),
         "health_check_interval": HEALTH_CHECK_INTERVAL_S,
         "max_jobs": settings.queue.max_jobs,
         "job_timeout": settings.queue.job_timeout_s,

@@ -37,15 +37,20 @@ uses BM25 as its second channel, as before.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import ctypes
 import functools
 import glob
 import logging
 import os
+import queue
+import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -114,6 +119,9 @@ def _set_wait_policy_env(wait_policy: str) -> None:
         os.environ["OMP_WAIT_POLICY"] = wait_policy.upper()
 
 
+_Call = tuple[Future[Any], Callable[[], Any]]
+
+
 class _Lane:
     """One OS thread that makes every engine call of a lane.
 
@@ -123,33 +131,87 @@ class _Lane:
     and cuts every spin to its "throttled" count -- a futex wake at each barrier, as with
     the passive policy. Measured on 2 cores with a SQLite read between queries (the
     search path): 30-33 ms a query on pool threads, 17-20 ms pinned to one thread.
+
+    The thread is a daemon and the caller awaits a future, not a blocked worker thread:
+    an engine call cannot be interrupted, and a process that is stopping must not wait
+    for the batch in progress (seconds for long notes) before it exits. Calls queued
+    behind it are dropped once the caller is cancelled or the lane is ``stop``-ped.
     """
 
     def __init__(self, name: str, threads: int) -> None:
         self.name, self.threads = name, threads
-        self._pool: ThreadPoolExecutor | None = None  # made on first use, again after close
-        # one waiting anyio worker per lane, not one per queued call
-        self._waiter = anyio.CapacityLimiter(1)
+        self._calls: queue.SimpleQueue[_Call | None] | None = None
+        self._stopping = threading.Event()
+        self.busy = False  # a call is running on the thread
+        _lanes.add(self)
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        if self._stopping.is_set():
+            raise EmbedderUnavailable("the local embedder is stopping")
+
         def on_lane() -> T:
             if _omp_set_num_threads is not None:
                 _omp_set_num_threads(self.threads)  # this thread's setting only
             return fn(*args)
 
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(1, thread_name_prefix=f"kioku-{self.name}")
-        pool = self._pool
+        if self._calls is None:
+            self._calls = queue.SimpleQueue()
+            threading.Thread(
+                target=self._serve, args=(self._calls,), name=f"kioku-{self.name}", daemon=True
+            ).start()
+        done: Future[T] = Future()
+        self._calls.put((done, on_lane))
+        return await asyncio.wrap_future(done)
 
-        def wait() -> T:
-            return pool.submit(on_lane).result()
+    def _serve(self, calls: queue.SimpleQueue[_Call | None]) -> None:
+        while (item := calls.get()) is not None:
+            done, call = item
+            if self._stopping.is_set():
+                done.cancel()
+            if not done.set_running_or_notify_cancel():
+                continue  # its caller was cancelled (or the lane stopped) while it waited
+            self.busy = True
+            try:
+                done.set_result(call())
+            except BaseException as exc:
+                done.set_exception(exc)
+            finally:
+                self.busy = False
 
-        return await anyio.to_thread.run_sync(wait, limiter=self._waiter)
+    def stop(self) -> None:
+        """Start no further call (the one in progress finishes on the daemon thread)."""
+        self._stopping.set()
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=False)  # a call in progress finishes on its own
-            self._pool = None
+        if self._calls is not None:
+            self._calls.put(None)  # a call in progress finishes on its own
+            self._calls = None
+
+
+_lanes: weakref.WeakSet[_Lane] = weakref.WeakSet()
+
+
+def engine_busy() -> bool:
+    """Whether an engine call is still running on a lane's daemon thread."""
+    return any(lane.busy for lane in list(_lanes))
+
+
+def exit_if_busy(code: int) -> None:
+    """End the process now (``os._exit(code)``, logs flushed) if an engine call is still
+    running: a normal exit would run the engine's C++ destructors under that call and
+    abort ("terminate called without an active exception"). For a process whose stores
+    are closed (the owner, a worker) and that is about to exit anyway."""
+    if engine_busy():
+        exit_now(code)
+
+
+def exit_now(code: int) -> None:
+    """End the process without the interpreter's shutdown (logs and streams flushed)."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
 
 
 def _clean(text: str) -> str:
@@ -331,6 +393,12 @@ class LocalEmbedder:
         rows: list[list[float]] = np.asarray(dense, dtype=np.float32).tolist()
         sparse: list[SparseVector | None] = list(terms) if terms is not None else [None] * len(rows)
         return [Encoded(v, t) for v, t in zip(rows, sparse, strict=True)]
+
+    def interrupt(self) -> None:
+        """The process is stopping: start no further engine call (``EmbedderUnavailable``);
+        the batch in progress, if any, is abandoned to its daemon thread."""
+        self._query_lane.stop()
+        self._doc_lane.stop()
 
     async def aclose(self) -> None:
         # A call still running in a thread holds its own reference; the engine frees the

@@ -9,6 +9,7 @@ arq hands every job a ``dict`` ctx; the runners put one ``JobContext`` in it und
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,6 +44,9 @@ class JobContext:
     # where the owner notices by polling the truth store)
     vectors_written: Callable[[], None] = field(default=_nothing)
     thresholds_changed: Callable[[], None] = field(default=_nothing)
+    # set when the process is stopping: embedding starts no further batch (what was
+    # acknowledged is in the truth store; reconcile queues it again at the next start)
+    stopping: threading.Event = field(default_factory=threading.Event)
 
 
 def job_context(ctx: dict[str, Any]) -> JobContext:

@@ -11,6 +11,9 @@ the passages a second) those are embedded as drafts, so the burst becomes search
 sooner, and stored as such; reconcile queues drafts again, and this step then embeds
 them exactly (round 14, bench/LOG.md "Fresh notes").
 
+A stopping process (``JobContext.stopping``) starts no further chunk: what is left has
+no vector in the truth store, and the next start's reconcile queues it again.
+
 Edits during embedding are harmless: the vector is stored under the hash of the text
 that was embedded, the owner applies only vectors whose hash matches the current text,
 and the edit queued its own job.
@@ -41,6 +44,8 @@ async def _embed(kc: JobContext, kind: str, docs: dict[str, str], stats: EmbedSt
     backlog = kc.settings.embedder.draft_backlog
     ids, size = list(docs), kc.settings.embedder.batch_size
     for start in range(0, len(ids), size):
+        if kc.stopping.is_set():
+            return  # the rest stays without a vector: reconcile queues it at the next start
         # read for each chunk, not once: while a long backlog is embedded, searches and
         # the owner's prefetch store vectors for some of its notes (fresh.py, prefetch.py)
         chunk = ids[start : start + size]

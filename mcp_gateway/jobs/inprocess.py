@@ -28,6 +28,12 @@ from .scheduler import JOBS, JobFunction, QueueScheduler, periodic_jobs
 
 log = logging.getLogger(__name__)
 
+# What a stopping process leaves undone instead of draining: each is redone from the
+# truth store (reconcile queues every note and record without a vector at the next
+# start; the timers request the rest). An export still runs: it is quick, and nothing
+# else would write the session context before the next change.
+RESUMABLE = frozenset({"index_note", "index_records", "rerank", "request_tune"})
+
 
 @dataclass(slots=True)
 class _Job:
@@ -52,8 +58,9 @@ class InProcessQueue:
         self._ready: asyncio.Queue[_Job] = asyncio.Queue()
         self._ids: set[str] = set()
         self._running = 0
-        self._timers: set[asyncio.TimerHandle] = set()
+        self._timers: dict[asyncio.TimerHandle, _Job] = {}
         self._consumers: list[asyncio.Task[None]] = []
+        self._current: dict[asyncio.Task[None], _Job] = {}
         self._idle = asyncio.Event()
         self._idle.set()
 
@@ -77,11 +84,11 @@ class InProcessQueue:
         handle: asyncio.TimerHandle
 
         def release() -> None:
-            self._timers.discard(handle)
+            self._timers.pop(handle, None)
             self._ready.put_nowait(job)
 
         handle = asyncio.get_running_loop().call_later(defer_s, release)
-        self._timers.add(handle)
+        self._timers[handle] = job
 
     def start(self) -> None:
         self._consumers = [
@@ -93,10 +100,14 @@ class InProcessQueue:
         while True:
             job = await self._ready.get()
             self._running += 1
+            me = asyncio.current_task()
+            assert me is not None
+            self._current[me] = job
             try:
                 retried = await self._run(job)
             finally:
                 self._running -= 1
+                self._current.pop(me, None)
             if not retried:
                 self._ids.discard(job.job_id)
                 if not self._ids:
@@ -127,7 +138,14 @@ class InProcessQueue:
             return False
         return True
 
-    async def close(self, drain_s: float = 10.0) -> None:
+    async def close(self, drain_s: float = 10.0, *, stopping: bool = False) -> None:
+        """Wait up to ``drain_s`` for the jobs, then end; ``stopping``: first drop the
+        ``RESUMABLE`` ones, queued, deferred or running (a stop must not wait minutes
+        for a backlog that the next start redoes)."""
+        if stopping:
+            dropped = self._drop(RESUMABLE)
+            if dropped:
+                log.info("stopping: %d embedding and periodic jobs left to the next start", dropped)
         if not await self.join(drain_s):
             log.warning("closing with %d jobs unfinished (reconcile recovers them)", len(self._ids))
         for handle in self._timers:
@@ -137,6 +155,31 @@ class InProcessQueue:
             task.cancel()
         await asyncio.gather(*self._consumers, return_exceptions=True)
         self._consumers = []
+
+    def _drop(self, functions: frozenset[str]) -> int:
+        """Forget every job of ``functions``: queued and deferred ones are removed, running
+        ones cancelled (their consumers end: the queue is closing). Returns how many."""
+        gone: list[_Job] = []
+        kept: list[_Job] = []
+        while not self._ready.empty():
+            job = self._ready.get_nowait()
+            (gone if job.function in functions else kept).append(job)
+        for job in kept:
+            self._ready.put_nowait(job)
+        for handle, job in list(self._timers.items()):
+            if job.function in functions:
+                handle.cancel()
+                del self._timers[handle]
+                gone.append(job)
+        for task, job in list(self._current.items()):
+            if job.function in functions:
+                task.cancel()
+                gone.append(job)
+        for job in gone:
+            self._ids.discard(job.job_id)
+        if not self._ids:
+            self._idle.set()
+        return len(gone)
 
     def snapshot(self) -> dict[str, Any]:
         return {
@@ -197,7 +240,7 @@ class InProcessScheduler(QueueScheduler):
         await asyncio.gather(*self._timers, return_exceptions=True)
         self._timers = []
         if self._runner is not None:
-            await self._runner.close()
+            await self._runner.close(stopping=self.kc.stopping.is_set())
         if self._batcher is not None:
             await self._batcher.close()
 

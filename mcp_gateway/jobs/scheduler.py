@@ -47,9 +47,14 @@ class QueueNames:
     queue: str
     prefix: str
 
-    def health_key(self, host: str) -> str:
-        """One key per worker host (container), so each replica's check is its own."""
-        return f"{self.queue}:health-check:{host}"
+    def health_key(self, host: str, pid: int) -> str:
+        """One key per worker (its host or container, and its pid): a worker that stops
+        deletes its own key only, so another worker's check never depends on it."""
+        return f"{self.health_prefix(host)}{pid}"
+
+    def health_prefix(self, host: str) -> str:
+        """What every ``health_key`` of ``host`` starts with (``workers.main`` scans it)."""
+        return f"{self.queue}:health-check:{host}:"
 
     @classmethod
     def for_settings(cls, settings: KiokuSettings) -> QueueNames:

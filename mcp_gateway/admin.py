@@ -2,7 +2,8 @@
 
 ``POST /api/call`` runs a use case by name (``services.api``) with the owner's own
 scope; ``GET /api/status``, ``POST /api/stop``; ``/api/reindex`` starts, reports and
-cancels a blue/green rebuild. Errors come back as ``{"error": {"type", "message"}}``
+cancels a blue/green rebuild. Errors come back as ``{"error": {"type", "message",
+"kind"}}``
 so the CLI raises the same ``KiokuError`` it would raise in-process.
 """
 
@@ -28,9 +29,8 @@ _STATUS = {"InvalidInput": 400, "NotFound": 404, "Conflict": 409, "AccessDenied"
 
 def error_response(exc: KiokuError) -> JSONResponse:
     name = type(exc).__name__
-    return JSONResponse(
-        {"error": {"type": name, "message": str(exc)}}, status_code=_STATUS.get(name, 503)
-    )
+    error = {"type": name, "message": str(exc), "kind": getattr(exc, "kind", "")}
+    return JSONResponse({"error": error}, status_code=_STATUS.get(name, 503))
 
 
 def admin_app(services: Services, state: OwnerState) -> Starlette:

@@ -61,10 +61,13 @@ class RemoteMemory:
                 "its log (logs/gateway.log in the data dir) has the details"
             ) from None
         if isinstance(data, dict) and "error" in data:
-            kind = getattr(errors, str(data["error"].get("type")), KiokuError)
+            error = data["error"]
+            kind = getattr(errors, str(error.get("type")), KiokuError)
             if not (isinstance(kind, type) and issubclass(kind, KiokuError)):
                 kind = KiokuError
-            raise kind(str(data["error"].get("message")))
+            if issubclass(kind, errors.NotFound):
+                raise kind(str(error.get("message")), kind=str(error.get("kind") or ""))
+            raise kind(str(error.get("message")))
         return data
 
     async def call(self, op: str, **args: Any) -> Any:

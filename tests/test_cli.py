@@ -48,7 +48,8 @@ def test_version_and_help(tmp_path: Path) -> None:
         assert f"\n    {command} " in top, top
     assert "-v, --verbose" in top
     add = run(tmp_path, "add", "--help").stdout
-    assert "{,high,low}" in add and "lesson" in add and "the query or request" in add
+    assert "{normal,high,low}" in add and "{,high,low}" not in add
+    assert "lesson" in add and "the query or request" in add
 
 
 def test_add_search_quiet_dedup_and_verbose(tmp_path: Path) -> None:
@@ -189,3 +190,57 @@ def test_output_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
         os.close(write)
     assert proc.returncode == 141, proc.stderr
     assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr
+
+
+def test_cli_messages_name_cli_commands_and_read_as_text(tmp_path: Path) -> None:
+    """Before: `kioku show NOPE` pointed at the MCP tool search_memory, `kioku records show`
+    printed "error: ... find ids with record_search", `kioku stats` printed JSON and
+    `--priority normal` was refused."""
+    data = tmp_path / "data"
+    missing = run(tmp_path, "show", "NOPE", data_dir=data)
+    assert missing.returncode == 1 and missing.stdout == ""
+    assert missing.stderr.strip() == (
+        "kioku: no note with id 'NOPE': `kioku search WORDS` or `kioku list` shows the ids"
+    )
+    record = run(tmp_path, "records", "show", "FOO-1", data_dir=data)
+    assert record.returncode == 1 and record.stdout == ""
+    assert record.stderr.strip() == (
+        "kioku: no record 'FOO-1': `kioku records search WORDS` finds ids "
+        "(they look like AUDIT-MEM-001)"
+    )
+    added = run(tmp_path, "add", "Pin the CI image", "--priority", "normal", data_dir=data)
+    assert added.returncode == 0, added.stderr
+    stats = run(tmp_path, "stats", data_dir=data)
+    assert stats.returncode == 0, stats.stderr
+    assert stats.stdout.startswith("data dir ") and "\n  total " in stats.stdout
+    assert "{" not in stats.stdout
+    as_json = run(tmp_path, "stats", "--json", data_dir=data)
+    assert json.loads(as_json.stdout)["notes"]["total"] == 1
+
+
+def test_list_is_newest_written_first_imported_notes_included(tmp_path: Path) -> None:
+    """Before: `kioku list` ordered by id, and a Markdown import's ids carry no time:
+    a note just imported from a file written now came after every older note."""
+    data = tmp_path / "data"
+    older = run(tmp_path, "add", "Older note written first", data_dir=data)
+    assert older.returncode == 0, older.stderr
+    folder = tmp_path / "vault"
+    folder.mkdir()
+    (folder / "fresh.md").write_text("A note written in the vault just now", encoding="utf-8")
+    old_file = folder / "ancient.md"
+    old_file.write_text("A note written in the vault long ago", encoding="utf-8")
+    os.utime(old_file, (1_600_000_000, 1_600_000_000))
+    imported = run(tmp_path, "import", str(folder), data_dir=data)
+    assert imported.returncode == 0, imported.stderr
+    listed = run(tmp_path, "list", data_dir=data).stdout.splitlines()
+    assert [line.split("  ")[-1] for line in listed] == [
+        "A note written in the vault just now",
+        "Older note written first",
+        "A note written in the vault long ago",
+    ]
+    dates = [line.split("  ")[1] for line in listed]
+    assert dates == sorted(dates, reverse=True)
+    # paging continues in the same order
+    first = listed[0].split()[0]
+    page = run(tmp_path, "list", "--limit", "1", "--after", first, data_dir=data).stdout
+    assert page.startswith(listed[1].split()[0])

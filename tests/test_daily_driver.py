@@ -91,3 +91,14 @@ async def test_session_context_open_work_is_audits_and_fixes(harness: Harness) -
     assert ids["f"] not in open_work and ids["c"] not in open_work
     decision_id = decision["record"]["id"]
     assert decision_id in head and decision_id not in open_work
+
+
+async def test_unknown_ids_name_the_mcp_tool_that_finds_ids(harness: Harness) -> None:
+    """The services' NotFound names the id only; the MCP door adds the tool to call (the
+    CLI adds its command instead: tests/test_cli.py)."""
+    note = await harness.error("get_note", id="NOPE")
+    assert note.endswith(": no note with id 'NOPE'; search_memory shows the ids")
+    record = await harness.error("record_show", id="FOO-1")
+    assert record.endswith(
+        ": no record 'FOO-1'; find ids with record_search (ids look like AUDIT-MEM-001)"
+    )

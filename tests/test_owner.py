@@ -76,7 +76,7 @@ async def test_cli_and_stdio_daemon_see_each_others_writes(tmp_path: Path) -> No
             status = json.loads(ok(data, "status", "--json"))
             assert status["owner"]["pid"] == pid and status["owner"]["kind"] == "daemon"
             assert status["notes"]["total"] == 2
-            assert json.loads(ok(data, "stats"))["notes"]["total"] == 2
+            assert json.loads(ok(data, "stats", "--json"))["notes"]["total"] == 2
     finally:
         stop(data)
     assert not gateway_paths(data).socket.exists()

@@ -27,9 +27,7 @@ def to_record(row: sqlite3.Row) -> Record:
 def get_record(conn: sqlite3.Connection, record_id: str) -> Record:
     row = conn.execute(f"SELECT {_RECORD_COLS} FROM records WHERE id = ?", (record_id,)).fetchone()
     if row is None:
-        raise NotFound(
-            f"no record {record_id!r}; find ids with record_search (ids look like AUDIT-MEM-001)"
-        )
+        raise NotFound(f"no record {record_id!r}", kind="record")
     return to_record(row)
 
 

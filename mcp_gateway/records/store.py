@@ -33,7 +33,6 @@ from .model import (
 log = logging.getLogger(__name__)
 
 MAX_SEARCH_LIMIT = 100
-_RECORD_HINT = "; find ids with record_search (ids look like AUDIT-MEM-001)"
 # Links that only point at a record; every other relation changes the target's state
 # or what its readers see (superseded, duplicated, resolved, verified, contradicted),
 # so it needs write access to the target's namespace.
@@ -361,12 +360,12 @@ def _require(conn: sqlite3.Connection, rid: str, scope: Scope | None, *, write: 
     try:
         rec = queries.get_record(conn, rid)
     except NotFound:
-        raise unseen(f"record {rid!r}", _RECORD_HINT) from None
+        raise unseen(f"record {rid!r}", "record") from None
     if scope is not None:
         if write:
-            scope.require_write(rec.namespace, f"record {rid!r}", _RECORD_HINT)
+            scope.require_write(rec.namespace, f"record {rid!r}", "record")
         else:
-            scope.require_read(rec.namespace, f"record {rid!r}", _RECORD_HINT)
+            scope.require_read(rec.namespace, f"record {rid!r}", "record")
     return rec
 
 

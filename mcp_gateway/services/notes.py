@@ -327,4 +327,4 @@ class NoteService:
 def _unknown(note_id: str) -> NotFound:
     # The same words for an id that does not exist and one in a namespace the caller
     # cannot read: ids from other namespaces cannot be probed.
-    return NotFound(f"no note with id {str(note_id).strip()!r}: search_memory shows the ids")
+    return NotFound(f"no note with id {str(note_id).strip()!r}", kind="note")

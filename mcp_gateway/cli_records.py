@@ -145,7 +145,7 @@ async def _dispatch(args: argparse.Namespace, memory: Memory) -> tuple[str, Base
                 project=args.project,
             )
         )
-        return render.render_added(added.record, added.links), added
+        return render.render_added(added.record, added.links, added.status), added
     if cmd == "link":
         linked = RecordLinked.model_validate(
             await memory.call(

@@ -57,6 +57,8 @@ def register_record_tools(mcp: MCPServer) -> None:
         accepted with the default action_state starts as done.
         project: short code for the id (letters/digits/_ up to 16); leave empty: the
         server derives it from your workspace folder (or its settings).
+        An exact repeat of a current record (same type, title and content) is not stored
+        twice: you get its id back (status "already_stored"), with the links it lacked.
         """
         services = services_from(ctx)
         all_links = [*([link] if link.strip() else []), *links]
@@ -71,7 +73,7 @@ def register_record_tools(mcp: MCPServer) -> None:
             links=all_links,
             project=project,
         )
-        return result(render.render_added(out.record, out.links), out)
+        return result(render.render_added(out.record, out.links, out.status), out)
 
     @mcp.tool()
     @tool_errors

@@ -71,6 +71,19 @@ def test_add_search_quiet_dedup_and_verbose(tmp_path: Path) -> None:
     assert "unknown type 'nope': use one of" in one_error_line(rejected)
 
 
+def test_records_add_repeat_returns_the_existing_id(tmp_path: Path) -> None:
+    """Before: `kioku records add` stored an identical record again under a new id."""
+    data = tmp_path / "data"
+    args = ("records", "add", "decision", "Postgres 16 for billing", "--content", "Needs MERGE.")
+    first = run(tmp_path, *args, data_dir=data)
+    assert first.returncode == 0 and first.stdout.startswith("created DECISION-MEM-001")
+    again = run(tmp_path, *args, data_dir=data)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.startswith("Already stored as DECISION-MEM-001")
+    shown = json.loads(run(tmp_path, *args, "--json", data_dir=data).stdout)
+    assert shown["status"] == "already_stored" and shown["record"]["id"] == "DECISION-MEM-001"
+
+
 def test_records_json_flag_after_the_sub_command(tmp_path: Path) -> None:
     data = tmp_path / "data"
     added = run(tmp_path, "records", "add", "audit", "Flaky upload test", "--json", data_dir=data)

@@ -64,10 +64,33 @@ class RecordStore:
         project: str = "",
         scope: Scope | None = None,
     ) -> Record:
-        """Create a record and its outgoing ``links`` (``RELATION:TARGET_ID``) atomically.
+        """``add_or_existing`` without the flag: the new record, or the existing repeat."""
+        rec, _ = await self.add_or_existing(
+            type, title, content, status, action_state, links, project, scope
+        )
+        return rec
+
+    async def add_or_existing(
+        self,
+        type: str,
+        title: str,
+        content: str = "",
+        status: str = "open",
+        action_state: str = "actionable",
+        links: Sequence[str] = (),
+        project: str = "",
+        scope: Scope | None = None,
+    ) -> tuple[Record, bool]:
+        """Create a record and its outgoing ``links`` (``RELATION:TARGET_ID``) atomically;
+        returns it and True.
 
         Created with a closing status (resolved/accepted) and the default action_state
         "actionable", the record starts as "done"; any other action_state is kept.
+
+        An exact repeat -- the same type, title and content (whitespace runs as one space)
+        in the same namespace as a current record -- is not stored twice: the existing
+        record comes back with False, and only those of ``links`` it lacks are added to it
+        (a repeated session re-sends what it wrote before; its status is left as it is).
         """
         rtype = v.record_type(type)
         code = v.project(project) if project.strip() else self.project
@@ -81,9 +104,16 @@ class RecordStore:
 
         namespace = scope.write if scope else queries.DEFAULT_NAMESPACE
 
-        def write(conn: sqlite3.Connection) -> Record:
+        def write(conn: sqlite3.Connection) -> tuple[Record, bool]:
             for rel, target in parsed:
                 _require(conn, target, scope, write=rel not in _READ_ONLY_RELATIONS)
+            same = queries.find_repeat(conn, rtype, title, content, namespace)
+            if same is not None:
+                now = time.time()
+                for rel, target in parsed:
+                    if not queries.has_edge(conn, same.id, rel, target):
+                        queries.insert_edge(conn, same.id, rel, target, now)
+                return same, False
             seq = queries.next_seq(conn, rtype, code, namespace)
             tag = queries.namespace_tag(conn, namespace)
             now = time.time()
@@ -105,11 +135,14 @@ class RecordStore:
             queries.insert_record(conn, rec)
             for rel, target in parsed:
                 queries.insert_edge(conn, rec.id, rel, target, now)
-            return rec
+            return rec, True
 
-        rec = await self.db.transaction(write)
-        log.info("record %s added with %d link(s)", rec.id, len(parsed))
-        return rec
+        rec, created = await self.db.transaction(write)
+        if created:
+            log.info("record %s added with %d link(s)", rec.id, len(parsed))
+        else:
+            log.info("record add repeats %s: not stored twice", rec.id)
+        return rec, created
 
     async def link(
         self, source: str, relation: str, target: str, scope: Scope | None = None

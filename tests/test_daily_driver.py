@@ -102,3 +102,48 @@ async def test_unknown_ids_name_the_mcp_tool_that_finds_ids(harness: Harness) ->
     assert record.endswith(
         ": no record 'FOO-1'; find ids with record_search (ids look like AUDIT-MEM-001)"
     )
+
+
+async def test_a_verified_fix_and_its_audit_leave_open_work(harness: Harness) -> None:
+    """Before: after AUDIT -> FIX (resolves) -> VERIFICATION (verifies), the fix and the
+    audit were still listed as open work; the stored fields are left as they were."""
+    audit = (await harness.ok("record_add", type="audit", title="Cache never expires"))["record"]
+    fix = (
+        await harness.ok(
+            "record_add", type="fix", title="TTL of one hour", link=f"resolves:{audit['id']}"
+        )
+    )["record"]
+    other = (await harness.ok("record_add", type="audit", title="Logs fill the disk"))["record"]
+    unverified = (
+        await harness.ok(
+            "record_add", type="fix", title="Rotate logs daily", link=f"resolves:{other['id']}"
+        )
+    )["record"]
+
+    async def open_work() -> str:
+        await harness.settle()
+        context = harness.app.settings.session_context_path.read_text(encoding="utf-8")
+        return context.split("## Open work", 1)[1]
+
+    assert fix["id"] in await open_work() and audit["id"] in await open_work()
+    failed = (
+        await harness.ok(
+            "record_add",
+            type="verification",
+            title="Still stale after 2 h",
+            status="rejected",
+            link=f"verifies:{fix['id']}",
+        )
+    )["record"]
+    assert fix["id"] in await open_work()  # a rejected verification proves nothing
+    await harness.ok(
+        "record_add", type="verification", title="Expired at 1 h", link=f"verifies:{fix['id']}"
+    )
+    work = await open_work()
+    assert fix["id"] not in work and audit["id"] not in work
+    # an unverified fix and the audit it resolves still need doing
+    assert unverified["id"] in work and other["id"] in work and failed["id"] not in work
+    shown = await harness.ok("record_show", id=fix["id"])
+    assert shown["record"]["action_state"] == "actionable"  # edges do not rewrite fields
+    tools = {t.name: t.description or "" for t in (await harness.client.list_tools()).tools}
+    assert "Open work" in tools["record_update"] and "verified fix" in tools["record_add"]

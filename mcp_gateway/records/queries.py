@@ -321,3 +321,19 @@ def current_filter(
             clauses.append(f"{col} IN ({','.join('?' * len(values))})")
             params.extend(values)
     return " AND ".join(clauses), params
+
+
+# A fix counts as verified by a verification that verifies it and was not rejected.
+_VERIFIED = (
+    "EXISTS (SELECT 1 FROM record_edges ve JOIN records vr ON vr.id = ve.source "
+    "WHERE ve.relation = 'verifies' AND ve.target = {fix} AND vr.status != 'rejected')"
+)
+# Open work: what still needs doing. A verified fix is done, and so is an audit that a
+# verified fix resolves -- the edges say so, whatever the stored action_state still is.
+OPEN_WORK_FILTER = (
+    "NOT (records.type = 'fix' AND " + _VERIFIED.format(fix="records.id") + ") "
+    "AND NOT (records.type = 'audit' AND EXISTS (SELECT 1 FROM record_edges re "
+    "WHERE re.relation = 'resolves' AND re.target = records.id AND "
+    + _VERIFIED.format(fix="re.source")
+    + "))"
+)

@@ -273,15 +273,19 @@ class RecordStore:
         action_states: Sequence[str] = (),
         limit: int = 500,
         namespaces: Sequence[str] = (),
+        open_work: bool = False,
     ) -> list[Record]:
         """Current records (not superseded, not duplicates), newest first.
 
         ``types``, ``action_states`` and ``namespaces`` filter (an empty one means any),
-        e.g. ``types=["decision"]`` or ``action_states=["actionable"]`` for session context.
+        e.g. ``types=["decision"]`` or ``action_states=["actionable"]`` for session context;
+        ``open_work`` drops what verified fixes settled (``queries.OPEN_WORK_FILTER``).
         """
         tlist = [v.record_type(t) for t in types]
         alist = [v.action_state(a) for a in action_states]
         where, params = queries.current_filter(tlist, alist, list(namespaces))
+        if open_work:
+            where = f"{where} AND {queries.OPEN_WORK_FILTER}"
 
         def read(conn: sqlite3.Connection) -> list[Record]:
             return queries.select_records(
@@ -348,14 +352,19 @@ class RecordStore:
         self, namespaces: Sequence[str] = (), limit: int = 50
     ) -> dict[str, list[dict[str, Any]]]:
         """Current decisions (not rejected) and open work -- current actionable audits
-        and fixes -- in ``namespaces``, newest first, for session_context.md; titles on
-        one line. Knowledge and verification records are facts, not work, and decisions
-        have their own section: neither is listed as open work."""
+        and fixes, less a verified fix and an audit a verified fix resolves
+        (``queries.OPEN_WORK_FILTER``) -- in ``namespaces``, newest first, for
+        session_context.md; titles on one line. Knowledge and verification records are
+        facts, not work, and decisions have their own section: neither is open work."""
         decisions = await self.list_current(
             types=["decision"], limit=limit * 2, namespaces=namespaces
         )
         actionable = await self.list_current(
-            types=OPEN_WORK_TYPES, action_states=["actionable"], limit=limit, namespaces=namespaces
+            types=OPEN_WORK_TYPES,
+            action_states=["actionable"],
+            limit=limit,
+            namespaces=namespaces,
+            open_work=True,
         )
         in_force = [d for d in decisions if d.status != "rejected"][:limit]
         return {

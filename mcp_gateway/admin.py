@@ -1,9 +1,10 @@
 """The owner's admin API, on its private Unix socket only (0600, the owner's user).
 
-``POST /api/call`` runs a use case by name (``services.api``) with the owner's own
-scope; ``GET /api/status``, ``POST /api/stop``; ``/api/reindex`` starts, reports and
-cancels a blue/green rebuild. Errors come back as ``{"error": {"type", "message",
-"kind"}}``
+``POST /api/call`` runs a use case by name (``services.api``) with the scope and
+project the request carries (``request_context``; the owner's own when it names none),
+and names the owner's settings the caller's process sets otherwise. ``GET /api/status``,
+``POST /api/stop``; ``/api/reindex`` starts, reports and cancels a blue/green rebuild.
+Errors come back as ``{"error": {"type", "message", "kind"}}``
 so the CLI raises the same ``KiokuError`` it would raise in-process.
 """
 
@@ -16,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from . import request_context
 from .access import settings_scope
 from .errors import KiokuError
 from .owner_state import OwnerState
@@ -40,12 +42,17 @@ def admin_app(services: Services, state: OwnerState) -> Starlette:
         try:
             body = await request.json()
             op, args = str(body["op"]), dict(body.get("args") or {})
+            ctx = dict(body.get("context") or {})
         except (ValueError, KeyError, TypeError):
             return JSONResponse({"error": {"type": "InvalidInput", "message": "bad request"}}, 400)
         try:
-            return JSONResponse({"result": await call(services, scope, op, args)})
+            if op == "records.add" and not str(args.get("project") or "").strip():
+                args["project"] = str(ctx.get("project") or "")
+            out = await call(services, request_context.scope_of(ctx, scope), op, args)
         except KiokuError as exc:
             return error_response(exc)
+        ignored = request_context.ignored(ctx, services.app.settings)
+        return JSONResponse({"result": out, "ignored": ignored, "pid": state.pid})
 
     async def status(_: Request) -> JSONResponse:
         stats = await services.maintenance.stats()

@@ -64,7 +64,8 @@ def test_add_search_quiet_dedup_and_verbose(tmp_path: Path) -> None:
     assert again.stderr.strip() == f"kioku: already stored as {note_id}: not stored twice"
     found = run(tmp_path, "-v", "search", "staging VPN runner", "--top", "1", data_dir=data)
     assert found.returncode == 0, found.stderr
-    assert found.stdout.startswith('1 memory for "staging VPN runner"')
+    assert found.stdout.startswith('1 memory for "staging VPN runner", best first.')
+    assert "score=" not in found.stdout  # the order is shown, not the fused score
     assert note_id in found.stdout
     assert " INFO " in found.stderr  # -v: info logs, on stderr only
     rejected = run(tmp_path, "search", "staging", "--type", "nope", data_dir=data)

@@ -7,8 +7,11 @@ from __future__ import annotations
 import re
 
 from mcp_gateway import __version__
+from mcp_gateway.app import AppContext
 from mcp_gateway.notes import NoteStore
-from tests.conftest import Harness
+from mcp_gateway.server import create_server
+from mcp_gateway.settings import KiokuSettings
+from tests.conftest import Harness, connected
 
 ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
 
@@ -147,3 +150,39 @@ async def test_a_verified_fix_and_its_audit_leave_open_work(harness: Harness) ->
     assert shown["record"]["action_state"] == "actionable"  # edges do not rewrite fields
     tools = {t.name: t.description or "" for t in (await harness.client.list_tools()).tools}
     assert "Open work" in tools["record_update"] and "verified fix" in tools["record_add"]
+
+
+async def test_search_text_shows_the_order_and_why_not_scores(settings: KiokuSettings) -> None:
+    """Before: `[1] ... score=1.8019`, `[2] ... score=1.8945`: the printed fused score
+    contradicted the order that the priority rule set. Now the text shows the order and
+    the rule; the structured result keeps the scores, in the answer's order."""
+    first = settings.model_copy(
+        update={"search": settings.search.model_copy(update={"priority_rule": "first"})}
+    )
+    apps: list[AppContext] = []
+    async with connected(create_server(first, on_app=apps.append)) as client:
+        harness = Harness(client, apps)
+        plain = await harness.ok(
+            "add_note",
+            text="The staging database is refreshed nightly at 02:00 from production backups.",
+            type="knowledge",
+        )
+        high = await harness.ok(
+            "add_note",
+            text="Check the staging refresh log before touching staging data.",
+            type="lesson",
+            priority="high",
+        )
+        await harness.settle()
+        found = await harness.call(
+            "search_memory", query="at what time is the staging database refreshed from backups"
+        )
+        results = found.structured_content["results"]
+        assert [r["id"] for r in results][:2] == [high["id"], plain["id"]]
+        assert results[0]["score"] < results[1]["score"]  # the rule, not the score, put it first
+        text = found.content[0].text
+        assert "score=" not in text and "distance=" not in text
+        head = next(line for line in text.splitlines() if line.startswith("[1] "))
+        assert head.startswith(f"[1] {high['id']}") and "high priority first" in head
+        second = next(line for line in text.splitlines() if line.startswith("[2] "))
+        assert "first" not in second and "newer" not in second

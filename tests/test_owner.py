@@ -130,7 +130,8 @@ def test_cli_settings_travel_to_the_owner_or_are_named(tmp_path: Path) -> None:
         assert theirs not in ok(data, "list") and mine in ok(data, "list")
         # another namespace's id answers as an unknown one
         missing = cli(data, "show", mine, KIOKU_NAMESPACE="other")
-        assert missing.returncode == 1 and f"no note with id '{mine}': `kioku search" in missing.stderr
+        assert missing.returncode == 1
+        assert f"no note with id '{mine}': `kioku search" in missing.stderr
         shared = ok(data, "list", KIOKU_NAMESPACE="other", KIOKU_READ_NAMESPACES='["default"]')
         assert mine in shared and theirs in shared
         added = ok(data, "records", "add", "audit", "Keys leak in CI logs", KIOKU_PROJECT="OPS")

@@ -1,6 +1,6 @@
 """Near-duplicate notes, folded into one entry where memories are listed.
 
-Two notes of the same namespace and type whose dense vectors are at least
+Two notes of the same namespace, type and priority whose dense vectors are at least
 ``FOLD_SIMILARITY`` cosine apart say the same thing in other words (a lesson written
 again in another session). Where notes are listed (session_context.md) they are shown
 as one entry: the newest wording, with the other notes' ids beside it, each still
@@ -23,7 +23,7 @@ from typing import Protocol
 import numpy as np
 
 from .indexing import note_document
-from .types import Note
+from .types import Note, SearchResult
 from .vectors import StoredVector, content_hash
 
 log = logging.getLogger(__name__)
@@ -32,6 +32,10 @@ log = logging.getLogger(__name__)
 # 0.912 (median 0.965); 0.95 keeps a 0.018 margin above every related pair and folds
 # 29 of 36 near-duplicates (bench/quality/neardup/measure.py, docs/ranking.md).
 FOLD_SIMILARITY = 0.95
+
+
+class NoteSource(Protocol):
+    async def get_many(self, ids: Sequence[str]) -> dict[str, Note]: ...
 
 
 class VectorSource(Protocol):
@@ -116,8 +120,41 @@ class Folder:
             return None
         for i, group in enumerate(members):
             head = entries[i].note
-            if head.namespace != note.namespace or head.type != note.type:
+            # priority too: a high lesson folded under a plain rewording would lose its
+            # place in the ranking and its flag in the context
+            if (head.namespace, head.type, head.priority) != (
+                note.namespace,
+                note.type,
+                note.priority,
+            ):
                 continue
             if any(m.id in unit and float(unit[m.id] @ mine) >= self.threshold for m in group):
                 return i
         return None
+
+
+async def fold_results(
+    results: Sequence[SearchResult], notes: NoteSource, folder: Folder
+) -> list[SearchResult]:
+    """Ranked results with near-duplicate notes as one result: at the place of the group's
+    best-ranked member, in the newest member's wording, the others' ids in ``also``."""
+    note_ids = [r.id for r in results if r.kind == "note"]
+    if len(note_ids) < 2:
+        return list(results)
+    found = await notes.get_many(note_ids)
+    entries = await folder.fold([found[i] for i in note_ids if i in found])
+    groups = {e.note.id: e.also for e in entries if e.also}
+    if not groups:
+        return list(results)
+    head_of = {member: head for head, also in groups.items() for member in (head, *also)}
+    by_id = {r.id: r for r in results}
+    out: list[SearchResult] = []
+    placed: set[str] = set()
+    for result in results:
+        head = head_of.get(result.id)
+        if head is None:
+            out.append(result)
+        elif head not in placed:
+            placed.add(head)
+            out.append(by_id[head].model_copy(update={"also": list(groups[head])}))
+    return out

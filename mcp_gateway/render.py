@@ -87,6 +87,9 @@ def _render_items(
         if item.title:
             lines.append(quote(item.title))
         lines.append(quote(item.text))
+        if item.also:
+            ids = ", ".join(item.also)
+            lines.append(f"(also {ids}: older notes saying the same in other words)")
 
 
 def render_note(view: dict[str, Any]) -> str:

@@ -113,6 +113,11 @@ class SearchResult(BaseModel):
     tags: list[str] = Field(default_factory=list)
     text: str
     title: str = ""
+    also: list[str] = Field(
+        default_factory=list,
+        description="older notes saying the same in other words, folded into this one "
+        "(each still readable with get_note)",
+    )
 
 
 class SearchResponse(BaseModel):

@@ -74,3 +74,31 @@ async def test_session_context_folds_near_duplicates_into_the_newest(harness: Ha
     # the file the next session reads folds them too
     written = harness.app.settings.session_context_path.read_text(encoding="utf-8")
     assert f"also `{older['id']}`" in written and f"also `{ja_old['id']}`" in written
+
+
+async def test_search_folds_near_duplicates_into_one_result(harness: Harness) -> None:
+    """Before: the two wordings of one lesson sat side by side in the results."""
+    older = await harness.ok(
+        "add_note", text="Pin the Node version to 20 in .nvmrc; CI breaks on 22.", type="lesson"
+    )
+    newer = await harness.ok(
+        "add_note",
+        text="Keep Node pinned at 20 in .nvmrc because CI fails with Node 22.",
+        type="lesson",
+    )
+    related = await harness.ok(
+        "add_note", text="Use pnpm instead of npm; the lockfile is pnpm-lock.yaml.", type="lesson"
+    )
+    await harness.settle()
+    found = await harness.call("search_memory", query="which Node version does CI need?", top=5)
+    results = found.structured_content["results"]
+    ids = [r["id"] for r in results]
+    assert newer["id"] in ids and older["id"] not in ids
+    entry = results[ids.index(newer["id"])]
+    assert entry["also"] == [older["id"]] and "Keep Node pinned" in entry["text"]
+    assert all(r["also"] == [] for r in results if r["id"] != newer["id"])
+    text = found.content[0].text
+    assert f"(also {older['id']}: older notes saying the same" in text
+    assert "CI breaks on 22" not in text
+    if related["id"] in ids:
+        assert results[ids.index(related["id"])]["also"] == []

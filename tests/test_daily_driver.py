@@ -186,3 +186,22 @@ async def test_search_text_shows_the_order_and_why_not_scores(settings: KiokuSet
         assert head.startswith(f"[1] {high['id']}") and "high priority first" in head
         second = next(line for line in text.splitlines() if line.startswith("[2] "))
         assert "first" not in second and "newer" not in second
+
+
+def test_search_text_names_the_newer_of_two_alike_notes() -> None:
+    """The other rule that puts a lower score first (``ranking.newer_first``): the text
+    names the older note it was moved above; a plain relevance order names nothing."""
+    from mcp_gateway.render import render_search
+    from mcp_gateway.types import SearchResponse, SearchResult
+
+    def hit(i: str, score: float, day: str, type: str = "knowledge") -> SearchResult:
+        return SearchResult(id=i, type=type, created_at=f"2026-12-{day}", score=score, text=i)
+
+    moved = SearchResponse(
+        query="q", results=[hit("NEW", 0.9, "03"), hit("OLD", 1.0, "01"), hit("X", 0.5, "02")]
+    )
+    lines = render_search(moved).splitlines()
+    assert next(x for x in lines if x.startswith("[1] NEW")).endswith("· newer than [2]")
+    plain = SearchResponse(query="q", results=[hit("A", 1.0, "01"), hit("B", 0.9, "03")])
+    heads = [x for x in render_search(plain).splitlines() if x.startswith("[")]
+    assert heads == ["[1] A · knowledge · 2026-12-01", "[2] B · knowledge · 2026-12-03"]

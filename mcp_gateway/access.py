@@ -17,10 +17,11 @@ from .settings import KiokuSettings
 DEFAULT_GRANT = "default"
 
 
-def unseen(what: str, hint: str = "") -> NotFound:
+def unseen(what: str, kind: str = "") -> NotFound:
     """The one answer for an unknown id AND for an id in a namespace the caller cannot
-    read: identical text, so the answer tells nothing about other tenants."""
-    return NotFound(f"no {what} you can read{hint}")
+    read: identical text, so the answer tells nothing about other tenants. ``kind``
+    lets each door add its own hint (``errors.NotFound``)."""
+    return NotFound(f"no {what}", kind=kind)
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,13 +32,13 @@ class Scope:
     def can_read(self, namespace: str) -> bool:
         return namespace in self.read
 
-    def require_read(self, namespace: str, what: str, hint: str = "") -> None:
+    def require_read(self, namespace: str, what: str, kind: str = "") -> None:
         if namespace not in self.read:
-            raise unseen(what, hint)
+            raise unseen(what, kind)
 
-    def require_write(self, namespace: str, what: str, hint: str = "") -> None:
+    def require_write(self, namespace: str, what: str, kind: str = "") -> None:
         if namespace != self.write:
-            self.require_read(namespace, what, hint)
+            self.require_read(namespace, what, kind)
             raise NotFound(f"{what} belongs to another namespace ({namespace}): read-only to you")
 
 

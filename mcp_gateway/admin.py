@@ -1,8 +1,10 @@
 """The owner's admin API, on its private Unix socket only (0600, the owner's user).
 
-``POST /api/call`` runs a use case by name (``services.api``) with the owner's own
-scope; ``GET /api/status``, ``POST /api/stop``; ``/api/reindex`` starts, reports and
-cancels a blue/green rebuild. Errors come back as ``{"error": {"type", "message"}}``
+``POST /api/call`` runs a use case by name (``services.api``) with the scope and
+project the request carries (``request_context``; the owner's own when it names none),
+and names the owner's settings the caller's process sets otherwise. ``GET /api/status``,
+``POST /api/stop``; ``/api/reindex`` starts, reports and cancels a blue/green rebuild.
+Errors come back as ``{"error": {"type", "message", "kind"}}``
 so the CLI raises the same ``KiokuError`` it would raise in-process.
 
 Every request must carry the owner key (``keyfile.OWNER_HEADER``): the socket's peer
@@ -22,6 +24,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from . import request_context
 from .access import settings_scope
 from .errors import KiokuError
 from .keyfile import OWNER_HEADER, owner_key
@@ -36,9 +39,8 @@ _STATUS = {"InvalidInput": 400, "NotFound": 404, "Conflict": 409, "AccessDenied"
 
 def error_response(exc: KiokuError) -> JSONResponse:
     name = type(exc).__name__
-    return JSONResponse(
-        {"error": {"type": name, "message": str(exc)}}, status_code=_STATUS.get(name, 503)
-    )
+    error = {"type": name, "message": str(exc), "kind": getattr(exc, "kind", "")}
+    return JSONResponse({"error": error}, status_code=_STATUS.get(name, 503))
 
 
 class OwnerOnly:
@@ -79,12 +81,17 @@ def admin_app(services: Services, state: OwnerState) -> Starlette:
         try:
             body = await request.json()
             op, args = str(body["op"]), dict(body.get("args") or {})
+            ctx = dict(body.get("context") or {})
         except (ValueError, KeyError, TypeError):
             return JSONResponse({"error": {"type": "InvalidInput", "message": "bad request"}}, 400)
         try:
-            return JSONResponse({"result": await call(services, scope, op, args)})
+            if op == "records.add" and not str(args.get("project") or "").strip():
+                args["project"] = str(ctx.get("project") or "")
+            out = await call(services, request_context.scope_of(ctx, scope), op, args)
         except KiokuError as exc:
             return error_response(exc)
+        ignored = request_context.ignored(ctx, services.app.settings)
+        return JSONResponse({"result": out, "ignored": ignored, "pid": state.pid})
 
     async def status(_: Request) -> JSONResponse:
         stats = await services.maintenance.stats()

@@ -18,13 +18,18 @@ from typing import Any
 import anyio
 
 from . import __version__, fsperms
-from .errors import KiokuError
+from .errors import KiokuError, NotFound
 from .settings import DEFAULT_NOTE_TYPES, KiokuSettings, load_settings
 from .validation import PRIORITIES
 
 log = logging.getLogger("kioku")
 SERVICES = ("serve", "worker")
 VERBOSE_HELP = "more log output on stderr: -v info, -vv debug"
+# The commands that find ids (the services' NotFound names the id only).
+NOT_FOUND_HINTS = {
+    "note": ": `kioku search WORDS` or `kioku list` shows the ids",
+    "record": ": `kioku records search WORDS` finds ids (they look like AUDIT-MEM-001)",
+}
 
 
 def _common() -> argparse.ArgumentParser:
@@ -74,8 +79,9 @@ def _parser() -> argparse.ArgumentParser:
     add.add_argument(
         "--priority",
         default="",
-        choices=PRIORITIES,
-        help="high: a lesson from a correction, shown first (default: none)",
+        type=_priority,
+        metavar="{normal,high,low}",
+        help="high: a lesson from a correction, shown first (default: normal)",
     )
     add.add_argument("--domain", default="", help='a topic label such as "git" or "deploy"')
     add.add_argument(
@@ -93,7 +99,11 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--top", type=int, default=5, help="how many results (default: 5)")
     search.add_argument("--json", action="store_true", help="print the response as JSON")
 
-    listing = sub.add_parser("list", parents=[common], help="list notes, newest first")
+    listing = sub.add_parser(
+        "list",
+        parents=[common],
+        help="list notes, newest written first (imported notes by the time they were written)",
+    )
     listing.add_argument("--type", default="", help="only this type")
     listing.add_argument("--limit", type=int, default=50, help="how many (default: 50)")
     listing.add_argument("--after", default="", help="continue after this note id")
@@ -107,8 +117,14 @@ def _parser() -> argparse.ArgumentParser:
         "edit", parents=[common], help="change a note (history keeps the old values)"
     )
     edit.add_argument("id", help="note id")
-    for name in ("text", "type", "priority", "domain", "solved-query"):
+    for name in ("text", "type", "domain", "solved-query"):
         edit.add_argument(f"--{name}", help=f"the new {name} (unchanged when omitted)")
+    edit.add_argument(
+        "--priority",
+        type=_priority,
+        metavar="{normal,high,low}",
+        help="the new priority (unchanged when omitted)",
+    )
 
     for name, text in (("delete", "forget a note (restorable)"), ("restore", "undo a delete")):
         sub.add_parser(name, parents=[common], help=text).add_argument("id", help="note id")
@@ -121,7 +137,8 @@ def _parser() -> argparse.ArgumentParser:
     ui.add_argument("--grant", default="default", help="sign in as this grant")
     ui.add_argument("--link", metavar="URL", help="print a sign-in link for a gateway at URL")
 
-    sub.add_parser("stats", parents=[common], help="counts, index state, queue state")
+    stats = sub.add_parser("stats", parents=[common], help="counts, index state, queue state")
+    stats.add_argument("--json", action="store_true", help="print the result as JSON")
     status = sub.add_parser(
         "status", parents=[common], help="the owning process, its clients and stores"
     )
@@ -162,6 +179,15 @@ def _parser() -> argparse.ArgumentParser:
 
     add_records_parser(sub, common)
     return p
+
+
+def _priority(value: str) -> str:
+    """``normal`` (or "") is no priority: the stored value is the empty string."""
+    value = value.strip().lower()
+    value = "" if value == "normal" else value
+    if value not in PRIORITIES:
+        raise argparse.ArgumentTypeError(f"{value!r}: use normal, high or low")
+    return value
 
 
 def _settings(args: argparse.Namespace) -> KiokuSettings:
@@ -211,6 +237,9 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger().setLevel(_log_level(args, settings))
     try:
         return _dispatch(args, settings)
+    except NotFound as exc:
+        print(f"kioku: {exc}{NOT_FOUND_HINTS.get(exc.kind, '')}", file=sys.stderr)
+        return 1
     except KiokuError as exc:
         print(f"kioku: {exc}", file=sys.stderr)
         return 1

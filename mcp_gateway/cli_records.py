@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import sys
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
@@ -104,12 +103,9 @@ def add_records_parser(subparsers: Any, common: argparse.ArgumentParser | None =
 
 
 async def run_records_command(args: argparse.Namespace, memory: Memory) -> int:
-    """Run one ``records`` sub-command; prints to stdout, errors to stderr (exit 1)."""
-    try:
-        text, model = await _dispatch(args, memory)
-    except KiokuError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    """Run one ``records`` sub-command; prints to stdout. Errors propagate (``KiokuError``):
+    ``kioku``'s main prints them as every command does, with the CLI's hint."""
+    text, model = await _dispatch(args, memory)
     # Stored text may hold control characters (records written before they were
     # refused): never let it drive the terminal (OSC 52 clipboard writes, cursor moves).
     if getattr(args, "json", False):
@@ -149,7 +145,7 @@ async def _dispatch(args: argparse.Namespace, memory: Memory) -> tuple[str, Base
                 project=args.project,
             )
         )
-        return render.render_added(added.record, added.links), added
+        return render.render_added(added.record, added.links, added.status), added
     if cmd == "link":
         linked = RecordLinked.model_validate(
             await memory.call(

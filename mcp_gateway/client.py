@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -24,7 +25,7 @@ from typing import Any, Protocol
 import anyio
 import httpx
 
-from . import errors
+from . import errors, request_context
 from . import local_gateway as gw
 from .errors import KiokuError, StoreUnavailable
 from .keyfile import OWNER_HEADER, owner_key
@@ -48,10 +49,16 @@ class Memory(Protocol):
 
 
 class RemoteMemory:
+    """The owner's memory over its admin API. Each call carries this process's
+    per-request settings (``request_context``); an owner setting this process sets
+    otherwise is named once on stderr, with the owner's value and the way out."""
+
     remote = True
 
-    def __init__(self, client: httpx.AsyncClient) -> None:
+    def __init__(self, client: httpx.AsyncClient, settings: KiokuSettings | None = None) -> None:
         self.client = client
+        self.context = request_context.context(settings) if settings is not None else {}
+        self._told: set[str] = set()
 
     async def _json(self, response: httpx.Response) -> Any:
         try:
@@ -62,15 +69,32 @@ class RemoteMemory:
                 "its log (logs/gateway.log in the data dir) has the details"
             ) from None
         if isinstance(data, dict) and "error" in data:
-            kind = getattr(errors, str(data["error"].get("type")), KiokuError)
+            error = data["error"]
+            kind = getattr(errors, str(error.get("type")), KiokuError)
             if not (isinstance(kind, type) and issubclass(kind, KiokuError)):
                 kind = KiokuError
-            raise kind(str(data["error"].get("message")))
+            if kind is errors.NotFound:
+                raise errors.NotFound(str(error.get("message")), kind=str(error.get("kind") or ""))
+            raise kind(str(error.get("message")))
         return data
 
     async def call(self, op: str, **args: Any) -> Any:
-        response = await self.client.post("/api/call", json={"op": op, "args": args})
-        return (await self._json(response))["result"]
+        body = {"op": op, "args": args, "context": self.context}
+        data = await self._json(await self.client.post("/api/call", json=body))
+        for item in data.get("ignored") or []:
+            self._tell(item, data.get("pid"))
+        return data["result"]
+
+    def _tell(self, item: dict[str, str], pid: object) -> None:
+        name = item.get("setting", "?")
+        if name in self._told:
+            return
+        self._told.add(name)
+        print(
+            f"kioku: the running kioku (pid {pid}) uses {name} = {item.get('owner')}; "
+            f"this command's {item.get('yours')} is ignored: `kioku stop`, then run it again",
+            file=sys.stderr,
+        )
 
     async def status(self) -> dict[str, Any]:
         data: dict[str, Any] = await self._json(await self.client.get("/api/status"))
@@ -129,7 +153,7 @@ async def connect(
     while True:
         if await anyio.to_thread.run_sync(gw.can_connect, paths.socket):
             async with owner_client(settings) as client:
-                yield RemoteMemory(client)
+                yield RemoteMemory(client, settings)
             return
         fd = await anyio.to_thread.run_sync(_try_lock, paths)
         if fd is not None:

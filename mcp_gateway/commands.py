@@ -113,8 +113,26 @@ async def delete(args: argparse.Namespace, settings: KiokuSettings) -> int:
 
 async def stats(args: argparse.Namespace, settings: KiokuSettings) -> int:
     async with connect(settings) as memory:
-        print_json(await memory.call("stats"))
+        out = await memory.call("stats")
+    if args.json:
+        print_json(out)
+        return 0
+    for section, value in out.items():
+        if not isinstance(value, dict):
+            print(f"{section.replace('_', ' '):<28} {value}")
+            continue
+        print(f"{section}:")
+        for key, item in value.items() or [("(none)", "")]:
+            print(f"  {key.replace('_', ' '):<26} {_stat(item)}")
     return 0
+
+
+def _stat(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {_stat(v)}" for k, v in value.items()) or "-"
+    return "-" if value == "" else str(value)
 
 
 async def status(args: argparse.Namespace, settings: KiokuSettings) -> int:

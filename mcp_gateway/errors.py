@@ -6,7 +6,9 @@ Exception map (where each is raised, and what the caller sees):
   with the message alone (never a traceback).
 - ``InvalidInput``          bad tool or CLI argument: empty/huge text, unknown type,
   priority, relation, status; malformed ``link``; ``top`` out of range.
-- ``NotFound``              unknown note or record id.
+- ``NotFound``              unknown note or record id (or one the caller may not read:
+  the same words). The message names the id only; ``kind`` ("note", "record") lets
+  each door add its own hint (MCP: the tool to call; CLI: the ``kioku`` command).
 - ``Conflict``              duplicate edge, self-link, ``supersedes``/``duplicates`` cycle.
 - ``IndexMismatch``         the index was built with another embedding model or dimension;
   fix with ``kioku reindex``.
@@ -28,7 +30,9 @@ class InvalidInput(KiokuError, ValueError):
 
 
 class NotFound(KiokuError, LookupError):
-    pass
+    def __init__(self, message: str = "", *, kind: str = "") -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 class Conflict(KiokuError):

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .access import Scope
+from .neardup import Folder
 from .notes import NoteStore
 from .render import iso, quote
 from .settings import ExportSettings
@@ -49,6 +50,8 @@ class ContextSnapshot:
     decisions: list[dict[str, Any]] = field(default_factory=list)
     actionable: list[dict[str, Any]] = field(default_factory=list)
     last_note_id: str = ""
+    # shown note id -> ids of its near-duplicates folded into it (``neardup``)
+    also: dict[str, list[str]] = field(default_factory=dict)
 
 
 async def collect(
@@ -56,7 +59,10 @@ async def collect(
     settings: ExportSettings,
     namespaces: Sequence[str],
     records: CurrentRecords | None = None,
+    folder: Folder | None = None,
 ) -> ContextSnapshot:
+    """What the context shows for ``namespaces``; with a ``folder``, near-duplicate
+    notes of a section are one entry (the newest wording, the others' ids beside it)."""
     snap = ContextSnapshot(
         high_lessons=await notes.recent(
             ["lesson"], namespaces=namespaces, limit=50, priority="high"
@@ -69,6 +75,11 @@ async def collect(
         ),
         profile=await notes.recent(["profile"], namespaces=namespaces, limit=50),
     )
+    if folder is not None:
+        for name in ("high_lessons", "lessons", "conclusions", "profile"):
+            entries = await folder.fold(getattr(snap, name))
+            setattr(snap, name, [e.note for e in entries])
+            snap.also.update({e.note.id: e.also for e in entries if e.also})
     if records is not None:
         view = await records.export_view(namespaces)
         snap.decisions, snap.actionable = view.get("decisions", []), view.get("actionable", [])
@@ -80,7 +91,11 @@ async def collect(
 
 
 def _notes_section(
-    title: str, notes: Sequence[Note], skip: set[str], level: str = "##"
+    title: str,
+    notes: Sequence[Note],
+    skip: set[str],
+    level: str = "##",
+    also: dict[str, list[str]] | None = None,
 ) -> list[str]:
     shown = [n for n in notes if n.id not in skip]
     if not shown:
@@ -88,9 +103,14 @@ def _notes_section(
     lines = [f"\n{level} {title}\n"]
     for note in shown:
         flag = " · high" if note.priority == "high" else ""
-        lines.append(f"- `{note.id}` · {iso(note.created_at)[:10]}{flag}")
+        folded = (also or {}).get(note.id, [])
+        same = ""
+        if folded:
+            ids = ", ".join(f"`{i}`" for i in folded)
+            same = f" · also {ids} (older notes saying the same in other words)"
+        lines.append(f"- `{note.id}` · {iso(note.created_at)[:10]}{flag}{same}")
         lines.append(quote(note.text))
-        skip.add(note.id)
+        skip.update([note.id, *folded])
     return lines
 
 
@@ -107,10 +127,10 @@ def _records_section(title: str, items: Sequence[dict[str, Any]], level: str = "
 
 def _sections(snap: ContextSnapshot, seen: set[str], level: str = "##") -> list[str]:
     return [
-        *_notes_section("High-priority lessons", snap.high_lessons, seen, level),
-        *_notes_section("Recent lessons", snap.lessons, seen, level),
-        *_notes_section("Recent conclusions", snap.conclusions, seen, level),
-        *_notes_section("About the user", snap.profile, seen, level),
+        *_notes_section("High-priority lessons", snap.high_lessons, seen, level, snap.also),
+        *_notes_section("Recent lessons", snap.lessons, seen, level, snap.also),
+        *_notes_section("Recent conclusions", snap.conclusions, seen, level, snap.also),
+        *_notes_section("About the user", snap.profile, seen, level, snap.also),
         *_records_section("Current decisions", snap.decisions, level),
         *_records_section("Open work (actionable records)", snap.actionable, level),
     ]
@@ -139,11 +159,12 @@ async def build(
     settings: ExportSettings,
     scope: Scope,
     records: CurrentRecords | None = None,
+    folder: Folder | None = None,
 ) -> tuple[ContextSnapshot, str]:
     """The context for one reader: its own namespace, then each one it may also read."""
-    own = await collect(notes, settings, [scope.write], records)
+    own = await collect(notes, settings, [scope.write], records, folder)
     shared = [
-        (ns, await collect(notes, settings, [ns], records))
+        (ns, await collect(notes, settings, [ns], records, folder))
         for ns in scope.read
         if ns != scope.write
     ]

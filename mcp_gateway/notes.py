@@ -212,7 +212,7 @@ class NoteStore:
     async def get(self, note_id: str, *, include_deleted: bool = False) -> Note:
         rows = await self.db.fetchall(f"SELECT {_COLUMNS} FROM notes WHERE id = ?", (note_id,))
         if not rows or (rows[0]["deleted"] and not include_deleted):
-            raise NotFound(f"no note with id {note_id!r}: search_memory shows the ids")
+            raise NotFound(f"no note with id {note_id!r}", kind="note")
         return _note(rows[0])
 
     async def get_many(self, ids: Sequence[str]) -> dict[str, Note]:
@@ -235,7 +235,7 @@ class NoteStore:
                 "SELECT * FROM notes WHERE id = ? AND deleted = 0", (note_id,)
             ).fetchone()
             if row is None:
-                raise NotFound(f"no note with id {note_id!r}: search_memory shows the ids")
+                raise NotFound(f"no note with id {note_id!r}", kind="note")
             return _change(conn, row, changes, time.time())
 
         changed = await self.db.transaction(apply)
@@ -245,7 +245,7 @@ class NoteStore:
         def apply(conn: sqlite3.Connection) -> None:
             row = conn.execute("SELECT deleted FROM notes WHERE id = ?", (note_id,)).fetchone()
             if row is None:
-                raise NotFound(f"no note with id {note_id!r}")
+                raise NotFound(f"no note with id {note_id!r}", kind="note")
             if bool(row["deleted"]) != deleted:
                 now = time.time()
                 conn.execute(
@@ -326,10 +326,18 @@ class NoteStore:
     async def newest(
         self, *, namespaces: Sequence[str], type: str = "", before_id: str = "", limit: int = 50
     ) -> list[Note]:
-        """Live notes in ``namespaces``, newest first (ids are time-ordered ULIDs);
-        ``before_id`` pages on."""
+        """Live notes in ``namespaces``, newest written first: by ``created_at``, the time
+        shown beside each note (an imported note keeps the time it was written, and its
+        id need not follow that time); ``before_id`` pages on after that note."""
         types = [type] if type else []
-        return await self._newest(namespaces, "id DESC", limit, types=types, before_id=before_id)
+        before: tuple[float, str] | None = None
+        if before_id:
+            rows = await self.db.fetchall("SELECT created_at FROM notes WHERE id = ?", (before_id,))
+            # an unknown id pages from the start (the CLI passes back ids it was given)
+            before = (float(rows[0]["created_at"]), before_id) if rows else None
+        return await self._newest(
+            namespaces, "created_at DESC, id DESC", limit, types=types, before=before
+        )
 
     async def pending_newest(self, limit: int) -> list[Note]:
         """Live notes whose dense vector is not in the index yet, newest first (every
@@ -349,7 +357,7 @@ class NoteStore:
         types: Sequence[str] = (),
         domain: str = "",
         priority: str | None = None,
-        before_id: str = "",
+        before: tuple[float, str] | None = None,
     ) -> list[Note]:
         if not namespaces:
             return []
@@ -364,9 +372,9 @@ class NoteStore:
         if priority is not None:
             where.append("priority = ?")
             params.append(priority)
-        if before_id:
-            where.append("id < ?")
-            params.append(before_id)
+        if before is not None:  # keyset paging on the order (created_at, id)
+            where.append("(created_at < ? OR (created_at = ? AND id < ?))")
+            params.extend((before[0], before[0], before[1]))
         sql = f"SELECT {_COLUMNS} FROM notes WHERE {' AND '.join(where)} ORDER BY {order} LIMIT ?"
         return [_note(r) for r in await self.db.fetchall(sql, (*params, limit))]
 

@@ -19,6 +19,7 @@ from .app import AppContext, open_app
 from .errors import InvalidInput
 from .http_auth import GrantTokenVerifier, request_scope
 from .http_token import local_token, token_path
+from .neardup import Folder
 from .services import Services
 from .settings import KiokuSettings
 from .tools_notes import register_note_tools
@@ -100,8 +101,9 @@ async def _context_for_caller(settings: KiokuSettings, opened: list[Services]) -
     if not opened:
         return "# Session context (kioku)\n\n_Nothing recorded yet._\n"
     app = opened[-1].app
+    folder = Folder(app.vectors, app.embedder.model_id, app.embedder.embed_documents)
     _snap, content = await export.build(
-        app.notes, settings.export, request_scope(settings), app.records
+        app.notes, settings.export, request_scope(settings), app.records, folder
     )
     return content
 

@@ -15,11 +15,17 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel
 
 from .access import Scope
-from .errors import KiokuError
+from .errors import KiokuError, NotFound
 from .http_auth import request_scope
 from .services import Services
 
 log = logging.getLogger(__name__)
+
+# What an MCP client can call to find ids (the services' NotFound names the id only).
+NOT_FOUND_HINTS = {
+    "note": "; search_memory shows the ids",
+    "record": "; find ids with record_search (ids look like AUDIT-MEM-001)",
+}
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -56,6 +62,8 @@ def tool_errors(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
             return await fn(*args, **kwargs)
         except ToolError:
             raise
+        except NotFound as exc:
+            raise ToolError(f"{exc}{NOT_FOUND_HINTS.get(exc.kind, '')}") from exc
         except KiokuError as exc:
             raise ToolError(str(exc)) from exc
         except Exception as exc:

@@ -54,9 +54,13 @@ def register_record_tools(mcp: MCPServer) -> None:
         one with link="supersedes:DECISION-MEM-001".
         status: open (default), accepted, resolved, rejected. action_state: actionable
         (default), deferred, blocked, nonactionable, done; a record created resolved or
-        accepted with the default action_state starts as done.
+        accepted with the default action_state starts as done. Open work (session context)
+        is the current actionable audits and fixes, less a verified fix and the audits it
+        resolves (see record_update).
         project: short code for the id (letters/digits/_ up to 16); leave empty: the
         server derives it from your workspace folder (or its settings).
+        An exact repeat of a current record (same type, title and content) is not stored
+        twice: you get its id back (status "already_stored"), with the links it lacked.
         """
         services = services_from(ctx)
         all_links = [*([link] if link.strip() else []), *links]
@@ -71,7 +75,7 @@ def register_record_tools(mcp: MCPServer) -> None:
             links=all_links,
             project=project,
         )
-        return result(render.render_added(out.record, out.links), out)
+        return result(render.render_added(out.record, out.links, out.status), out)
 
     @mcp.tool()
     @tool_errors
@@ -141,6 +145,10 @@ def register_record_tools(mcp: MCPServer) -> None:
         call sets action_state too. action_state can change alone (e.g. status stays open
         but the work is deferred). To replace a record's meaning, prefer a new record with
         link="supersedes:ID".
+        How they combine in "Open work" (session_context.md): current audits and fixes
+        whose action_state is actionable, except a fix that a verification verifies (one
+        not rejected) and an audit that such a verified fix resolves: the edges settle
+        them without an update. Edges never change the stored status or action_state.
         """
         out: RecordUpdated = await services_from(ctx).records.update(
             scope_of(ctx),

@@ -105,10 +105,19 @@ class SearchResult(BaseModel):
     distance: float | None = Field(
         default=None, description="cosine distance of the dense match (lower is closer)"
     )
-    score: float = Field(description="fused ranking score (higher is better)")
+    score: float = Field(
+        description="fused relevance (higher is more relevant); the list's order is the "
+        "answer's: high priority, the newer of two alike notes and the own namespace can "
+        "put an item above one that scores higher"
+    )
     tags: list[str] = Field(default_factory=list)
     text: str
     title: str = ""
+    also: list[str] = Field(
+        default_factory=list,
+        description="older notes saying the same in other words, folded into this one "
+        "(each still readable with get_note)",
+    )
 
 
 class SearchResponse(BaseModel):

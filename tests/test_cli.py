@@ -48,7 +48,8 @@ def test_version_and_help(tmp_path: Path) -> None:
         assert f"\n    {command} " in top, top
     assert "-v, --verbose" in top
     add = run(tmp_path, "add", "--help").stdout
-    assert "{,high,low}" in add and "lesson" in add and "the query or request" in add
+    assert "{normal,high,low}" in add and "{,high,low}" not in add
+    assert "lesson" in add and "the query or request" in add
 
 
 def test_add_search_quiet_dedup_and_verbose(tmp_path: Path) -> None:
@@ -63,11 +64,25 @@ def test_add_search_quiet_dedup_and_verbose(tmp_path: Path) -> None:
     assert again.stderr.strip() == f"kioku: already stored as {note_id}: not stored twice"
     found = run(tmp_path, "-v", "search", "staging VPN runner", "--top", "1", data_dir=data)
     assert found.returncode == 0, found.stderr
-    assert found.stdout.startswith('1 memory for "staging VPN runner"')
+    assert found.stdout.startswith('1 memory for "staging VPN runner", best first.')
+    assert "score=" not in found.stdout  # the order is shown, not the fused score
     assert note_id in found.stdout
     assert " INFO " in found.stderr  # -v: info logs, on stderr only
     rejected = run(tmp_path, "search", "staging", "--type", "nope", data_dir=data)
     assert "unknown type 'nope': use one of" in one_error_line(rejected)
+
+
+def test_records_add_repeat_returns_the_existing_id(tmp_path: Path) -> None:
+    """Before: `kioku records add` stored an identical record again under a new id."""
+    data = tmp_path / "data"
+    args = ("records", "add", "decision", "Postgres 16 for billing", "--content", "Needs MERGE.")
+    first = run(tmp_path, *args, data_dir=data)
+    assert first.returncode == 0 and first.stdout.startswith("created DECISION-MEM-001")
+    again = run(tmp_path, *args, data_dir=data)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.startswith("Already stored as DECISION-MEM-001")
+    shown = json.loads(run(tmp_path, *args, "--json", data_dir=data).stdout)
+    assert shown["status"] == "already_stored" and shown["record"]["id"] == "DECISION-MEM-001"
 
 
 def test_records_json_flag_after_the_sub_command(tmp_path: Path) -> None:
@@ -189,3 +204,57 @@ def test_output_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
         os.close(write)
     assert proc.returncode == 141, proc.stderr
     assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr
+
+
+def test_cli_messages_name_cli_commands_and_read_as_text(tmp_path: Path) -> None:
+    """Before: `kioku show NOPE` pointed at the MCP tool search_memory, `kioku records show`
+    printed "error: ... find ids with record_search", `kioku stats` printed JSON and
+    `--priority normal` was refused."""
+    data = tmp_path / "data"
+    missing = run(tmp_path, "show", "NOPE", data_dir=data)
+    assert missing.returncode == 1 and missing.stdout == ""
+    assert missing.stderr.strip() == (
+        "kioku: no note with id 'NOPE': `kioku search WORDS` or `kioku list` shows the ids"
+    )
+    record = run(tmp_path, "records", "show", "FOO-1", data_dir=data)
+    assert record.returncode == 1 and record.stdout == ""
+    assert record.stderr.strip() == (
+        "kioku: no record 'FOO-1': `kioku records search WORDS` finds ids "
+        "(they look like AUDIT-MEM-001)"
+    )
+    added = run(tmp_path, "add", "Pin the CI image", "--priority", "normal", data_dir=data)
+    assert added.returncode == 0, added.stderr
+    stats = run(tmp_path, "stats", data_dir=data)
+    assert stats.returncode == 0, stats.stderr
+    assert stats.stdout.startswith("data dir ") and "\n  total " in stats.stdout
+    assert "{" not in stats.stdout
+    as_json = run(tmp_path, "stats", "--json", data_dir=data)
+    assert json.loads(as_json.stdout)["notes"]["total"] == 1
+
+
+def test_list_is_newest_written_first_imported_notes_included(tmp_path: Path) -> None:
+    """Before: `kioku list` ordered by id, and a Markdown import's ids carry no time:
+    a note just imported from a file written now came after every older note."""
+    data = tmp_path / "data"
+    older = run(tmp_path, "add", "Older note written first", data_dir=data)
+    assert older.returncode == 0, older.stderr
+    folder = tmp_path / "vault"
+    folder.mkdir()
+    (folder / "fresh.md").write_text("A note written in the vault just now", encoding="utf-8")
+    old_file = folder / "ancient.md"
+    old_file.write_text("A note written in the vault long ago", encoding="utf-8")
+    os.utime(old_file, (1_600_000_000, 1_600_000_000))
+    imported = run(tmp_path, "import", str(folder), data_dir=data)
+    assert imported.returncode == 0, imported.stderr
+    listed = run(tmp_path, "list", data_dir=data).stdout.splitlines()
+    assert [line.split("  ")[-1] for line in listed] == [
+        "A note written in the vault just now",
+        "Older note written first",
+        "A note written in the vault long ago",
+    ]
+    dates = [line.split("  ")[1] for line in listed]
+    assert dates == sorted(dates, reverse=True)
+    # paging continues in the same order
+    first = listed[0].split()[0]
+    page = run(tmp_path, "list", "--limit", "1", "--after", first, data_dir=data).stdout
+    assert page.startswith(listed[1].split()[0])

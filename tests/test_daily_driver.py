@@ -7,8 +7,11 @@ from __future__ import annotations
 import re
 
 from mcp_gateway import __version__
+from mcp_gateway.app import AppContext
 from mcp_gateway.notes import NoteStore
-from tests.conftest import Harness
+from mcp_gateway.server import create_server
+from mcp_gateway.settings import KiokuSettings
+from tests.conftest import Harness, connected
 
 ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
 
@@ -91,3 +94,114 @@ async def test_session_context_open_work_is_audits_and_fixes(harness: Harness) -
     assert ids["f"] not in open_work and ids["c"] not in open_work
     decision_id = decision["record"]["id"]
     assert decision_id in head and decision_id not in open_work
+
+
+async def test_unknown_ids_name_the_mcp_tool_that_finds_ids(harness: Harness) -> None:
+    """The services' NotFound names the id only; the MCP door adds the tool to call (the
+    CLI adds its command instead: tests/test_cli.py)."""
+    note = await harness.error("get_note", id="NOPE")
+    assert note.endswith(": no note with id 'NOPE'; search_memory shows the ids")
+    record = await harness.error("record_show", id="FOO-1")
+    assert record.endswith(
+        ": no record 'FOO-1'; find ids with record_search (ids look like AUDIT-MEM-001)"
+    )
+
+
+async def test_a_verified_fix_and_its_audit_leave_open_work(harness: Harness) -> None:
+    """Before: after AUDIT -> FIX (resolves) -> VERIFICATION (verifies), the fix and the
+    audit were still listed as open work; the stored fields are left as they were."""
+    audit = (await harness.ok("record_add", type="audit", title="Cache never expires"))["record"]
+    fix = (
+        await harness.ok(
+            "record_add", type="fix", title="TTL of one hour", link=f"resolves:{audit['id']}"
+        )
+    )["record"]
+    other = (await harness.ok("record_add", type="audit", title="Logs fill the disk"))["record"]
+    unverified = (
+        await harness.ok(
+            "record_add", type="fix", title="Rotate logs daily", link=f"resolves:{other['id']}"
+        )
+    )["record"]
+
+    async def open_work() -> str:
+        await harness.settle()
+        context = harness.app.settings.session_context_path.read_text(encoding="utf-8")
+        return context.split("## Open work", 1)[1]
+
+    assert fix["id"] in await open_work() and audit["id"] in await open_work()
+    failed = (
+        await harness.ok(
+            "record_add",
+            type="verification",
+            title="Still stale after 2 h",
+            status="rejected",
+            link=f"verifies:{fix['id']}",
+        )
+    )["record"]
+    assert fix["id"] in await open_work()  # a rejected verification proves nothing
+    await harness.ok(
+        "record_add", type="verification", title="Expired at 1 h", link=f"verifies:{fix['id']}"
+    )
+    work = await open_work()
+    assert fix["id"] not in work and audit["id"] not in work
+    # an unverified fix and the audit it resolves still need doing
+    assert unverified["id"] in work and other["id"] in work and failed["id"] not in work
+    shown = await harness.ok("record_show", id=fix["id"])
+    assert shown["record"]["action_state"] == "actionable"  # edges do not rewrite fields
+    tools = {t.name: t.description or "" for t in (await harness.client.list_tools()).tools}
+    assert "Open work" in tools["record_update"] and "verified fix" in tools["record_add"]
+
+
+async def test_search_text_shows_the_order_and_why_not_scores(settings: KiokuSettings) -> None:
+    """Before: `[1] ... score=1.8019`, `[2] ... score=1.8945`: the printed fused score
+    contradicted the order that the priority rule set. Now the text shows the order and
+    the rule; the structured result keeps the scores, in the answer's order."""
+    first = settings.model_copy(
+        update={"search": settings.search.model_copy(update={"priority_rule": "first"})}
+    )
+    apps: list[AppContext] = []
+    async with connected(create_server(first, on_app=apps.append)) as client:
+        harness = Harness(client, apps)
+        plain = await harness.ok(
+            "add_note",
+            text="The staging database is refreshed nightly at 02:00 from production backups.",
+            type="knowledge",
+        )
+        high = await harness.ok(
+            "add_note",
+            text="Check the staging refresh log before touching staging data.",
+            type="lesson",
+            priority="high",
+        )
+        await harness.settle()
+        found = await harness.call(
+            "search_memory", query="at what time is the staging database refreshed from backups"
+        )
+        results = found.structured_content["results"]
+        assert [r["id"] for r in results][:2] == [high["id"], plain["id"]]
+        assert results[0]["score"] < results[1]["score"]  # the rule, not the score, put it first
+        text = found.content[0].text
+        assert "score=" not in text and "distance=" not in text
+        head = next(line for line in text.splitlines() if line.startswith("[1] "))
+        assert head.startswith(f"[1] {high['id']}") and "high priority first" in head
+        second = next(line for line in text.splitlines() if line.startswith("[2] "))
+        assert "first" not in second and "newer" not in second
+
+
+def test_search_text_names_the_newer_of_two_alike_notes() -> None:
+    """The other rule that puts a lower score first (``ranking.newer_first``): the text
+    names the older note it was moved above; a plain relevance order names nothing."""
+    from mcp_gateway.render import render_search
+    from mcp_gateway.types import SearchResponse, SearchResult
+
+    def hit(i: str, score: float, day: str, type: str = "knowledge") -> SearchResult:
+        return SearchResult(id=i, type=type, created_at=f"2026-12-{day}", score=score, text=i)
+
+    moved = SearchResponse(
+        query="q", results=[hit("NEW", 0.9, "03"), hit("OLD", 1.0, "01"), hit("X", 0.5, "02")]
+    )
+    lines = render_search(moved).splitlines()
+    assert next(x for x in lines if x.startswith("[1] NEW")).endswith("· newer than [2]")
+    plain = SearchResponse(query="q", results=[hit("A", 1.0, "01"), hit("B", 0.9, "03")])
+    heads = [x for x in render_search(plain).splitlines() if x.startswith("[")]
+    assert heads == ["[1] A · knowledge · 2026-12-01", "[2] B · knowledge · 2026-12-03"]

@@ -54,3 +54,20 @@ def test_client_configs_use_an_absolute_path_and_the_script_is_executable() -> N
         ["git", "ls-files", "-s", str(script)], cwd=REPO, capture_output=True, text=True
     ).stdout
     assert not mode or mode.startswith("100755"), mode
+
+
+def test_readme_client_snippets_match_config_clients() -> None:
+    """Before: the Claude Desktop/Cursor snippet lacked the `env` that the ready-made
+    files in config/clients carry. Each JSON snippet in the README must equal the file
+    for its client (same top-level key)."""
+    snippets = [json.loads(b) for b in re.findall(r"```json\n(.*?)```", README, re.S)]
+    files = {
+        path.name: json.loads(path.read_text())
+        for path in (REPO / "config" / "clients").glob("*.json")
+    }
+    by_key = {"servers": files["vscode-mcp.json"], "mcpServers": files["claude-desktop.json"]}
+    assert files["cursor-mcp.json"] == files["claude-desktop.json"]
+    clients = [s for s in snippets if "servers" in s or "mcpServers" in s]
+    assert {next(iter(s)) for s in clients} == set(by_key)
+    for snippet in clients:
+        assert snippet == by_key[next(iter(snippet))], snippet

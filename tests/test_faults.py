@@ -149,7 +149,7 @@ async def test_index_deleted_then_reindexed(tmp_path: Path) -> None:
             assert not rec.is_error
     shutil.rmtree(data / "index")
 
-    stats = await asyncio.to_thread(_kioku, data, "stats")
+    stats = await asyncio.to_thread(_kioku, data, "stats", "--json")
     assert stats.returncode == 0, stats.stderr
     index = json.loads(stats.stdout)["index"]
     assert (index["points"], index["expected_points"]) == (0, 11)  # a clear state

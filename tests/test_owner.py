@@ -76,7 +76,7 @@ async def test_cli_and_stdio_daemon_see_each_others_writes(tmp_path: Path) -> No
             status = json.loads(ok(data, "status", "--json"))
             assert status["owner"]["pid"] == pid and status["owner"]["kind"] == "daemon"
             assert status["notes"]["total"] == 2
-            assert json.loads(ok(data, "stats"))["notes"]["total"] == 2
+            assert json.loads(ok(data, "stats", "--json"))["notes"]["total"] == 2
     finally:
         stop(data)
     assert not gateway_paths(data).socket.exists()
@@ -109,6 +109,43 @@ async def test_cli_beside_serve_http(tmp_path: Path) -> None:
         second = cli(data, "serve", "--http", "--port", "1")
         assert second.returncode != 0
         assert str(gw.proc.pid) in second.stderr and "kioku stop" in second.stderr
+        ok(data, "stop")
+        assert gw.proc.wait(timeout=30) == 0
+
+
+# slow: its own owner process (model load)
+@pytest.mark.slow
+def test_cli_settings_travel_to_the_owner_or_are_named(tmp_path: Path) -> None:
+    """Before: beside a running owner, `KIOKU_NAMESPACE=other kioku list` listed the
+    owner's namespace and `KIOKU_EMBEDDER__PROVIDER=ollama kioku search` silently ran
+    with the owner's embedder."""
+    data = tmp_path / "data"
+    with http_proc(data) as gw:
+        mine = ok(data, "add", "Deploy keys rotate every 90 days").strip()
+        theirs = ok(data, "add", "Other team: deploy on Tuesdays", KIOKU_NAMESPACE="other")
+        theirs = theirs.strip()
+        assert theirs != mine
+        listed = ok(data, "list", KIOKU_NAMESPACE="other")
+        assert theirs in listed and mine not in listed
+        assert theirs not in ok(data, "list") and mine in ok(data, "list")
+        # another namespace's id answers as an unknown one
+        missing = cli(data, "show", mine, KIOKU_NAMESPACE="other")
+        assert missing.returncode == 1
+        assert f"no note with id '{mine}': `kioku search" in missing.stderr
+        shared = ok(data, "list", KIOKU_NAMESPACE="other", KIOKU_READ_NAMESPACES='["default"]')
+        assert mine in shared and theirs in shared
+        added = ok(data, "records", "add", "audit", "Keys leak in CI logs", KIOKU_PROJECT="OPS")
+        assert added.startswith("created AUDIT-OPS-001")
+        # an owner's setting: the command runs with the owner's, and says so in one line
+        found = cli(data, "search", "deploy keys", KIOKU_EMBEDDER__PROVIDER="ollama")
+        assert found.returncode == 0 and mine in found.stdout
+        lines = found.stderr.strip().splitlines()
+        assert len(lines) == 1, found.stderr
+        assert lines[0] == (
+            f"kioku: the running kioku (pid {gw.proc.pid}) uses embedder.provider = local; "
+            "this command's ollama is ignored: `kioku stop`, then run it again"
+        )
+        assert cli(data, "list").stderr == ""  # the same settings: nothing to say
         ok(data, "stop")
         assert gw.proc.wait(timeout=30) == 0
 

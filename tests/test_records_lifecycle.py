@@ -194,5 +194,8 @@ async def _cli_session(parser, memory, capsys) -> None:  # type: ignore[no-untyp
     assert "resolved by FIX-MEM-001" in (await run("graph", "AUDIT-MEM-001"))[1]
     code, out, _ = await run("--json", "show", "AUDIT-MEM-001")
     assert code == 0 and '"resolved_by": [' in out
-    code, _, err = await run("show", "AUDIT-MEM-404")
-    assert code == 1 and err.startswith("error: no record")
+    # errors go up to `kioku`'s main, which prints them with the CLI's hint (test_cli.py)
+    from mcp_gateway.errors import NotFound
+
+    with pytest.raises(NotFound, match=r"^no record 'AUDIT-MEM-404'$"):
+        await run("show", "AUDIT-MEM-404")

@@ -127,7 +127,7 @@ async def test_auto_action_state_on_update_and_override(store: RecordStore) -> N
 
 async def test_auto_action_state_on_add(store: RecordStore) -> None:
     assert (await store.add("decision", "d", status="accepted")).action_state == "done"
-    kept = await store.add("decision", "d", status="accepted", action_state="deferred")
+    kept = await store.add("decision", "d2", status="accepted", action_state="deferred")
     assert kept.action_state == "deferred"
     assert (await store.add("audit", "a")).action_state == "actionable"
 

@@ -131,8 +131,8 @@ async def test_unknown_and_foreign_ids_get_the_same_answer(gateway: str) -> None
             foreign = await err(bob, tool, id=note, **extra)
             unknown = await err(bob, tool, id=unknown_note, **extra)
             assert foreign.replace(note, "ID") == unknown.replace(unknown_note, "ID"), tool
-        for _ in range(3):
-            rec = (await ok(alice, "record_add", type="audit", title="Alice audit"))["record"]
+        for n in range(3):
+            rec = (await ok(alice, "record_add", type="audit", title=f"Alice audit {n}"))["record"]
         rid = rec["id"]
         fake = rid.replace("003", "077")
         bobs = (await ok(bob, "record_add", type="audit", title="Bob audit"))["record"]
@@ -231,8 +231,8 @@ def test_record_ids_keep_the_default_form_and_stay_unique(tmp_path: Path) -> Non
         try:
             store = RecordStore(db, "MEM")
             ids = []
-            for ns in ("default", "alice", "ALICE", "a-l-i-c-e", "default"):
-                ids.append((await store.add("audit", "x", scope=Scope(ns, (ns,)))).id)
+            for n, ns in enumerate(("default", "alice", "ALICE", "a-l-i-c-e", "default")):
+                ids.append((await store.add("audit", f"x{n}", scope=Scope(ns, (ns,)))).id)
             return ids
         finally:
             await db.close()

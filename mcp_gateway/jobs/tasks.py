@@ -17,6 +17,7 @@ import anyio
 
 from .. import export
 from ..access import Scope, settings_scope
+from ..neardup import Folder
 from . import priors, tuning
 from .context import job_context
 from .contract import EXPORT, TUNE, request_singleton, retry_or_fail, run_singleton
@@ -60,7 +61,8 @@ async def export_session_context(ctx: dict[str, Any], scope: Scope | None = None
     namespace, then the ones it may read) and copy it to every configured destination."""
     kc = job_context(ctx)
     scope = scope or settings_scope(kc.settings)
-    snap, content = await export.build(kc.notes, kc.settings.export, scope, kc.records)
+    folder = Folder(kc.vectors, kc.embedder.model_id, kc.embedder.embed_documents)
+    snap, content = await export.build(kc.notes, kc.settings.export, scope, kc.records, folder)
     await anyio.to_thread.run_sync(
         export.write_all,
         content,

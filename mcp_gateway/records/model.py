@@ -88,6 +88,9 @@ class RecordView(BaseModel):
 class RecordAdded(BaseModel):
     record: Record
     links: list[Edge] = Field(default_factory=list)
+    # "already_stored": an exact repeat of ``record`` (same type, title, content and
+    # namespace); nothing new was stored but the links it lacked
+    status: Literal["stored", "already_stored"] = "stored"
 
 
 class RecordLinked(BaseModel):

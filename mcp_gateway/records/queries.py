@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 
 from ..errors import Conflict, NotFound
@@ -27,9 +28,7 @@ def to_record(row: sqlite3.Row) -> Record:
 def get_record(conn: sqlite3.Connection, record_id: str) -> Record:
     row = conn.execute(f"SELECT {_RECORD_COLS} FROM records WHERE id = ?", (record_id,)).fetchone()
     if row is None:
-        raise NotFound(
-            f"no record {record_id!r}; find ids with record_search (ids look like AUDIT-MEM-001)"
-        )
+        raise NotFound(f"no record {record_id!r}", kind="record")
     return to_record(row)
 
 
@@ -143,6 +142,33 @@ def set_field(conn: sqlite3.Connection, rid: str, field: str, value: str, at: fl
     conn.execute(f"UPDATE records SET {field} = ?, updated_at = ? WHERE id = ?", (value, at, rid))
 
 
+def find_repeat(
+    conn: sqlite3.Connection, rtype: str, title: str, content: str, namespace: str
+) -> Record | None:
+    """The oldest current record of ``rtype`` in ``namespace`` with this title and content
+    (whitespace runs as one space), if any: the one an exact repeat refers to."""
+    where, params = current_filter([rtype], [], [namespace])
+    # titles first (short), the content only of those whose title matches
+    want = _squeezed(title)
+    rows = conn.execute(f"SELECT pk, title FROM records WHERE {where} ORDER BY pk", params)
+    pks = [int(r["pk"]) for r in rows if _squeezed(r["title"]) == want]
+    found = records_by_pk(conn, pks) if pks else {}
+    want = _squeezed(content)
+    return next((found[pk] for pk in pks if _squeezed(found[pk].content) == want), None)
+
+
+def _squeezed(text: str) -> str:
+    return " ".join(unicodedata.normalize("NFC", text).split())
+
+
+def has_edge(conn: sqlite3.Connection, source: str, relation: str, target: str) -> bool:
+    row = conn.execute(
+        "SELECT 1 FROM record_edges WHERE source = ? AND relation = ? AND target = ?",
+        (source, relation, target),
+    ).fetchone()
+    return row is not None
+
+
 def insert_edge(
     conn: sqlite3.Connection, source: str, relation: str, target: str, at: float
 ) -> Edge:
@@ -150,11 +176,7 @@ def insert_edge(
     if source == target:
         raise Conflict(f"a record cannot {relation} itself ({source})")
     get_record(conn, target)
-    exists = conn.execute(
-        "SELECT 1 FROM record_edges WHERE source = ? AND relation = ? AND target = ?",
-        (source, relation, target),
-    ).fetchone()
-    if exists:
+    if has_edge(conn, source, relation, target):
         raise Conflict(f"the edge {source} {relation} {target} already exists")
     if lifecycle.creates_cycle(source, relation, target, successors(conn)):
         raise Conflict(
@@ -299,3 +321,19 @@ def current_filter(
             clauses.append(f"{col} IN ({','.join('?' * len(values))})")
             params.extend(values)
     return " AND ".join(clauses), params
+
+
+# A fix counts as verified by a verification that verifies it and was not rejected.
+_VERIFIED = (
+    "EXISTS (SELECT 1 FROM record_edges ve JOIN records vr ON vr.id = ve.source "
+    "WHERE ve.relation = 'verifies' AND ve.target = {fix} AND vr.status != 'rejected')"
+)
+# Open work: what still needs doing. A verified fix is done, and so is an audit that a
+# verified fix resolves -- the edges say so, whatever the stored action_state still is.
+OPEN_WORK_FILTER = (
+    "NOT (records.type = 'fix' AND " + _VERIFIED.format(fix="records.id") + ") "
+    "AND NOT (records.type = 'audit' AND EXISTS (SELECT 1 FROM record_edges re "
+    "WHERE re.relation = 'resolves' AND re.target = records.id AND "
+    + _VERIFIED.format(fix="re.source")
+    + "))"
+)

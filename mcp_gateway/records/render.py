@@ -106,8 +106,11 @@ def render_view(view: RecordView) -> str:
     return "\n".join(parts)
 
 
-def render_added(rec: Record, edges: Sequence[Edge]) -> str:
-    lines = [f"created {rec.id}", QUOTE_NOTE, record_block(rec)]
+def render_added(rec: Record, edges: Sequence[Edge], status: str = "stored") -> str:
+    first = f"created {rec.id}"
+    if status == "already_stored":
+        first = f"Already stored as {rec.id} (same type, title and content): not stored twice"
+    lines = [first, QUOTE_NOTE, record_block(rec)]
     lines += [f"  link: {e.source} {e.relation} {e.target}" for e in edges]
     return "\n".join(lines)
 

@@ -33,7 +33,6 @@ from .model import (
 log = logging.getLogger(__name__)
 
 MAX_SEARCH_LIMIT = 100
-_RECORD_HINT = "; find ids with record_search (ids look like AUDIT-MEM-001)"
 # Links that only point at a record; every other relation changes the target's state
 # or what its readers see (superseded, duplicated, resolved, verified, contradicted),
 # so it needs write access to the target's namespace.
@@ -65,10 +64,33 @@ class RecordStore:
         project: str = "",
         scope: Scope | None = None,
     ) -> Record:
-        """Create a record and its outgoing ``links`` (``RELATION:TARGET_ID``) atomically.
+        """``add_or_existing`` without the flag: the new record, or the existing repeat."""
+        rec, _ = await self.add_or_existing(
+            type, title, content, status, action_state, links, project, scope
+        )
+        return rec
+
+    async def add_or_existing(
+        self,
+        type: str,
+        title: str,
+        content: str = "",
+        status: str = "open",
+        action_state: str = "actionable",
+        links: Sequence[str] = (),
+        project: str = "",
+        scope: Scope | None = None,
+    ) -> tuple[Record, bool]:
+        """Create a record and its outgoing ``links`` (``RELATION:TARGET_ID``) atomically;
+        returns it and True.
 
         Created with a closing status (resolved/accepted) and the default action_state
         "actionable", the record starts as "done"; any other action_state is kept.
+
+        An exact repeat -- the same type, title and content (whitespace runs as one space)
+        in the same namespace as a current record -- is not stored twice: the existing
+        record comes back with False, and only those of ``links`` it lacks are added to it
+        (a repeated session re-sends what it wrote before; its status is left as it is).
         """
         rtype = v.record_type(type)
         code = v.project(project) if project.strip() else self.project
@@ -82,9 +104,16 @@ class RecordStore:
 
         namespace = scope.write if scope else queries.DEFAULT_NAMESPACE
 
-        def write(conn: sqlite3.Connection) -> Record:
+        def write(conn: sqlite3.Connection) -> tuple[Record, bool]:
             for rel, target in parsed:
                 _require(conn, target, scope, write=rel not in _READ_ONLY_RELATIONS)
+            same = queries.find_repeat(conn, rtype, title, content, namespace)
+            if same is not None:
+                now = time.time()
+                for rel, target in parsed:
+                    if not queries.has_edge(conn, same.id, rel, target):
+                        queries.insert_edge(conn, same.id, rel, target, now)
+                return same, False
             seq = queries.next_seq(conn, rtype, code, namespace)
             tag = queries.namespace_tag(conn, namespace)
             now = time.time()
@@ -106,11 +135,14 @@ class RecordStore:
             queries.insert_record(conn, rec)
             for rel, target in parsed:
                 queries.insert_edge(conn, rec.id, rel, target, now)
-            return rec
+            return rec, True
 
-        rec = await self.db.transaction(write)
-        log.info("record %s added with %d link(s)", rec.id, len(parsed))
-        return rec
+        rec, created = await self.db.transaction(write)
+        if created:
+            log.info("record %s added with %d link(s)", rec.id, len(parsed))
+        else:
+            log.info("record add repeats %s: not stored twice", rec.id)
+        return rec, created
 
     async def link(
         self, source: str, relation: str, target: str, scope: Scope | None = None
@@ -247,15 +279,19 @@ class RecordStore:
         action_states: Sequence[str] = (),
         limit: int = 500,
         namespaces: Sequence[str] = (),
+        open_work: bool = False,
     ) -> list[Record]:
         """Current records (not superseded, not duplicates), newest first.
 
         ``types``, ``action_states`` and ``namespaces`` filter (an empty one means any),
-        e.g. ``types=["decision"]`` or ``action_states=["actionable"]`` for session context.
+        e.g. ``types=["decision"]`` or ``action_states=["actionable"]`` for session context;
+        ``open_work`` drops what verified fixes settled (``queries.OPEN_WORK_FILTER``).
         """
         tlist = [v.record_type(t) for t in types]
         alist = [v.action_state(a) for a in action_states]
         where, params = queries.current_filter(tlist, alist, list(namespaces))
+        if open_work:
+            where = f"{where} AND {queries.OPEN_WORK_FILTER}"
 
         def read(conn: sqlite3.Connection) -> list[Record]:
             return queries.select_records(
@@ -322,14 +358,19 @@ class RecordStore:
         self, namespaces: Sequence[str] = (), limit: int = 50
     ) -> dict[str, list[dict[str, Any]]]:
         """Current decisions (not rejected) and open work -- current actionable audits
-        and fixes -- in ``namespaces``, newest first, for session_context.md; titles on
-        one line. Knowledge and verification records are facts, not work, and decisions
-        have their own section: neither is listed as open work."""
+        and fixes, less a verified fix and an audit a verified fix resolves
+        (``queries.OPEN_WORK_FILTER``) -- in ``namespaces``, newest first, for
+        session_context.md; titles on one line. Knowledge and verification records are
+        facts, not work, and decisions have their own section: neither is open work."""
         decisions = await self.list_current(
             types=["decision"], limit=limit * 2, namespaces=namespaces
         )
         actionable = await self.list_current(
-            types=OPEN_WORK_TYPES, action_states=["actionable"], limit=limit, namespaces=namespaces
+            types=OPEN_WORK_TYPES,
+            action_states=["actionable"],
+            limit=limit,
+            namespaces=namespaces,
+            open_work=True,
         )
         in_force = [d for d in decisions if d.status != "rejected"][:limit]
         return {
@@ -367,12 +408,12 @@ def _require(conn: sqlite3.Connection, rid: str, scope: Scope | None, *, write: 
     try:
         rec = queries.get_record(conn, rid)
     except NotFound:
-        raise unseen(f"record {rid!r}", _RECORD_HINT) from None
+        raise unseen(f"record {rid!r}", "record") from None
     if scope is not None:
         if write:
-            scope.require_write(rec.namespace, f"record {rid!r}", _RECORD_HINT)
+            scope.require_write(rec.namespace, f"record {rid!r}", "record")
         else:
-            scope.require_read(rec.namespace, f"record {rid!r}", _RECORD_HINT)
+            scope.require_read(rec.namespace, f"record {rid!r}", "record")
     return rec
 
 

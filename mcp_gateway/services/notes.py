@@ -17,6 +17,7 @@ from ..access import Scope
 from ..activity import preview
 from ..app import AppContext
 from ..errors import InvalidInput, NotFound
+from ..neardup import Folder, fold_results
 from ..records.model import RECORD_TYPES
 from ..render import iso
 from ..search import SearchRequest
@@ -252,7 +253,12 @@ class NoteService:
             response.results = kept[:top]
             response.recent = [r for r in response.recent if r.priority == priority]
         await self._log_search(response, request, started, event, context or {})
-        return response
+        # near-duplicates as one result (stored vectors only: no embedding on this path)
+        folder = Folder(self.app.vectors, self.app.embedder.model_id)
+        folded = await fold_results(response.results, self.app.notes, folder)
+        if len(folded) == len(response.results):
+            return response
+        return response.model_copy(update={"results": folded})
 
     async def get(self, scope: Scope, note_id: str) -> NoteView:
         note = await self._readable(scope, note_id, deleted=True)
@@ -350,4 +356,4 @@ class NoteService:
 def _unknown(note_id: str) -> NotFound:
     # The same words for an id that does not exist and one in a namespace the caller
     # cannot read: ids from other namespaces cannot be probed.
-    return NotFound(f"no note with id {str(note_id).strip()!r}: search_memory shows the ids")
+    return NotFound(f"no note with id {str(note_id).strip()!r}", kind="note")

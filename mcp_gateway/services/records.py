@@ -41,13 +41,15 @@ class RecordService:
         project: str = "",
     ) -> RecordAdded:
         records = self.app.records
-        rec = await records.add(
+        rec, created = await records.add_or_existing(
             type, title, content, status, action_state, list(links), project, scope=scope
         )
         view = await records.show(rec.id, scope=scope)
         edges = [e for e in view.edges if e.source == rec.id]
         await self.changed([rec.id, *(e.target for e in edges)])
-        return RecordAdded(record=rec, links=edges)
+        return RecordAdded(
+            record=rec, links=edges, status="stored" if created else "already_stored"
+        )
 
     async def link(self, scope: Scope, *, source: str, relation: str, target: str) -> RecordLinked:
         edge: Edge = await self.app.records.link(source, relation, target, scope=scope)

@@ -12,7 +12,7 @@ index. Answers given while the embedder was down, or that met hits still waiting
 their embedding, are not kept: the next search should try the dense channel again, or
 may embed those hits itself (``fresh.py``).
 
-Measured (2k notes, in-process, docs/performance.md round 5): a repeated search 10.4 ms
+Measured (2k notes, in-process, bench/LOG.md): a repeated search 10.4 ms
 -> 0.1 ms in the service; over stdio the round trip is the hop alone.
 """
 

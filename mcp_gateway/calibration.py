@@ -54,7 +54,7 @@ MODELS: dict[str, Calibration] = {
         language_shift=0.5,
         wide_shift=1.0,  # twice the shift: dev 0.686 -> 0.715 (0.75-1.5 all >= 0.704)
         # dev pairs: a replaced fact's notes 0.908-0.973 (median 0.950), two valid facts
-        # on one topic 0.889-0.917; dev ALL 0.786 -> 0.802 (bench/LOG.md, round 11)
+        # on one topic 0.889-0.917; dev ALL 0.786 -> 0.802 (bench/LOG.md)
         newer_similarity=0.92,
         directions=LANGUAGE_DIRECTIONS.get(_E5, {}),
     ),

@@ -7,7 +7,7 @@ like whole answers (``answers.py``): every change to a note (added, edited, dele
 restored, re-ranked) also writes the index, which bumps the generation after it lands,
 so what was read at generation G is still the truth while the generation is G. Each
 read cost a search a worker-thread hop and a SQLite query (~0.2-0.3 ms idle, more
-after the CPU idled; round 13).
+after the CPU idled).
 
 Every entry is stored under the generation its caller read *before* it began: a write
 landing meanwhile bumps the generation, so what the read saw is never served for a

@@ -71,7 +71,7 @@ register_migration(
     # Every search's recency read orders by (created_at, id): with id in the index too,
     # SQLite walks each (namespace, type) run newest first and stops at the limit,
     # instead of sorting every lesson and conclusion (10k notes: 2.0 -> 0.15 ms a read,
-    # docs/performance.md round 12).
+    # bench/LOG.md).
     """
     DROP INDEX IF EXISTS notes_recent;
     CREATE INDEX notes_recent ON notes(namespace, type, deleted, created_at DESC, id DESC);

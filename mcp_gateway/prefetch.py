@@ -15,7 +15,7 @@ It runs only in the process that owns the stores and only when woken: after an a
 queues its job, and once at start-up; it starts once adds pause for ``QUIET_S`` (not
 beside a burst still arriving). A long note is left to the job; one that does not fit
 the budget at the learnt cost (a busy machine) is tried again a little later. Measured
-in bench/LOG.md (round 7).
+in bench/LOG.md.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ A search tokenised its query four times (the BM25 terms, the unspaced share, the
 script and the ramp of the language shift: ~150 us for an English sentence) and
 shifted the embedding into its two views (~40 us of numpy), all again for a query
 whose embedding came from the cache. A search over a cached embedding takes ~5 ms
-in-process at 10k notes; these were ~0.2 ms of it (round 13).
+in-process at 10k notes; these were ~0.2 ms of it.
 
 Keyed by the exact text, like the embedder's query cache. The views are reused only
 while the embedder hands back the very same cached embedding object, so they never

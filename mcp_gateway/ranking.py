@@ -105,7 +105,7 @@ def _dbsf(scores: Sequence[float], basis: Sequence[float] | None = None) -> list
 def _contributions(hits: Sequence[IndexHit], params: RankingParams, weight: float) -> list[float]:
     if params.fusion == "dbsf":
         # retired records ride along on the current hits' scale: finding them must not
-        # move how the current ones score (round 10: it cost contextual and crosslang)
+        # move how the current ones score (it cost contextual and crosslang)
         basis = [h.score for h in hits if h.payload.get("current") is not False]
         return [weight * v for v in _dbsf([h.score for h in hits], basis)]
     return [weight / (params.rrf_k + rank) for rank in range(1, len(hits) + 1)]
@@ -239,7 +239,7 @@ def newer_first(
     ``select``), with at least ``min_ratio`` of that note's score, moves just
     above it: the newer statement of the fact comes first, the old one stays in the
     answer. Two valid facts on one topic sit further apart (e5: dev 0.889-0.917 against
-    0.908-0.973 for a replaced fact; bench/LOG.md, round 11)."""
+    0.908-0.973 for a replaced fact; bench/LOG.md)."""
     out = list(chosen)
     notes = [c.point_id for c in out if _movable(c, vectors)]
     if len(notes) < 2 or min_similarity <= 0:

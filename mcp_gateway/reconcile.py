@@ -14,7 +14,7 @@ reconcile (at start-up, every ``queue.reconcile_every_s`` and after a rebuild) f
   queued to be embedded exactly, a bounded number a pass;
 - with ``terms_wanted`` (the index has the latent-terms vector and the embedder makes
   terms): stored vectors without latent terms (written by an engine that makes none, or
-  before round 5), queued for embedding again, a bounded number a pass;
+  by an older kioku), queued for embedding again, a bounded number a pass;
 - points and stored vectors with no live note or record behind them (a delete that
   raced an embedding, a note forgotten while its job ran): deleted. Forgetting a note
   forgets its point and its vector.
@@ -172,7 +172,7 @@ def _differs(expected: dict[str, Any], stored: dict[str, Any] | None) -> bool:
         return False
     keys = expected.keys() | ({"prior"} & stored.keys())
     if "text_hash" not in stored:
-        # written before the payload carried it (round 14): judged on the other fields.
+        # written before the payload carried it: judged on the other fields.
         # Rewriting every such point would move it out of the HNSW graph of a large
         # collection (an update lands in a plain segment), and nothing rebuilds the
         # graph for that: searches there would scan instead.

@@ -165,7 +165,7 @@ class SearchService:
 
         if cached is not None:
             # a cached embedding and the recent list known: nothing to overlap, so one
-            # index call and no task group (~0.2 ms of a ~3 ms search at 2k; round 13)
+            # index call and no task group (~0.2 ms of a ~3 ms search at 2k)
             views, terms = cached[0], self._latent(cached[1])
             semantic = await self._index_call(views, sparse, flt, limit, terms)
             sparse_hits, dense_ok = semantic.sparse, True
@@ -241,10 +241,10 @@ class SearchService:
 
         # The query's embedding is most of a new search's time and runs on the query
         # lane, outside the GIL: the recency read and the lexical channel, which do not
-        # need it, run meanwhile on the other core (docs/performance.md, round 11).
+        # need it, run meanwhile on the other core (bench/LOG.md).
         # A cached embedding comes back before the lexical task has run: then the
         # lexical channel joins the one index call instead (three threads contending
-        # for the GIL cost ~1 ms more than one call; round 12).
+        # for the GIL cost ~1 ms more than one call).
         combined, lexical_started = False, list[bool]()
         async with anyio.create_task_group() as tg:
             if recent_at is not None:
@@ -417,7 +417,7 @@ class SearchService:
         newer = self.newer_similarity > 0 and len(note_ids) > 1
         vectors: dict[str, Sequence[float]] = {}
         notes = self.shown.known(note_ids, generation)
-        if notes is not None:  # every text at hand: no task group (~0.15 ms; round 13)
+        if notes is not None:  # every text at hand: no task group (~0.15 ms)
             records = await self._record_views(record_ids)
             if newer:
                 vectors = await self.index.dense_vectors(points)

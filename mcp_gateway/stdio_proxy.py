@@ -27,7 +27,7 @@ one wake-up and one system call each way, where the anyio streams added a task s
 a reader (de)registration and locks per line. ``bench/proxy_hop.py`` (raw JSON-RPC, 30
 ms between calls, p50): a ping 2.02 -> 1.72 ms and an add 3.54 -> 3.08 ms, under two busy
 processes 1.93 -> 1.58 and 4.17 -> 3.67, against 1.31 and 2.76 straight to the socket
-(docs/performance.md, round 9).
+(bench/LOG.md).
 """
 
 from __future__ import annotations

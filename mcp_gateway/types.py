@@ -71,7 +71,7 @@ class IndexHit:
     For the dense channel ``score`` is cosine similarity (distance = 1 - score);
     for the sparse channel it is the BM25-style dot product. Not frozen: a search
     builds ~200 of these, and a frozen dataclass's ``__init__`` costs 3x (0.09 vs
-    0.03 ms for 200; round 13). Nothing changes one after it is made.
+    0.03 ms for 200). Nothing changes one after it is made.
     """
 
     id: str

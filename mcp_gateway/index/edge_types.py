@@ -49,7 +49,7 @@ def without_mirror(payload: Mapping[str, Any] | None) -> dict[str, Any]:
 def _any(key: str, values: tuple[str, ...]) -> qe.FieldCondition:
     # one value (a search's usual namespace, type or domain) as MatchValue: the engine
     # checks it per point ~3x faster than a one-element MatchAny (exact dense search
-    # at 10k points: 0.96 vs 1.25 ms, 0.83 with no filter; round 13)
+    # at 10k points: 0.96 vs 1.25 ms, 0.83 with no filter)
     if len(values) == 1:
         return qe.FieldCondition(key, match=qe.MatchValue(values[0]))
     return qe.FieldCondition(key, match=qe.MatchAny(list(values)))
@@ -82,7 +82,7 @@ def build_filter(flt: IndexFilter | None) -> qe.Filter | None:
 # Point ids are UUIDs (``types.point_id``); between the engine and ``hits`` one travels
 # as its 128-bit integer: a UUID hashes in Python (``hash(self.int)``), an int in C, and
 # a search looks each hit up four to five times (10k notes, every payload kept: the
-# payload read 0.19 -> ~0.05 ms; round 13).
+# payload read 0.19 -> ~0.05 ms).
 Payloads = dict[int, tuple[str, dict[str, Any]]]  # point id as int -> (id as str, payload)
 Scored = list[tuple[int, float]]  # one channel's (point id as int, score), best first
 
@@ -221,7 +221,7 @@ class NamespaceCensus:
     A search's namespace condition is checked per point by an exact dense search
     (10k points: 0.96 ms with it, 0.83 without, for each query view). When every
     namespace in the shard is one the search may read -- one user, one namespace, the
-    usual case -- the condition excludes nothing and is left out (round 13). The
+    usual case -- the condition excludes nothing and is left out. The
     answer comes from the payload index's value counts (~0.04 ms), so it may name a
     namespace whose points were all deleted (the condition stays: safe); it is kept
     until the next write begins or ends. A point written between the census and the

@@ -2,14 +2,14 @@
 
 A note (or record) needs a vector when the truth store has none for the configured
 model and the exact text it now has, or when the embedder makes latent terms and the
-stored vector has none (written by an engine without them, or before round 5), or when
+stored vector has none (written by an engine without them, or by an older kioku), or when
 the stored vector is a draft.
 
 A batch with ``embedder.draft_backlog`` or more texts that have no vector at all is a
 burst's backlog: where the embedder makes drafts (the local engine's int8 graph, ~1.3x
 the passages a second) those are embedded as drafts, so the burst becomes searchable
 sooner, and stored as such; reconcile queues drafts again, and this step then embeds
-them exactly (round 14, bench/LOG.md "Fresh notes").
+them exactly (bench/LOG.md "Fresh notes").
 
 A stopping process (``JobContext.stopping``) starts no further chunk: what is left has
 no vector in the truth store, and the next start's reconcile queues it again.

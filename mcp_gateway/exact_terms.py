@@ -25,7 +25,7 @@ MAX_TERMS = 4
 MIN_CHARS = 3
 
 
-def _token_like(word: str) -> bool:
+def token_like(word: str) -> bool:
     """An identifier, code or hash rather than a word (measured on the bench sets'
     queries, bench/LOG.md): ``ERR_POOL_42``, ``v1.2.3``, ``tok-4411``, ``429``,
     ``zq7c660f688e``, ``getUserName``; not ``third-party``, ``9am``, ``JavaScript``."""
@@ -52,7 +52,7 @@ def identifier_terms(query: str) -> list[tuple[str, int]]:
     out: list[tuple[str, int]] = []
     seen: set[str] = set()
     for word in compounds(query):
-        if not _token_like(word):
+        if not token_like(word):
             continue
         token = word.casefold()
         if token not in seen:

@@ -6,6 +6,11 @@ again in another session). Where notes are listed (session_context.md) they are 
 as one entry: the newest wording, with the other notes' ids beside it, each still
 stored and readable (``get_note``, ``kioku show``). Nothing is deleted or changed.
 
+Two notes that differ in an identifier or a number name different things however
+alike their wording ("Incident 12 ... marker zq7c" and "Incident 13 ... marker 4b1e",
+port 5432 and port 6432): they never fold, so a search that found one by its
+identifier shows that one.
+
 The threshold was measured, not guessed (``bench/quality/neardup``: hand-written
 near-duplicate and merely related pairs in en/ja/th; docs/ranking.md). A note without
 a stored vector for its current text (its embedding job has not run yet: the context
@@ -22,7 +27,9 @@ from typing import Protocol
 
 import numpy as np
 
+from .exact_terms import token_like
 from .indexing import note_document
+from .lexical import compounds
 from .types import Note, SearchResult
 from .vectors import StoredVector, content_hash
 
@@ -43,6 +50,13 @@ class VectorSource(Protocol):
 
 
 Embed = Callable[[Sequence[str]], Awaitable[list[list[float]]]]
+
+
+def marks(text: str) -> frozenset[str]:
+    """The identifiers and numbers of ``text`` (casefolded)."""
+    return frozenset(
+        w.casefold() for w in compounds(text) if token_like(w) or any(c.isdigit() for c in w)
+    )
 
 
 @dataclass(slots=True)
@@ -67,10 +81,11 @@ class Folder:
         newest note of its namespace and type that it is a near-duplicate of (of any
         note already in that entry), and that entry shows the newest wording."""
         unit = await self._vectors(notes)
+        names = {n.id: marks(n.text) for n in notes}
         entries: list[Entry] = []
         members: list[list[Note]] = []
         for note in sorted(notes, key=lambda n: (n.created_at, n.id), reverse=True):
-            home = self._home(note, entries, members, unit)
+            home = self._home(note, entries, members, unit, names)
             if home is None:
                 entries.append(Entry(note))
                 members.append([note])
@@ -114,6 +129,7 @@ class Folder:
         entries: list[Entry],
         members: list[list[Note]],
         unit: dict[str, np.ndarray],
+        names: dict[str, frozenset[str]],
     ) -> int | None:
         mine = unit.get(note.id)
         if mine is None:
@@ -128,7 +144,12 @@ class Folder:
                 note.priority,
             ):
                 continue
-            if any(m.id in unit and float(unit[m.id] @ mine) >= self.threshold for m in group):
+            if any(
+                m.id in unit
+                and names[m.id] == names[note.id]
+                and float(unit[m.id] @ mine) >= self.threshold
+                for m in group
+            ):
                 return i
         return None
 

@@ -102,3 +102,31 @@ async def test_search_folds_near_duplicates_into_one_result(harness: Harness) ->
     assert "CI breaks on 22" not in text
     if related["id"] in ids:
         assert results[ids.index(related["id"])]["also"] == []
+
+
+async def test_notes_that_differ_in_an_identifier_or_a_number_never_fold(
+    harness: Harness,
+) -> None:
+    """Template notes are as alike as rewordings (cosine above the threshold) but name
+    different things: each stays its own result, so an exact search finds its own."""
+    texts = [
+        "Incident 12: the auth service exhausted its pool, marker zq7c660f688e",
+        "Incident 13: the auth service exhausted its pool, marker zq4b1e99a0c2",
+        "The staging database listens on port 5432 after the move",
+        "The staging database listens on port 6432 after the move",
+    ]
+    ids = [(await harness.ok("add_note", text=t))["id"] for t in texts]
+    await harness.settle()
+    vecs = np.asarray(await harness.app.embedder.embed_documents(texts[:2]), dtype=np.float64)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    assert float(vecs[0] @ vecs[1]) >= FOLD_SIMILARITY  # alike enough to fold by cosine
+    for query, pair in (
+        ("auth service pool exhausted", ids[:2]),
+        ("staging database port", ids[2:]),
+    ):
+        found = await harness.call("search_memory", query=query, top=5)
+        results = {r["id"]: r for r in found.structured_content["results"]}
+        assert set(pair) <= set(results), query
+        assert all(results[i]["also"] == [] for i in pair)
+    got = await harness.ok("search_memory", query="zq4b1e99a0c2", top=3)
+    assert got["results"][0]["id"] == ids[1] and got["results"][0]["also"] == []

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import NotFound
-from .settings import KiokuSettings
+from mcp_gateway.errors import NotFound
+from mcp_gateway.settings import KiokuSettings
 
 DEFAULT_GRANT = "default"
 

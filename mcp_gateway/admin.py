@@ -24,13 +24,13 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from . import request_context
-from .access import settings_scope
-from .errors import KiokuError
-from .keyfile import OWNER_HEADER, owner_key
-from .owner_state import OwnerState
-from .services import Services
-from .services.api import call
+from mcp_gateway import request_context
+from mcp_gateway.access import settings_scope
+from mcp_gateway.errors import KiokuError
+from mcp_gateway.keyfile import OWNER_HEADER, owner_key
+from mcp_gateway.owner_state import OwnerState
+from mcp_gateway.services import Services
+from mcp_gateway.services.api import call
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .types import SearchResponse
+from mcp_gateway.types import SearchResponse
 
 # (query, type, domain, top, namespaces, alternatives)
 AnswerKey = tuple[str, str, str, int, tuple[str, ...], tuple[str, ...]]

@@ -18,29 +18,29 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from . import fsperms
-from .access import settings_scope
-from .activity import ActivityLog
-from .applier import Applier
-from .db import Database
-from .embedders import build_embedder, latent_configured
-from .embedders.base import Embedder
-from .errors import EmbedderUnavailable, KiokuError
-from .fresh import FreshEmbedder, FreshLimits
-from .index import catalog
-from .index.base import IndexSpec
-from .index.live import LiveIndex
-from .indexing import Indexer
-from .jobs import JobContext, Scheduler, build_scheduler
-from .notes import NoteStore
-from .prefetch import Prefetcher
-from .reconcile import ReconcileReport, reconcile
-from .records import RecordStore
-from .search import SearchService
-from .settings import KiokuSettings
-from .thresholds import ThresholdCache
-from .vectors import VectorStore
-from .writebehind import WriteBehind
+from mcp_gateway import fsperms
+from mcp_gateway.access import settings_scope
+from mcp_gateway.activity import ActivityLog
+from mcp_gateway.applier import Applier
+from mcp_gateway.db import Database
+from mcp_gateway.embedders import build_embedder, latent_configured
+from mcp_gateway.embedders.base import Embedder
+from mcp_gateway.errors import EmbedderUnavailable, KiokuError
+from mcp_gateway.fresh import FreshEmbedder, FreshLimits
+from mcp_gateway.index import catalog
+from mcp_gateway.index.base import IndexSpec
+from mcp_gateway.index.live import LiveIndex
+from mcp_gateway.indexing import Indexer
+from mcp_gateway.jobs import JobContext, Scheduler, build_scheduler
+from mcp_gateway.notes import NoteStore
+from mcp_gateway.prefetch import Prefetcher
+from mcp_gateway.reconcile import ReconcileReport, reconcile
+from mcp_gateway.records import RecordStore
+from mcp_gateway.search import SearchService
+from mcp_gateway.settings import KiokuSettings
+from mcp_gateway.thresholds import ThresholdCache
+from mcp_gateway.vectors import VectorStore
+from mcp_gateway.writebehind import WriteBehind
 
 log = logging.getLogger(__name__)
 

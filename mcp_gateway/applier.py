@@ -19,15 +19,21 @@ from collections.abc import Sequence
 import anyio
 import anyio.to_thread
 
-from .db import Database
-from .index.base import Index
-from .index.catalog import APPLIED_KEY, PRIORS_KEY
-from .indexing import load_priors, note_document, note_point, record_document, record_point
-from .notes import NoteStore
-from .records import RecordStore
-from .types import IndexPoint, point_id
-from .vectors import StoredVector, VectorStore, content_hash
-from .writebehind import WriteBehind
+from mcp_gateway.db import Database
+from mcp_gateway.index.base import Index
+from mcp_gateway.index.catalog import APPLIED_KEY, PRIORS_KEY
+from mcp_gateway.indexing import (
+    load_priors,
+    note_document,
+    note_point,
+    record_document,
+    record_point,
+)
+from mcp_gateway.notes import NoteStore
+from mcp_gateway.records import RecordStore
+from mcp_gateway.types import IndexPoint, point_id
+from mcp_gateway.vectors import StoredVector, VectorStore, content_hash
+from mcp_gateway.writebehind import WriteBehind
 
 log = logging.getLogger(__name__)
 

@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from . import lexical
-from .calibration_vectors import LANGUAGE_DIRECTIONS
+from mcp_gateway import lexical
+from mcp_gateway.calibration_vectors import LANGUAGE_DIRECTIONS
 
 
 @dataclass(frozen=True, slots=True)

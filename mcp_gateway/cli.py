@@ -17,10 +17,10 @@ from typing import Any
 
 import anyio
 
-from . import __version__, fsperms
-from .errors import KiokuError, NotFound
-from .settings import DEFAULT_NOTE_TYPES, KiokuSettings, load_settings
-from .validation import PRIORITIES
+from mcp_gateway import __version__, fsperms
+from mcp_gateway.errors import KiokuError, NotFound
+from mcp_gateway.settings import DEFAULT_NOTE_TYPES, KiokuSettings, load_settings
+from mcp_gateway.validation import PRIORITIES
 
 log = logging.getLogger("kioku")
 SERVICES = ("serve", "worker")
@@ -175,7 +175,7 @@ def _parser() -> argparse.ArgumentParser:
     worker.add_argument("--burst", action="store_true", help="exit when the queue is empty")
     worker.add_argument("--check", action="store_true", help="health check exit code")
 
-    from .cli_records import add_records_parser
+    from mcp_gateway.cli_records import add_records_parser
 
     add_records_parser(sub, common)
     return p
@@ -212,8 +212,8 @@ def _log_level(args: argparse.Namespace, settings: KiokuSettings) -> str:
 def _check_args(args: argparse.Namespace, settings: KiokuSettings) -> None:
     """Argument checks that need the settings (the same rules as the MCP tools)."""
     if args.command == "search" and args.type:
-        from .records.model import RECORD_TYPES
-        from .validation import choice
+        from mcp_gateway.records.model import RECORD_TYPES
+        from mcp_gateway.validation import choice
 
         args.type = choice(args.type, "type", sorted({*settings.notes.types, *RECORD_TYPES}))
 
@@ -254,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _dispatch(args: argparse.Namespace, settings: KiokuSettings) -> int:
     if args.command == "ui":
-        from .ui.launch import serve_ui
+        from mcp_gateway.ui.launch import serve_ui
 
         return serve_ui(
             settings,
@@ -267,17 +267,17 @@ def _dispatch(args: argparse.Namespace, settings: KiokuSettings) -> int:
         if not args.http and not args.standalone:
             # an editor waits on this start at every launch: the proxy path imports what
             # it uses only, not the owner's modules (seconds: the server, the stores)
-            from .stdio_proxy import proxies, run_proxy
+            from mcp_gateway.stdio_proxy import proxies, run_proxy
 
             if proxies(settings):
                 run_proxy(settings)
                 return 0
-        from .owner import serve
+        from mcp_gateway.owner import serve
 
         return serve(settings, http=args.http, standalone=args.standalone)
     if args.command == "worker":
         return _run_worker(args)
-    from . import commands
+    from mcp_gateway import commands
 
     handlers: dict[str, Callable[[argparse.Namespace, KiokuSettings], Awaitable[int]]] = {
         "add": commands.add,

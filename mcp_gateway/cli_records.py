@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from .errors import KiokuError
-from .records import render
-from .records.model import (
+from mcp_gateway.errors import KiokuError
+from mcp_gateway.records import render
+from mcp_gateway.records.model import (
     ACTION_STATES,
     RECORD_TYPES,
     RELATIONS,
@@ -23,11 +23,11 @@ from .records.model import (
     RecordUpdated,
     RecordView,
 )
-from .records.store import MAX_SEARCH_LIMIT
-from .validation import terminal_safe
+from mcp_gateway.records.store import MAX_SEARCH_LIMIT
+from mcp_gateway.validation import terminal_safe
 
 if TYPE_CHECKING:
-    from .client import Memory
+    from mcp_gateway.client import Memory
 
 log = logging.getLogger(__name__)
 

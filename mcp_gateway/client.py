@@ -25,12 +25,12 @@ from typing import Any, Protocol
 import anyio
 import httpx
 
-from . import errors, request_context
-from . import local_gateway as gw
-from .errors import KiokuError, StoreUnavailable
-from .keyfile import OWNER_HEADER, owner_key
-from .settings import KiokuSettings
-from .types import Progress, RebuildStatus
+from mcp_gateway import errors, request_context
+from mcp_gateway import local_gateway as gw
+from mcp_gateway.errors import KiokuError, StoreUnavailable
+from mcp_gateway.keyfile import OWNER_HEADER, owner_key
+from mcp_gateway.settings import KiokuSettings
+from mcp_gateway.types import Progress, RebuildStatus
 
 log = logging.getLogger(__name__)
 
@@ -159,15 +159,15 @@ async def connect(
         if fd is not None:
             break
         if time.monotonic() > deadline:
-            from .owner import busy_message
+            from mcp_gateway.owner import busy_message
 
             raise StoreUnavailable(busy_message(settings) + " (it does not answer on its socket)")
         await anyio.sleep(0.1)  # an owner is starting: it listens once its stores are open
     try:
         # the stores, the index and the models: imported only by a command that opens them
-        from .app import open_app
-        from .local_memory import LocalMemory
-        from .services import Services
+        from mcp_gateway.app import open_app
+        from mcp_gateway.local_memory import LocalMemory
+        from mcp_gateway.services import Services
 
         own = settings if configured_engine else for_one_command(settings)
         async with open_app(own, run_jobs=False) as app:

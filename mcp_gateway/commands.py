@@ -16,14 +16,14 @@ from typing import Any
 
 import anyio
 
-from . import local_gateway as gw
-from .client import RemoteMemory, connect, owner_client
-from .errors import InvalidInput
-from .http_token import read_token, token_path
-from .owner_state import read_owner
-from .render import render_note, render_search
-from .settings import KiokuSettings
-from .types import RebuildStatus, SearchResponse
+from mcp_gateway import local_gateway as gw
+from mcp_gateway.client import RemoteMemory, connect, owner_client
+from mcp_gateway.errors import InvalidInput
+from mcp_gateway.http_token import read_token, token_path
+from mcp_gateway.owner_state import read_owner
+from mcp_gateway.render import render_note, render_search
+from mcp_gateway.settings import KiokuSettings
+from mcp_gateway.types import RebuildStatus, SearchResponse
 
 
 def print_json(data: Any) -> None:
@@ -75,7 +75,7 @@ async def list_notes(args: argparse.Namespace, settings: KiokuSettings) -> int:
 
 
 async def show(args: argparse.Namespace, settings: KiokuSettings) -> int:
-    from .services.notes import NoteView  # the service layer: only where it is needed
+    from mcp_gateway.services.notes import NoteView  # the service layer: only where it is needed
 
     async with connect(settings) as memory:
         out = await memory.call("notes.get", note_id=args.id)
@@ -226,7 +226,7 @@ async def reindex(args: argparse.Namespace, settings: KiokuSettings) -> int:
 
 
 def _configured_model(settings: KiokuSettings) -> str:
-    from .embedders import build_embedder
+    from mcp_gateway.embedders import build_embedder
 
     return build_embedder(settings.embedder).model_id
 
@@ -258,7 +258,7 @@ async def doctor(args: argparse.Namespace, settings: KiokuSettings) -> int:
         ok = ok and check["ok"]
         print(f"{check['name']:<10} {'ok ' if check['ok'] else 'FAILED'} {check['detail']}")
     if settings.redis_url:
-        from .jobs.health import check_redis
+        from mcp_gateway.jobs.health import check_redis
 
         redis_ok, detail = await check_redis(settings)
         ok = ok and redis_ok
@@ -277,8 +277,8 @@ async def export(args: argparse.Namespace, settings: KiokuSettings) -> int:
     """A backup: JSON lines (re-importable) or one Markdown document (for reading)."""
     from pathlib import Path
 
-    from .export import write_atomic
-    from .services.transfer import render_markdown
+    from mcp_gateway.export import write_atomic
+    from mcp_gateway.services.transfer import render_markdown
 
     def target() -> Path | None:
         output = Path(args.output).expanduser() if args.output else None
@@ -315,8 +315,8 @@ async def import_(args: argparse.Namespace, settings: KiokuSettings) -> int:
     refusal), warn about what was skipped, then the owner checks again and writes."""
     from pathlib import Path
 
-    from .services.import_check import Limits, check_items
-    from .services.import_files import parse_file
+    from mcp_gateway.services.import_check import Limits, check_items
+    from mcp_gateway.services.import_files import parse_file
 
     limits = Limits.of(settings)
 
@@ -338,7 +338,7 @@ async def import_(args: argparse.Namespace, settings: KiokuSettings) -> int:
 
 
 async def records(args: argparse.Namespace, settings: KiokuSettings) -> int:
-    from .cli_records import run_records_command
+    from mcp_gateway.cli_records import run_records_command
 
     async with connect(settings) as memory:
         return await run_records_command(args, memory)

@@ -22,7 +22,7 @@ from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
-from .errors import KiokuError
+from mcp_gateway.errors import KiokuError
 
 ENV_PREFIX = "KIOKU_"
 # read by settings.config_files(), not a setting itself

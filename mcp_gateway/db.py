@@ -21,8 +21,8 @@ from typing import Any, TypeVar
 
 import anyio
 
-from .diskguard import require_space
-from .errors import StoreUnavailable
+from mcp_gateway.diskguard import require_space
+from mcp_gateway.errors import StoreUnavailable
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from .errors import StoreUnavailable
+from mcp_gateway.errors import StoreUnavailable
 
 DEFAULT_RESERVE_BYTES = 48 * 1024 * 1024
 

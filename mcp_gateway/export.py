@@ -20,12 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from .access import Scope
-from .neardup import Folder
-from .notes import NoteStore
-from .render import iso, quote
-from .settings import ExportSettings
-from .types import Note
+from mcp_gateway.access import Scope
+from mcp_gateway.neardup import Folder
+from mcp_gateway.notes import NoteStore
+from mcp_gateway.render import iso, quote
+from mcp_gateway.settings import ExportSettings
+from mcp_gateway.types import Note
 
 log = logging.getLogger(__name__)
 

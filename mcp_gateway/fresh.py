@@ -26,13 +26,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .embedders.base import Embedder, Encoded
-from .errors import EmbedderUnavailable, KiokuError
-from .indexing import note_document, record_document
-from .notes import NoteStore
-from .records import RecordStore
-from .types import IndexHit, Note, SparseVector
-from .vectors import VectorStore, content_hash
+from mcp_gateway.embedders.base import Embedder, Encoded
+from mcp_gateway.errors import EmbedderUnavailable, KiokuError
+from mcp_gateway.indexing import note_document, record_document
+from mcp_gateway.notes import NoteStore
+from mcp_gateway.records import RecordStore
+from mcp_gateway.types import IndexHit, Note, SparseVector
+from mcp_gateway.vectors import VectorStore, content_hash
 
 log = logging.getLogger(__name__)
 

@@ -11,8 +11,8 @@ import hmac
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 
-from .access import DEFAULT_GRANT, Scope, grant_scopes, settings_scope
-from .settings import KiokuSettings
+from mcp_gateway.access import DEFAULT_GRANT, Scope, grant_scopes, settings_scope
+from mcp_gateway.settings import KiokuSettings
 
 
 def request_scope(settings: KiokuSettings) -> Scope:

@@ -15,8 +15,8 @@ import secrets
 import stat
 from pathlib import Path
 
-from . import fsperms
-from .errors import StoreUnavailable
+from mcp_gateway import fsperms
+from mcp_gateway.errors import StoreUnavailable
 
 TOKEN_FILE = "http.token"
 

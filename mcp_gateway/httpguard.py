@@ -25,7 +25,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from . import compat, peercred
+from mcp_gateway import compat, peercred
 
 log = logging.getLogger(__name__)
 

@@ -16,14 +16,14 @@ from typing import Any
 
 import anyio.to_thread
 
-from . import lexical
-from .db import Database, register_migration
-from .index.base import Index, visible_value
-from .notes import NoteStore
-from .records import RecordStore
-from .records.model import Record
-from .types import IndexPoint, Note, SparseVector, point_id
-from .vectors import VectorStore, content_hash
+from mcp_gateway import lexical
+from mcp_gateway.db import Database, register_migration
+from mcp_gateway.index.base import Index, visible_value
+from mcp_gateway.notes import NoteStore
+from mcp_gateway.records import RecordStore
+from mcp_gateway.records.model import Record
+from mcp_gateway.types import IndexPoint, Note, SparseVector, point_id
+from mcp_gateway.vectors import VectorStore, content_hash
 
 log = logging.getLogger(__name__)
 

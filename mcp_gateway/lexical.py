@@ -22,7 +22,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterator
 
-from .types import SparseVector
+from mcp_gateway.types import SparseVector
 
 K1 = 1.2
 B = 0.75

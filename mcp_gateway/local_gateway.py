@@ -37,8 +37,8 @@ from pathlib import Path
 
 import anyio
 
-from . import fsperms, peercred
-from .settings import KiokuSettings
+from mcp_gateway import fsperms, peercred
+from mcp_gateway.settings import KiokuSettings
 
 log = logging.getLogger(__name__)
 

@@ -10,10 +10,10 @@ from typing import Any
 
 import anyio
 
-from .access import settings_scope
-from .services import Services
-from .services.api import call
-from .types import Progress, RebuildStatus
+from mcp_gateway.access import settings_scope
+from mcp_gateway.services import Services
+from mcp_gateway.services.api import call
+from mcp_gateway.types import Progress, RebuildStatus
 
 
 class LocalMemory:

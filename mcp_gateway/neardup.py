@@ -27,11 +27,11 @@ from typing import Protocol
 
 import numpy as np
 
-from .exact_terms import token_like
-from .indexing import note_document
-from .lexical import compounds
-from .types import Note, SearchResult
-from .vectors import StoredVector, content_hash
+from mcp_gateway.exact_terms import token_like
+from mcp_gateway.indexing import note_document
+from mcp_gateway.lexical import compounds
+from mcp_gateway.types import Note, SearchResult
+from mcp_gateway.vectors import StoredVector, content_hash
 
 log = logging.getLogger(__name__)
 

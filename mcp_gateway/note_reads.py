@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 
-from .notes import NoteStore
-from .settings import SearchSettings
-from .types import Note
+from mcp_gateway.notes import NoteStore
+from mcp_gateway.settings import SearchSettings
+from mcp_gateway.types import Note
 
 Key = tuple[tuple[str, ...], tuple[str, ...], str]  # (type filter,), namespaces, domain
 # what ``RecentNotes.known`` and ``read`` take: type filter, namespaces, domain, generation

@@ -20,9 +20,9 @@ from typing import Any
 
 from ulid import ULID
 
-from .db import Database, register_migration
-from .errors import NotFound
-from .types import Note
+from mcp_gateway.db import Database, register_migration
+from mcp_gateway.errors import NotFound
+from mcp_gateway.types import Note
 
 register_migration(
     "notes",

@@ -37,23 +37,23 @@ import uvicorn
 from starlette.applications import Starlette
 from starlette.routing import Mount
 
-from . import fsperms, httpguard
-from . import local_gateway as gw
-from .admin import OwnerOnly, admin_app
-from .app import open_app
-from .errors import KiokuError
-from .owner_state import OwnerKind, OwnerState, info_path, read_owner
-from .server import (
+from mcp_gateway import fsperms, httpguard
+from mcp_gateway import local_gateway as gw
+from mcp_gateway.admin import OwnerOnly, admin_app
+from mcp_gateway.app import open_app
+from mcp_gateway.errors import KiokuError
+from mcp_gateway.owner_state import OwnerKind, OwnerState, info_path, read_owner
+from mcp_gateway.server import (
     check_http,
     create_server,
     http_verifier,
     local_transport_security,
     transport_security,
 )
-from .services import Services
-from .session_socket import serve_sessions
-from .settings import KiokuSettings
-from .ui import mount_ui, ui_mount
+from mcp_gateway.services import Services
+from mcp_gateway.session_socket import serve_sessions
+from mcp_gateway.settings import KiokuSettings
+from mcp_gateway.ui import mount_ui, ui_mount
 
 log = logging.getLogger(__name__)
 
@@ -209,7 +209,7 @@ async def _watch_gone(state: OwnerState, gone: Callable[[], str | None]) -> None
         reason = gone()
         if reason is not None:
             log.error("%s: exiting (nothing left to save)", reason)
-            from .embedders.local import exit_now
+            from mcp_gateway.embedders.local import exit_now
 
             exit_now(EXIT_DATA_DIR_GONE)
 
@@ -312,7 +312,7 @@ def run_owner(
         info_path(paths).unlink(missing_ok=True)
         os.close(fd)  # releases the lock last: the stores are closed by now
     log.info("kioku %s stopped", kind)
-    from .embedders.local import exit_if_busy
+    from mcp_gateway.embedders.local import exit_if_busy
 
     exit_if_busy(EXIT_OK)  # the batch a stop abandoned is not waited for
     return EXIT_OK
@@ -346,7 +346,7 @@ def serve(settings: KiokuSettings, *, http: bool, standalone: bool = False) -> i
     (``--http``, ``--standalone``)."""
     if http:
         return run_owner(settings, "http")
-    from .stdio_proxy import proxies, run_proxy
+    from mcp_gateway.stdio_proxy import proxies, run_proxy
 
     if not standalone and proxies(settings):
         # Several editors, one embedded memory: proxy to the data dir's shared daemon.
@@ -364,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
     detached by the first ``kioku serve`` proxy (``local_gateway.spawn_daemon``)."""
     import argparse
 
-    from .settings import load_settings
+    from mcp_gateway.settings import load_settings
 
     parser = argparse.ArgumentParser(prog="python -m mcp_gateway.owner")
     parser.add_argument("--data-dir", required=True)

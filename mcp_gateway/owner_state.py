@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 import anyio
 
-from . import local_gateway as gw
+from mcp_gateway import local_gateway as gw
 
 OwnerKind = Literal["daemon", "http", "stdio"]
 

@@ -28,7 +28,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from . import compat
+from mcp_gateway import compat
 
 log = logging.getLogger(__name__)
 

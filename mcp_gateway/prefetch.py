@@ -28,10 +28,10 @@ from contextlib import contextmanager
 import anyio
 import anyio.lowlevel
 
-from .errors import KiokuError
-from .fresh import FreshEmbedder
-from .notes import NoteStore
-from .types import Note
+from mcp_gateway.errors import KiokuError
+from mcp_gateway.fresh import FreshEmbedder
+from mcp_gateway.notes import NoteStore
+from mcp_gateway.types import Note
 
 log = logging.getLogger(__name__)
 

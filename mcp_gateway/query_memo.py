@@ -18,8 +18,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import lexical
-from .types import SparseVector
+from mcp_gateway import lexical
+from mcp_gateway.types import SparseVector
 
 
 @dataclass(slots=True)

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from .types import IndexHit
+from mcp_gateway.types import IndexHit
 
 PRIORITY_ORDER = {"high": 0, "": 1, "low": 2}
 

@@ -35,13 +35,13 @@ from typing import Any
 
 import anyio.to_thread
 
-from .index.base import Index
-from .indexing import Indexer, load_priors, note_payload, record_payload
-from .jobs import failures
-from .jobs.base import Scheduler
-from .notes import NoteStore
-from .records import Record, RecordStore
-from .types import Kind, Note, point_id
+from mcp_gateway.index.base import Index
+from mcp_gateway.indexing import Indexer, load_priors, note_payload, record_payload
+from mcp_gateway.jobs import failures
+from mcp_gateway.jobs.base import Scheduler
+from mcp_gateway.notes import NoteStore
+from mcp_gateway.records import Record, RecordStore
+from mcp_gateway.types import Kind, Note, point_id
 
 log = logging.getLogger(__name__)
 

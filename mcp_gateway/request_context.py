@@ -19,9 +19,9 @@ import json
 import re
 from typing import Any
 
-from .access import Scope
-from .errors import InvalidInput
-from .settings import KiokuSettings
+from mcp_gateway.access import Scope
+from mcp_gateway.errors import InvalidInput
+from mcp_gateway.settings import KiokuSettings
 
 # Settings the owner's process is built with; the rest of the top level is per request
 # (namespace, read_namespaces, project), the data dir itself (the socket's), or the

@@ -16,18 +16,18 @@ from typing import Any, Protocol
 
 import anyio
 
-from .answers import AnswerCache
-from .calibration import Calibration, for_model, shift_views
-from .embedders.base import Embedder, Encoded
-from .errors import EmbedderUnavailable, InvalidInput
-from .exact_terms import identifier_terms
-from .fresh import FreshEmbedder
-from .index.base import Channels, Index
-from .note_reads import RecentAt, RecentNotes, ShownNotes
-from .notes import NoteStore
-from .prefetch import Searches
-from .query_memo import QueryMemo
-from .ranking import (
+from mcp_gateway.answers import AnswerCache
+from mcp_gateway.calibration import Calibration, for_model, shift_views
+from mcp_gateway.embedders.base import Embedder, Encoded
+from mcp_gateway.errors import EmbedderUnavailable, InvalidInput
+from mcp_gateway.exact_terms import identifier_terms
+from mcp_gateway.fresh import FreshEmbedder
+from mcp_gateway.index.base import Channels, Index
+from mcp_gateway.note_reads import RecentAt, RecentNotes, ShownNotes
+from mcp_gateway.notes import NoteStore
+from mcp_gateway.prefetch import Searches
+from mcp_gateway.query_memo import QueryMemo
+from mcp_gateway.ranking import (
     Candidate,
     Head,
     RankingParams,
@@ -39,10 +39,10 @@ from .ranking import (
     recent_floor,
     select,
 )
-from .search_results import kind_of, note_result, record_result
-from .settings import SearchSettings
-from .thresholds import ThresholdCache
-from .types import (
+from mcp_gateway.search_results import kind_of, note_result, record_result
+from mcp_gateway.settings import SearchSettings
+from mcp_gateway.thresholds import ThresholdCache
+from mcp_gateway.types import (
     IndexFilter,
     IndexHit,
     Note,
@@ -51,7 +51,7 @@ from .types import (
     SparseVector,
     point_id,
 )
-from .writebehind import WriteBehind
+from mcp_gateway.writebehind import WriteBehind
 
 log = logging.getLogger(__name__)
 

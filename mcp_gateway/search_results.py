@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .ranking import Candidate
-from .render import iso
-from .types import Note, SearchResult
+from mcp_gateway.ranking import Candidate
+from mcp_gateway.render import iso
+from mcp_gateway.types import Note, SearchResult
 
 
 def kind_of(cand: Candidate) -> str:

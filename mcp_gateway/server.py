@@ -14,16 +14,16 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import SecretStr
 
-from . import __version__, export
-from .app import AppContext, open_app
-from .errors import InvalidInput
-from .http_auth import GrantTokenVerifier, request_scope
-from .http_token import local_token, token_path
-from .neardup import Folder
-from .services import Services
-from .settings import KiokuSettings
-from .tools_notes import register_note_tools
-from .tools_records import register_record_tools
+from mcp_gateway import __version__, export
+from mcp_gateway.app import AppContext, open_app
+from mcp_gateway.errors import InvalidInput
+from mcp_gateway.http_auth import GrantTokenVerifier, request_scope
+from mcp_gateway.http_token import local_token, token_path
+from mcp_gateway.neardup import Folder
+from mcp_gateway.services import Services
+from mcp_gateway.settings import KiokuSettings
+from mcp_gateway.tools_notes import register_note_tools
+from mcp_gateway.tools_records import register_record_tools
 
 log = logging.getLogger(__name__)
 

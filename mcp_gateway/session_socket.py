@@ -29,10 +29,10 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.message import SessionMessage
 
-from . import compat, peercred
-from . import local_gateway as gw
-from .jsonrpc_peek import peek_id
-from .owner_state import OwnerState
+from mcp_gateway import compat, peercred
+from mcp_gateway import local_gateway as gw
+from mcp_gateway.jsonrpc_peek import peek_id
+from mcp_gateway.owner_state import OwnerState
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from .config_check import ConfigError, check_toml, describe, unknown_env
+from mcp_gateway.config_check import ConfigError, check_toml, describe, unknown_env
 
 log = logging.getLogger("kioku.config")
 

@@ -42,11 +42,11 @@ import threading
 import time
 from typing import Any
 
-from . import local_gateway as gw
-from . import peercred
-from .jsonrpc_peek import peek_id
-from .local_gateway import GatewayUnavailable
-from .settings import KiokuSettings
+from mcp_gateway import local_gateway as gw
+from mcp_gateway import peercred
+from mcp_gateway.jsonrpc_peek import peek_id
+from mcp_gateway.local_gateway import GatewayUnavailable
+from mcp_gateway.settings import KiokuSettings
 
 log = logging.getLogger(__name__)
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 import time
 
-from .calibration import for_model
-from .db import Database
+from mcp_gateway.calibration import for_model
+from mcp_gateway.db import Database
 
 THRESHOLDS_META_KEY = "search.thresholds"
 

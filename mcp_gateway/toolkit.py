@@ -14,10 +14,10 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel
 
-from .access import Scope
-from .errors import KiokuError, NotFound
-from .http_auth import request_scope
-from .services import Services
+from mcp_gateway.access import Scope
+from mcp_gateway.errors import KiokuError, NotFound
+from mcp_gateway.http_auth import request_scope
+from mcp_gateway.services import Services
 
 log = logging.getLogger(__name__)
 

@@ -9,10 +9,10 @@ from typing import Annotated
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult
 
-from .render import render_note, render_search
-from .services.notes import AddNoteResult, NoteView
-from .toolkit import result, scope_of, services_from, tool_errors
-from .types import SearchResponse
+from mcp_gateway.render import render_note, render_search
+from mcp_gateway.services.notes import AddNoteResult, NoteView
+from mcp_gateway.toolkit import result, scope_of, services_from, tool_errors
+from mcp_gateway.types import SearchResponse
 
 
 def register_note_tools(mcp: MCPServer) -> None:

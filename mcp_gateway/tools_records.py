@@ -12,16 +12,16 @@ from typing import Annotated
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult
 
-from .records import render
-from .records.model import (
+from mcp_gateway.records import render
+from mcp_gateway.records.model import (
     RecordAdded,
     RecordLinked,
     RecordSearchResponse,
     RecordUpdated,
     RecordView,
 )
-from .toolkit import result, scope_of, services_from, tool_errors
-from .tools_workspace import session_project
+from mcp_gateway.toolkit import result, scope_of, services_from, tool_errors
+from mcp_gateway.tools_workspace import session_project
 
 
 def register_record_tools(mcp: MCPServer) -> None:

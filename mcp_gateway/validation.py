@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import unicodedata
 
-from .errors import InvalidInput
+from mcp_gateway.errors import InvalidInput
 
 PRIORITIES = ("", "high", "low")
 _ALLOWED_CONTROL = {"\n", "\t"}

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .db import Database, register_migration
-from .types import SparseVector
+from mcp_gateway.db import Database, register_migration
+from mcp_gateway.types import SparseVector
 
 register_migration(
     "vectors",

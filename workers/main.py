@@ -72,7 +72,7 @@ def _running(pid: int) -> bool:
 
 
 async def _run(settings: KiokuSettings, burst: bool) -> int:
-    from .settings import worker_settings
+    from workers.settings import worker_settings
 
     worker = Worker(**worker_settings(settings, burst=burst))  # handles SIGINT/SIGTERM
     try:

@@ -26,8 +26,7 @@ from mcp_gateway.jobs.context import KEY
 from mcp_gateway.jobs.coordination import RedisCoordinator
 from mcp_gateway.jobs.scheduler import JOBS, SINGLETON_JOBS, QueueNames
 from mcp_gateway.settings import KiokuSettings
-
-from .context import open_worker_context
+from workers.context import open_worker_context
 
 
 def _job(name: str) -> Any:

@@ -12,11 +12,11 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..db import Database
-from ..diskguard import space_guard
-from ..errors import IndexMismatch
-from ..settings import KiokuSettings
-from .base import Index, IndexSpec
+from mcp_gateway.db import Database
+from mcp_gateway.diskguard import space_guard
+from mcp_gateway.errors import IndexMismatch
+from mcp_gateway.index.base import Index, IndexSpec
+from mcp_gateway.settings import KiokuSettings
 
 ACTIVE_KEY = "index.active"
 MODEL_KEY = "index.model"
@@ -82,7 +82,7 @@ def next_collection(base: str, live: str) -> str:
 
 async def open_index(settings: KiokuSettings, spec: IndexSpec) -> Index:
     if settings.index.backend == "edge" and not settings.qdrant_url:
-        from .edge import EdgeIndex
+        from mcp_gateway.index.edge import EdgeIndex
 
         index: Index = EdgeIndex(
             spec,
@@ -95,7 +95,7 @@ async def open_index(settings: KiokuSettings, spec: IndexSpec) -> Index:
         )
         await index.open()
         return index
-    from .qdrant import open_qdrant_index
+    from mcp_gateway.index.qdrant import open_qdrant_index
 
     key = settings.index.qdrant_api_key
     return await open_qdrant_index(

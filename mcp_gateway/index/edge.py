@@ -47,9 +47,8 @@ import anyio
 import anyio.to_thread
 import qdrant_edge as qe
 
-from ..errors import IndexMismatch, StoreUnavailable
-from ..types import IndexFilter, IndexPoint, SparseVector
-from .base import (
+from mcp_gateway.errors import IndexMismatch, StoreUnavailable
+from mcp_gateway.index.base import (
     DENSE,
     LATENT,
     SPARSE,
@@ -58,8 +57,8 @@ from .base import (
     IndexSpec,
     sparse_queries,
 )
-from .edge_shard import open_shard
-from .edge_types import (
+from mcp_gateway.index.edge_shard import open_shard
+from mcp_gateway.index.edge_types import (
     NamespaceCensus,
     PayloadCache,
     Payloads,
@@ -72,6 +71,7 @@ from .edge_types import (
     stored_payloads,
     with_mirror,
 )
+from mcp_gateway.types import IndexFilter, IndexPoint, SparseVector
 
 log = logging.getLogger(__name__)
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import qdrant_edge as qe
 
-from ..errors import IndexMismatch, StoreUnavailable
-from .base import DENSE, LATENT, SPARSE, IndexSpec
-from .edge_types import create_payload_indexes
+from mcp_gateway.errors import IndexMismatch, StoreUnavailable
+from mcp_gateway.index.base import DENSE, LATENT, SPARSE, IndexSpec
+from mcp_gateway.index.edge_types import create_payload_indexes
 
 CONFIG_FILE = "edge_config.json"
 # How the dense vectors are stored (``index.dense_storage``). "turbo16": the engine's

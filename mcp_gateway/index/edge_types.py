@@ -16,14 +16,14 @@ from typing import Any
 
 import qdrant_edge as qe
 
-from ..types import IndexFilter, IndexHit
-from .base import (
+from mcp_gateway.index.base import (
     BOOL_FIELDS,
     FLOAT_FIELDS,
     KEYWORD_FIELDS,
     match_any_terms,
     needs_current_condition,
 )
+from mcp_gateway.types import IndexFilter, IndexHit
 
 CURRENT_MIRROR = "_current"
 

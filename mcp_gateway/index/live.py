@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..types import IndexFilter, IndexPoint, SparseVector
-from .base import Channels, ChannelSearch, Index, IndexSpec
+from mcp_gateway.index.base import Channels, ChannelSearch, Index, IndexSpec
+from mcp_gateway.types import IndexFilter, IndexPoint, SparseVector
 
 
 class LiveIndex(ChannelSearch):

@@ -20,10 +20,8 @@ from typing import Any, ParamSpec, TypeVar
 from qdrant_client import AsyncQdrantClient, models
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
-from ..errors import IndexMismatch, StoreUnavailable
-from ..ranking import best_of_views
-from ..types import IndexFilter, IndexHit, IndexPoint, SparseVector
-from .base import (
+from mcp_gateway.errors import IndexMismatch, StoreUnavailable
+from mcp_gateway.index.base import (
     BOOL_FIELDS,
     DENSE,
     FLOAT_FIELDS,
@@ -37,6 +35,8 @@ from .base import (
     needs_current_condition,
     sparse_queries,
 )
+from mcp_gateway.ranking import best_of_views
+from mcp_gateway.types import IndexFilter, IndexHit, IndexPoint, SparseVector
 
 log = logging.getLogger(__name__)
 

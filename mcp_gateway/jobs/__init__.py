@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from .base import InlineScheduler, Scheduler
-from .context import JobContext
+from mcp_gateway.jobs.base import InlineScheduler, Scheduler
+from mcp_gateway.jobs.context import JobContext
 
 
 def build_scheduler(
@@ -22,10 +22,10 @@ def build_scheduler(
     if not run_jobs:
         return InlineScheduler(kc, apply)
     if kc.settings.redis_url:
-        from .arq_queue import ArqScheduler
+        from mcp_gateway.jobs.arq_queue import ArqScheduler
 
         return ArqScheduler(kc)
-    from .inprocess import InProcessScheduler
+    from mcp_gateway.jobs.inprocess import InProcessScheduler
 
     return InProcessScheduler(kc)
 

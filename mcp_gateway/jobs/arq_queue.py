@@ -16,10 +16,10 @@ from typing import Any
 from arq.connections import ArqRedis, RedisSettings, create_pool
 from arq.constants import in_progress_key_prefix
 
-from . import failures
-from .context import JobContext
-from .coordination import RedisCoordinator
-from .scheduler import QueueNames, QueueScheduler
+from mcp_gateway.jobs import failures
+from mcp_gateway.jobs.context import JobContext
+from mcp_gateway.jobs.coordination import RedisCoordinator
+from mcp_gateway.jobs.scheduler import QueueNames, QueueScheduler
 
 log = logging.getLogger(__name__)
 

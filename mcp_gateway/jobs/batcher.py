@@ -15,9 +15,9 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from .context import JobContext
-from .contract import is_transient
-from .embedding import EmbedStats, embed_notes
+from mcp_gateway.jobs.context import JobContext
+from mcp_gateway.jobs.contract import is_transient
+from mcp_gateway.jobs.embedding import EmbedStats, embed_notes
 
 log = logging.getLogger(__name__)
 

@@ -24,10 +24,10 @@ from arq.worker import Retry
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from ..errors import EmbedderUnavailable, StoreUnavailable
-from . import failures
-from .context import job_context
-from .coordination import Coordinator
+from mcp_gateway.errors import EmbedderUnavailable, StoreUnavailable
+from mcp_gateway.jobs import failures
+from mcp_gateway.jobs.context import job_context
+from mcp_gateway.jobs.coordination import Coordinator
 
 log = logging.getLogger(__name__)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from arq.connections import RedisSettings, create_pool
 
-from ..settings import KiokuSettings
-from .scheduler import QueueNames
+from mcp_gateway.jobs.scheduler import QueueNames
+from mcp_gateway.settings import KiokuSettings
 
 
 async def check_redis(settings: KiokuSettings) -> tuple[bool, str]:

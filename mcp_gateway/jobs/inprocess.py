@@ -20,11 +20,11 @@ from typing import Any
 
 from arq.worker import Retry
 
-from . import failures
-from .batcher import Batcher
-from .context import KEY, JobContext
-from .coordination import MemoryCoordinator
-from .scheduler import JOBS, JobFunction, QueueScheduler, periodic_jobs
+from mcp_gateway.jobs import failures
+from mcp_gateway.jobs.batcher import Batcher
+from mcp_gateway.jobs.context import KEY, JobContext
+from mcp_gateway.jobs.coordination import MemoryCoordinator
+from mcp_gateway.jobs.scheduler import JOBS, JobFunction, QueueScheduler, periodic_jobs
 
 log = logging.getLogger(__name__)
 

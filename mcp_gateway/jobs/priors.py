@@ -25,9 +25,9 @@ from typing import Any
 
 import anyio
 
-from ..solve_credit import SolveCredit, result_ids
-from ..types import Note
-from .context import JobContext
+from mcp_gateway.jobs.context import JobContext
+from mcp_gateway.solve_credit import SolveCredit, result_ids
+from mcp_gateway.types import Note
 
 log = logging.getLogger(__name__)
 

@@ -24,9 +24,9 @@ from typing import Any
 import anyio
 import numpy as np
 
-from ..thresholds import thresholds_key
-from ..types import Note
-from .context import JobContext
+from mcp_gateway.jobs.context import JobContext
+from mcp_gateway.thresholds import thresholds_key
+from mcp_gateway.types import Note
 
 log = logging.getLogger(__name__)
 

@@ -3,8 +3,8 @@
 Importing the package registers the "records" schema migration with the database.
 """
 
-from . import schema as _schema  # noqa: F401  (registers the migration)
-from .model import (
+from mcp_gateway.records import schema as _schema  # noqa: F401  (registers the migration)
+from mcp_gateway.records.model import (
     ACTION_STATES,
     RECORD_TYPES,
     RELATIONS,
@@ -21,7 +21,7 @@ from .model import (
     RecordUpdated,
     RecordView,
 )
-from .store import RecordStore
+from mcp_gateway.records.store import RecordStore
 
 __all__ = [
     "ACTION_STATES",

@@ -12,9 +12,9 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from ..errors import InvalidInput, KiokuError
-from . import queries
-from .model import Edge, HistoryEntry, Record
+from mcp_gateway.errors import InvalidInput, KiokuError
+from mcp_gateway.records import queries
+from mcp_gateway.records.model import Edge, HistoryEntry, Record
 
 Imported = tuple[Record, list[HistoryEntry], list[Edge]]
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
-from .model import REPLACING_RELATIONS
+from mcp_gateway.records.model import REPLACING_RELATIONS
 
 log = logging.getLogger(__name__)
 

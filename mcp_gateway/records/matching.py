@@ -11,10 +11,10 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from . import lifecycle, queries
-from .fts import like_condition, match_rowids
-from .model import Record, RecordSearchHit
-from .schema import FTS_TABLE
+from mcp_gateway.records import lifecycle, queries
+from mcp_gateway.records.fts import like_condition, match_rowids
+from mcp_gateway.records.model import Record, RecordSearchHit
+from mcp_gateway.records.schema import FTS_TABLE
 
 # Old versions of one head may all match: look deeper than ``limit`` before resolving.
 _CANDIDATES = 1000

@@ -11,9 +11,9 @@ import sqlite3
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 
-from ..errors import Conflict, NotFound
-from . import lifecycle
-from .model import Edge, HistoryEntry, Lifecycle, Record, RecordGraph
+from mcp_gateway.errors import Conflict, NotFound
+from mcp_gateway.records import lifecycle
+from mcp_gateway.records.model import Edge, HistoryEntry, Lifecycle, Record, RecordGraph
 
 _RECORD_COLS = (
     "id, type, project, seq, title, content, status, action_state, created_at, updated_at, "

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..db import register_migration
-from .fts import fts_schema, fts_triggers
+from mcp_gateway.db import register_migration
+from mcp_gateway.records.fts import fts_schema, fts_triggers
 
 FTS_TABLE = "records_fts"
 

@@ -14,13 +14,13 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import Any
 
-from ..access import Scope, unseen
-from ..db import Database
-from ..errors import InvalidInput, NotFound
-from . import imports, matching, queries
-from . import validate as v
-from .fts import parse_query
-from .model import (
+from mcp_gateway.access import Scope, unseen
+from mcp_gateway.db import Database
+from mcp_gateway.errors import InvalidInput, NotFound
+from mcp_gateway.records import imports, matching, queries
+from mcp_gateway.records import validate as v
+from mcp_gateway.records.fts import parse_query
+from mcp_gateway.records.model import (
     CLOSING_STATUSES,
     Edge,
     Record,

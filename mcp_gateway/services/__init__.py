@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..app import AppContext
-from .maintenance import MaintenanceService
-from .notes import NoteService
-from .records import RecordService
-from .reindex import Rebuilder
-from .transfer import TransferService
+from mcp_gateway.app import AppContext
+from mcp_gateway.services.maintenance import MaintenanceService
+from mcp_gateway.services.notes import NoteService
+from mcp_gateway.services.records import RecordService
+from mcp_gateway.services.reindex import Rebuilder
+from mcp_gateway.services.transfer import TransferService
 
 
 @dataclass(slots=True)

@@ -13,9 +13,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..access import Scope
-from ..errors import InvalidInput
-from . import Services
+from mcp_gateway.access import Scope
+from mcp_gateway.errors import InvalidInput
+from mcp_gateway.services import Services
 
 # op -> (service, method, whether the method takes the caller's scope first)
 OPERATIONS: dict[str, tuple[str, str, bool]] = {

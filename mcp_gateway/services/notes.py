@@ -13,16 +13,16 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..access import Scope
-from ..activity import preview
-from ..app import AppContext
-from ..errors import InvalidInput, NotFound
-from ..neardup import Folder, fold_results
-from ..records.model import RECORD_TYPES
-from ..render import iso
-from ..search import SearchRequest
-from ..types import Note, SearchResponse
-from ..validation import PRIORITIES, bounded_int, choice, clean_text, label, one_line
+from mcp_gateway.access import Scope
+from mcp_gateway.activity import preview
+from mcp_gateway.app import AppContext
+from mcp_gateway.errors import InvalidInput, NotFound
+from mcp_gateway.neardup import Folder, fold_results
+from mcp_gateway.records.model import RECORD_TYPES
+from mcp_gateway.render import iso
+from mcp_gateway.search import SearchRequest
+from mcp_gateway.types import Note, SearchResponse
+from mcp_gateway.validation import PRIORITIES, bounded_int, choice, clean_text, label, one_line
 
 
 class AddNoteResult(BaseModel):

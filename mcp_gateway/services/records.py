@@ -6,9 +6,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from ..access import Scope
-from ..app import AppContext
-from ..records.model import (
+from mcp_gateway.access import Scope
+from mcp_gateway.app import AppContext
+from mcp_gateway.records.model import (
     Edge,
     RecordAdded,
     RecordGraph,

@@ -18,14 +18,14 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..app import AppContext
-from ..records import queries
-from ..records.imports import Imported
-from ..records.model import Edge, HistoryEntry, Record
-from ..render import iso
-from ..types import Note
-from .import_check import Limits, check_items
-from .import_files import FORMAT, VERSION
+from mcp_gateway.app import AppContext
+from mcp_gateway.records import queries
+from mcp_gateway.records.imports import Imported
+from mcp_gateway.records.model import Edge, HistoryEntry, Record
+from mcp_gateway.render import iso
+from mcp_gateway.services.import_check import Limits, check_items
+from mcp_gateway.services.import_files import FORMAT, VERSION
+from mcp_gateway.types import Note
 
 
 class ImportReport(BaseModel):
@@ -137,7 +137,7 @@ class TransferService:
         await app.jobs.notes_changed(added_notes, export=bool(added_notes))
         app.notes_pending()
         if added_records:
-            from .records import RecordService
+            from mcp_gateway.services.records import RecordService
 
             await RecordService(app).changed(added_records)
         return report
@@ -148,7 +148,7 @@ _NOTE_FIELDS = ("id", "text", "type", "priority", "domain", "solved_query", "nam
 
 def render_markdown(items: Sequence[dict[str, Any]]) -> str:
     """The export as one readable document (stored text quoted: it is data)."""
-    from ..render import quote
+    from mcp_gateway.render import quote
 
     lines = ["# kioku export", ""]
     for item in items:

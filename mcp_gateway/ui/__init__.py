@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from .routes import build_ui, mount_ui, ui_mount
-from .web import AppRef, Ui
+from mcp_gateway.ui.routes import build_ui, mount_ui, ui_mount
+from mcp_gateway.ui.web import AppRef, Ui
 
 __all__ = ["AppRef", "Ui", "build_ui", "mount_ui", "ui_mount"]

@@ -23,17 +23,17 @@ from typing import Any
 
 import anyio
 
-from .. import export
-from ..access import Scope, settings_scope
-from ..activity import preview
-from ..app import AppContext
-from ..errors import InvalidInput
-from ..jobs import failures
-from ..records.model import RecordGraph, RecordSearchHit, RecordView
-from ..services.notes import NoteService, NoteView
-from ..services.records import RecordService
-from ..types import Note, SearchResponse
-from ..validation import PRIORITIES, choice, one_line
+from mcp_gateway import export
+from mcp_gateway.access import Scope, settings_scope
+from mcp_gateway.activity import preview
+from mcp_gateway.app import AppContext
+from mcp_gateway.errors import InvalidInput
+from mcp_gateway.jobs import failures
+from mcp_gateway.records.model import RecordGraph, RecordSearchHit, RecordView
+from mcp_gateway.services.notes import NoteService, NoteView
+from mcp_gateway.services.records import RecordService
+from mcp_gateway.types import Note, SearchResponse
+from mcp_gateway.validation import PRIORITIES, choice, one_line
 
 BROWSE_PAGE = 50
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from markupsafe import Markup
 
-from .insights import Day
+from mcp_gateway.ui.insights import Day
 
 
 def day_bars(days: Sequence[Day], *, width: int = 720, height: int = 170) -> Markup:

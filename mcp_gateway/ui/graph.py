@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from markupsafe import Markup
 
-from ..records.model import RELATIONS, Edge, Record, RecordGraph
+from mcp_gateway.records.model import RELATIONS, Edge, Record, RecordGraph
 
 NODE_W, NODE_H, GAP_X, GAP_Y, PAD = 236, 78, 90, 26, 16
 TITLE_COLS = 34  # a title wraps onto two lines of this many columns

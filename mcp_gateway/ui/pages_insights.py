@@ -7,9 +7,9 @@ import time
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ..render import iso
-from . import adapter, charts, insights, markdown
-from .web import Viewer, app_of, page
+from mcp_gateway.render import iso
+from mcp_gateway.ui import adapter, charts, insights, markdown
+from mcp_gateway.ui.web import Viewer, app_of, page
 
 DAYS = 30
 # The log is read back this far for the attribution and never-retrieved figures.

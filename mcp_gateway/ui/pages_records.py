@@ -7,11 +7,11 @@ import json
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ..errors import KiokuError
-from ..records.model import RECORD_TYPES, RELATIONS
-from ..render import iso
-from . import adapter, graph
-from .web import Viewer, app_of, page, ui_of
+from mcp_gateway.errors import KiokuError
+from mcp_gateway.records.model import RECORD_TYPES, RELATIONS
+from mcp_gateway.render import iso
+from mcp_gateway.ui import adapter, graph
+from mcp_gateway.ui.web import Viewer, app_of, page, ui_of
 
 
 async def records(request: Request, who: Viewer) -> Response:

@@ -15,12 +15,12 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..app import AppContext
-from ..errors import InvalidInput, KiokuError, NotFound
-from ..settings import KiokuSettings
-from . import pages_insights, pages_notes, pages_records
-from .session import SESSION_TTL_S, Keys
-from .web import (
+from mcp_gateway.app import AppContext
+from mcp_gateway.errors import InvalidInput, KiokuError, NotFound
+from mcp_gateway.settings import KiokuSettings
+from mcp_gateway.ui import pages_insights, pages_notes, pages_records
+from mcp_gateway.ui.session import SESSION_TTL_S, Keys
+from mcp_gateway.ui.web import (
     HERE,
     SECURITY_HEADERS,
     AppRef,

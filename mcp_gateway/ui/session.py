@@ -32,9 +32,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import keyfile
-from ..settings import KiokuSettings
-from .spent import Spent
+from mcp_gateway import keyfile
+from mcp_gateway.settings import KiokuSettings
+from mcp_gateway.ui.spent import Spent
 
 log = logging.getLogger(__name__)
 

@@ -26,12 +26,12 @@ from mcp.server.auth.provider import AccessToken
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from .. import httpguard
-from ..access import grant_scopes
-from ..app import AppContext
-from ..settings import KiokuSettings
-from .adapter import Caller
-from .session import Keys, Session
+from mcp_gateway import httpguard
+from mcp_gateway.access import grant_scopes
+from mcp_gateway.app import AppContext
+from mcp_gateway.settings import KiokuSettings
+from mcp_gateway.ui.adapter import Caller
+from mcp_gateway.ui.session import Keys, Session
 
 log = logging.getLogger(__name__)
 

@@ -32,8 +32,8 @@ sys.path.insert(0, str(_HERE))
 
 from proxy_hop import Side, hogs_running, print_ab, stdio_side, stop_daemon
 
-from mcp_gateway import local_gateway as gw
-from mcp_gateway.settings import KiokuSettings
+from mcp_gateway.common.settings import KiokuSettings
+from mcp_gateway.daemon import local_gateway as gw
 
 SERVE = [sys.executable, "-m", "mcp_gateway.cli", "serve"]
 

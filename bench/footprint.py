@@ -24,10 +24,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[0] = str(ROOT)  # not bench/: its queue.py would shadow the standard library's
 
-from mcp_gateway.access import settings_scope  # noqa: E402
-from mcp_gateway.app import open_app  # noqa: E402
+from mcp_gateway.common.access import settings_scope  # noqa: E402
+from mcp_gateway.common.settings import KiokuSettings  # noqa: E402
 from mcp_gateway.services import Services  # noqa: E402
-from mcp_gateway.settings import KiokuSettings  # noqa: E402
+from mcp_gateway.services.app import open_app  # noqa: E402
 
 DATA = ROOT / "bench" / "quality" / "data"
 TYPES = {"lesson", "conclusion", "knowledge", "note"}

@@ -1,4 +1,4 @@
-"""What embedding fresh notes during a search costs (``mcp_gateway/fresh.py``).
+"""What embedding fresh notes during a search costs (``mcp_gateway/search/fresh.py``).
 
 In one process (in-process jobs, edge index): the 1,038 ``bench/quality`` memories with
 their cached vectors (``bench/quality/embcache.py``; nothing is embedded to load them),
@@ -36,13 +36,13 @@ import time
 import anyio
 from embcache import Cache, load_jsonl, memory_document
 
-from mcp_gateway.app import AppContext, open_app
+from mcp_gateway.common.settings import KiokuSettings
+from mcp_gateway.common.types import Note
 from mcp_gateway.embedders.cache import CachedQueryEmbedder
-from mcp_gateway.indexing import note_document
-from mcp_gateway.search import SearchRequest
-from mcp_gateway.settings import KiokuSettings
-from mcp_gateway.types import Note
-from mcp_gateway.vectors import content_hash
+from mcp_gateway.indexing.indexer import note_document
+from mcp_gateway.search.service import SearchRequest
+from mcp_gateway.services.app import AppContext, open_app
+from mcp_gateway.stores.vectors import content_hash
 
 
 def pct(values: list[float], q: float) -> float:

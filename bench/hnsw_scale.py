@@ -36,13 +36,13 @@ import uuid
 import anyio
 import numpy as np
 
+from mcp_gateway.common.settings import EmbedderSettings
+from mcp_gateway.common.types import IndexFilter, IndexPoint, SparseVector
 from mcp_gateway.embedders import build_embedder
 from mcp_gateway.index.base import IndexSpec
 from mcp_gateway.index.edge import EdgeIndex
 from mcp_gateway.index.edge_shard import STORAGE
 from mcp_gateway.rebuild.build import BUILD_HNSW, BUILD_OPTIMIZERS
-from mcp_gateway.settings import EmbedderSettings
-from mcp_gateway.types import IndexFilter, IndexPoint, SparseVector
 
 DATA = _HERE / "quality" / "data"
 CACHE = Path(tempfile.gettempdir()) / "kioku-hnsw-bench-vectors.npz"

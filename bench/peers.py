@@ -125,9 +125,9 @@ def stats(ms: list[float]) -> dict[str, float]:
 async def _load_kioku(data_dir: Path, texts: list[str], pool_n: int) -> None:
     import numpy as np
 
-    from mcp_gateway.app import open_app
-    from mcp_gateway.indexing import note_point
-    from mcp_gateway.settings import KiokuSettings
+    from mcp_gateway.common.settings import KiokuSettings
+    from mcp_gateway.indexing.indexer import note_point
+    from mcp_gateway.services.app import open_app
 
     settings = KiokuSettings(data_dir=data_dir)
     async with open_app(settings, run_jobs=False) as app:
@@ -154,8 +154,8 @@ async def _load_kioku(data_dir: Path, texts: list[str], pool_n: int) -> None:
                     note_point(note, dense, None, terms) if terms else note_point(note, dense)
                 )
             if hasattr(app, "vectors"):  # the truth store of vectors (issue 9), when present
-                from mcp_gateway.indexing import note_document
-                from mcp_gateway.vectors import content_hash
+                from mcp_gateway.indexing.indexer import note_document
+                from mcp_gateway.stores.vectors import content_hash
 
                 await app.vectors.put(
                     "note",

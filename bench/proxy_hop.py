@@ -42,8 +42,8 @@ from typing import Any
 ROOT = _HERE.parent
 sys.path.insert(0, str(ROOT))
 
-from mcp_gateway import local_gateway as gw
-from mcp_gateway.settings import KiokuSettings
+from mcp_gateway.common.settings import KiokuSettings
+from mcp_gateway.daemon import local_gateway as gw
 
 INITIALIZE = {
     "jsonrpc": "2.0",

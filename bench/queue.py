@@ -39,12 +39,12 @@ from typing import Any
 import numpy as np
 from redis.asyncio import Redis
 
-from mcp_gateway.app import AppContext, open_app
-from mcp_gateway.indexing import note_document
+from mcp_gateway.common.settings import KiokuSettings
+from mcp_gateway.common.types import SparseVector
+from mcp_gateway.indexing.indexer import note_document
 from mcp_gateway.services import Services
-from mcp_gateway.settings import KiokuSettings
-from mcp_gateway.types import SparseVector
-from mcp_gateway.vectors import content_hash
+from mcp_gateway.services.app import AppContext, open_app
+from mcp_gateway.stores.vectors import content_hash
 
 TOPICS = ["deploy", "rate limits", "git rebase", "docker builds", "flaky tests", "migrations"]
 FIELDS = {"type": "note", "priority": "", "domain": "", "solved_query": ""}

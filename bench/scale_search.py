@@ -34,9 +34,9 @@ import time
 
 import peers
 
-from mcp_gateway.app import open_app
-from mcp_gateway.search import SearchRequest
-from mcp_gateway.settings import KiokuSettings
+from mcp_gateway.common.settings import KiokuSettings
+from mcp_gateway.search.service import SearchRequest
+from mcp_gateway.services.app import open_app
 
 
 def pcts(ms: list[float]) -> str:

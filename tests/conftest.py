@@ -16,10 +16,10 @@ import pytest
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
 
-from mcp_gateway import local_gateway as gw
-from mcp_gateway.app import AppContext
-from mcp_gateway.server import create_server
-from mcp_gateway.settings import KiokuSettings
+from mcp_gateway.common.settings import KiokuSettings
+from mcp_gateway.daemon import local_gateway as gw
+from mcp_gateway.protocol.server import create_server
+from mcp_gateway.services.app import AppContext
 
 
 @pytest.fixture(scope="session", autouse=True)

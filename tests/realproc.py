@@ -21,8 +21,8 @@ from typing import Any
 
 from mcp import Client, StdioServerParameters
 
-from mcp_gateway import local_gateway as gw
-from mcp_gateway.settings import KiokuSettings
+from mcp_gateway.common.settings import KiokuSettings
+from mcp_gateway.daemon import local_gateway as gw
 from tests.http_server import KIOKU, free_port, kioku_env
 
 __all__ = ["KIOKU", "free_port", "kioku_env"]
@@ -138,7 +138,7 @@ class HttpProc:
     @property
     def token(self) -> str | None:
         """The token generated into the data dir when none is configured (else None)."""
-        from mcp_gateway.http_token import read_token
+        from mcp_gateway.daemon.http_token import read_token
 
         return read_token(self.data_dir)
 

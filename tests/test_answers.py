@@ -3,7 +3,7 @@ through the real MCP protocol; every kind of write makes the next answer fresh."
 
 from __future__ import annotations
 
-from mcp_gateway.access import settings_scope
+from mcp_gateway.common.access import settings_scope
 from mcp_gateway.services import Services
 
 from .conftest import Harness
@@ -59,8 +59,8 @@ async def test_a_filtered_answer_does_not_shrink_the_stored_one(harness: Harness
 
 
 def test_huge_answers_and_other_generations_are_not_served() -> None:
-    from mcp_gateway.answers import MAX_ANSWER_CHARS, AnswerCache
-    from mcp_gateway.types import SearchResponse, SearchResult
+    from mcp_gateway.common.types import SearchResponse, SearchResult
+    from mcp_gateway.search.answers import MAX_ANSWER_CHARS, AnswerCache
 
     def response(chars: int) -> SearchResponse:
         hit = SearchResult(id="n", type="note", created_at="", score=1.0, text="x" * chars)

@@ -158,7 +158,7 @@ def test_config_file_mirrors_the_defaults() -> None:
     silently change anything (it once had sparse_weight 0.5 and high_boost 1.5)."""
     import tomllib
 
-    from mcp_gateway.settings import KiokuSettings
+    from mcp_gateway.common.settings import KiokuSettings
 
     mirror = tomllib.loads((Path(__file__).parents[1] / "config" / "kioku.toml").read_text())
     defaults = KiokuSettings.model_construct().model_dump()

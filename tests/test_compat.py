@@ -1,4 +1,4 @@
-"""One test per private third-party attribute kioku relies on (mcp_gateway/compat.py).
+"""One test per private third-party attribute kioku relies on (mcp_gateway/common/compat.py).
 
 Each runs against the installed library version, so an upgrade that renames or moves
 an attribute fails here, by name, rather than inside a request.
@@ -17,7 +17,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from uvicorn.server import ServerState
 
-from mcp_gateway import compat
+from mcp_gateway.common import compat
 
 
 async def test_uvicorn_protocol_exposes_its_request_cycle() -> None:

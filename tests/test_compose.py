@@ -10,8 +10,8 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
-from mcp_gateway.cli import _parser
-from mcp_gateway.settings import KiokuSettings
+from mcp_gateway.cli.main import _parser
+from mcp_gateway.common.settings import KiokuSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 

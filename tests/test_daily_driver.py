@@ -7,10 +7,10 @@ from __future__ import annotations
 import re
 
 from mcp_gateway import __version__
-from mcp_gateway.app import AppContext
-from mcp_gateway.notes import NoteStore
-from mcp_gateway.server import create_server
-from mcp_gateway.settings import KiokuSettings
+from mcp_gateway.common.settings import KiokuSettings
+from mcp_gateway.protocol.server import create_server
+from mcp_gateway.services.app import AppContext
+from mcp_gateway.stores.notes import NoteStore
 from tests.conftest import Harness, connected
 
 ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
@@ -191,8 +191,8 @@ async def test_search_text_shows_the_order_and_why_not_scores(settings: KiokuSet
 def test_search_text_names_the_newer_of_two_alike_notes() -> None:
     """The other rule that puts a lower score first (``ranking.newer_first``): the text
     names the older note it was moved above; a plain relevance order names nothing."""
-    from mcp_gateway.render import render_search
-    from mcp_gateway.types import SearchResponse, SearchResult
+    from mcp_gateway.common.render import render_search
+    from mcp_gateway.common.types import SearchResponse, SearchResult
 
     def hit(i: str, score: float, day: str, type: str = "knowledge") -> SearchResult:
         return SearchResult(id=i, type=type, created_at=f"2026-12-{day}", score=score, text=i)

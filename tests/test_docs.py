@@ -9,7 +9,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from mcp_gateway.cli import _parser
+from mcp_gateway.cli.main import _parser
 
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text(encoding="utf-8")

@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from mcp_gateway.common.types import SparseVector
 from mcp_gateway.embedders import e5_file, e5_latent
 from mcp_gateway.embedders.e5_onnx import OnnxE5, model_path
 from mcp_gateway.embedders.local import LocalEmbedder
-from mcp_gateway.types import SparseVector
 
 TEXTS = [
     "Redis eviction policy allkeys-lru fixed the OOM kills in staging",

@@ -8,10 +8,10 @@ import anyio
 import numpy as np
 import pytest
 
+from mcp_gateway.common.errors import EmbedderUnavailable
+from mcp_gateway.common.settings import EmbedderSettings
 from mcp_gateway.embedders import CachedQueryEmbedder, LocalEmbedder, build_embedder
 from mcp_gateway.embedders.base import DenseOnly
-from mcp_gateway.errors import EmbedderUnavailable
-from mcp_gateway.settings import EmbedderSettings
 
 DEPLOY_JA = "本番環境へのデプロイは docker compose up -d で行い、その後ヘルスチェックを確認する。"
 LUNCH_JA = "昼ごはんにラーメンを食べた。味噌味がおいしかった。"

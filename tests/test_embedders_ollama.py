@@ -19,9 +19,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from mcp_gateway.common.errors import EmbedderUnavailable
+from mcp_gateway.common.settings import EmbedderSettings
 from mcp_gateway.embedders import CachedQueryEmbedder, OllamaEmbedder, build_embedder
-from mcp_gateway.errors import EmbedderUnavailable
-from mcp_gateway.settings import EmbedderSettings
 
 DIM = 8
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from mcp import Client
 
-from mcp_gateway.exact_terms import identifier_terms
-from mcp_gateway.lexical import term_id
+from mcp_gateway.search.exact_terms import identifier_terms
+from mcp_gateway.search.lexical import term_id
 
 from .conftest import Harness
 from .http_server import http_client, http_gateway

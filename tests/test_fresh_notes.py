@@ -17,18 +17,18 @@ from typing import Any
 import numpy as np
 import pytest
 
-import mcp_gateway.app as app_module
-from mcp_gateway.access import settings_scope
-from mcp_gateway.app import AppContext, open_app
+import mcp_gateway.services.app as app_module
+from mcp_gateway.common.access import settings_scope
+from mcp_gateway.common.settings import KiokuSettings
+from mcp_gateway.common.types import point_id
 from mcp_gateway.embedders.base import Encoded
 from mcp_gateway.embedders.local import LocalEmbedder
-from mcp_gateway.fresh import FreshLimits, choose
-from mcp_gateway.indexing import note_document, record_document
-from mcp_gateway.server import create_server
+from mcp_gateway.indexing.indexer import note_document, record_document
+from mcp_gateway.protocol.server import create_server
+from mcp_gateway.search.fresh import FreshLimits, choose
+from mcp_gateway.services.app import AppContext, open_app
 from mcp_gateway.services.notes import NoteService
-from mcp_gateway.settings import KiokuSettings
-from mcp_gateway.types import point_id
-from mcp_gateway.vectors import content_hash
+from mcp_gateway.stores.vectors import content_hash
 
 from .conftest import Harness, connected
 

@@ -17,13 +17,13 @@ import anyio
 import pytest
 
 import mcp_gateway.services.reindex as reindex_module
-from mcp_gateway.access import settings_scope
-from mcp_gateway.app import AppContext, open_app
+from mcp_gateway.common.access import settings_scope
+from mcp_gateway.common.types import IndexFilter, SparseVector, point_id
 from mcp_gateway.index import catalog
 from mcp_gateway.index.edge import GRAPH_FILE
-from mcp_gateway.search import SearchRequest
+from mcp_gateway.search.service import SearchRequest
 from mcp_gateway.services import Services
-from mcp_gateway.types import IndexFilter, SparseVector, point_id
+from mcp_gateway.services.app import AppContext, open_app
 from tests.test_reindex import add_notes, settings_for
 
 TOPICS = ["retry budget", "database migration", "cache eviction", "deploy rollback", "login"]

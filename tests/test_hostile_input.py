@@ -19,9 +19,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcp_gateway.app import AppContext
-from mcp_gateway.server import create_server
-from mcp_gateway.settings import KiokuSettings
+from mcp_gateway.common.settings import KiokuSettings
+from mcp_gateway.protocol.server import create_server
+from mcp_gateway.services.app import AppContext
 from tests.conftest import connected
 
 TABLES = ("notes", "note_history", "records", "record_edges", "record_history")

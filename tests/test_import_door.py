@@ -15,10 +15,10 @@ from typing import Any
 import httpx
 import pytest
 
-from mcp_gateway.client import owner_client
+from mcp_gateway.cli.client import owner_client
+from mcp_gateway.common.settings import KiokuSettings
+from mcp_gateway.common.validation import clean_text
 from mcp_gateway.records import validate as rv
-from mcp_gateway.settings import KiokuSettings
-from mcp_gateway.validation import clean_text
 from tests.realproc import gateway_paths, stdio_client
 from tests.test_owner import cli, ok, stop
 
@@ -288,7 +288,7 @@ def test_markdown_front_matter_basic_memory_folder(tmp_path: Path) -> None:
 
 # -- the same rules without processes (the fast set's share) ----------------------------
 def test_check_items_refuses_each_bad_item_by_place() -> None:
-    from mcp_gateway.errors import InvalidInput
+    from mcp_gateway.common.errors import InvalidInput
     from mcp_gateway.services.import_check import Limits, check_items
 
     limits = Limits.of(KiokuSettings())

@@ -21,13 +21,13 @@ import numpy as np
 import pytest
 import qdrant_edge as qe
 
-from mcp_gateway.errors import IndexMismatch, StoreUnavailable
+from mcp_gateway.common.errors import IndexMismatch, StoreUnavailable
+from mcp_gateway.common.types import IndexFilter, IndexPoint, SparseVector, point_id
 from mcp_gateway.index.base import Index, IndexSpec
 from mcp_gateway.index.edge import MIN_GRAPH_GROWTH, EdgeIndex
 from mcp_gateway.index.edge_types import PayloadCache, int_id
 from mcp_gateway.index.qdrant import open_qdrant_index
-from mcp_gateway.lexical import sparse_document, sparse_query
-from mcp_gateway.types import IndexFilter, IndexPoint, SparseVector, point_id
+from mcp_gateway.search.lexical import sparse_document, sparse_query
 
 DIM = 16
 RNG = np.random.default_rng(1234)
@@ -429,8 +429,8 @@ _CHILD = textwrap.dedent(
     from pathlib import Path
     from mcp_gateway.index.base import IndexSpec
     from mcp_gateway.index.edge import EdgeIndex
-    from mcp_gateway.lexical import sparse_document
-    from mcp_gateway.types import IndexPoint, point_id
+    from mcp_gateway.search.lexical import sparse_document
+    from mcp_gateway.common.types import IndexPoint, point_id
 
     async def main():
         index = EdgeIndex(IndexSpec("kill", 4, "m"), Path(sys.argv[1]))

@@ -16,10 +16,10 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from mcp_gateway.app import AppContext, open_app
-from mcp_gateway.indexing import note_document
-from mcp_gateway.settings import KiokuSettings
-from mcp_gateway.types import Note
+from mcp_gateway.common.settings import KiokuSettings
+from mcp_gateway.common.types import Note
+from mcp_gateway.indexing.indexer import note_document
+from mcp_gateway.services.app import AppContext, open_app
 from tests.conftest import without_prefetcher
 
 BURST = [

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-import mcp_gateway.app as app_module
-from mcp_gateway.app import open_app
+import mcp_gateway.services.app as app_module
+from mcp_gateway.common.settings import KiokuSettings
+from mcp_gateway.common.types import IndexFilter, Note, SparseVector, point_id
 from mcp_gateway.jobs import priors, tasks, tuning
 from mcp_gateway.jobs.context import KEY
-from mcp_gateway.settings import KiokuSettings
-from mcp_gateway.thresholds import thresholds_key
-from mcp_gateway.types import IndexFilter, Note, SparseVector, point_id
+from mcp_gateway.search.thresholds import thresholds_key
+from mcp_gateway.services.app import open_app
 from tests.test_queue_contract import CountingEmbedder
 
 

@@ -17,23 +17,23 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 # The doors that speak MCP; everything else in mcp_gateway is core or another door.
 MCP_DOORS = {
-    "mcp_gateway.server",
-    "mcp_gateway.tools_notes",
-    "mcp_gateway.tools_records",
-    "mcp_gateway.toolkit",
-    "mcp_gateway.tools_workspace",
-    "mcp_gateway.http_auth",
-    "mcp_gateway.session_socket",
+    "mcp_gateway.protocol.server",
+    "mcp_gateway.protocol.note_tools",
+    "mcp_gateway.protocol.record_tools",
+    "mcp_gateway.protocol.toolkit",
+    "mcp_gateway.protocol.workspace_tools",
+    "mcp_gateway.protocol.http_auth",
+    "mcp_gateway.protocol.session_socket",
 }
 DOORS = MCP_DOORS | {
-    "mcp_gateway.owner",
+    "mcp_gateway.daemon.owner",
     "mcp_gateway.cli",
-    "mcp_gateway.cli_records",
-    "mcp_gateway.commands",
-    "mcp_gateway.client",
-    "mcp_gateway.admin",
-    "mcp_gateway.stdio_proxy",
-    "mcp_gateway.local_gateway",
+    "mcp_gateway.cli.records",
+    "mcp_gateway.cli.commands",
+    "mcp_gateway.cli.client",
+    "mcp_gateway.daemon.admin",
+    "mcp_gateway.daemon.stdio_proxy",
+    "mcp_gateway.daemon.local_gateway",
 }
 
 
@@ -141,7 +141,7 @@ def test_workers_use_no_door() -> None:
 
 def test_index_backends_sit_below_their_writers() -> None:
     edges = graph()
-    writers = {"mcp_gateway.indexing", "mcp_gateway.rebuild"}
+    writers = {"mcp_gateway.indexing.indexer", "mcp_gateway.rebuild"}
     above = {n for n in edges if n in writers or any(n.startswith(w + ".") for w in writers)}
     offenders = {
         name: sorted(deps & above)

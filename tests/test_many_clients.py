@@ -1,5 +1,5 @@
 """Several stdio clients on one embedded memory: each spawns its own ``kioku serve``,
-which all proxy to one shared local gateway daemon (``mcp_gateway.local_gateway``)."""
+which all proxy to one shared local gateway daemon (``mcp_gateway.daemon.local_gateway``)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from mcp_gateway.owner_state import read_owner
+from mcp_gateway.daemon.owner_state import read_owner
 from tests.realproc import (
     daemon_pid,
     db_rows,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mcp_gateway.neardup import FOLD_SIMILARITY
+from mcp_gateway.search.neardup import FOLD_SIMILARITY
 from tests.conftest import Harness
 
 PAIRS = Path(__file__).resolve().parents[1] / "bench" / "quality" / "neardup" / "pairs.jsonl"

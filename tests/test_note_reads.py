@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from mcp_gateway.db import Database
-from mcp_gateway.note_reads import RecentNotes, ShownNotes
-from mcp_gateway.notes import NoteStore
-from mcp_gateway.settings import SearchSettings
+from mcp_gateway.common.settings import SearchSettings
+from mcp_gateway.search.note_reads import RecentNotes, ShownNotes
+from mcp_gateway.stores.db import Database
+from mcp_gateway.stores.notes import NoteStore
 
 from .conftest import Harness
 from .test_tools_notes import add

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from mcp_gateway.app import open_app
-from mcp_gateway.settings import KiokuSettings
+from mcp_gateway.common.settings import KiokuSettings
+from mcp_gateway.services.app import open_app
 from tests.realproc import (
     KIOKU,
     daemon_pid,

@@ -16,14 +16,14 @@ from typing import Any
 import anyio
 import pytest
 
-from mcp_gateway import lexical
-from mcp_gateway.activity import ActivityLog
-from mcp_gateway.db import Database
+from mcp_gateway.common.types import IndexFilter, IndexPoint, SparseVector
 from mcp_gateway.embedders import local
 from mcp_gateway.index.base import IndexSpec
 from mcp_gateway.index.edge import EdgeIndex
-from mcp_gateway.notes import NoteStore
-from mcp_gateway.types import IndexFilter, IndexPoint, SparseVector
+from mcp_gateway.search import lexical
+from mcp_gateway.stores.activity import ActivityLog
+from mcp_gateway.stores.db import Database
+from mcp_gateway.stores.notes import NoteStore
 
 from .conftest import Harness
 

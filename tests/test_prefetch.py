@@ -14,11 +14,11 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mcp_gateway.indexing import note_document
-from mcp_gateway.prefetch import Searches
+from mcp_gateway.common.types import point_id
+from mcp_gateway.indexing.indexer import note_document
+from mcp_gateway.search.prefetch import Searches
 from mcp_gateway.services.notes import NoteService
-from mcp_gateway.types import point_id
-from mcp_gateway.vectors import content_hash
+from mcp_gateway.stores.vectors import content_hash
 
 from .test_fresh_notes import GatedEmbedder, add, gated_app
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from mcp_gateway import lexical
-from mcp_gateway.query_memo import QueryMemo
+from mcp_gateway.search import lexical
+from mcp_gateway.search.query_memo import QueryMemo
 
 
 def test_views_are_made_once_per_embedding_object_and_text() -> None:

@@ -21,22 +21,22 @@ import numpy as np
 import pytest
 from arq.worker import Worker
 
-import mcp_gateway.app as app_module
-from mcp_gateway import export
-from mcp_gateway.app import AppContext, open_app
+import mcp_gateway.services.app as app_module
+from mcp_gateway.common.errors import EmbedderUnavailable
+from mcp_gateway.common.settings import KiokuSettings
+from mcp_gateway.common.types import point_id
 from mcp_gateway.embedders.base import Encoded
 from mcp_gateway.embedders.local import LocalEmbedder
-from mcp_gateway.errors import EmbedderUnavailable
 from mcp_gateway.jobs import failures
+from mcp_gateway.jobs import session_context as export
 from mcp_gateway.jobs.arq_queue import ArqScheduler
 from mcp_gateway.jobs.batcher import Batcher
 from mcp_gateway.jobs.inprocess import InProcessScheduler
 from mcp_gateway.jobs.tasks import index_job_id
-from mcp_gateway.search import SearchRequest
+from mcp_gateway.search.service import SearchRequest
+from mcp_gateway.search.thresholds import thresholds_key
+from mcp_gateway.services.app import AppContext, open_app
 from mcp_gateway.services.notes import NoteService
-from mcp_gateway.settings import KiokuSettings
-from mcp_gateway.thresholds import thresholds_key
-from mcp_gateway.types import point_id
 from tests.redis_server import RedisDb, redis_base_url, redis_db  # noqa: F401
 from workers.settings import worker_settings
 

@@ -6,8 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from mcp_gateway.calibration import MODELS, for_model, query_script, shift_query, shift_views
-from mcp_gateway.ranking import (
+from mcp_gateway.common.types import IndexHit
+from mcp_gateway.search.calibration import MODELS, for_model, query_script, shift_query, shift_views
+from mcp_gateway.search.ranking import (
     Candidate,
     Head,
     RankingParams,
@@ -18,7 +19,6 @@ from mcp_gateway.ranking import (
     recent_floor,
     select,
 )
-from mcp_gateway.types import IndexHit
 
 
 def hit(pid: str, score: float, **payload: Any) -> IndexHit:

@@ -12,8 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcp_gateway.db import Database
-from mcp_gateway.errors import InvalidInput
+from mcp_gateway.common.errors import InvalidInput
 from mcp_gateway.records import RecordStore
 from mcp_gateway.records.fts import (
     escape_like,
@@ -23,6 +22,7 @@ from mcp_gateway.records.fts import (
     parse_query,
     quote_term,
 )
+from mcp_gateway.stores.db import Database
 
 
 @pytest.fixture

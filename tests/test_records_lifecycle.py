@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from mcp_gateway.db import Database
-from mcp_gateway.errors import Conflict, InvalidInput, NotFound
+from mcp_gateway.common.errors import Conflict, InvalidInput, NotFound
 from mcp_gateway.records import RecordStore, lifecycle
 from mcp_gateway.records.render import render_graph
+from mcp_gateway.stores.db import Database
 
 
 @pytest.fixture
@@ -158,11 +158,11 @@ async def test_graph_tree(store: RecordStore) -> None:
 async def test_cli_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import argparse
 
-    from mcp_gateway.app import open_app
-    from mcp_gateway.cli_records import add_records_parser
-    from mcp_gateway.local_memory import LocalMemory
+    from mcp_gateway.cli.local_memory import LocalMemory
+    from mcp_gateway.cli.records import add_records_parser
+    from mcp_gateway.common.settings import KiokuSettings
     from mcp_gateway.services import Services
-    from mcp_gateway.settings import KiokuSettings
+    from mcp_gateway.services.app import open_app
 
     parser = argparse.ArgumentParser(prog="kioku")
     add_records_parser(parser.add_subparsers(dest="command"))
@@ -172,7 +172,7 @@ async def test_cli_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
 
 
 async def _cli_session(parser, memory, capsys) -> None:  # type: ignore[no-untyped-def]
-    from mcp_gateway.cli_records import run_records_command
+    from mcp_gateway.cli.records import run_records_command
 
     async def run(*argv: str) -> tuple[int, str, str]:
         code = await run_records_command(parser.parse_args(["records", *argv]), memory)
@@ -195,7 +195,7 @@ async def _cli_session(parser, memory, capsys) -> None:  # type: ignore[no-untyp
     code, out, _ = await run("--json", "show", "AUDIT-MEM-001")
     assert code == 0 and '"resolved_by": [' in out
     # errors go up to `kioku`'s main, which prints them with the CLI's hint (test_cli.py)
-    from mcp_gateway.errors import NotFound
+    from mcp_gateway.common.errors import NotFound
 
     with pytest.raises(NotFound, match=r"^no record 'AUDIT-MEM-404'$"):
         await run("show", "AUDIT-MEM-404")

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from mcp_gateway.db import Database
-from mcp_gateway.errors import InvalidInput, NotFound
+from mcp_gateway.common.errors import InvalidInput, NotFound
 from mcp_gateway.records import RecordStore
+from mcp_gateway.stores.db import Database
 
 
 @pytest.fixture

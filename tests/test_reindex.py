@@ -16,15 +16,15 @@ from pathlib import Path
 
 import pytest
 
-import mcp_gateway.app as app_module
-from mcp_gateway.access import settings_scope
-from mcp_gateway.app import AppContext, open_app
+import mcp_gateway.services.app as app_module
+from mcp_gateway.common.access import settings_scope
+from mcp_gateway.common.settings import KiokuSettings
+from mcp_gateway.common.types import IndexFilter, SparseVector, point_id
 from mcp_gateway.embedders.base import Encoded
 from mcp_gateway.index import catalog
-from mcp_gateway.search import SearchRequest
+from mcp_gateway.search.service import SearchRequest
 from mcp_gateway.services import Services
-from mcp_gateway.settings import KiokuSettings
-from mcp_gateway.types import IndexFilter, SparseVector, point_id
+from mcp_gateway.services.app import AppContext, open_app
 from tests.realproc import KIOKU, interruptible, kioku_env
 from tests.test_embedders_ollama import StubOllama, ollama_stub, stub  # noqa: F401
 from tests.test_queue_contract import CountingEmbedder

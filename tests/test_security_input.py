@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from mcp_gateway.server import create_server
-from mcp_gateway.settings import KiokuSettings
+from mcp_gateway.common.settings import KiokuSettings
+from mcp_gateway.protocol.server import create_server
 from tests.conftest import Harness, connected
 from tests.http_server import KIOKU, kioku_env
 from tests.realproc import kill_daemon

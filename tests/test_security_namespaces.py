@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from mcp_gateway.access import Scope
-from mcp_gateway.db import Database
+from mcp_gateway.common.access import Scope
 from mcp_gateway.records import RecordStore
-from mcp_gateway.thresholds import THRESHOLDS_META_KEY, thresholds_key
+from mcp_gateway.search.thresholds import THRESHOLDS_META_KEY, thresholds_key
+from mcp_gateway.stores.db import Database
 from tests.http_server import http_client, http_gateway
 from tests.realproc import db_rows, text_of, wait_until
 

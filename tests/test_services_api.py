@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_gateway.access import settings_scope
-from mcp_gateway.errors import InvalidInput
+from mcp_gateway.common.access import settings_scope
+from mcp_gateway.common.errors import InvalidInput
 from mcp_gateway.services import Services, api
 from tests.conftest import Harness
 

@@ -14,8 +14,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from mcp_gateway.app import open_app
-from mcp_gateway.settings import KiokuSettings
+from mcp_gateway.common.settings import KiokuSettings
+from mcp_gateway.services.app import open_app
 from tests.realproc import db_rows, http_proc, wait_until
 
 BACKLOG = 128  # four of the job's 32-note batches: still embedding at the SIGTERM

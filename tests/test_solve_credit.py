@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from mcp_gateway.jobs.priors import usage_from_log
-from mcp_gateway.solve_credit import SOLVE_WINDOW_S, SolveCredit
+from mcp_gateway.jobs.solve_credit import SOLVE_WINDOW_S, SolveCredit
 from mcp_gateway.ui.insights import summarise
 
 

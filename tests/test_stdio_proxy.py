@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from mcp_gateway.settings import KiokuSettings
-from mcp_gateway.stdio_proxy import Proxy, _complete_lines
+from mcp_gateway.common.settings import KiokuSettings
+from mcp_gateway.daemon.stdio_proxy import Proxy, _complete_lines
 from tests.http_server import KIOKU, kioku_env
 from tests.realproc import INITIALIZE, daemon_pid, kill_daemon, wait_until
 

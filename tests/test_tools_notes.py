@@ -7,9 +7,9 @@ import json
 import anyio
 import pytest
 
-from mcp_gateway.server import create_server
-from mcp_gateway.settings import KiokuSettings
-from mcp_gateway.types import point_id
+from mcp_gateway.common.settings import KiokuSettings
+from mcp_gateway.common.types import point_id
+from mcp_gateway.protocol.server import create_server
 
 from .conftest import Harness, connected
 

@@ -16,11 +16,11 @@ from hypothesis import strategies as st
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
 
-from mcp_gateway.app import AppContext
-from mcp_gateway.server import create_server
-from mcp_gateway.settings import KiokuSettings
-from mcp_gateway.types import point_id
-from mcp_gateway.validation import clean_text
+from mcp_gateway.common.settings import KiokuSettings
+from mcp_gateway.common.types import point_id
+from mcp_gateway.common.validation import clean_text
+from mcp_gateway.protocol.server import create_server
+from mcp_gateway.services.app import AppContext
 
 
 def build_server(data_dir: Path) -> tuple[MCPServer, list[AppContext]]:

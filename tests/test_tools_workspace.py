@@ -6,9 +6,9 @@ from typing import Any
 
 from mcp import types
 
-from mcp_gateway.server import create_server
-from mcp_gateway.settings import KiokuSettings
-from mcp_gateway.tools_workspace import project_code
+from mcp_gateway.common.settings import KiokuSettings
+from mcp_gateway.protocol.server import create_server
+from mcp_gateway.protocol.workspace_tools import project_code
 
 from .conftest import connected
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from mcp_gateway.local_gateway import lock_held
+from mcp_gateway.daemon.local_gateway import lock_held
 
 from .http_server import KIOKU, free_port, http_gateway, kioku_env
 from .ui_support import TOKEN, mcp, screenshot, start_browser

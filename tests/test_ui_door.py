@@ -17,8 +17,8 @@ from urllib.parse import unquote, urlsplit
 import httpx
 import pytest
 
-from mcp_gateway.keyfile import OWNER_HEADER, owner_key
-from mcp_gateway.local_gateway import lock_held
+from mcp_gateway.common.keyfile import OWNER_HEADER, owner_key
+from mcp_gateway.daemon.local_gateway import lock_held
 
 from .http_server import KIOKU, free_port, kioku_env
 from .realproc import HttpProc, daemon_pid, gateway_paths, http_proc, wait_until

@@ -11,9 +11,9 @@ from typing import Any
 
 from pydantic import SecretStr
 
+from mcp_gateway.common.settings import KiokuSettings
+from mcp_gateway.common.types import Note
 from mcp_gateway.records.model import Edge, Record, RecordGraph
-from mcp_gateway.settings import KiokuSettings
-from mcp_gateway.types import Note
 from mcp_gateway.ui import graph, insights, markdown
 from mcp_gateway.ui.session import KEY_FILE, Keys, load_secret, mint_signin_code
 from mcp_gateway.ui.spent import DB_FILE, Spent
@@ -196,8 +196,8 @@ async def test_pending_marks_follow_the_note_store(tmp_path: Path) -> None:
     live notes without a dense vector; a deleted or unknown id is not pending."""
     from types import SimpleNamespace
 
-    from mcp_gateway.db import Database
-    from mcp_gateway.notes import NoteStore
+    from mcp_gateway.stores.db import Database
+    from mcp_gateway.stores.notes import NoteStore
     from mcp_gateway.ui import adapter
 
     db = Database(tmp_path / "kioku.db")

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from mcp_gateway.db import Database
-from mcp_gateway.types import SparseVector
-from mcp_gateway.vectors import VectorStore, pack_terms, unpack_terms
+from mcp_gateway.common.types import SparseVector
+from mcp_gateway.stores.db import Database
+from mcp_gateway.stores.vectors import VectorStore, pack_terms, unpack_terms
 
 
 @pytest.fixture

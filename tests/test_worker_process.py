@@ -21,9 +21,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from mcp_gateway.client import owner_client
-from mcp_gateway.db import Database
-from mcp_gateway.settings import KiokuSettings
+from mcp_gateway.cli.client import owner_client
+from mcp_gateway.common.settings import KiokuSettings
+from mcp_gateway.stores.db import Database
 from tests.realproc import http_proc
 from tests.redis_server import RedisDb, redis_base_url, redis_db  # noqa: F401
 from workers.main import NO_REDIS, run_worker

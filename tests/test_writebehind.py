@@ -14,8 +14,8 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from mcp_gateway.errors import StoreUnavailable
-from mcp_gateway.writebehind import WriteBehind
+from mcp_gateway.common.errors import StoreUnavailable
+from mcp_gateway.indexing.writebehind import WriteBehind
 from tests.conftest import Harness
 
 
@@ -136,7 +136,7 @@ async def test_a_failed_write_is_logged_and_queues_nothing(
     async def queue() -> None:
         queued.append(True)
 
-    with caplog.at_level(logging.WARNING, logger="mcp_gateway.writebehind"):
+    with caplog.at_level(logging.WARNING, logger="mcp_gateway.indexing.writebehind"):
         writes.start(failing, queue, "indexing note X", "default")
         await writes.caught_up()
         await writes.close()

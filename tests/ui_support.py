@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from mcp_gateway.local_gateway import lock_held
+from mcp_gateway.daemon.local_gateway import lock_held
 
 from .http_server import KIOKU, free_port, http_client, kioku_env
 from .realproc import daemon_pid, gateway_paths, wait_until

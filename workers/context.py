@@ -5,15 +5,15 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
-from mcp_gateway.access import settings_scope
-from mcp_gateway.activity import ActivityLog
-from mcp_gateway.db import Database
+from mcp_gateway.common.access import settings_scope
+from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.embedders import build_embedder
 from mcp_gateway.jobs import JobContext
-from mcp_gateway.notes import NoteStore
 from mcp_gateway.records import RecordStore
-from mcp_gateway.settings import KiokuSettings
-from mcp_gateway.vectors import VectorStore
+from mcp_gateway.stores.activity import ActivityLog
+from mcp_gateway.stores.db import Database
+from mcp_gateway.stores.notes import NoteStore
+from mcp_gateway.stores.vectors import VectorStore
 
 
 @asynccontextmanager

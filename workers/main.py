@@ -12,8 +12,8 @@ import sys
 from arq.connections import RedisSettings, create_pool
 from arq.worker import Worker
 
+from mcp_gateway.common.settings import KiokuSettings, load_settings
 from mcp_gateway.jobs.scheduler import QueueNames
-from mcp_gateway.settings import KiokuSettings, load_settings
 
 log = logging.getLogger(__name__)
 

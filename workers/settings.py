@@ -19,13 +19,13 @@ from arq.connections import RedisSettings
 from arq.cron import CronJob
 from arq.worker import Function, func
 
+from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.jobs import JobContext, failures
 from mcp_gateway.jobs.arq_queue import ArqQueue
 from mcp_gateway.jobs.batcher import Batcher
 from mcp_gateway.jobs.context import KEY
 from mcp_gateway.jobs.coordination import RedisCoordinator
 from mcp_gateway.jobs.scheduler import JOBS, SINGLETON_JOBS, QueueNames
-from mcp_gateway.settings import KiokuSettings
 from workers.context import open_worker_context
 
 

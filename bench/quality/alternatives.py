@@ -29,9 +29,9 @@ sys.path.insert(0, str(HERE))
 
 from metrics import ndcg_at  # noqa: E402
 
-from mcp_gateway.app import open_app  # noqa: E402
-from mcp_gateway.search import SearchRequest  # noqa: E402
-from mcp_gateway.settings import KiokuSettings  # noqa: E402
+from mcp_gateway.common.settings import KiokuSettings  # noqa: E402
+from mcp_gateway.search.service import SearchRequest  # noqa: E402
+from mcp_gateway.services.app import open_app  # noqa: E402
 
 
 def bootstrap(deltas: list[float], rounds: int = 2000, seed: int = 7) -> tuple[float, float]:

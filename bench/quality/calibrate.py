@@ -1,4 +1,4 @@
-"""Measure the language directions shipped in ``mcp_gateway/calibration_vectors.py``.
+"""Measure the language directions shipped in ``mcp_gateway/search/calibration_vectors.py``.
 
 For each script group (Latin, CJK, Thai) the mean passage vector of the benchmark's
 **dev** memories in that language, minus the mean of the three means: the part of an

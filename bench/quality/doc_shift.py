@@ -1,7 +1,7 @@
 """Round 8: the language shift on the documents too (measured, dropped).
 
 Each memory's vector minus ``a`` times its own script's language direction (the query's
-directions, ``mcp_gateway.calibration_vectors``), against the shipped two query views or
+directions, ``mcp_gateway.search.calibration_vectors``), against the shipped two query views or
 one; the shipped ranking (dense, latent terms, BM25) over the rebuilt channels. Prints
 nDCG@10 per kind, dev and test (choose on dev). Needs ``embcache.py`` and
 ``latent_terms.py --single-pass`` caches (made on first use).
@@ -28,11 +28,11 @@ from lexical_rules import by_split  # noqa: E402
 from metrics import score  # noqa: E402
 from tune import MODEL_IDS, channels, load  # noqa: E402
 
-from mcp_gateway import lexical  # noqa: E402
-from mcp_gateway.calibration import _direction, _ramp, for_model, query_script  # noqa: E402
-from mcp_gateway.ranking import RankingParams, rank  # noqa: E402
-from mcp_gateway.settings import SearchSettings  # noqa: E402
-from mcp_gateway.types import IndexHit  # noqa: E402
+from mcp_gateway.common.settings import SearchSettings  # noqa: E402
+from mcp_gateway.common.types import IndexHit  # noqa: E402
+from mcp_gateway.search import lexical  # noqa: E402
+from mcp_gateway.search.calibration import _direction, _ramp, for_model, query_script  # noqa: E402
+from mcp_gateway.search.ranking import RankingParams, rank  # noqa: E402
 
 C = load()
 S = SearchSettings()

@@ -6,7 +6,7 @@ state ``add_note`` leaves them in until the embedding job runs. ``+Ns`` assumes
 ``--rate`` passages embedded per second in creation order (FIFO), i.e. the oldest of
 the burst first. Scores dev and test with the shipped ranking (``tune.py`` channels).
 
-The search embeds its best pending lexical hits itself (``mcp_gateway/fresh.py``):
+The search embeds its best pending lexical hits itself (``mcp_gateway/search/fresh.py``):
 simulated with the shipped rule (``choose``: at most ``--top`` hits, each at most
 ``--max-bytes``, predicted within ``--budget-ms`` at ``--ms-per-byte``), each query
 seeing the burst state afresh (what earlier searches embedded is not carried over, so
@@ -39,12 +39,12 @@ sys.path.insert(0, str(HERE))
 from embcache import memory_document  # noqa: E402
 from tune import MODEL_IDS, channels, evaluate, load, table  # noqa: E402
 
-from mcp_gateway import lexical  # noqa: E402
-from mcp_gateway.calibration import for_model  # noqa: E402
-from mcp_gateway.fresh import PRIOR_MS_PER_BYTE, FreshLimits, choose  # noqa: E402
-from mcp_gateway.ranking import RankingParams  # noqa: E402
-from mcp_gateway.settings import SearchSettings  # noqa: E402
-from mcp_gateway.types import IndexHit  # noqa: E402
+from mcp_gateway.common.settings import SearchSettings  # noqa: E402
+from mcp_gateway.common.types import IndexHit  # noqa: E402
+from mcp_gateway.search import lexical  # noqa: E402
+from mcp_gateway.search.calibration import for_model  # noqa: E402
+from mcp_gateway.search.fresh import PRIOR_MS_PER_BYTE, FreshLimits, choose  # noqa: E402
+from mcp_gateway.search.ranking import RankingParams  # noqa: E402
 
 
 def main() -> None:

@@ -28,7 +28,7 @@ from latent_terms import current_of_type, latent_hits  # noqa: E402
 from lexical_rules import Bench, by_split, show  # noqa: E402
 from metrics import score  # noqa: E402
 
-from mcp_gateway.ranking import fuse, select  # noqa: E402
+from mcp_gateway.search.ranking import fuse, select  # noqa: E402
 
 PATH = CACHE / "token-states.npz"
 

@@ -36,8 +36,8 @@ from lexical_rules import Bench, by_split, show  # noqa: E402
 from metrics import score  # noqa: E402
 from tune import Corpus  # noqa: E402
 
-from mcp_gateway.ranking import fuse, select  # noqa: E402
-from mcp_gateway.types import IndexHit  # noqa: E402
+from mcp_gateway.common.types import IndexHit  # noqa: E402
+from mcp_gateway.search.ranking import fuse, select  # noqa: E402
 
 PATH = CACHE / "latent-terms-original.npz"
 SINGLE_PASS_PATH = CACHE / "latent-terms-shipped.npz"

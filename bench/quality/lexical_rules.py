@@ -27,11 +27,11 @@ sys.path.insert(0, str(HERE))
 from metrics import score  # noqa: E402
 from tune import MODEL_IDS, channels, load  # noqa: E402
 
-from mcp_gateway import lexical  # noqa: E402
-from mcp_gateway.calibration import for_model, query_script  # noqa: E402
-from mcp_gateway.ranking import Candidate, RankingParams, _contributions, select  # noqa: E402
-from mcp_gateway.settings import SearchSettings  # noqa: E402
-from mcp_gateway.types import IndexHit  # noqa: E402
+from mcp_gateway.common.settings import SearchSettings  # noqa: E402
+from mcp_gateway.common.types import IndexHit  # noqa: E402
+from mcp_gateway.search import lexical  # noqa: E402
+from mcp_gateway.search.calibration import for_model, query_script  # noqa: E402
+from mcp_gateway.search.ranking import Candidate, RankingParams, _contributions, select  # noqa: E402
 
 KINDS = ["buried", "contextual", "crosslang", "paraphrase", "superseded", "trigger", "type_filter"]
 # a candidate's lexical part times factor(best dense score, its dense score, its script)

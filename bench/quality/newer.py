@@ -30,7 +30,7 @@ sys.path.insert(0, str(HERE))
 from metrics import score  # noqa: E402
 from redirect import Experiment  # noqa: E402
 
-from mcp_gateway.ranking import carry_to_heads, fuse, newer_first, select  # noqa: E402
+from mcp_gateway.search.ranking import carry_to_heads, fuse, newer_first, select  # noqa: E402
 
 DAY = 86_400.0
 

@@ -28,8 +28,8 @@ from lexical_rules import Bench, by_split, show  # noqa: E402
 from metrics import score  # noqa: E402
 from tune import Corpus, channels, replaced_by  # noqa: E402
 
-from mcp_gateway.ranking import Head, carry_to_heads, fuse, select  # noqa: E402
 from mcp_gateway.records.lifecycle import heads  # noqa: E402
+from mcp_gateway.search.ranking import Head, carry_to_heads, fuse, select  # noqa: E402
 
 
 def head_of(c: Corpus) -> dict[str, str]:

@@ -40,10 +40,10 @@ sys.path.insert(0, str(HERE))
 import intervals  # noqa: E402
 from metrics import percentile, score  # noqa: E402
 
-from mcp_gateway.access import settings_scope  # noqa: E402
-from mcp_gateway.app import open_app  # noqa: E402
+from mcp_gateway.common.access import settings_scope  # noqa: E402
+from mcp_gateway.common.settings import KiokuSettings  # noqa: E402
 from mcp_gateway.services import Services  # noqa: E402
-from mcp_gateway.settings import KiokuSettings  # noqa: E402
+from mcp_gateway.services.app import open_app  # noqa: E402
 
 KIOKU = str(Path(sys.executable).with_name("kioku"))
 # printed with a bootstrap interval; R@k on the conversational set is evidence recall@k

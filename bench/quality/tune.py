@@ -4,7 +4,7 @@
 the two channels the index returns -- dense top-N by cosine (the embedded engine
 searches exactly below 20k points, so numpy gives the same hits) and sparse top-N by
 BM25 with Qdrant's IDF -- from cached vectors (``embcache.py``), then runs
-``mcp_gateway.ranking`` on them, so a ranking variant is scored on dev in a second.
+``mcp_gateway.search.ranking`` on them, so a ranking variant is scored on dev in a second.
 
     from tune import load, channels, evaluate, table   # (bench/quality on sys.path)
     c = load(); hits = {q["qid"]: channels(c, q) for q in c.queries}
@@ -30,11 +30,11 @@ sys.path.insert(0, str(HERE))
 from embcache import Cache, load_jsonl, memory_document  # noqa: E402
 from metrics import score  # noqa: E402
 
-from mcp_gateway import lexical  # noqa: E402
-from mcp_gateway.calibration import for_model, shift_views  # noqa: E402
-from mcp_gateway.ranking import RankingParams, rank  # noqa: E402
+from mcp_gateway.common.types import IndexHit  # noqa: E402
 from mcp_gateway.records.lifecycle import replaced_by_edge  # noqa: E402
-from mcp_gateway.types import IndexHit  # noqa: E402
+from mcp_gateway.search import lexical  # noqa: E402
+from mcp_gateway.search.calibration import for_model, shift_views  # noqa: E402
+from mcp_gateway.search.ranking import RankingParams, rank  # noqa: E402
 
 METRICS = ("R@1", "R@5", "R@10", "MRR", "nDCG@10")
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from mcp_gateway.common.settings import EmbedderSettings
 from mcp_gateway.embedders.base import Embedder
 from mcp_gateway.embedders.cache import CachedQueryEmbedder
 from mcp_gateway.embedders.local import LocalEmbedder
 from mcp_gateway.embedders.ollama import OllamaEmbedder
-from mcp_gateway.settings import EmbedderSettings
 
 __all__ = [
     "CachedQueryEmbedder",

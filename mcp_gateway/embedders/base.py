@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from mcp_gateway.types import SparseVector
+from mcp_gateway.common.types import SparseVector
 
 
 @dataclass(frozen=True, slots=True)

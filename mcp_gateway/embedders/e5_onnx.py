@@ -38,9 +38,9 @@ from typing import Any
 
 import numpy as np
 
+from mcp_gateway.common.types import SparseVector
 from mcp_gateway.embedders import e5_file, e5_graph, e5_int8, e5_latent, graph_cache
 from mcp_gateway.embedders.e5_tokenizer import UnigramTokenizer
-from mcp_gateway.types import SparseVector
 
 _MAX_BATCH = 8  # windows a forward pass; measured best on 2 cores (8: 42/s, 32: 37/s)
 # The int8 graph quantises its activations with one scale per tensor, so a window's vector

@@ -58,10 +58,10 @@ import anyio
 import anyio.to_thread
 import numpy as np
 
+from mcp_gateway.common.errors import EmbedderUnavailable
+from mcp_gateway.common.types import SparseVector
 from mcp_gateway.embedders import e5_int8, e5_latent, e5_onnx
 from mcp_gateway.embedders.base import Encoded
-from mcp_gateway.errors import EmbedderUnavailable
-from mcp_gateway.types import SparseVector
 
 logger = logging.getLogger(__name__)
 
@@ -354,7 +354,7 @@ class LocalEmbedder:
         self, texts: Sequence[str], *, now: bool = False, draft: bool = False
     ) -> list[Encoded]:
         """``now``: passages on the query lane, with its threads: a search embedding the
-        few pending notes it met (``mcp_gateway.fresh``) must not queue behind a
+        few pending notes it met (``mcp_gateway.search.fresh``) must not queue behind a
         document batch, which during a burst is always running. ``draft``: on the int8
         graph (``makes_drafts``; ~1.3x the passages a second)."""
         if not texts:

@@ -14,8 +14,8 @@ import httpx
 import numpy as np
 import ollama
 
+from mcp_gateway.common.errors import EmbedderUnavailable
 from mcp_gateway.embedders.base import DenseOnly
-from mcp_gateway.errors import EmbedderUnavailable
 
 logger = logging.getLogger(__name__)
 

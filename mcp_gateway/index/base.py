@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
-from mcp_gateway.types import IndexFilter, IndexHit, IndexPoint, SparseVector
+from mcp_gateway.common.types import IndexFilter, IndexHit, IndexPoint, SparseVector
 
 DENSE = "dense"
 SPARSE = "sparse"

@@ -12,11 +12,11 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from mcp_gateway.db import Database
-from mcp_gateway.diskguard import space_guard
-from mcp_gateway.errors import IndexMismatch
+from mcp_gateway.common.diskguard import space_guard
+from mcp_gateway.common.errors import IndexMismatch
+from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.index.base import Index, IndexSpec
-from mcp_gateway.settings import KiokuSettings
+from mcp_gateway.stores.db import Database
 
 ACTIVE_KEY = "index.active"
 MODEL_KEY = "index.model"

@@ -47,7 +47,8 @@ import anyio
 import anyio.to_thread
 import qdrant_edge as qe
 
-from mcp_gateway.errors import IndexMismatch, StoreUnavailable
+from mcp_gateway.common.errors import IndexMismatch, StoreUnavailable
+from mcp_gateway.common.types import IndexFilter, IndexPoint, SparseVector
 from mcp_gateway.index.base import (
     DENSE,
     LATENT,
@@ -71,7 +72,6 @@ from mcp_gateway.index.edge_types import (
     stored_payloads,
     with_mirror,
 )
-from mcp_gateway.types import IndexFilter, IndexPoint, SparseVector
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import qdrant_edge as qe
 
-from mcp_gateway.errors import IndexMismatch, StoreUnavailable
+from mcp_gateway.common.errors import IndexMismatch, StoreUnavailable
 from mcp_gateway.index.base import DENSE, LATENT, SPARSE, IndexSpec
 from mcp_gateway.index.edge_types import create_payload_indexes
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import qdrant_edge as qe
 
+from mcp_gateway.common.types import IndexFilter, IndexHit
 from mcp_gateway.index.base import (
     BOOL_FIELDS,
     FLOAT_FIELDS,
@@ -23,7 +24,6 @@ from mcp_gateway.index.base import (
     match_any_terms,
     needs_current_condition,
 )
-from mcp_gateway.types import IndexFilter, IndexHit
 
 CURRENT_MIRROR = "_current"
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from mcp_gateway.common.types import IndexFilter, IndexPoint, SparseVector
 from mcp_gateway.index.base import Channels, ChannelSearch, Index, IndexSpec
-from mcp_gateway.types import IndexFilter, IndexPoint, SparseVector
 
 
 class LiveIndex(ChannelSearch):

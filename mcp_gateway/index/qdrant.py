@@ -20,7 +20,8 @@ from typing import Any, ParamSpec, TypeVar
 from qdrant_client import AsyncQdrantClient, models
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
-from mcp_gateway.errors import IndexMismatch, StoreUnavailable
+from mcp_gateway.common.errors import IndexMismatch, StoreUnavailable
+from mcp_gateway.common.types import IndexFilter, IndexHit, IndexPoint, SparseVector
 from mcp_gateway.index.base import (
     BOOL_FIELDS,
     DENSE,
@@ -35,8 +36,7 @@ from mcp_gateway.index.base import (
     needs_current_condition,
     sparse_queries,
 )
-from mcp_gateway.ranking import best_of_views
-from mcp_gateway.types import IndexFilter, IndexHit, IndexPoint, SparseVector
+from mcp_gateway.search.ranking import best_of_views
 
 log = logging.getLogger(__name__)
 

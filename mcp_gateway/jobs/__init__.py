@@ -1,7 +1,7 @@
 """Background work: embedding, session_context export, threshold tuning, re-ranking.
 
 Jobs compute into the truth store (SQLite) and never touch the index; the owner
-applies their results (``mcp_gateway.applier``). The same job functions run on the
+applies their results (``mcp_gateway.indexing.applier``). The same job functions run on the
 in-process runner (embedded default), inline (one-shot CLI commands) or in
 ``kioku worker`` processes over arq and Redis.
 """

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
+from mcp_gateway.common.types import Note
 from mcp_gateway.jobs import tasks
 from mcp_gateway.jobs.context import KEY, JobContext
-from mcp_gateway.types import Note
 
 
 class Scheduler(Protocol):

@@ -14,13 +14,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcp_gateway.activity import ActivityLog
-from mcp_gateway.db import Database
+from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.embedders.base import Embedder
-from mcp_gateway.notes import NoteStore
 from mcp_gateway.records import RecordStore
-from mcp_gateway.settings import KiokuSettings
-from mcp_gateway.vectors import VectorStore
+from mcp_gateway.stores.activity import ActivityLog
+from mcp_gateway.stores.db import Database
+from mcp_gateway.stores.notes import NoteStore
+from mcp_gateway.stores.vectors import VectorStore
 
 KEY = "kioku"
 

@@ -24,7 +24,7 @@ from arq.worker import Retry
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from mcp_gateway.errors import EmbedderUnavailable, StoreUnavailable
+from mcp_gateway.common.errors import EmbedderUnavailable, StoreUnavailable
 from mcp_gateway.jobs import failures
 from mcp_gateway.jobs.context import job_context
 from mcp_gateway.jobs.coordination import Coordinator

@@ -24,9 +24,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from mcp_gateway.indexing import note_document, record_document
+from mcp_gateway.indexing.indexer import note_document, record_document
 from mcp_gateway.jobs.context import JobContext
-from mcp_gateway.vectors import content_hash
+from mcp_gateway.stores.vectors import content_hash
 
 
 @dataclass(slots=True)

@@ -10,7 +10,7 @@ import sqlite3
 import time
 from typing import Any
 
-from mcp_gateway.db import Database
+from mcp_gateway.stores.db import Database
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS job_failures (

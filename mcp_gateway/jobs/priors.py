@@ -25,9 +25,9 @@ from typing import Any
 
 import anyio
 
+from mcp_gateway.common.types import Note
 from mcp_gateway.jobs.context import JobContext
-from mcp_gateway.solve_credit import SolveCredit, result_ids
-from mcp_gateway.types import Note
+from mcp_gateway.jobs.solve_credit import SolveCredit, result_ids
 
 log = logging.getLogger(__name__)
 

@@ -16,12 +16,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mcp_gateway.common.settings import KiokuSettings
+from mcp_gateway.common.types import Note
 from mcp_gateway.jobs import tasks
 from mcp_gateway.jobs.context import JobContext
 from mcp_gateway.jobs.contract import EXPORT, TUNE, JobQueue, request_singleton
 from mcp_gateway.jobs.coordination import Coordinator
-from mcp_gateway.settings import KiokuSettings
-from mcp_gateway.types import Note
 
 log = logging.getLogger(__name__)
 

@@ -15,13 +15,13 @@ from typing import Any
 
 import anyio
 
-from mcp_gateway import export
-from mcp_gateway.access import Scope, settings_scope
+from mcp_gateway.common.access import Scope, settings_scope
 from mcp_gateway.jobs import priors, tuning
+from mcp_gateway.jobs import session_context as export
 from mcp_gateway.jobs.context import job_context
 from mcp_gateway.jobs.contract import EXPORT, TUNE, request_singleton, retry_or_fail, run_singleton
 from mcp_gateway.jobs.embedding import EmbedStats, embed_notes, embed_records
-from mcp_gateway.neardup import Folder
+from mcp_gateway.search.neardup import Folder
 
 log = logging.getLogger(__name__)
 

@@ -24,9 +24,9 @@ from typing import Any
 import anyio
 import numpy as np
 
+from mcp_gateway.common.types import Note
 from mcp_gateway.jobs.context import JobContext
-from mcp_gateway.thresholds import thresholds_key
-from mcp_gateway.types import Note
+from mcp_gateway.search.thresholds import thresholds_key
 
 log = logging.getLogger(__name__)
 

@@ -30,14 +30,14 @@ import anyio
 import anyio.abc
 import qdrant_edge as qe
 
-from mcp_gateway.db import Database
 from mcp_gateway.index.base import IndexSpec
 from mcp_gateway.index.edge import EdgeIndex
 from mcp_gateway.index.edge_shard import STORAGE
-from mcp_gateway.notes import NoteStore
 from mcp_gateway.rebuild.fill import fill_notes, fill_records, stored_vectors
 from mcp_gateway.records import RecordStore
-from mcp_gateway.vectors import VectorStore
+from mcp_gateway.stores.db import Database
+from mcp_gateway.stores.notes import NoteStore
+from mcp_gateway.stores.vectors import VectorStore
 
 log = logging.getLogger(__name__)
 

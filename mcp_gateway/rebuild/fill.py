@@ -10,19 +10,19 @@ from typing import Protocol
 import anyio
 import anyio.to_thread
 
-from mcp_gateway.db import Database
+from mcp_gateway.common.types import IndexPoint, Note
 from mcp_gateway.embedders.base import Encoded
-from mcp_gateway.indexing import (
+from mcp_gateway.indexing.indexer import (
     load_priors,
     note_document,
     note_point,
     record_document,
     record_point,
 )
-from mcp_gateway.notes import NoteStore
 from mcp_gateway.records import Record, RecordStore
-from mcp_gateway.types import IndexPoint, Note
-from mcp_gateway.vectors import VectorStore, content_hash
+from mcp_gateway.stores.db import Database
+from mcp_gateway.stores.notes import NoteStore
+from mcp_gateway.stores.vectors import VectorStore, content_hash
 
 PAGE = 256
 

@@ -14,7 +14,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from mcp_gateway.errors import InvalidInput
+from mcp_gateway.common.errors import InvalidInput
 
 TRIGRAM_MIN = 3
 # Punctuation trimmed from term edges: quoting and grouping around a word is noise.

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from mcp_gateway.errors import InvalidInput, KiokuError
+from mcp_gateway.common.errors import InvalidInput, KiokuError
 from mcp_gateway.records import queries
 from mcp_gateway.records.model import Edge, HistoryEntry, Record
 

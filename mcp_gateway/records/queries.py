@@ -11,7 +11,7 @@ import sqlite3
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 
-from mcp_gateway.errors import Conflict, NotFound
+from mcp_gateway.common.errors import Conflict, NotFound
 from mcp_gateway.records import lifecycle
 from mcp_gateway.records.model import Edge, HistoryEntry, Lifecycle, Record, RecordGraph
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from mcp_gateway.db import register_migration
 from mcp_gateway.records.fts import fts_schema, fts_triggers
+from mcp_gateway.stores.db import register_migration
 
 FTS_TABLE = "records_fts"
 

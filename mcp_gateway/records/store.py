@@ -14,9 +14,8 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import Any
 
-from mcp_gateway.access import Scope, unseen
-from mcp_gateway.db import Database
-from mcp_gateway.errors import InvalidInput, NotFound
+from mcp_gateway.common.access import Scope, unseen
+from mcp_gateway.common.errors import InvalidInput, NotFound
 from mcp_gateway.records import imports, matching, queries
 from mcp_gateway.records import validate as v
 from mcp_gateway.records.fts import parse_query
@@ -29,6 +28,7 @@ from mcp_gateway.records.model import (
     RecordUpdated,
     RecordView,
 )
+from mcp_gateway.stores.db import Database
 
 log = logging.getLogger(__name__)
 

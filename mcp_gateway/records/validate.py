@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from mcp_gateway.errors import InvalidInput
+from mcp_gateway.common.errors import InvalidInput
+from mcp_gateway.common.validation import clean_text, visible
 from mcp_gateway.records.model import ACTION_STATES, RECORD_TYPES, RELATIONS, STATUSES
-from mcp_gateway.validation import clean_text, visible
 
 LINK_FORMAT = "RELATION:TARGET_ID, e.g. resolves:AUDIT-MEM-001"
 _PROJECT_RE = re.compile(r"^[A-Z0-9_]{1,16}$")

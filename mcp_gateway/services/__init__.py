@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mcp_gateway.app import AppContext
+from mcp_gateway.services.app import AppContext
 from mcp_gateway.services.maintenance import MaintenanceService
 from mcp_gateway.services.notes import NoteService
 from mcp_gateway.services.records import RecordService

@@ -13,8 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from mcp_gateway.access import Scope
-from mcp_gateway.errors import InvalidInput
+from mcp_gateway.common.access import Scope
+from mcp_gateway.common.errors import InvalidInput
 from mcp_gateway.services import Services
 
 # op -> (service, method, whether the method takes the caller's scope first)

@@ -15,12 +15,19 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_gateway.errors import InvalidInput
+from mcp_gateway.common.errors import InvalidInput
+from mcp_gateway.common.settings import KiokuSettings
+from mcp_gateway.common.validation import (
+    PRIORITIES,
+    choice,
+    clean_text,
+    label,
+    namespace,
+    terminal_safe,
+)
 from mcp_gateway.records import validate as rv
 from mcp_gateway.records.model import RELATIONS
 from mcp_gateway.records.queries import record_id_for
-from mcp_gateway.settings import KiokuSettings
-from mcp_gateway.validation import PRIORITIES, choice, clean_text, label, namespace, terminal_safe
 
 # 9999-12-31: a later time cannot be shown as a date
 LATEST = 253_402_300_799.0

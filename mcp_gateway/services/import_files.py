@@ -20,10 +20,10 @@ from typing import Any
 
 from ulid import ULID
 
-from mcp_gateway.errors import InvalidInput
+from mcp_gateway.common.errors import InvalidInput
+from mcp_gateway.common.validation import visible
 from mcp_gateway.services.import_check import Limits, place
 from mcp_gateway.services.markdown_notes import domain_of, markdown_note
-from mcp_gateway.validation import visible
 
 FORMAT = "kioku-export"
 VERSION = 1

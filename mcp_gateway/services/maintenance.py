@@ -5,10 +5,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from mcp_gateway.app import AppContext
 from mcp_gateway.index.catalog import live_info
 from mcp_gateway.jobs import tasks
 from mcp_gateway.jobs.context import KEY
+from mcp_gateway.services.app import AppContext
 
 
 class MaintenanceService:

@@ -25,8 +25,8 @@ from typing import Any
 
 import yaml
 
-from mcp_gateway.errors import InvalidInput
-from mcp_gateway.validation import label
+from mcp_gateway.common.errors import InvalidInput
+from mcp_gateway.common.validation import label
 
 _FENCE = re.compile(r"\A(?:\ufeff)?---[ \t]*\r?\n(.*?)\r?\n(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.S)
 _WIKI = re.compile(r"!?\[\[([^\[\]|\n]+?)(?:\|([^\[\]\n]*))?\]\]")

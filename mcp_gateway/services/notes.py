@@ -13,16 +13,23 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from mcp_gateway.access import Scope
-from mcp_gateway.activity import preview
-from mcp_gateway.app import AppContext
-from mcp_gateway.errors import InvalidInput, NotFound
-from mcp_gateway.neardup import Folder, fold_results
+from mcp_gateway.common.access import Scope
+from mcp_gateway.common.errors import InvalidInput, NotFound
+from mcp_gateway.common.render import iso
+from mcp_gateway.common.types import Note, SearchResponse
+from mcp_gateway.common.validation import (
+    PRIORITIES,
+    bounded_int,
+    choice,
+    clean_text,
+    label,
+    one_line,
+)
 from mcp_gateway.records.model import RECORD_TYPES
-from mcp_gateway.render import iso
-from mcp_gateway.search import SearchRequest
-from mcp_gateway.types import Note, SearchResponse
-from mcp_gateway.validation import PRIORITIES, bounded_int, choice, clean_text, label, one_line
+from mcp_gateway.search.neardup import Folder, fold_results
+from mcp_gateway.search.service import SearchRequest
+from mcp_gateway.services.app import AppContext
+from mcp_gateway.stores.activity import preview
 
 
 class AddNoteResult(BaseModel):

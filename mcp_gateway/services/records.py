@@ -6,8 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from mcp_gateway.access import Scope
-from mcp_gateway.app import AppContext
+from mcp_gateway.common.access import Scope
 from mcp_gateway.records.model import (
     Edge,
     RecordAdded,
@@ -17,6 +16,7 @@ from mcp_gateway.records.model import (
     RecordUpdated,
     RecordView,
 )
+from mcp_gateway.services.app import AppContext
 
 log = logging.getLogger(__name__)
 

@@ -31,15 +31,15 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from mcp_gateway.app import AppContext
+from mcp_gateway.common.types import IndexPoint, RebuildStatus, point_id
 from mcp_gateway.embedders.base import Encoded
 from mcp_gateway.index import catalog
 from mcp_gateway.index.base import Index, IndexSpec
-from mcp_gateway.indexing import Indexer
+from mcp_gateway.indexing.indexer import Indexer
 from mcp_gateway.rebuild.build import build_command, run_build
 from mcp_gateway.rebuild.fill import VectorsFor, fill_notes, fill_records, stored_vectors
-from mcp_gateway.types import IndexPoint, RebuildStatus, point_id
-from mcp_gateway.vectors import content_hash
+from mcp_gateway.services.app import AppContext
+from mcp_gateway.stores.vectors import content_hash
 
 log = logging.getLogger(__name__)
 

@@ -18,14 +18,14 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from mcp_gateway.app import AppContext
+from mcp_gateway.common.render import iso
+from mcp_gateway.common.types import Note
 from mcp_gateway.records import queries
 from mcp_gateway.records.imports import Imported
 from mcp_gateway.records.model import Edge, HistoryEntry, Record
-from mcp_gateway.render import iso
+from mcp_gateway.services.app import AppContext
 from mcp_gateway.services.import_check import Limits, check_items
 from mcp_gateway.services.import_files import FORMAT, VERSION
-from mcp_gateway.types import Note
 
 
 class ImportReport(BaseModel):
@@ -148,7 +148,7 @@ _NOTE_FIELDS = ("id", "text", "type", "priority", "domain", "solved_query", "nam
 
 def render_markdown(items: Sequence[dict[str, Any]]) -> str:
     """The export as one readable document (stored text quoted: it is data)."""
-    from mcp_gateway.render import quote
+    from mcp_gateway.common.render import quote
 
     lines = ["# kioku export", ""]
     for item in items:

@@ -23,17 +23,17 @@ from typing import Any
 
 import anyio
 
-from mcp_gateway import export
-from mcp_gateway.access import Scope, settings_scope
-from mcp_gateway.activity import preview
-from mcp_gateway.app import AppContext
-from mcp_gateway.errors import InvalidInput
+from mcp_gateway.common.access import Scope, settings_scope
+from mcp_gateway.common.errors import InvalidInput
+from mcp_gateway.common.types import Note, SearchResponse
+from mcp_gateway.common.validation import PRIORITIES, choice, one_line
 from mcp_gateway.jobs import failures
+from mcp_gateway.jobs import session_context as export
 from mcp_gateway.records.model import RecordGraph, RecordSearchHit, RecordView
+from mcp_gateway.services.app import AppContext
 from mcp_gateway.services.notes import NoteService, NoteView
 from mcp_gateway.services.records import RecordService
-from mcp_gateway.types import Note, SearchResponse
-from mcp_gateway.validation import PRIORITIES, choice, one_line
+from mcp_gateway.stores.activity import preview
 
 BROWSE_PAGE = 50
 

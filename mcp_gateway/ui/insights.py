@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from mcp_gateway.solve_credit import SolveCredit, is_solution, result_ids
-from mcp_gateway.types import Note
+from mcp_gateway.common.types import Note
+from mcp_gateway.jobs.solve_credit import SolveCredit, is_solution, result_ids
 
 
 @dataclass(slots=True)

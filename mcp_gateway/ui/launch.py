@@ -32,11 +32,11 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.types import Receive, Scope, Send
 
-from mcp_gateway import httpguard
-from mcp_gateway.access import DEFAULT_GRANT, grant_scopes
-from mcp_gateway.errors import InvalidInput
-from mcp_gateway.keyfile import OWNER_HEADER
-from mcp_gateway.settings import KiokuSettings
+from mcp_gateway.common.access import DEFAULT_GRANT, grant_scopes
+from mcp_gateway.common.errors import InvalidInput
+from mcp_gateway.common.keyfile import OWNER_HEADER
+from mcp_gateway.common.settings import KiokuSettings
+from mcp_gateway.daemon import httpguard
 from mcp_gateway.ui import signin_page
 from mcp_gateway.ui.session import SIGNIN_TTL_S, mint_signin_code, ui_host
 
@@ -97,7 +97,7 @@ class Forwarder:
     """
 
     def __init__(self, settings: KiokuSettings, port: int) -> None:
-        from mcp_gateway import local_gateway
+        from mcp_gateway.daemon import local_gateway
 
         self.settings = settings
         self.paths = local_gateway.GatewayPaths.for_settings(settings)
@@ -108,7 +108,7 @@ class Forwarder:
         self.signin_page: Path | None = None  # removed once a sign-in succeeds
 
     def ensure_daemon(self) -> None:
-        from mcp_gateway import local_gateway
+        from mcp_gateway.daemon import local_gateway
 
         with self._starting:
             local_gateway.ensure_daemon(self.settings, self.paths)
@@ -185,7 +185,7 @@ def _free_port() -> int:
 
 
 def _build(settings: KiokuSettings, port: int) -> Forwarder:
-    from mcp_gateway import local_gateway
+    from mcp_gateway.daemon import local_gateway
 
     if not local_gateway.supported():
         raise InvalidInput(

@@ -7,7 +7,7 @@ import time
 from starlette.requests import Request
 from starlette.responses import Response
 
-from mcp_gateway.render import iso
+from mcp_gateway.common.render import iso
 from mcp_gateway.ui import adapter, charts, insights, markdown
 from mcp_gateway.ui.web import Viewer, app_of, page
 

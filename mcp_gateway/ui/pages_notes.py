@@ -7,13 +7,13 @@ from urllib.parse import urlencode
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from mcp_gateway.errors import InvalidInput, KiokuError
-from mcp_gateway.render import iso
-from mcp_gateway.search import RECENT_TAG
-from mcp_gateway.types import Note, SearchResult
+from mcp_gateway.common.errors import InvalidInput, KiokuError
+from mcp_gateway.common.render import iso
+from mcp_gateway.common.types import Note, SearchResult
+from mcp_gateway.common.validation import PRIORITIES
+from mcp_gateway.search.service import RECENT_TAG
 from mcp_gateway.ui import adapter
 from mcp_gateway.ui.web import Viewer, app_of, page, read_form, ui_of
-from mcp_gateway.validation import PRIORITIES
 
 DEFAULT_TOP = 5
 TOPS = (5, 10, 20, 50)

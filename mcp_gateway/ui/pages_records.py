@@ -7,9 +7,9 @@ import json
 from starlette.requests import Request
 from starlette.responses import Response
 
-from mcp_gateway.errors import KiokuError
+from mcp_gateway.common.errors import KiokuError
+from mcp_gateway.common.render import iso
 from mcp_gateway.records.model import RECORD_TYPES, RELATIONS
-from mcp_gateway.render import iso
 from mcp_gateway.ui import adapter, graph
 from mcp_gateway.ui.web import Viewer, app_of, page, ui_of
 

@@ -15,9 +15,9 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from mcp_gateway.app import AppContext
-from mcp_gateway.errors import InvalidInput, KiokuError, NotFound
-from mcp_gateway.settings import KiokuSettings
+from mcp_gateway.common.errors import InvalidInput, KiokuError, NotFound
+from mcp_gateway.common.settings import KiokuSettings
+from mcp_gateway.services.app import AppContext
 from mcp_gateway.ui import pages_insights, pages_notes, pages_records
 from mcp_gateway.ui.session import SESSION_TTL_S, Keys
 from mcp_gateway.ui.web import (

@@ -32,8 +32,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from mcp_gateway import keyfile
-from mcp_gateway.settings import KiokuSettings
+from mcp_gateway.common import keyfile
+from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.ui.spent import Spent
 
 log = logging.getLogger(__name__)

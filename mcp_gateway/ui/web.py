@@ -26,10 +26,10 @@ from mcp.server.auth.provider import AccessToken
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from mcp_gateway import httpguard
-from mcp_gateway.access import grant_scopes
-from mcp_gateway.app import AppContext
-from mcp_gateway.settings import KiokuSettings
+from mcp_gateway.common.access import grant_scopes
+from mcp_gateway.common.settings import KiokuSettings
+from mcp_gateway.daemon import httpguard
+from mcp_gateway.services.app import AppContext
 from mcp_gateway.ui.adapter import Caller
 from mcp_gateway.ui.session import Keys, Session
 

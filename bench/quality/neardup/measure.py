@@ -18,9 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
+from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.embedders import build_embedder
-from mcp_gateway.neardup import FOLD_SIMILARITY
-from mcp_gateway.settings import KiokuSettings
+from mcp_gateway.search.neardup import FOLD_SIMILARITY
 
 PAIRS = Path(__file__).with_name("pairs.jsonl")
 

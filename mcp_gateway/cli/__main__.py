@@ -1,0 +1,5 @@
+"""``python -m mcp_gateway.cli``: the ``kioku`` command."""
+
+from mcp_gateway.cli.main import main
+
+raise SystemExit(main())

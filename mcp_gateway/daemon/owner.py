@@ -1,0 +1,386 @@
+"""The owner of a data dir: the one process that opens its stores and serves everyone.
+
+Whichever way kioku runs -- the shared local daemon behind ``kioku serve`` (stdio
+proxies), ``kioku serve --http``, or ``kioku serve --standalone`` -- the process that
+owns the data dir holds the exclusive ``flock`` on ``gateway.lock`` for its whole life
+(the kernel drops it on any exit, SIGKILL included) and listens on the data dir's Unix
+socket (0600) with three things on it:
+
+- ``/api``: the admin API (``admin``), for the CLI, ``kioku status`` and ``kioku stop``;
+- ``/ui``: the memory browser (``kioku ui``);
+- ``/mcp``: MCP over stateless streamable HTTP;
+
+and one MCP session per stdio proxy on the session socket beside it (``session_socket``).
+
+``--http`` adds the TCP listener (bearer tokens, MCP sessions) beside it. The socket is
+listened on only after the stores are open, so a successful ``connect`` means "ready".
+Every other process (CLI commands, proxies) talks to the owner; workers write to the
+truth store, which the owner applies (``applier``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import socket
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+import anyio
+import uvicorn
+from starlette.applications import Starlette
+from starlette.routing import Mount
+
+from mcp_gateway.common import fsperms
+from mcp_gateway.common.errors import KiokuError
+from mcp_gateway.common.settings import KiokuSettings
+from mcp_gateway.daemon import httpguard
+from mcp_gateway.daemon import local_gateway as gw
+from mcp_gateway.daemon.admin import OwnerOnly, admin_app
+from mcp_gateway.daemon.owner_state import OwnerKind, OwnerState, info_path, read_owner
+from mcp_gateway.protocol.server import (
+    check_http,
+    create_server,
+    http_verifier,
+    local_transport_security,
+    transport_security,
+)
+from mcp_gateway.protocol.session_socket import serve_sessions
+from mcp_gateway.services import Services
+from mcp_gateway.services.app import open_app
+from mcp_gateway.ui import mount_ui, ui_mount
+
+log = logging.getLogger(__name__)
+
+EXIT_OK, EXIT_LOST_ELECTION, EXIT_STARTUP_FAILED, EXIT_DATA_DIR_GONE = 0, 0, 3, 4
+
+
+class _Activity:
+    """ASGI middleware counting requests for ``status`` and the idle shutdown."""
+
+    def __init__(self, app: Any, state: OwnerState) -> None:
+        self.app, self.state = app, state
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        self.state.in_flight += 1
+        self.state.requests += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.state.in_flight -= 1
+            self.state.last_request = time.monotonic()
+
+
+def _uvicorn(app: Any, settings: KiokuSettings, *, unix: bool, **options: Any) -> uvicorn.Server:
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        lifespan="off",
+        timeout_graceful_shutdown=10,
+        access_log=False,
+        # bounds the wait for request headers (slowloris); on the Unix socket it also
+        # drops connections from another uid (peercred)
+        http=httpguard.guarded_protocol(settings.http.header_timeout_s, peer_check=unix),
+        **options,
+    )
+    return uvicorn.Server(config)
+
+
+async def _serve(
+    settings: KiokuSettings,
+    bound: tuple[socket.socket, socket.socket],
+    state: OwnerState,
+    stdio: Callable[[Services], Awaitable[None]] | None,
+    gone: Callable[[], str | None] = lambda: None,
+) -> None:
+    sock, session_sock = bound
+    async with AsyncExitStack() as stack:
+        app = await stack.enter_async_context(open_app(settings))
+        # Listen once the start-up reconcile has put back whatever a crash left out of
+        # the index, so "connected" means "every acknowledged note is searchable"
+        # (bounded: a very large data dir still comes up, and finishes it while serving).
+        with anyio.move_on_after(settings.local_gateway.start_timeout_s / 2):
+            await app.reconciled.wait()
+        services = Services.over(app)
+        if settings.index.graph_check_s > 0:
+            every = settings.index.graph_check_s
+            app.spawn(lambda: services.rebuild.watch_graph(every))
+        local = create_server(settings, services=services)
+        local_http = local.streamable_http_app(
+            stateless_http=True,
+            json_response=True,
+            transport_security=local_transport_security(gw.GATEWAY_HOST),
+        )
+        await stack.enter_async_context(local.session_manager.run())
+        # the memory browser: on the socket for `kioku ui` (one-time links, no tokens)...
+        ui_local = ui_mount(settings, app, verifier=None)
+        routes = [
+            Mount("/api", app=admin_app(services, state)),
+            ui_local,
+            # MCP on the socket has the owner's full scope: the owner key, like /api
+            Mount("/", app=OwnerOnly(local_http, settings.data_dir)),
+        ]
+        # Proxies keep one connection alive (stdio_proxy): uvicorn closes an idle one after
+        # 5 s by default, i.e. a reconnect between most of an assistant's calls.
+        servers = [
+            _uvicorn(
+                _Activity(Starlette(routes=routes), state),
+                settings,
+                unix=True,
+                timeout_keep_alive=3600,
+            )
+        ]
+        listeners: list[list[socket.socket] | None] = [[sock]]
+        if state.kind == "http":
+            remote = create_server(settings, http=True, services=services)
+            security = transport_security(settings)
+            remote_http = remote.streamable_http_app(transport_security=security)
+            # ...and beside /mcp on the TCP port, signed in with the same bearer tokens
+            hosts = security.allowed_hosts if security.enable_dns_rebinding_protection else None
+            verifier = http_verifier(settings)
+            mount_ui(remote_http, settings, app, verifier=verifier, allowed_hosts=hosts)
+            await stack.enter_async_context(remote.session_manager.run())
+            httpguard.limit_sessions(remote.session_manager, settings.http.max_sessions_per_grant)
+            servers.append(
+                _uvicorn(
+                    _Activity(remote_http, state),
+                    settings,
+                    unix=False,
+                    host=settings.http.host,
+                    port=settings.http.port,
+                )
+            )
+            listeners.append(None)
+        # Listeners end gracefully (in-flight requests finish); the helpers are cancelled.
+        async with anyio.create_task_group() as listening:
+            for server, socks in zip(servers, listeners, strict=True):
+                listening.start_soon(_run_server, server, socks)
+            async with anyio.create_task_group() as helpers:
+                helpers.start_soon(serve_sessions, local, session_sock, state)
+                if stdio is not None:
+                    helpers.start_soon(_until_done, stdio(services), state)
+                if state.kind == "daemon" and settings.local_gateway.idle_exit_s > 0:
+                    helpers.start_soon(_watch_idle, state, settings.local_gateway.idle_exit_s)
+                helpers.start_soon(_watch_gone, state, gone)
+                await _watch_stop(state, servers)
+                helpers.cancel_scope.cancel()
+
+
+async def _run_server(server: uvicorn.Server, socks: list[socket.socket] | None) -> None:
+    await server.serve(sockets=socks)
+
+
+async def _until_done(work: Awaitable[None], state: OwnerState) -> None:
+    try:
+        await work
+    finally:
+        state.stop.set()  # stdio closed: the editor went away
+
+
+async def _watch_idle(state: OwnerState, idle_s: float) -> None:
+    while not state.stop.is_set():
+        await anyio.sleep(min(max(idle_s / 4, 0.2), 5.0))
+        quiet = state.in_flight == 0 and state.sessions == 0
+        if quiet and time.monotonic() - state.last_request > idle_s:
+            log.info("no requests for %.0f s: shutting down", idle_s)
+            state.stop.set()
+
+
+# how often the owner checks that its data dir is still there (a stat and an fstat)
+GONE_CHECK_S = 1.0
+
+
+async def _watch_gone(state: OwnerState, gone: Callable[[], str | None]) -> None:
+    """End the process when the data dir, its lock or the owner's socket was removed:
+    nobody can reach this owner any more, and a later ``kioku serve`` starts another
+    one, so the work it would go on doing (a backlog's embedding at full CPU) is for
+    nobody. It ends at once, not through the graceful close: the stores' files are gone,
+    so closing them could only fail (the index's flush), and there is nothing to save."""
+    while not state.stop.is_set():
+        await anyio.sleep(GONE_CHECK_S)
+        reason = gone()
+        if reason is not None:
+            log.error("%s: exiting (nothing left to save)", reason)
+            from mcp_gateway.embedders.local import exit_now
+
+            exit_now(EXIT_DATA_DIR_GONE)
+
+
+def _gone_check(
+    settings: KiokuSettings, lock_fd: int, sockets: dict[Path, int]
+) -> Callable[[], str | None]:
+    """What ``_watch_gone`` asks: why the owner is unreachable now, or None. The owner's
+    sockets, where still there and its own, are removed before the answer."""
+
+    def gone() -> str | None:
+        reason = why()
+        if reason is not None:
+            for path, inode in sockets.items():
+                gw.unlink_if_ours(path, inode)
+        return reason
+
+    def why() -> str | None:
+        if not settings.data_dir.is_dir():
+            return f"the data dir {settings.data_dir} was removed"
+        if os.fstat(lock_fd).st_nlink == 0:
+            return f"the lock file in {settings.data_dir} was removed"
+        for path, inode in sockets.items():
+            try:
+                if os.stat(path).st_ino != inode:
+                    return f"the owner socket {path} was replaced"
+            except FileNotFoundError:
+                return f"the owner socket {path} was removed"
+        return None
+
+    return gone
+
+
+async def _watch_stop(state: OwnerState, servers: list[uvicorn.Server]) -> None:
+    """Stop every listener when asked (admin stop, idle, stdio gone) or when any one
+    of them stops (a signal handled by uvicorn)."""
+    while not state.stop.is_set() and not any(s.should_exit for s in servers):
+        with anyio.move_on_after(0.2):
+            await state.stop.wait()
+    state.stop.set()
+    for server in servers:
+        server.should_exit = True
+
+
+def run_owner(
+    settings: KiokuSettings,
+    kind: OwnerKind,
+    *,
+    stdio: Callable[[Services], Awaitable[None]] | None = None,
+) -> int:
+    """Own the data dir until stopped; the exit code for the process."""
+    paths = gw.GatewayPaths.for_settings(settings)
+    try:
+        fd = gw.acquire(paths.lock, gw.LOCK_WAIT_S if kind == "daemon" else 0.0)
+    except OSError as exc:
+        log.error("%s%s is not writable (%s)", gw.CANNOT_START, paths.lock, exc.strerror)
+        return EXIT_STARTUP_FAILED
+    if fd is None:
+        if kind == "daemon":
+            log.info("another kioku owns %s; leaving it to that one", settings.data_dir)
+            return EXIT_LOST_ELECTION
+        log.error("%s%s", gw.CANNOT_START, busy_message(settings))
+        return EXIT_STARTUP_FAILED
+    state = OwnerState(kind=kind)
+    if kind == "http":
+        state.http_url = f"http://{settings.http.host}:{settings.http.port}/mcp"
+        try:
+            check_http(settings)
+        except KiokuError as exc:
+            log.error("%s%s", gw.CANNOT_START, exc)
+            os.close(fd)
+            return EXIT_STARTUP_FAILED
+    try:
+        sock_path = paths.make_socket_path()
+        session_path = sock_path.with_name(gw.SESSION_SOCKET)
+        sock, session_sock = gw.bind(sock_path), gw.bind(session_path)
+    except OSError as exc:
+        log.error("%scannot create the owner socket (%s)", gw.CANNOT_START, exc.strerror)
+        os.close(fd)
+        return EXIT_STARTUP_FAILED
+    inodes = {path: os.stat(path).st_ino for path in (sock_path, session_path)}
+    gw.write_private(info_path(paths), json.dumps(state.public()))
+    log.info("kioku %s pid %d owns %s", kind, state.pid, settings.data_dir)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda signum, _frame: log.info("signal %d: stopping", signum))
+    try:
+        gone = _gone_check(settings, fd, inodes)
+        anyio.run(_serve, settings, (sock, session_sock), state, stdio, gone)
+    except (KiokuError, BaseExceptionGroup) as exc:
+        reason = _kioku_error(exc)
+        if reason is None:
+            raise
+        log.error("%s%s", gw.CANNOT_START, reason)
+        return EXIT_STARTUP_FAILED
+    finally:
+        for path, inode in inodes.items():
+            gw.unlink_if_ours(path, inode)
+        sock.close()
+        session_sock.close()
+        info_path(paths).unlink(missing_ok=True)
+        os.close(fd)  # releases the lock last: the stores are closed by now
+    log.info("kioku %s stopped", kind)
+    from mcp_gateway.embedders.local import exit_if_busy
+
+    exit_if_busy(EXIT_OK)  # the batch a stop abandoned is not waited for
+    return EXIT_OK
+
+
+def _kioku_error(exc: BaseException) -> KiokuError | None:
+    """The KiokuError behind a failure, also when task groups wrapped it."""
+    if isinstance(exc, KiokuError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _kioku_error(inner)
+            if found is not None:
+                return found
+    return None
+
+
+def busy_message(settings: KiokuSettings) -> str:
+    paths = gw.GatewayPaths.for_settings(settings)
+    owner = read_owner(paths) or {}
+    pid, kind = owner.get("pid", "?"), owner.get("kind", "kioku")
+    return (
+        f"{settings.data_dir} is owned by another kioku process (pid {pid}, {kind}); "
+        "CLI commands and `kioku serve` talk to it. Stop it with `kioku stop` "
+        f"(or `kill {pid}`) to run this one instead"
+    )
+
+
+def serve(settings: KiokuSettings, *, http: bool, standalone: bool = False) -> int:
+    """``kioku serve``: a stdio proxy to the shared daemon (default), or an owner itself
+    (``--http``, ``--standalone``)."""
+    if http:
+        return run_owner(settings, "http")
+    from mcp_gateway.daemon.stdio_proxy import proxies, run_proxy
+
+    if not standalone and proxies(settings):
+        # Several editors, one embedded memory: proxy to the data dir's shared daemon.
+        run_proxy(settings)
+        return EXIT_OK
+
+    async def stdio(services: Services) -> None:
+        await create_server(settings, services=services).run_stdio_async()
+
+    return run_owner(settings, "stdio", stdio=stdio)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m mcp_gateway.daemon.owner --data-dir DIR``: the shared local daemon, started
+    detached by the first ``kioku serve`` proxy (``local_gateway.spawn_daemon``)."""
+    import argparse
+
+    from mcp_gateway.common.settings import load_settings
+
+    parser = argparse.ArgumentParser(prog="python -m mcp_gateway.daemon.owner")
+    parser.add_argument("--data-dir", required=True)
+    args = parser.parse_args(argv)
+    fsperms.private_umask()  # logs, SQLite, index: owner-only whatever the parent's umask
+    settings = load_settings(data_dir=args.data_dir)
+    logging.basicConfig(
+        level=settings.log_level.upper(),
+        stream=sys.stderr,
+        format="%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s",
+    )
+    # Stateless mode "terminates" a transport after every request: not news.
+    logging.getLogger("mcp.server.streamable_http").setLevel(logging.WARNING)
+    return run_owner(settings, "daemon")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,149 @@
+"""The owner applies what jobs computed: new vectors and priors, from the truth store
+into the index.
+
+Jobs (in this process or in ``kioku worker`` processes) write vectors and priors to
+SQLite; ``Applier`` reads what is new since its cursors and upserts whole points. The
+cursors live in the ``meta`` table and move only after the index write, so a crash in
+between re-applies (idempotent), and a flushed Redis or a killed worker loses nothing:
+what reached SQLite gets applied, and what did not is found by ``reconcile``.
+
+In-process jobs wake the applier at once; vectors from worker processes are noticed by
+polling one indexed row (``poll_s``, 0.1 s by default).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import anyio
+import anyio.to_thread
+
+from mcp_gateway.common.types import IndexPoint, point_id
+from mcp_gateway.index.base import Index
+from mcp_gateway.index.catalog import APPLIED_KEY, PRIORS_KEY
+from mcp_gateway.indexing.indexer import (
+    load_priors,
+    note_document,
+    note_point,
+    record_document,
+    record_point,
+)
+from mcp_gateway.indexing.writebehind import WriteBehind
+from mcp_gateway.records import RecordStore
+from mcp_gateway.stores.db import Database
+from mcp_gateway.stores.notes import NoteStore
+from mcp_gateway.stores.vectors import StoredVector, VectorStore, content_hash
+
+log = logging.getLogger(__name__)
+
+BATCH = 512
+
+
+class Applier:
+    def __init__(
+        self,
+        db: Database,
+        notes: NoteStore,
+        records: RecordStore,
+        vectors: VectorStore,
+        index: Index,
+        poll_s: float = 0.1,
+        writes: WriteBehind | None = None,
+        points_lock: anyio.Lock | None = None,
+    ) -> None:
+        """``points_lock``: shared with the ``Indexer`` (why: its docstring)."""
+        self.db, self.notes, self.records, self.vectors = db, notes, records, vectors
+        self.index, self.poll_s, self.writes = index, poll_s, writes
+        self._wake = anyio.Event()
+        self._lock = points_lock or anyio.Lock()
+        self.applied = 0
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    async def run(self) -> None:
+        """Apply forever (the owner's lifetime); a failing pass is retried next poll."""
+        while True:
+            with anyio.move_on_after(self.poll_s):
+                await self._wake.wait()
+            self._wake = anyio.Event()
+            try:
+                await self.apply_pending()
+            except Exception:
+                log.exception("applying new vectors failed; retrying")
+                await anyio.sleep(1.0)
+
+    async def apply_pending(self) -> int:
+        """Apply every vector and prior written since the cursors; returns points written."""
+        async with self._lock:
+            if self.writes is not None:
+                # a lexical-only point landing after its embedded one would undo it
+                await self.writes.caught_up()
+            done = 0
+            while rows := await self.vectors.since(
+                self.index.spec.model_id, await self._cursor(APPLIED_KEY), BATCH
+            ):
+                done += await self._apply_vectors(rows)
+                await self.db.set_meta(APPLIED_KEY, str(rows[-1].seq))
+            done += await self._apply_priors()
+            self.applied += done
+            return done
+
+    async def _cursor(self, key: str) -> int:
+        return int(float(await self.db.get_meta(key) or 0))
+
+    async def _apply_vectors(self, rows: Sequence[StoredVector]) -> int:
+        by_kind: dict[str, dict[str, StoredVector]] = {"note": {}, "record": {}}
+        for row in rows:
+            by_kind.setdefault(row.kind, {})[row.source_id] = row
+        notes = await self.notes.get_many(list(by_kind["note"]))
+        priors = await load_priors(self.db, list(notes))
+        records = await self.records.get_many(list(by_kind["record"]))
+        current = await self.records.current_ids(list(records))
+
+        def build() -> tuple[list[IndexPoint], dict[str, float]]:
+            # Hashing and sparse encoding of a batch is CPU work: off the event loop.
+            points: list[IndexPoint] = []
+            applied_notes: dict[str, float] = {}
+            for nid, note in notes.items():
+                vec = by_kind["note"][nid]
+                if vec.content_hash == content_hash(note_document(note)):
+                    points.append(note_point(note, vec.vector, priors.get(nid), vec.terms))
+                    applied_notes[nid] = note.updated_at
+            for rid, rec in records.items():
+                vec = by_kind["record"][rid]
+                if vec.content_hash == content_hash(record_document(rec)):
+                    points.append(
+                        record_point(
+                            rec, current=rid in current, dense=vec.vector, latent=vec.terms
+                        )
+                    )
+            return points, applied_notes
+
+        points, applied_notes = await anyio.to_thread.run_sync(build)
+        # a deleted note or a stale text has no point written here; reconcile removes any
+        # point left by a delete that raced this pass
+        await self.index.upsert(points)
+        await self.notes.mark_embedded(applied_notes, self.index.spec.model_id)
+        return len(points)
+
+    async def _apply_priors(self) -> int:
+        since = float(await self.db.get_meta(PRIORS_KEY) or 0)
+        rows = await self.db.fetchall(
+            "SELECT note_id, prior, updated_at FROM note_priors WHERE updated_at > ? "
+            "ORDER BY updated_at",
+            (since,),
+        )
+        if not rows:
+            return 0
+        pids = {r["note_id"]: point_id("note", r["note_id"]) for r in rows}
+        present = await self.index.present(list(pids.values()))
+        groups: dict[float, list[str]] = {}
+        for r in rows:
+            if pids[r["note_id"]] in present:
+                groups.setdefault(float(r["prior"]), []).append(pids[r["note_id"]])
+        for prior, ids in groups.items():
+            await self.index.set_payload(ids, {"prior": prior})
+        await self.db.set_meta(PRIORS_KEY, repr(float(rows[-1]["updated_at"])))
+        return sum(len(ids) for ids in groups.values())

@@ -1,0 +1,260 @@
+"""Turning notes and records into index points, and writing them to the index.
+
+Only the owner of the index calls ``Indexer``. ``put_new_lexical`` computes the sparse
+vector locally (no model); for ``add_note`` it runs just after the acknowledgement
+(``writebehind``), and every search waits for it, so a note is lexically searchable
+from the first search after ``add_note`` returns. Dense vectors are computed by jobs into the
+truth store (``vectors``); ``put_notes``/``put_records`` build whole points from
+whatever vector the truth store holds for the item's current text.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import anyio.to_thread
+
+from mcp_gateway.common.types import IndexPoint, Note, SparseVector, point_id
+from mcp_gateway.index.base import Index, visible_value
+from mcp_gateway.records import RecordStore
+from mcp_gateway.records.model import Record
+from mcp_gateway.search import lexical
+from mcp_gateway.stores.db import Database, register_migration
+from mcp_gateway.stores.notes import NoteStore
+from mcp_gateway.stores.vectors import VectorStore, content_hash
+
+log = logging.getLogger(__name__)
+
+# Ranking priors written by the re-ranking job (workers.priors). Kept here, not only in
+# the index payload, so a re-embed (a whole-point upsert) carries the prior over.
+register_migration(
+    "note_priors",
+    1,
+    """
+    CREATE TABLE note_priors (
+        note_id TEXT PRIMARY KEY,
+        prior REAL NOT NULL,
+        updated_at REAL NOT NULL
+    );
+    """,
+)
+# Reset priors are kept as 1.0 rows (not deleted), so the owner sees every change.
+register_migration(
+    "note_priors",
+    2,
+    "CREATE INDEX note_priors_updated ON note_priors(updated_at);",
+)
+
+
+async def load_priors(db: Database, note_ids: Sequence[str]) -> dict[str, float]:
+    if not note_ids:
+        return {}
+    marks = ",".join("?" * len(note_ids))
+    rows = await db.fetchall(
+        f"SELECT note_id, prior FROM note_priors WHERE note_id IN ({marks})", tuple(note_ids)
+    )
+    return {r["note_id"]: float(r["prior"]) for r in rows}
+
+
+def note_payload(note: Note, prior: float | None = None) -> dict[str, Any]:
+    payload: dict[str, Any] = {
+        "kind": "note",
+        "source_id": note.id,
+        "type": note.type,
+        "domain": note.domain,
+        "priority": note.priority,
+        "namespace": note.namespace,
+        "visible": visible_value(note.namespace),
+        "created_at": note.created_at,
+        # which text the point's sparse vector was built from: reconcile finds a point
+        # an edit's index write never reached (the write is after the commit)
+        "text_hash": content_hash(note_document(note)),
+    }
+    if prior is not None:
+        payload["prior"] = prior
+    return payload
+
+
+def note_document(note: Note) -> str:
+    # The solved query is indexed with the note: it is literally a query that should
+    # find it again (the source design's dynamic-threshold idea, used for recall too).
+    return f"{note.text}\n{note.solved_query}" if note.solved_query else note.text
+
+
+def note_point(
+    note: Note,
+    dense: Sequence[float] | None = None,
+    prior: float | None = None,
+    latent: SparseVector | None = None,
+) -> IndexPoint:
+    # "dense" tells ranking that a missing dense score means "not embedded yet", not
+    # "far away", so a fresh note competes on its lexical evidence alone.
+    payload = {**note_payload(note, prior), "dense": dense is not None}
+    return IndexPoint(
+        id=point_id("note", note.id),
+        payload=payload,
+        sparse=lexical.sparse_document(note_document(note)),
+        dense=list(dense) if dense is not None else None,
+        latent=latent if dense is not None else None,
+    )
+
+
+def record_point(
+    rec: Record,
+    *,
+    current: bool,
+    dense: Sequence[float] | None = None,
+    latent: SparseVector | None = None,
+) -> IndexPoint:
+    return IndexPoint(
+        id=point_id("record", rec.id),
+        payload={**record_payload(rec, current), "dense": dense is not None},
+        sparse=lexical.sparse_document(record_document(rec)),
+        dense=list(dense) if dense is not None else None,
+        latent=latent if dense is not None else None,
+    )
+
+
+def record_payload(rec: Record, current: bool) -> dict[str, Any]:
+    # ``current`` lets every search drop superseded and duplicate records in the index.
+    return {
+        "kind": "record",
+        "source_id": rec.id,
+        "type": rec.type,
+        "domain": "",
+        "priority": "",
+        "namespace": rec.namespace,
+        "visible": visible_value(rec.namespace, current),
+        "created_at": rec.created_at,
+        "current": current,
+        "text_hash": content_hash(record_document(rec)),
+    }
+
+
+def record_document(rec: Record) -> str:
+    return f"{rec.id}\n{rec.title}\n{rec.content}"
+
+
+class Indexer:
+    """Writes points for the owner; ``index`` is the live index (swapped by reindex).
+
+    ``points_lock`` is the applier's: writing a whole point from the truth store (read
+    the stored vector, then upsert) must not interleave with the applier's writes, or a
+    lexical-only point built before a worker's vector landed overwrites the embedded
+    one the applier wrote meanwhile, and the note stays marked embedded without its
+    vector until the next reconcile pass (``tests/test_reconcile.py``). Notes and
+    records are read again under the lock, so the last committed change is the one
+    written, whatever order the writers reach the lock in."""
+
+    def __init__(
+        self,
+        notes: NoteStore,
+        records: RecordStore,
+        index: Index,
+        vectors: VectorStore,
+        points_lock: anyio.Lock | None = None,
+    ) -> None:
+        self.notes, self.records, self.index, self.vectors = notes, records, index, vectors
+        self.points_lock = points_lock or anyio.Lock()
+
+    @property
+    def model_id(self) -> str:
+        """The model whose vectors the index holds (not necessarily the configured one)."""
+        return self.index.spec.model_id
+
+    async def put_lexical(self, note: Note) -> None:
+        """The point of a note whose text changed (an edit, an import), until its job
+        embeds it."""
+        async with self.points_lock:
+            for latest in await self._latest([note]):
+                prior = (await load_priors(self.notes.db, [latest.id])).get(latest.id)
+                point = await anyio.to_thread.run_sync(note_point, latest, None, prior)
+                await self.index.upsert([point])
+
+    async def put_new_lexical(self, note: Note) -> None:
+        """The first point of a note ``add_note`` just stored: no lock, because the
+        applier, which holds it, waits for these writes (``WriteBehind.caught_up``)
+        before it writes embedded points."""
+        # Sparse encoding is CPU work (~25 ms for a 32 KB note): never on the event loop.
+        await self.index.upsert([await anyio.to_thread.run_sync(note_point, note)])
+
+    async def update_payload(self, note: Note) -> None:
+        async with self.points_lock:  # the applier writes whole points from older reads
+            for latest in await self._latest([note]):
+                await self.index.set_payload([point_id("note", note.id)], note_payload(latest))
+
+    async def remove(self, note_id: str) -> None:
+        async with self.points_lock:  # or the applier's pass may write it back
+            await self.index.delete([point_id("note", note_id)])
+
+    async def put_notes(self, notes: Sequence[Note]) -> list[Note]:
+        """Upsert whole points, with the stored vector where one matches the note's
+        current text; returns the notes that still need embedding."""
+        if not notes:
+            return []
+        async with self.points_lock:
+            return await self._put_notes(await self._latest(notes))
+
+    async def _latest(self, notes: Sequence[Note]) -> list[Note]:
+        """``notes`` as the truth store holds them now (read under the lock: an edit
+        committed after the caller read its copy is what gets written), without those
+        deleted since."""
+        found = await self.notes.get_many([n.id for n in notes])
+        return [found[n.id] for n in notes if n.id in found]
+
+    async def _put_notes(self, notes: Sequence[Note]) -> list[Note]:
+        stored = await self.vectors.get("note", self.model_id, [n.id for n in notes])
+        priors = await load_priors(self.notes.db, [n.id for n in notes])
+
+        def build() -> tuple[list[IndexPoint], list[Note], dict[str, float]]:
+            # Hashing and sparse encoding are CPU work (~25 ms for a 32 KB note): in a
+            # worker thread, never on the event loop.
+            points, pending, embedded = [], [], {}
+            for note in notes:
+                vec = stored.get(note.id)
+                if vec is not None and vec.content_hash == content_hash(note_document(note)):
+                    points.append(note_point(note, vec.vector, priors.get(note.id), vec.terms))
+                    embedded[note.id] = note.updated_at
+                else:
+                    points.append(note_point(note, None, priors.get(note.id)))
+                    pending.append(note)
+            return points, pending, embedded
+
+        points, pending, embedded = await anyio.to_thread.run_sync(build)
+        await self.index.upsert(points)
+        await self.notes.mark_embedded(embedded, self.model_id)
+        return pending
+
+    async def put_records(self, ids: Sequence[str]) -> list[Record]:
+        """As ``put_notes``, for records and their lifecycle flag, both read under the
+        lock."""
+        if not ids:
+            return []
+        async with self.points_lock:
+            found = await self.records.get_many(list(dict.fromkeys(ids)))
+            current = await self.records.current_ids(list(found))
+            return await self._put_records(list(found.values()), current)
+
+    async def _put_records(self, records: Sequence[Record], current: set[str]) -> list[Record]:
+        stored = await self.vectors.get("record", self.model_id, [r.id for r in records])
+
+        def build() -> tuple[list[IndexPoint], list[Record]]:
+            points, pending = [], []
+            for rec in records:
+                vec = stored.get(rec.id)
+                if vec is not None and vec.content_hash == content_hash(record_document(rec)):
+                    points.append(
+                        record_point(
+                            rec, current=rec.id in current, dense=vec.vector, latent=vec.terms
+                        )
+                    )
+                else:
+                    points.append(record_point(rec, current=rec.id in current))
+                    pending.append(rec)
+            return points, pending
+
+        points, pending = await anyio.to_thread.run_sync(build)
+        await self.index.upsert(points)
+        return pending

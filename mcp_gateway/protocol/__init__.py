@@ -1,0 +1,1 @@
+"""The MCP door: the server, its tools and resources, bearer auth, the session socket."""

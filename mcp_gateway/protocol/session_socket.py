@@ -1,0 +1,126 @@
+"""MCP sessions for the stdio proxies: one long-lived session per connection on the
+owner's session socket (``session.sock`` beside ``gateway.sock``), carrying exactly what
+stdio carries -- newline-delimited JSON-RPC, both ways.
+
+Why not the owner's ``/mcp`` HTTP endpoint: there every message crossed an HTTP client in
+the proxy, uvicorn, and the SDK's stateless transport, which builds a session per
+request. ``bench/hop.py`` on a quiet machine: a trivial call cost 3.2 ms through that hop
+vs 1.4 ms over plain stdio; here the proxy copies lines and the owner runs the same
+session loop as ``kioku serve --standalone`` (figures in docs/performance.md).
+
+Access control is the socket's: 0600 in the private data dir (or its private socket
+dir), and every accepted connection's peer uid must be ours (``peercred``). The proxy
+screens hostile lines (size, nesting) before they get here; lines over ``MAX_LINE``
+end the connection.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import time
+from typing import Any
+
+import anyio
+import mcp_types as types
+from anyio.abc import SocketAttribute, SocketStream
+from anyio.streams.buffered import BufferedByteReceiveStream
+from mcp.server.mcpserver import MCPServer
+from mcp.shared.message import SessionMessage
+
+from mcp_gateway.common import compat
+from mcp_gateway.daemon import local_gateway as gw
+from mcp_gateway.daemon import peercred
+from mcp_gateway.daemon.jsonrpc_peek import peek_id
+from mcp_gateway.daemon.owner_state import OwnerState
+
+log = logging.getLogger(__name__)
+
+# The proxy refuses lines over 4 MiB with the request's id; this only bounds memory.
+MAX_LINE = 8 * 1024 * 1024
+_GONE = gw.STREAM_GONE
+
+
+async def serve_sessions(server: MCPServer[Any], sock: socket.socket, state: OwnerState) -> None:
+    """Accept proxies on ``sock`` (bound, not yet listening) until cancelled."""
+    sock.listen(64)
+    listener = await anyio.abc.SocketListener.from_socket(sock)
+    async with listener:
+        await listener.serve(lambda stream: _session(server, stream, state))
+
+
+async def _session(server: MCPServer[Any], stream: SocketStream, state: OwnerState) -> None:
+    if not peercred.same_user(stream.extra(SocketAttribute.raw_socket, None)):
+        log.warning("dropped a session connection from another user")
+        await stream.aclose()
+        return
+    state.sessions += 1
+    try:
+        async with stream:
+            await _run(server, stream, state)
+    finally:
+        state.sessions -= 1
+        state.last_request = time.monotonic()
+
+
+async def _run(server: MCPServer[Any], stream: SocketStream, state: OwnerState) -> None:
+    to_server, from_socket = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    to_socket, from_server = anyio.create_memory_object_stream[SessionMessage](0)
+    lines = BufferedByteReceiveStream(stream)
+    sending = anyio.Lock()
+
+    async def send(data: bytes) -> bool:
+        async with sending:
+            try:
+                await stream.send(data + b"\n")
+            except _GONE:
+                return False
+        return True
+
+    async def read_lines() -> None:
+        async with to_server:
+            while True:
+                try:
+                    line = await lines.receive_until(b"\n", MAX_LINE)
+                except _GONE:
+                    return
+                if not line.strip():
+                    continue
+                state.requests += 1
+                state.last_request = time.monotonic()
+                try:
+                    message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+                except ValueError as exc:
+                    # answered here, with the request's id: the client waits on it
+                    await send(_invalid(line, exc))
+                    continue
+                await to_server.send(SessionMessage(message))
+
+    async def write_lines() -> None:
+        async with from_server:
+            async for item in from_server:
+                data = item.message.model_dump_json(by_alias=True, exclude_unset=True)
+                if not await send(data.encode()):
+                    return
+
+    low = compat.lowlevel_server(server)  # what MCPServer.run_stdio_async drives
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(read_lines)
+        tg.start_soon(write_lines)
+        await low.run(from_socket, to_socket, low.create_initialization_options())
+        tg.cancel_scope.cancel()
+
+
+def _invalid(line: bytes, exc: ValueError) -> bytes:
+    """A JSON-RPC error for a line the SDK cannot read (too deep, not a message)."""
+    reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+    error = {
+        "jsonrpc": "2.0",
+        "id": peek_id(line),
+        "error": {
+            "code": -32600,
+            "message": f"invalid JSON-RPC message ({reason}); send one message per line",
+        },
+    }
+    return json.dumps(error, ensure_ascii=False).encode()

@@ -1,0 +1,63 @@
+"""Exact tokens: an identifier that occurs in one memory pins that memory first.
+
+An identifier, error code, hash or ticket id in a query names one thing. When the
+searchable set (the caller's namespaces and filters, current memories) holds exactly
+one memory with that token, that memory is the answer, whatever the semantic channels
+say: near-identical notes ("Incident N: the pool ran out, marker zq7c660f688e") are
+all equally close to the query in the dense space, and fusing the dense ranks in
+drowned the one BM25 match (issue 30: 192 of 400 markers missed at top 5).
+
+Only token-like words qualify (a digit, inner capitals, or a joiner ``_ - .``
+between letters/digits): an ordinary word that happens to occur once ("glossy") is a
+topic word, and pinning on it would override better paraphrase matches. A token held
+by two or more memories pins nothing: it no longer names one thing.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from mcp_gateway.search.lexical import compounds, term_id
+
+# At most this many tokens are checked per query (one small index call each).
+MAX_TERMS = 4
+# Shorter tokens are counts and versions ("v2", "18"), not identifiers.
+MIN_CHARS = 3
+
+
+def token_like(word: str) -> bool:
+    """An identifier, code or hash rather than a word (measured on the bench sets'
+    queries, bench/LOG.md): ``ERR_POOL_42``, ``v1.2.3``, ``tok-4411``, ``429``,
+    ``zq7c660f688e``, ``getUserName``; not ``third-party``, ``9am``, ``JavaScript``."""
+    if len(word) < MIN_CHARS:
+        return False
+    if "_" in word or "." in word:
+        return True
+    digits = sum(ch.isdigit() for ch in word)
+    if digits:
+        # a code (429, 5432) or letters and digits mixed (e1234, zq7c66...); short
+        # quantities (9am, 30k) are not
+        return digits == len(word.replace("-", "")) or len(word) >= 4
+    if "-" in word:  # hyphenated words (third-party, north-facing) are English
+        return False
+    # camelCase with two humps or more (getUserName, useAuthToken); one hump is most
+    # often a product name (JavaScript, MacBook, iPhone), all caps an acronym
+    humps = sum(1 for a, b in itertools.pairwise(word) if a.islower() and b.isupper())
+    return humps >= 2
+
+
+def identifier_terms(query: str) -> list[tuple[str, int]]:
+    """The query's token-like words (casefolded) and their lexical term ids, in query
+    order, without repeats, at most ``MAX_TERMS``."""
+    out: list[tuple[str, int]] = []
+    seen: set[str] = set()
+    for word in compounds(query):
+        if not token_like(word):
+            continue
+        token = word.casefold()
+        if token not in seen:
+            seen.add(token)
+            out.append((token, term_id(token)))
+            if len(out) == MAX_TERMS:
+                break
+    return out

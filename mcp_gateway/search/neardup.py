@@ -1,0 +1,181 @@
+"""Near-duplicate notes, folded into one entry where memories are listed.
+
+Two notes of the same namespace, type and priority whose dense vectors are at least
+``FOLD_SIMILARITY`` cosine apart say the same thing in other words (a lesson written
+again in another session). Where notes are listed (session_context.md) they are shown
+as one entry: the newest wording, with the other notes' ids beside it, each still
+stored and readable (``get_note``, ``kioku show``). Nothing is deleted or changed.
+
+Two notes that differ in an identifier or a number name different things however
+alike their wording ("Incident 12 ... marker zq7c" and "Incident 13 ... marker 4b1e",
+port 5432 and port 6432): they never fold, so a search that found one by its
+identifier shows that one.
+
+The threshold was measured, not guessed (``bench/quality/neardup``: hand-written
+near-duplicate and merely related pairs in en/ja/th; docs/ranking.md). A note without
+a stored vector for its current text (its embedding job has not run yet: the context
+is written at once after an add) is embedded here with ``embed`` when given, else
+shown on its own.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from mcp_gateway.common.types import Note, SearchResult
+from mcp_gateway.indexing.indexer import note_document
+from mcp_gateway.search.exact_terms import token_like
+from mcp_gateway.search.lexical import compounds
+from mcp_gateway.stores.vectors import StoredVector, content_hash
+
+log = logging.getLogger(__name__)
+
+# e5 (multilingual-e5-small): merely related pairs reach 0.932, near-duplicates start at
+# 0.912 (median 0.965); 0.95 keeps a 0.018 margin above every related pair and folds
+# 29 of 36 near-duplicates (bench/quality/neardup/measure.py, docs/ranking.md).
+FOLD_SIMILARITY = 0.95
+
+
+class NoteSource(Protocol):
+    async def get_many(self, ids: Sequence[str]) -> dict[str, Note]: ...
+
+
+class VectorSource(Protocol):
+    async def get(self, kind: str, model: str, ids: Sequence[str]) -> dict[str, StoredVector]: ...
+
+
+Embed = Callable[[Sequence[str]], Awaitable[list[list[float]]]]
+
+
+def marks(text: str) -> frozenset[str]:
+    """The identifiers and numbers of ``text`` (casefolded)."""
+    return frozenset(
+        w.casefold() for w in compounds(text) if token_like(w) or any(c.isdigit() for c in w)
+    )
+
+
+@dataclass(slots=True)
+class Entry:
+    """One listed entry: the newest wording, and the ids of the notes folded into it."""
+
+    note: Note
+    also: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Folder:
+    """Folds lists of notes with the stored document vectors of ``model``."""
+
+    vectors: VectorSource
+    model: str
+    embed: Embed | None = None
+    threshold: float = FOLD_SIMILARITY
+
+    async def fold(self, notes: Sequence[Note]) -> list[Entry]:
+        """``notes`` as entries, in their order; a note folds into the entry of the
+        newest note of its namespace and type that it is a near-duplicate of (of any
+        note already in that entry), and that entry shows the newest wording."""
+        unit = await self._vectors(notes)
+        names = {n.id: marks(n.text) for n in notes}
+        entries: list[Entry] = []
+        members: list[list[Note]] = []
+        for note in sorted(notes, key=lambda n: (n.created_at, n.id), reverse=True):
+            home = self._home(note, entries, members, unit, names)
+            if home is None:
+                entries.append(Entry(note))
+                members.append([note])
+            else:
+                entries[home].also.append(note.id)
+                members[home].append(note)
+        position = {n.id: i for i, n in enumerate(notes)}
+        return sorted(entries, key=lambda e: position[e.note.id])
+
+    async def _vectors(self, notes: Sequence[Note]) -> dict[str, np.ndarray]:
+        """Unit vectors by note id: stored ones of the current text, the rest embedded
+        now (a failing embedder leaves them out: those notes are shown on their own)."""
+        if len(notes) < 2:
+            return {}
+        stored = await self.vectors.get("note", self.model, [n.id for n in notes])
+        raw: dict[str, Sequence[float]] = {}
+        missing: list[Note] = []
+        for note in notes:
+            vec = stored.get(note.id)
+            if vec is not None and vec.content_hash == content_hash(note_document(note)):
+                raw[note.id] = vec.vector
+            else:
+                missing.append(note)
+        if missing and self.embed is not None:
+            try:
+                fresh = await self.embed([note_document(n) for n in missing])
+                raw.update({n.id: v for n, v in zip(missing, fresh, strict=True)})
+            except Exception:
+                log.warning("near-duplicates not folded: embedding failed", exc_info=True)
+        unit: dict[str, np.ndarray] = {}
+        for note_id, vector in raw.items():
+            arr = np.asarray(vector, dtype=np.float64)
+            norm = float(np.linalg.norm(arr))
+            if norm > 0:
+                unit[note_id] = arr / norm
+        return unit
+
+    def _home(
+        self,
+        note: Note,
+        entries: list[Entry],
+        members: list[list[Note]],
+        unit: dict[str, np.ndarray],
+        names: dict[str, frozenset[str]],
+    ) -> int | None:
+        mine = unit.get(note.id)
+        if mine is None:
+            return None
+        for i, group in enumerate(members):
+            head = entries[i].note
+            # priority too: a high lesson folded under a plain rewording would lose its
+            # place in the ranking and its flag in the context
+            if (head.namespace, head.type, head.priority) != (
+                note.namespace,
+                note.type,
+                note.priority,
+            ):
+                continue
+            if any(
+                m.id in unit
+                and names[m.id] == names[note.id]
+                and float(unit[m.id] @ mine) >= self.threshold
+                for m in group
+            ):
+                return i
+        return None
+
+
+async def fold_results(
+    results: Sequence[SearchResult], notes: NoteSource, folder: Folder
+) -> list[SearchResult]:
+    """Ranked results with near-duplicate notes as one result: at the place of the group's
+    best-ranked member, in the newest member's wording, the others' ids in ``also``."""
+    note_ids = [r.id for r in results if r.kind == "note"]
+    if len(note_ids) < 2:
+        return list(results)
+    found = await notes.get_many(note_ids)
+    entries = await folder.fold([found[i] for i in note_ids if i in found])
+    groups = {e.note.id: e.also for e in entries if e.also}
+    if not groups:
+        return list(results)
+    head_of = {member: head for head, also in groups.items() for member in (head, *also)}
+    by_id = {r.id: r for r in results}
+    out: list[SearchResult] = []
+    placed: set[str] = set()
+    for result in results:
+        head = head_of.get(result.id)
+        if head is None:
+            out.append(result)
+        elif head not in placed:
+            placed.add(head)
+            out.append(by_id[head].model_copy(update={"also": list(groups[head])}))
+    return out

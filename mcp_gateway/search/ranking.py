@@ -1,0 +1,366 @@
+"""Ranking: fuse the dense and lexical channels, then apply the source design's rules.
+
+Order of operations (each step is measured in ``bench/LOG.md``):
+1. weighted score fusion (DBSF) or reciprocal-rank fusion of the two channels, times a
+   per-point prior (usefulness and shelf life, written by the re-ranking job). The second
+   channel is BM25, or latent terms where the index has them; BM25 then scores only the
+   hits the semantic channels did not return (notes not embedded yet among them) and
+   stays the lexical evidence of step 2;
+2. drop candidates that are neither close in the dense space (per-type distance
+   threshold and within ``keep_margin`` of the query's best) nor a strong lexical
+   match -- high priority included;
+3. keep the best ``top``, then order: under the shipped "gated" rule a high-priority
+   hit jumps the queue only when it is within ``high_first_margin`` of the query's
+   best dense distance; the others are boosted (low priority sorts last);
+4. the newest lessons/conclusions not already present that pass the same keep rule
+   form a separate ``recent`` part of the answer (never counted against ``top``).
+5. the newer of two notes that say nearly the same thing (dense cosine, per model)
+   moves above the older (``newer_first``): notes have no ``supersedes`` edge, and a
+   changed fact leaves both live.
+
+Between 1 and 2, a retired record (superseded, or a duplicate) that the channels found
+hands its evidence to its lifecycle head (``carry_to_heads``): old wording of a changed
+decision finds the decision now in force, as ``record_search(current_only=true)`` does.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from mcp_gateway.common.types import IndexHit
+
+PRIORITY_ORDER = {"high": 0, "": 1, "low": 2}
+
+
+@dataclass(frozen=True, slots=True)
+class RankingParams:
+    fusion: str = "dbsf"  # "dbsf" (distribution-based scores) or "rrf" (reciprocal rank)
+    rrf_k: float = 10.0
+    dense_weight: float = 1.0
+    sparse_weight: float = 0.3
+    latent_weight: float = 0.7  # the latent-terms channel, when the search has one
+    thresholds: Mapping[str, float] = field(default_factory=lambda: {"*": 0.2})
+    lexical_keep_ratio: float = 0.5  # lexical-only hits kept if >= ratio * best lexical score
+    # "first": the source design's rule, high priority always sorts first among the kept;
+    # "boost": high priority multiplies the fused score by ``high_boost`` instead;
+    # "gated": boosted, and sorted first when it is a confident match for *this* query:
+    # its dense distance within ``high_first_margin`` of the query's best dense distance
+    priority_rule: str = "gated"
+    high_boost: float = 1.25
+    high_first_margin: float = 0.0
+    # A candidate is kept when its distance is within the per-type threshold AND within
+    # ``keep_margin`` of the query's best distance, or it is a strong lexical match.
+    # High priority gets no exemption: an unrelated high lesson is noise like any other.
+    keep_margin: float = 1.0
+
+    def threshold_for(self, type_: str) -> float:
+        return self.thresholds.get(type_, self.thresholds.get("*", 1.0))
+
+
+@dataclass(slots=True)
+class Candidate:
+    point_id: str
+    payload: dict[str, Any]
+    score: float = 0.0
+    distance: float | None = None
+    dense_rank: int | None = None
+    sparse_score: float | None = None
+    sparse_rank: int | None = None
+    sparse_part: float = 0.0
+    latent_part: float = 0.0  # the latent-terms channel's share of ``score``
+    # how many of the query's identifiers this memory alone holds (``pin_exact``)
+    exact: int = 0
+
+    @property
+    def type(self) -> str:
+        return str(self.payload.get("type", ""))
+
+    @property
+    def priority(self) -> str:
+        return str(self.payload.get("priority", ""))
+
+
+def _dbsf(scores: Sequence[float], basis: Sequence[float] | None = None) -> list[float]:
+    """Qdrant's distribution-based score fusion normalisation: mean +- 3 sigma -> [0, 1].
+    ``basis``: the scores whose distribution sets the scale (default: ``scores``)."""
+    if not scores:
+        return []
+    basis = basis or scores
+    # plain float arithmetic: statistics.pstdev computes exactly with fractions, which
+    # cost ~0.2 ms a search for 50-100 scores
+    n = len(basis)
+    mean = math.fsum(basis) / n
+    sigma = math.sqrt(math.fsum((s - mean) * (s - mean) for s in basis) / n)
+    if sigma == 0:  # one hit, or all equal: each is the best this channel has
+        return [1.0] * len(scores)
+    low, span = mean - 3 * sigma, 6 * sigma
+    return [min(1.0, max(0.0, (s - low) / span)) for s in scores]
+
+
+def _contributions(hits: Sequence[IndexHit], params: RankingParams, weight: float) -> list[float]:
+    if params.fusion == "dbsf":
+        # retired records ride along on the current hits' scale: finding them must not
+        # move how the current ones score (it cost contextual and crosslang)
+        basis = [h.score for h in hits if h.payload.get("current") is not False]
+        return [weight * v for v in _dbsf([h.score for h in hits], basis)]
+    return [weight / (params.rrf_k + rank) for rank in range(1, len(hits) + 1)]
+
+
+def best_of_views(views: Sequence[Sequence[IndexHit]], limit: int) -> list[IndexHit]:
+    """Dense hits of several query views merged by each point's best score."""
+    if len(views) == 1:
+        return list(views[0])
+    best: dict[str, IndexHit] = {}
+    for hits in views:
+        for h in hits:
+            if h.id not in best or h.score > best[h.id].score:
+                best[h.id] = h
+    return sorted(best.values(), key=lambda h: h.score, reverse=True)[:limit]
+
+
+def fuse(
+    dense: Sequence[IndexHit],
+    sparse: Sequence[IndexHit],
+    params: RankingParams,
+    latent: Sequence[IndexHit] | None = None,
+) -> list[Candidate]:
+    """Weighted fusion of the channels; keeps each channel's raw evidence.
+
+    ``latent`` (a list, possibly empty: the search has the latent-terms channel) takes
+    BM25's place in the score at ``latent_weight``. BM25 stays the evidence of the keep
+    rule (an exact word match; nearly every note shares some latent terms with a query,
+    so a latent score says little about whether a hit belongs in the answer) and scores
+    the hits the other channels did not return, pending notes at full weight."""
+    # a candidate shares its hit's payload (the index's payload cache holds it too):
+    # nothing changes a candidate's payload, and ~100 copies a search cost ~0.05 ms
+    by_id: dict[str, Candidate] = {}
+    dense_parts = _contributions(dense, params, params.dense_weight)
+    for rank, (hit, part) in enumerate(zip(dense, dense_parts, strict=True), start=1):
+        cand = by_id.get(hit.id) or by_id.setdefault(hit.id, Candidate(hit.id, hit.payload))
+        cand.dense_rank, cand.distance = rank, max(0.0, 1.0 - hit.score)
+        cand.score += part
+    if latent is not None:
+        latent_parts = _contributions(latent, params, params.latent_weight)
+        for hit, part in zip(latent, latent_parts, strict=True):
+            cand = by_id.get(hit.id) or by_id.setdefault(hit.id, Candidate(hit.id, hit.payload))
+            cand.latent_part = part
+            cand.score += part
+    semantic = set(by_id) if latent is not None else set()
+    second_weight = params.sparse_weight if latent is None else params.latent_weight
+    sparse_parts = _contributions(sparse, params, params.sparse_weight)
+    for rank, (hit, part) in enumerate(zip(sparse, sparse_parts, strict=True), start=1):
+        cand = by_id.get(hit.id) or by_id.setdefault(hit.id, Candidate(hit.id, hit.payload))
+        cand.sparse_rank, cand.sparse_score, cand.sparse_part = rank, hit.score, part
+        if hit.id not in semantic:
+            cand.score += part
+    if params.sparse_weight > 0:
+        for cand in by_id.values():
+            if cand.payload.get("dense") is False and cand.dense_rank is None:
+                # not embedded yet: judge it on its lexical evidence at full weight
+                scale = (params.dense_weight + second_weight) / params.sparse_weight
+                cand.score = cand.sparse_part * scale
+    for cand in by_id.values():
+        cand.score *= float(cand.payload.get("prior", 1.0))
+        if params.priority_rule != "first" and cand.priority == "high":
+            cand.score *= params.high_boost
+    return sorted(by_id.values(), key=lambda c: c.score, reverse=True)
+
+
+def pin_exact(
+    candidates: Sequence[Candidate], held: Mapping[str, tuple[IndexHit, int]]
+) -> list[Candidate]:
+    """Mark each memory that alone holds some of the query's identifiers (``held``:
+    point id -> its lexical hit and how many such identifiers only it holds;
+    ``exact_terms.py``). A memory the channels did not return joins the candidates
+    from its hit. ``select`` puts marked memories first, most identifiers first."""
+    if not held:
+        return list(candidates)
+    out = list(candidates)
+    by_id = {c.point_id: c for c in out}
+    for pid, (hit, count) in held.items():
+        cand = by_id.get(pid)
+        if cand is None:
+            cand = Candidate(pid, hit.payload, sparse_score=hit.score)
+            out.append(cand)
+        cand.exact = count
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Head:
+    """Where a retired record's evidence goes: its lifecycle head's point."""
+
+    point_id: str
+    payload: dict[str, Any]
+
+
+def carry_to_heads(
+    candidates: Sequence[Candidate], heads: Mapping[str, Head], factor: float = 1.0
+) -> list[Candidate]:
+    """Replace every retired record (payload ``current`` false) by its head.
+
+    A head takes the better of its own score and ``factor`` x the retired version's,
+    and the better of each channel's evidence (so the keep rule judges it on what found
+    it). A retired record with no entry in ``heads`` (its head is out of the caller's
+    reach) is dropped, as the index filter would have dropped it."""
+    by_id = {c.point_id: c for c in candidates if c.payload.get("current") is not False}
+    for old in candidates:
+        if old.payload.get("current") is not False or (head := heads.get(old.point_id)) is None:
+            continue
+        cand = by_id.get(head.point_id)
+        if cand is None:
+            cand = by_id[head.point_id] = Candidate(head.point_id, dict(head.payload))
+        cand.score = max(cand.score, factor * old.score)
+        if old.distance is not None and (cand.distance is None or old.distance < cand.distance):
+            cand.distance, cand.dense_rank = old.distance, old.dense_rank
+        if old.sparse_score is not None and (cand.sparse_score or 0.0) < old.sparse_score:
+            cand.sparse_score, cand.sparse_rank = old.sparse_score, old.sparse_rank
+    return sorted(by_id.values(), key=lambda c: c.score, reverse=True)
+
+
+def newer_first(
+    chosen: Sequence[Candidate],
+    vectors: Mapping[str, Sequence[float]],
+    min_similarity: float,
+    min_ratio: float,
+) -> list[Candidate]:
+    """Move a note above an older note of the same type that says nearly the same thing.
+
+    Notes have no ``supersedes`` edge: when a fact changes, the assistant writes a new
+    note and the old one stays. Both then match a question about that fact, and the
+    older one often ranks first. Here a note whose dense vector (``vectors``, by point
+    id, unit length) is within ``min_similarity`` cosine of an older note ranked above
+    it, of the same type and namespace (the caller's own notes stay before shared ones,
+    ``select``), with at least ``min_ratio`` of that note's score, moves just
+    above it: the newer statement of the fact comes first, the old one stays in the
+    answer. Two valid facts on one topic sit further apart (e5: dev 0.889-0.917 against
+    0.908-0.973 for a replaced fact; bench/LOG.md)."""
+    out = list(chosen)
+    notes = [c.point_id for c in out if _movable(c, vectors)]
+    if len(notes) < 2 or min_similarity <= 0:
+        return out
+    mat = np.asarray([vectors[p] for p in notes], dtype=np.float64)
+    alike = mat @ mat.T
+    at = {p: i for i, p in enumerate(notes)}
+    for j in range(1, len(out)):
+        newer = out[j]
+        if newer.point_id not in at:
+            continue
+        for i in range(j):
+            older = out[i]
+            if (
+                not older.exact  # nothing goes above the one holder of an identifier
+                and older.point_id in at
+                and older.type == newer.type
+                and older.payload.get("namespace") == newer.payload.get("namespace")
+                and _created(older) < _created(newer)
+                and newer.score >= min_ratio * older.score
+                and alike[at[older.point_id], at[newer.point_id]] >= min_similarity
+            ):
+                out.insert(i, out.pop(j))
+                break
+    return out
+
+
+def _movable(cand: Candidate, vectors: Mapping[str, Sequence[float]]) -> bool:
+    return cand.payload.get("kind", "note") == "note" and cand.point_id in vectors
+
+
+def _created(cand: Candidate) -> float:
+    return float(cand.payload.get("created_at", 0.0))
+
+
+def passes_threshold(
+    cand: Candidate, params: RankingParams, best_sparse: float, best_distance: float
+) -> bool:
+    if (
+        cand.distance is not None
+        and cand.distance <= params.threshold_for(cand.type)
+        and cand.distance <= best_distance + params.keep_margin
+    ):
+        return True
+    if cand.sparse_score is not None and best_sparse > 0:
+        return cand.sparse_score >= params.lexical_keep_ratio * best_sparse
+    return False
+
+
+def select(
+    candidates: list[Candidate],
+    params: RankingParams,
+    top: int,
+    namespaces: Sequence[str] = (),
+) -> list[Candidate]:
+    """Threshold, cut to ``top``, then priority order, the caller's own namespace
+    (the first of ``namespaces``) before shared ones; stable otherwise. A memory that
+    alone holds an identifier of the query (``pin_exact``) comes before all of it."""
+    best_sparse = max((c.sparse_score or 0.0 for c in candidates), default=0.0)
+    best_distance = min((c.distance for c in candidates if c.distance is not None), default=2.0)
+    pinned = sorted((c for c in candidates if c.exact), key=lambda c: (-c.exact, -c.score))
+    kept = pinned + [
+        c
+        for c in candidates
+        if not c.exact and passes_threshold(c, params, best_sparse, best_distance)
+    ]
+    rank = {ns: i for i, ns in enumerate(namespaces)}
+    return sorted(
+        kept[:top],
+        key=lambda c: (
+            -1 if c.exact else _priority_tier(c, params, best_distance),
+            0 if c.exact else rank.get(str(c.payload.get("namespace", "")), 0),
+        ),
+    )
+
+
+def recent_floor(
+    candidates: Sequence[Candidate], params: RankingParams, wanted: Collection[str] | None = None
+) -> dict[str, Candidate]:
+    """Notes (by source id) relevant enough to be shown as recent lessons: among this
+    query's candidates and passing the same keep rule as a ranked hit. A note the
+    index did not return for the query at all is unrelated by definition. ``wanted``:
+    only these source ids are asked about (a search asks about its few recent notes,
+    not about each of its ~100 candidates)."""
+    if wanted is not None and not wanted:
+        return {}
+    best_sparse = max((c.sparse_score or 0.0 for c in candidates), default=0.0)
+    best_distance = min((c.distance for c in candidates if c.distance is not None), default=2.0)
+    floor: dict[str, Candidate] = {}
+    for c in candidates:
+        source = str(c.payload.get("source_id"))
+        if (
+            (wanted is None or source in wanted)
+            and c.payload.get("kind", "note") == "note"
+            and passes_threshold(c, params, best_sparse, best_distance)
+        ):
+            floor[source] = c
+    return floor
+
+
+def _priority_tier(cand: Candidate, params: RankingParams, best_distance: float) -> int:
+    """0 sorts first. Under "boost" and "gated" the boost already lifted high items,
+    so only a gated, confident high match still jumps the queue. Confidence is relative
+    to the query's own best dense distance: absolute cosine distances shift with the
+    model and the query (e5 packs everything into 0.05-0.25), a margin does not."""
+    tier = PRIORITY_ORDER.get(cand.priority, 1)
+    if params.priority_rule == "first" or tier != 0:
+        return tier
+    if params.priority_rule == "gated":
+        if cand.distance is not None and cand.distance <= best_distance + params.high_first_margin:
+            return 0
+    return 1
+
+
+def rank(
+    dense: Sequence[IndexHit],
+    sparse: Sequence[IndexHit],
+    params: RankingParams,
+    top: int,
+    namespaces: Sequence[str] = (),
+    latent: Sequence[IndexHit] | None = None,
+) -> list[Candidate]:
+    """Fuse the channels, threshold, cut to ``top``, order (the whole ranking step)."""
+    return select(fuse(dense, sparse, params, latent), params, top, namespaces)

@@ -1,0 +1,451 @@
+"""``search_memory``: one index round trip, one SQLite read, then ranking rules.
+
+The search path is kept lean on purpose: a cached query embedding, a single batched
+Qdrant query for both channels, one ``SELECT ... IN`` for the texts. Between two
+writes, what a search already read (the answer, the texts, the recent lessons, what
+it derived from the query's words) is not computed again (``answers.py``,
+``note_reads.py``, ``query_memo.py``; docs/performance.md, rounds 5 and 13).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+import anyio
+
+from mcp_gateway.common.errors import EmbedderUnavailable, InvalidInput
+from mcp_gateway.common.settings import SearchSettings
+from mcp_gateway.common.types import (
+    IndexFilter,
+    IndexHit,
+    Note,
+    SearchResponse,
+    SearchResult,
+    SparseVector,
+    point_id,
+)
+from mcp_gateway.embedders.base import Embedder, Encoded
+from mcp_gateway.index.base import Channels, Index
+from mcp_gateway.indexing.writebehind import WriteBehind
+from mcp_gateway.search.answers import AnswerCache
+from mcp_gateway.search.calibration import Calibration, for_model, shift_views
+from mcp_gateway.search.exact_terms import identifier_terms
+from mcp_gateway.search.fresh import FreshEmbedder
+from mcp_gateway.search.note_reads import RecentAt, RecentNotes, ShownNotes
+from mcp_gateway.search.prefetch import Searches
+from mcp_gateway.search.query_memo import QueryMemo
+from mcp_gateway.search.ranking import (
+    Candidate,
+    Head,
+    RankingParams,
+    best_of_views,
+    carry_to_heads,
+    fuse,
+    newer_first,
+    pin_exact,
+    recent_floor,
+    select,
+)
+from mcp_gateway.search.results import kind_of, note_result, record_result
+from mcp_gateway.search.thresholds import ThresholdCache
+from mcp_gateway.stores.notes import NoteStore
+
+log = logging.getLogger(__name__)
+
+RECENT_TAG = "[RECENT]"
+
+
+class RecordLookup(Protocol):
+    async def search_view(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Record id -> {"title", "content", "type", "status", "created_at"} for current records."""
+
+    async def heads_view(
+        self, ids: Sequence[str], namespaces: Sequence[str]
+    ) -> dict[str, dict[str, Any]]:
+        """Retired record id -> its lifecycle head's {"id", "type", "namespace"}."""
+
+
+@dataclass(slots=True)
+class SearchRequest:
+    query: str
+    type: str = ""
+    domain: str = ""
+    top: int = 5
+    namespaces: tuple[str, ...] = ("default",)
+    # other phrasings of ``query`` (other words, other languages): their dense hits
+    # join the query's, each memory scored by its best cosine over every phrasing
+    alternatives: tuple[str, ...] = ()
+
+
+class SearchService:
+    def __init__(
+        self,
+        notes: NoteStore,
+        index: Index,
+        embedder: Embedder,
+        settings: SearchSettings,
+        thresholds: ThresholdCache,
+        records: RecordLookup | None = None,
+        fresh: FreshEmbedder | None = None,
+        writes: WriteBehind | None = None,
+    ) -> None:
+        self.notes, self.index, self.embedder = notes, index, embedder
+        self.settings, self.thresholds, self.records = settings, thresholds, records
+        self.fresh, self.writes = fresh, writes
+        self.searches = Searches()
+        self.memo = QueryMemo()
+        self.recent, self.shown = RecentNotes(notes, settings), ShownNotes(notes)
+        self.answers = AnswerCache(settings.answer_cache_size)
+        self.calibration: Calibration = for_model(embedder.model_id)
+        # ``is None``, not ``or``: 0 is a meaningful setting for every one of these
+        c, s = self.calibration, settings
+        self.high_first_margin = (
+            c.high_first_margin if s.high_first_margin is None else s.high_first_margin
+        )
+        self.keep_margin = c.keep_margin if s.keep_margin is None else s.keep_margin
+        self.language_shift = c.language_shift if s.language_shift is None else s.language_shift
+        self.wide_shift = c.wide_shift if s.wide_shift is None else s.wide_shift
+        self.newer_similarity = (
+            c.newer_similarity if s.newer_similarity is None else s.newer_similarity
+        )
+
+    async def search(self, req: SearchRequest) -> SearchResponse:
+        query = req.query.strip()
+        if not query:
+            raise InvalidInput("query is empty: describe what you are about to do or look for")
+        if len(query) > self.settings.max_query_chars:
+            raise InvalidInput(
+                f"query is over {self.settings.max_query_chars} characters: "
+                "summarise the situation in a few sentences"
+            )
+        namespace = req.namespaces[0] if req.namespaces else "default"
+        if self.writes is not None:  # every note acknowledged to a reader is in the index
+            await self.writes.caught_up(req.namespaces)
+        # read before anything else: a write that lands meanwhile makes this answer stale
+        generation: int | None = getattr(self.index, "generation", None)
+        key = (query, req.type, req.domain, req.top, tuple(req.namespaces), req.alternatives)
+        thresholds = await self.thresholds.get(namespace)
+        if generation is not None and (known := self.answers.get(key, generation, thresholds)):
+            return known
+        with self.searches.running_one():  # the prefetcher keeps off the query lane meanwhile
+            response, settled = await self._search(query, req, namespace, generation)
+        if generation is not None and settled:
+            self.answers.put(key, generation, thresholds, response)
+        return response
+
+    async def _search(
+        self, query: str, req: SearchRequest, namespace: str, generation: int | None
+    ) -> tuple[SearchResponse, bool]:
+        """The answer, and whether it is settled: no hit is still waiting for its
+        embedding (a later search may embed it itself, so such an answer is not kept)."""
+        mode = self.settings.mode
+        sparse = SparseVector([], []) if mode == "dense" else self.memo.sparse(query)
+        flt = IndexFilter(
+            types=(req.type,) if req.type else (),
+            domains=(req.domain,) if req.domain else (),
+            namespaces=req.namespaces,
+            # retired records are found too, and hand their evidence to their heads
+            current_only=not self._carries,
+        )
+        limit = self.settings.candidates
+        recent_at: RecentAt = (req.type, req.namespaces, req.domain, generation)
+        known_recent = self.recent.known(*recent_at)
+        recent: list[Note] = [] if known_recent is None else known_recent
+        cached = self._cached_query(query) if known_recent is not None else None
+        held: dict[str, tuple[IndexHit, int]] = {}
+        # the look-up is lexical: the dense-only baseline (bench/quality) goes without
+        exact = self.settings.exact_first and self.settings.mode != "dense"
+        identifiers = identifier_terms(query) if exact else []
+
+        async def find_held() -> None:
+            held.update(await self._held(identifiers, flt))
+
+        if cached is not None:
+            # a cached embedding and the recent list known: nothing to overlap, so one
+            # index call and no task group (~0.2 ms of a ~3 ms search at 2k)
+            views, terms = cached[0], self._latent(cached[1])
+            semantic = await self._index_call(views, sparse, flt, limit, terms)
+            sparse_hits, dense_ok = semantic.sparse, True
+            if identifiers:
+                await find_held()
+        else:
+            to_read = recent_at if known_recent is None else None
+            semantic, sparse_hits, views, terms, dense_ok = await self._overlapped(
+                query, sparse, flt, limit, recent, to_read, find_held if identifiers else None
+            )
+        dense_hits, latent_hits = semantic.dense, semantic.latent
+        if req.alternatives and views:
+            dense_hits = best_of_views(
+                [dense_hits, await self._alternative_hits(req.alternatives, flt, limit)], limit
+            )
+        if self.fresh is not None and views:
+            # the best lexical hits not embedded yet, embedded now (bounded: fresh.py)
+            fresh_dense, fresh_latent = await self.fresh.hits(sparse_hits, views, terms)
+            if fresh_dense:
+                dense_hits = best_of_views([dense_hits, fresh_dense], limit)
+            if fresh_latent:
+                latent_hits = best_of_views([latent_hits, fresh_latent], limit)
+        params = await self._params(query, namespace)
+        candidates = fuse(
+            dense_hits, sparse_hits, params, latent_hits if terms is not None else None
+        )
+        candidates = pin_exact(candidates, held)
+        if self.records is not None and any(c.payload.get("current") is False for c in candidates):
+            heads = await self._heads(self.records, candidates, req)
+            candidates = carry_to_heads(candidates, heads, self.settings.retired_carry)
+        chosen = select(candidates, params, req.top, req.namespaces)
+        results = await self._materialise(chosen, generation)
+        # The newest lessons/conclusions are a separate, labelled part of the answer
+        # (never counted against ``top``), and only those the index found relevant to
+        # this query: an unrelated lesson does not ride along with every search.
+        present = {r.id for r in results}
+        floor = recent_floor(candidates, params, {n.id for n in recent if n.id not in present})
+        related = [n for n in recent if n.id in floor]
+        response = SearchResponse(
+            query=query,
+            results=results,
+            recent=[note_result(n, floor[n.id], [RECENT_TAG]) for n in related],
+            dense_available=dense_ok,
+        )
+        settled = not any(h.payload.get("dense") is False for h in sparse_hits)
+        return response, settled
+
+    async def _overlapped(
+        self,
+        query: str,
+        sparse: SparseVector,
+        flt: IndexFilter,
+        limit: int,
+        recent: list[Note],
+        recent_at: RecentAt | None,
+        beside: Callable[[], Coroutine[Any, Any, None]] | None = None,
+    ) -> tuple[Channels, list[IndexHit], list[list[float]], SparseVector | None, bool]:
+        """The channels of a query whose embedding is not at hand: the recent read
+        (``recent_at``; None: known), the lexical channel and ``beside`` (the exact
+        identifiers' look-up) run while it is embedded.
+        Returns (the index call's channels, the lexical hits, the query views, the
+        latent terms if the index searches them, whether the dense channel answered)."""
+        lexical_found: list[Channels] = []
+
+        async def read_recent(at: RecentAt) -> None:
+            recent.extend(await self.recent.read(*at))
+
+        async def search_lexical() -> None:
+            if combined:  # the embedding was back before this task ran
+                return
+            lexical_started.append(True)
+            lexical_found.append(await self.index.search_channels(None, sparse, flt, limit))
+
+        # The query's embedding is most of a new search's time and runs on the query
+        # lane, outside the GIL: the recency read and the lexical channel, which do not
+        # need it, run meanwhile on the other core (bench/LOG.md).
+        # A cached embedding comes back before the lexical task has run: then the
+        # lexical channel joins the one index call instead (three threads contending
+        # for the GIL cost ~1 ms more than one call).
+        combined, lexical_started = False, list[bool]()
+        async with anyio.create_task_group() as tg:
+            if recent_at is not None:
+                tg.start_soon(read_recent, recent_at)
+            if beside is not None:
+                tg.start_soon(beside)
+            if not sparse.is_empty():
+                tg.start_soon(search_lexical)
+            views, terms, dense_ok = (
+                ([], None, False)
+                if self.settings.mode == "lexical"
+                else await self._embed_query(query)
+            )
+            combined = not sparse.is_empty() and not lexical_started
+            terms = self._latent(terms)
+            semantic = await self._index_call(
+                views, sparse if combined else SparseVector([], []), flt, limit, terms
+            )
+        sparse_hits = lexical_found[0].sparse if lexical_found else semantic.sparse
+        return semantic, sparse_hits, views, terms, dense_ok
+
+    async def _index_call(
+        self,
+        views: list[list[float]],
+        sparse: SparseVector,
+        flt: IndexFilter,
+        limit: int,
+        terms: SparseVector | None,
+    ) -> Channels:
+        # every query view goes in one index call: the engine holds the GIL while it
+        # searches, so a second concurrent call would only queue behind the first
+        return await self.index.search_channels(
+            views[0] if views else None,
+            sparse,
+            flt,
+            limit,
+            more_dense=views[1:],
+            latent=terms,
+        )
+
+    async def _alternative_hits(
+        self, alternatives: Sequence[str], flt: IndexFilter, limit: int
+    ) -> list[IndexHit]:
+        """Dense hits of the other phrasings (every view of each) in one index call."""
+        views: list[list[float]] = []
+        for alt in alternatives:
+            views.extend((await self._embed_query(alt))[0])
+        if not views:
+            return []
+        found = await self.index.search_channels(
+            views[0], SparseVector([], []), flt, limit, more_dense=views[1:]
+        )
+        return found.dense
+
+    async def _held(
+        self, identifiers: Sequence[tuple[str, int]], flt: IndexFilter
+    ) -> dict[str, tuple[IndexHit, int]]:
+        """Point id -> (its lexical hit, how many of ``identifiers`` only it holds) for
+        each current memory within the request's filters that is the one holder of an
+        identifier of the query (exact_terms.py). One sparse request per identifier,
+        at most two hits each: one hit means the identifier names that memory."""
+        only = replace(flt, current_only=True)
+        held: dict[str, tuple[IndexHit, int]] = {}
+        for _token, term in identifiers:
+            found = await self.index.search_channels(None, SparseVector([term], [1.0]), only, 2)
+            if len(found.sparse) == 1:
+                hit = found.sparse[0]
+                held[hit.id] = (hit, held[hit.id][1] + 1 if hit.id in held else 1)
+        return held
+
+    def _latent(self, terms: SparseVector | None) -> SparseVector | None:
+        # latent terms replace BM25 as the second channel where the index has them
+        if self.settings.mode != "hybrid" or not self.index.spec.latent:
+            return None
+        return terms
+
+    def _cached_query(self, query: str) -> tuple[list[list[float]], SparseVector | None] | None:
+        """The query's views and latent terms when its embedding is cached (no wait)."""
+        peek = getattr(self.embedder, "peek", None)
+        if self.settings.mode == "lexical" or peek is None or not self._model_matches:
+            return None
+        encoded = peek(query)
+        return None if encoded is None else (self._views(query, encoded), encoded.terms)
+
+    def _views(self, query: str, encoded: Encoded) -> list[list[float]]:
+        c, weight, wide = self.calibration, self.language_shift, self.wide_shift
+        return self.memo.views(
+            query, encoded, lambda: shift_views(encoded.dense, query, c, weight, wide)
+        )
+
+    @property
+    def _model_matches(self) -> bool:
+        # the configured model differs from the live index's until `kioku reindex`
+        # adopts it: its query vectors would not compare with the stored ones
+        return self.embedder.model_id == self.index.spec.model_id
+
+    @property
+    def _carries(self) -> bool:
+        return self.records is not None and self.settings.retired_carry > 0
+
+    @staticmethod
+    async def _heads(
+        records: RecordLookup, candidates: Sequence[Candidate], req: SearchRequest
+    ) -> dict[str, Head]:
+        """Point id of each retired record among ``candidates`` -> its head's point, for
+        heads the request may see (its namespaces and ``type`` filter)."""
+        retired = {
+            str(c.payload.get("source_id")): c.point_id
+            for c in candidates
+            if c.payload.get("current") is False
+        }
+        found = await records.heads_view(list(retired), req.namespaces)
+        heads: dict[str, Head] = {}
+        for rid, head in found.items():
+            if req.type and head["type"] != req.type:
+                continue
+            payload = {
+                "kind": "record",
+                "source_id": head["id"],
+                "type": head["type"],
+                "domain": "",
+                "priority": "",
+                "namespace": head["namespace"],
+                "current": True,
+            }
+            heads[retired[rid]] = Head(point_id("record", head["id"]), payload)
+        return heads
+
+    async def _embed_query(self, query: str) -> tuple[list[list[float]], SparseVector | None, bool]:
+        """The query's dense views (one embedding, shifted once or twice) and its latent
+        terms (None: the embedder makes none)."""
+        if not self._model_matches:
+            return [], None, False
+        try:
+            encoded = await self.embedder.encode_query(query)
+        except EmbedderUnavailable as exc:
+            # Lexical search still answers; indexing catches up when the embedder is back.
+            log.warning("dense channel skipped: %s", exc)
+            return [], None, False
+        return self._views(query, encoded), encoded.terms, True
+
+    async def _params(self, query: str, namespace: str) -> RankingParams:
+        s = self.settings
+        # n-gram matches in unspaced scripts are weaker evidence than whole words
+        unspaced = self.memo.unspaced(query)
+        sparse_weight = s.sparse_weight * (1 - unspaced * (1 - s.unspaced_sparse_factor))
+        return RankingParams(
+            fusion=s.fusion,
+            priority_rule=s.priority_rule,
+            high_boost=s.high_boost,
+            high_first_margin=self.high_first_margin,
+            keep_margin=self.keep_margin,
+            lexical_keep_ratio=s.lexical_keep_ratio,
+            rrf_k=s.rrf_k,
+            dense_weight=s.dense_weight,
+            sparse_weight=sparse_weight,
+            latent_weight=s.latent_weight,
+            thresholds=await self.thresholds.get(namespace),
+        )
+
+    async def _materialise(
+        self, chosen: list[Candidate], generation: int | None
+    ) -> list[SearchResult]:
+        """The chosen hits' texts, in their final order: the newer of two notes that
+        say nearly the same thing first (``ranking.newer_first``, on the vectors read
+        beside the texts)."""
+        note_ids = [str(c.payload.get("source_id")) for c in chosen if kind_of(c) == "note"]
+        record_ids = [str(c.payload.get("source_id")) for c in chosen if kind_of(c) == "record"]
+        points = [c.point_id for c in chosen if kind_of(c) == "note"]
+        newer = self.newer_similarity > 0 and len(note_ids) > 1
+        vectors: dict[str, Sequence[float]] = {}
+        notes = self.shown.known(note_ids, generation)
+        if notes is not None:  # every text at hand: no task group (~0.15 ms)
+            records = await self._record_views(record_ids)
+            if newer:
+                vectors = await self.index.dense_vectors(points)
+        else:
+            notes = {}
+
+            async def read_vectors() -> None:
+                vectors.update(await self.index.dense_vectors(points))
+
+            async def read_notes(into: dict[str, Note]) -> None:
+                into.update(await self.shown.get_many(note_ids, generation))
+
+            async with anyio.create_task_group() as tg:
+                if newer:
+                    tg.start_soon(read_vectors)
+                tg.start_soon(read_notes, notes)
+                records = await self._record_views(record_ids)
+        if vectors:
+            chosen = newer_first(chosen, vectors, self.newer_similarity, self.settings.newer_ratio)
+        out: list[SearchResult] = []
+        for cand in chosen:
+            source_id = str(cand.payload.get("source_id"))
+            if kind_of(cand) == "note" and source_id in notes:
+                out.append(note_result(notes[source_id], cand))
+            elif kind_of(cand) == "record" and source_id in records:
+                out.append(record_result(source_id, records[source_id], cand))
+            # else: deleted or superseded since indexing -> a ghost point, skipped
+        return out
+
+    async def _record_views(self, ids: list[str]) -> dict[str, dict[str, Any]]:
+        return await self.records.search_view(ids) if self.records and ids else {}

@@ -1,0 +1,268 @@
+"""The application context: every store and client opened in one place, closed in one
+place. Only the owner of a data dir opens it (see ``owner``).
+
+``open_app`` opens SQLite, the embedder, the live index (named in the ``meta`` table)
+and the job scheduler. Serving owners (``run_jobs=True``) also run the applier (jobs'
+vectors into the index) and periodic reconcile; one-shot CLI commands that own the
+stores for a moment run jobs inline instead.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable, Coroutine
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import anyio.abc
+
+from mcp_gateway.common import fsperms
+from mcp_gateway.common.access import settings_scope
+from mcp_gateway.common.errors import EmbedderUnavailable, KiokuError
+from mcp_gateway.common.settings import KiokuSettings
+from mcp_gateway.embedders import build_embedder, latent_configured
+from mcp_gateway.embedders.base import Embedder
+from mcp_gateway.index import catalog
+from mcp_gateway.index.base import IndexSpec
+from mcp_gateway.index.live import LiveIndex
+from mcp_gateway.indexing.applier import Applier
+from mcp_gateway.indexing.indexer import Indexer
+from mcp_gateway.indexing.reconcile import ReconcileReport, reconcile
+from mcp_gateway.indexing.writebehind import WriteBehind
+from mcp_gateway.jobs import JobContext, Scheduler, build_scheduler
+from mcp_gateway.records import RecordStore
+from mcp_gateway.search.fresh import FreshEmbedder, FreshLimits
+from mcp_gateway.search.prefetch import Prefetcher
+from mcp_gateway.search.service import SearchService
+from mcp_gateway.search.thresholds import ThresholdCache
+from mcp_gateway.stores.activity import ActivityLog
+from mcp_gateway.stores.db import Database
+from mcp_gateway.stores.notes import NoteStore
+from mcp_gateway.stores.vectors import VectorStore
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class AppContext:
+    settings: KiokuSettings
+    db: Database
+    notes: NoteStore
+    records: RecordStore
+    vectors: VectorStore
+    index: LiveIndex
+    embedder: Embedder
+    indexer: Indexer
+    search: SearchService
+    thresholds: ThresholdCache
+    activity: ActivityLog
+    applier: Applier
+    job_context: JobContext
+    writes: WriteBehind
+    # embeds pending notes between searches (None: off); runs only with the jobs
+    prefetcher: Prefetcher | None = None
+    jobs: Scheduler = field(init=False)
+    background: anyio.abc.TaskGroup | None = None
+    # set once the start-up reconcile has run (or at once when none runs)
+    reconciled: anyio.Event = field(default_factory=anyio.Event)
+
+    @property
+    def namespaces(self) -> tuple[str, ...]:
+        """The namespaces this process serves by default (stdio, jobs, exports)."""
+        return settings_scope(self.settings).read
+
+    def notes_pending(self) -> None:
+        """Notes were added or re-texted: the prefetcher (if on) embeds between searches."""
+        if self.prefetcher is not None:
+            self.prefetcher.wake()
+
+    @property
+    def index_current(self) -> bool:
+        """False while the live index was built for another model than the configured
+        one: search is lexical until `kioku reindex` builds and adopts a new index."""
+        return self.index.spec.model_id == self.embedder.model_id
+
+    def spawn(self, fn: Callable[[], Coroutine[Any, Any, Any]]) -> None:
+        """Run ``fn`` in the owner's background, for as long as the app is open."""
+        if self.background is None:
+            raise RuntimeError("background work needs an app opened with run_jobs=True")
+        self.background.start_soon(fn)
+
+    async def settle(self) -> None:
+        """Wait until every job requested so far has run and its results are applied
+        (tests, benches, shutdown)."""
+        await self.reconciled.wait()
+        await self.writes.caught_up()
+        await self.jobs.drain()
+        await self.applier.apply_pending()
+
+    def stopping(self) -> None:
+        """The app is closing: embedding starts no further batch and the engine no further
+        call, so a stop takes well under a second whatever the backlog (acknowledged
+        notes are in the truth store; the next start's reconcile queues what is left)."""
+        self.job_context.stopping.set()
+        interrupt = getattr(self.embedder, "interrupt", None)
+        if interrupt is not None:
+            interrupt()
+
+    async def reconcile(self) -> ReconcileReport:
+        terms = self.index.spec.latent and self.embedder.latent_terms
+        return await reconcile(
+            self.index, self.indexer, self.notes, self.records, self.jobs, terms_wanted=terms
+        )
+
+
+async def start_embedder(embedder: Embedder, db: Database, settings: KiokuSettings) -> None:
+    """Start the embedder; if it is down but the live index already knows its dimension,
+    start anyway: adds are stored and lexically searchable, and the jobs embed them
+    once the embedder answers again."""
+    try:
+        await embedder.start()
+    except EmbedderUnavailable as exc:
+        info = await catalog.live_info(db, settings)
+        if info.model_id != embedder.model_id or info.dim is None:
+            raise
+        log.warning(
+            "%s -- starting with the index's dimension %s; indexing will catch up", exc, info.dim
+        )
+        embedder.dim = info.dim
+
+
+async def live_spec(db: Database, settings: KiokuSettings, embedder: Embedder) -> IndexSpec:
+    """The live collection's spec; a data dir that never built one adopts the embedder."""
+    info = await catalog.live_info(db, settings)
+    catalog.check_schema(info)
+    # asked for when the collection is made; an existing one says what it has (index open)
+    latent = latent_configured(settings.embedder)
+    if info.model_id is None or info.dim is None:
+        spec = IndexSpec(info.collection, embedder.dim, embedder.model_id, latent=latent)
+        await catalog.adopt(db, spec, applied_seq=0)
+        return spec
+    if info.model_id != embedder.model_id:
+        log.warning(
+            "the index was built for %s but the configured embedder is %s: searching "
+            "lexically until `kioku reindex` builds an index for %s",
+            info.model_id,
+            embedder.model_id,
+            embedder.model_id,
+        )
+    return IndexSpec(info.collection, info.dim, info.model_id, latent=latent)
+
+
+@asynccontextmanager
+async def open_app(settings: KiokuSettings, *, run_jobs: bool = True) -> AsyncIterator[AppContext]:
+    """Open every store and client; ``run_jobs=False`` for one-shot CLI commands."""
+    async with AsyncExitStack() as stack:
+        fsperms.secure_data_dir(settings.data_dir)  # 0700, and 0600 files inside
+        db = Database(settings.db_path, reserve_bytes=settings.index.reserve_free_mb << 20)
+        await db.open()
+        stack.push_async_callback(db.close)
+
+        embedder = build_embedder(settings.embedder)
+        await start_embedder(embedder, db, settings)
+        stack.push_async_callback(embedder.aclose)
+
+        spec = await live_spec(db, settings, embedder)
+        for name in await anyio.to_thread.run_sync(
+            catalog.remove_leftovers, settings, spec.collection
+        ):
+            log.info("removed %s, left by an interrupted rebuild", name)
+        index = LiveIndex(await catalog.open_index(settings, spec))
+        stack.push_async_callback(index.close)
+
+        app = _compose(settings, db, embedder, index)
+        app.jobs = build_scheduler(
+            app.job_context, run_jobs=run_jobs, apply=app.applier.apply_pending
+        )
+        await app.jobs.start()
+        stack.push_async_callback(app.jobs.close)
+        # before the jobs and the index close: a follow-up queues a job, writes a point
+        stack.push_async_callback(app.writes.close)
+        if run_jobs:
+            tg = await stack.enter_async_context(anyio.create_task_group())
+            stack.callback(tg.cancel_scope.cancel)
+            app.background = tg
+            tg.start_soon(app.applier.run)
+            tg.start_soon(_reconcile_every, app, settings.queue.reconcile_every_s)
+            if app.prefetcher is not None:
+                tg.start_soon(app.prefetcher.run)
+        else:
+            app.reconciled.set()
+        # last in, so first out: before the background work, the jobs and the engine close
+        stack.callback(app.stopping)
+        log.info(
+            "kioku ready: data=%s index=%s/%s embedder=%s jobs=%s",
+            settings.data_dir,
+            type(index.current).__name__,
+            index.spec.collection,
+            embedder.model_id,
+            type(app.jobs).__name__,
+        )
+        yield app
+
+
+def _compose(
+    settings: KiokuSettings, db: Database, embedder: Embedder, index: LiveIndex
+) -> AppContext:
+    notes = NoteStore(db)
+    records = RecordStore(db, settings.project)
+    vectors = VectorStore(db)
+    thresholds = ThresholdCache(db, embedder.model_id, dict(settings.search.thresholds))
+    activity = ActivityLog(settings.activity_log_path)
+    writes = WriteBehind()
+    points_lock = anyio.Lock()  # whole-point writes: the applier's and the indexer's
+    applier = Applier(db, notes, records, vectors, index, writes=writes, points_lock=points_lock)
+    s = settings.search
+    limits = FreshLimits(s.fresh_top, s.fresh_max_bytes, s.fresh_budget_ms)
+    kc = JobContext(
+        settings=settings,
+        db=db,
+        notes=notes,
+        records=records,
+        vectors=vectors,
+        embedder=embedder,
+        activity=activity,
+        namespaces=settings_scope(settings).read,
+        vectors_written=applier.wake,
+        thresholds_changed=thresholds.invalidate,
+    )
+    fresh = FreshEmbedder(notes, records, vectors, embedder, limits, applier.wake)
+    search = SearchService(
+        notes, index, embedder, s, thresholds, records=records, fresh=fresh, writes=writes
+    )
+    prefetcher = (
+        Prefetcher(notes, fresh, search.searches, s.prefetch_budget_ms)
+        if s.prefetch_budget_ms > 0
+        else None
+    )
+    return AppContext(
+        settings=settings,
+        db=db,
+        notes=notes,
+        records=records,
+        vectors=vectors,
+        index=index,
+        embedder=embedder,
+        indexer=Indexer(notes, records, index, vectors, points_lock),
+        search=search,
+        thresholds=thresholds,
+        activity=activity,
+        applier=applier,
+        job_context=kc,
+        writes=writes,
+        prefetcher=prefetcher,
+    )
+
+
+async def _reconcile_every(app: AppContext, every_s: float) -> None:
+    while True:
+        try:
+            await app.reconcile()
+        except KiokuError as exc:
+            log.warning("reconcile failed: %s; retrying in %.0f s", exc, every_s)
+        except Exception:
+            log.exception("reconcile failed; retrying in %.0f s", every_s)
+        app.reconciled.set()
+        await anyio.sleep(every_s)

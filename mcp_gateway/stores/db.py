@@ -1,0 +1,196 @@
+"""The SQLite database: the source of truth for notes, records and job state.
+
+One ``Database`` per process wraps one connection in WAL mode. Calls are serialised by
+a lock and run in a worker thread (``anyio.to_thread``), so the event loop never blocks
+on disk. Several processes may open the same file (gateway and workers); WAL plus a
+busy timeout keeps them from failing with "database is locked".
+
+Schema changes are registered by the module that owns the tables
+(``register_migration``); each runs once, in one transaction, recorded per module in
+``schema_versions``.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+
+from mcp_gateway.common.diskguard import require_space
+from mcp_gateway.common.errors import StoreUnavailable
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# (module, version, sql). Modules register their own tables at import time.
+MIGRATIONS: list[tuple[str, int, str]] = []
+
+_BASE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS schema_versions (module TEXT PRIMARY KEY, version INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+
+def register_migration(module: str, version: int, sql: str) -> None:
+    if not any(m == module and v == version for m, v, _ in MIGRATIONS):
+        MIGRATIONS.append((module, version, sql))
+
+
+class Database:
+    def __init__(self, path: Path | str, reserve_bytes: int = 0) -> None:
+        self.path = Path(path) if str(path) != ":memory:" else path
+        # write transactions are refused while less is free (diskguard: the index,
+        # written through mmapped files, must never be the one to hit ENOSPC)
+        self.reserve_bytes = reserve_bytes
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+
+    # -- lifecycle -------------------------------------------------------------------
+    def open_sync(self) -> None:
+        try:
+            if isinstance(self.path, Path):
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(
+                str(self.path), timeout=30.0, isolation_level=None, check_same_thread=False
+            )
+            conn.row_factory = sqlite3.Row
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            conn.execute("PRAGMA busy_timeout=30000")
+            self._conn = conn
+            self._migrate()
+        except sqlite3.OperationalError as exc:
+            raise StoreUnavailable(
+                f"cannot open the database at {self.path}: {exc}. "
+                "Check that the data dir exists, is writable and the disk is not full."
+            ) from exc
+
+    async def open(self) -> None:
+        await anyio.to_thread.run_sync(self.open_sync)
+
+    def close_sync(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    async def close(self) -> None:
+        await anyio.to_thread.run_sync(self.close_sync)
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise StoreUnavailable("the database is closed")
+        return self._conn
+
+    def _migrate(self) -> None:
+        conn = self.conn
+        conn.executescript(_BASE_SCHEMA)
+        current = {
+            row["module"]: row["version"]
+            for row in conn.execute("SELECT module, version FROM schema_versions")
+        }
+        for module, version, sql in sorted(MIGRATIONS, key=lambda m: (m[0], m[1])):
+            if current.get(module, 0) >= version:
+                continue
+            # One script, one transaction: a migration is applied whole or not at all.
+            # Foreign keys are off meanwhile (SQLite's way to rebuild a parent table, which
+            # cannot be toggled inside a transaction) and checked right after.
+            conn.execute("PRAGMA foreign_keys=OFF")
+            try:
+                conn.executescript(
+                    f"BEGIN IMMEDIATE;\n{sql}\n;"
+                    f"INSERT OR REPLACE INTO schema_versions(module, version) "
+                    f"VALUES ('{module}', {int(version)});\nCOMMIT;"
+                )
+            except BaseException:
+                _rollback(conn)
+                raise
+            finally:
+                conn.execute("PRAGMA foreign_keys=ON")
+            broken = conn.execute("PRAGMA foreign_key_check").fetchall()
+            if broken:
+                log.error(
+                    "migration %s v%d left %d broken references", module, version, len(broken)
+                )
+            current[module] = version
+
+    # -- running work ----------------------------------------------------------------
+    def run_sync(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``fn(conn)`` under the lock (no transaction is opened for you)."""
+        with self._lock:
+            try:
+                return fn(self.conn)
+            except sqlite3.OperationalError as exc:
+                raise _translate(exc) from exc
+
+    def transaction_sync(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``fn(conn)`` in one ``BEGIN IMMEDIATE`` transaction: all or nothing."""
+        if self.reserve_bytes and isinstance(self.path, Path):
+            require_space(self.path.parent, self.reserve_bytes)
+        with self._lock:
+            conn = self.conn
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                raise _translate(exc) from exc
+            try:
+                result = fn(conn)
+                conn.execute("COMMIT")
+                return result
+            except sqlite3.OperationalError as exc:
+                _rollback(conn)
+                raise _translate(exc) from exc
+            except BaseException:
+                _rollback(conn)
+                raise
+
+    async def run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        return await anyio.to_thread.run_sync(self.run_sync, fn)
+
+    async def transaction(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        return await anyio.to_thread.run_sync(self.transaction_sync, fn)
+
+    async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
+        args = tuple(params)
+        return await self.run(lambda c: c.execute(sql, args).fetchall())
+
+    async def get_meta(self, key: str) -> str | None:
+        rows = await self.fetchall("SELECT value FROM meta WHERE key = ?", (key,))
+        return rows[0]["value"] if rows else None
+
+    async def set_meta(self, key: str, value: str) -> None:
+        await self.transaction(
+            lambda c: c.execute(
+                "INSERT INTO meta(key, value) VALUES (?, ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )
+        )
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    # SQLite may already have rolled back (e.g. "database or disk is full"); a second
+    # ROLLBACK would raise and hide the real error.
+    if conn.in_transaction:
+        conn.execute("ROLLBACK")
+
+
+def _translate(exc: sqlite3.OperationalError) -> StoreUnavailable | sqlite3.OperationalError:
+    msg = str(exc).lower()
+    if "readonly" in msg or "read-only" in msg:
+        return StoreUnavailable("the data dir is read-only: make it writable to store memories")
+    if "disk is full" in msg or "database or disk is full" in msg:
+        return StoreUnavailable("the disk is full: free space, then retry; nothing was stored")
+    if "disk i/o error" in msg:
+        return StoreUnavailable("the disk failed to read or write the database; check it, retry")
+    if "locked" in msg or "busy" in msg:
+        return StoreUnavailable("the database stayed locked for 30 s by another process; retry")
+    return exc

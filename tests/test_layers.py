@@ -1,12 +1,17 @@
 """The layers, read from the code's own imports (every import, lazy ones included).
 
-- no import cycle between any two modules;
-- ``mcp_gateway`` never imports ``workers`` (workers use the core, not the reverse);
-- the core (stores, index, embedders, search, export, jobs, services) imports nothing
-  from the MCP SDK: only the MCP door modules do;
-- workers use the core and the jobs, never a door (MCP tools, CLI, owner, UI);
-- the index backends (``mcp_gateway.index``) are a floor below what writes into them:
-  they import neither ``indexing`` nor ``rebuild`` nor anything that uses those.
+The folders of ``mcp_gateway`` are the layers, top to bottom:
+
+- doors: ``protocol`` (MCP), ``cli``, ``daemon`` (the owner process, the stdio proxy,
+  the admin API), ``ui`` (the memory browser): parse, authenticate, render;
+- ``services``: the use cases every door goes through (and the app they run on);
+- the core: ``search``, ``stores``, ``records``, ``index``, ``indexing``, ``rebuild``,
+  ``embedders``, ``jobs``, over ``common`` (types, errors, settings, the access rule).
+
+Rules: nothing lives at the package root but ``__init__``; no import cycle; a layer
+imports only layers below it; ``common`` imports no other folder; no door opens a table
+or the index (they go through the services); only doors speak MCP; ``mcp_gateway`` never imports ``workers``, and workers use the core, never a door
+or a service; the index backends sit below what writes into them.
 """
 
 from __future__ import annotations
@@ -15,26 +20,18 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-# The doors that speak MCP; everything else in mcp_gateway is core or another door.
-MCP_DOORS = {
-    "mcp_gateway.protocol.server",
-    "mcp_gateway.protocol.note_tools",
-    "mcp_gateway.protocol.record_tools",
-    "mcp_gateway.protocol.toolkit",
-    "mcp_gateway.protocol.workspace_tools",
-    "mcp_gateway.protocol.http_auth",
-    "mcp_gateway.protocol.session_socket",
-}
-DOORS = MCP_DOORS | {
-    "mcp_gateway.daemon.owner",
-    "mcp_gateway.cli",
-    "mcp_gateway.cli.records",
-    "mcp_gateway.cli.commands",
-    "mcp_gateway.cli.client",
-    "mcp_gateway.daemon.admin",
-    "mcp_gateway.daemon.stdio_proxy",
-    "mcp_gateway.daemon.local_gateway",
-}
+DOORS = {"protocol", "cli", "daemon", "ui"}
+SERVICES = {"services"}
+CORE = {"search", "stores", "records", "index", "indexing", "rebuild", "embedders", "jobs"}
+FLOOR = {"common"}
+
+
+def folder(module: str) -> str | None:
+    """The layer folder of an ``mcp_gateway`` module (None outside the package)."""
+    parts = module.split(".")
+    if parts[0] != "mcp_gateway":
+        return None
+    return parts[1] if len(parts) > 1 else ""
 
 
 def modules() -> dict[str, Path]:
@@ -110,6 +107,64 @@ def test_no_import_cycle() -> None:
     assert cycles(graph()) == []
 
 
+def test_the_package_root_holds_no_module() -> None:
+    root = sorted(p.name for p in (ROOT / "mcp_gateway").glob("*.py"))
+    assert root == ["__init__.py"]
+    unknown = {
+        p.name
+        for p in (ROOT / "mcp_gateway").iterdir()
+        if p.is_dir() and (p / "__init__.py").exists()
+    } - (DOORS | SERVICES | CORE | FLOOR)
+    assert unknown == set(), "a new folder: say which layer it is in"
+
+
+def crossings(allowed: dict[str, set[str]]) -> dict[str, list[str]]:
+    """Imports from a folder to another folder its entry in ``allowed`` does not name."""
+    out: dict[str, list[str]] = {}
+    for name, deps in graph().items():
+        here = folder(name)
+        if here not in allowed:
+            continue
+        bad = sorted(
+            d for d in deps if (there := folder(d)) and there != here and there not in allowed[here]
+        )
+        if bad:
+            out[name] = bad
+    return out
+
+
+def test_each_layer_imports_only_layers_below_it() -> None:
+    below_services = CORE | FLOOR
+    allowed = {
+        **{f: CORE | FLOOR for f in CORE},  # the core's folders use one another
+        **{f: set() for f in FLOOR},
+        "services": below_services,
+    }
+    assert crossings(allowed) == {}
+
+
+def test_doors_reach_the_core_through_known_paths() -> None:
+    # a door may use services, the core and the floor, and the doors it hands off to
+    allowed = {f: DOORS | SERVICES | CORE | FLOOR for f in DOORS}
+    assert crossings(allowed) == {}
+
+
+def test_no_door_opens_a_table_or_the_index() -> None:
+    """Doors read and write through the services (one scope check, one owner per
+    table); the activity log is a file of events, which the browser's insights read."""
+    readable = {"mcp_gateway.stores.activity"}
+    offenders = {
+        name: sorted(
+            d
+            for d in deps
+            if folder(d) in {"stores", "index", "indexing", "rebuild"} and d not in readable
+        )
+        for name, deps in graph().items()
+        if folder(name) in DOORS
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
 def test_gateway_never_imports_workers() -> None:
     offenders = {
         name: sorted(d for d in deps if d == "workers" or d.startswith("workers."))
@@ -119,20 +174,18 @@ def test_gateway_never_imports_workers() -> None:
     assert {k: v for k, v in offenders.items() if v} == {}
 
 
-def test_core_imports_no_mcp() -> None:
+def test_only_doors_speak_mcp() -> None:
     offenders = {
-        name: sorted(d for d in deps if d == "mcp" or d.startswith("mcp."))
+        name: sorted(d for d in deps if d.split(".")[0] in ("mcp", "mcp_types"))
         for name, deps in graph().items()
-        if name.startswith("mcp_gateway")
-        and name not in MCP_DOORS
-        and not name.startswith("mcp_gateway.ui")
+        if folder(name) is not None and folder(name) not in DOORS
     }
     assert {k: v for k, v in offenders.items() if v} == {}
 
 
-def test_workers_use_no_door() -> None:
+def test_workers_use_no_door_and_no_service() -> None:
     offenders = {
-        name: sorted(d for d in deps if d in DOORS or d.startswith("mcp_gateway.ui"))
+        name: sorted(d for d in deps if folder(d) in DOORS | SERVICES)
         for name, deps in graph().items()
         if name.startswith("workers")
     }
@@ -141,12 +194,10 @@ def test_workers_use_no_door() -> None:
 
 def test_index_backends_sit_below_their_writers() -> None:
     edges = graph()
-    writers = {"mcp_gateway.indexing.indexer", "mcp_gateway.rebuild"}
-    above = {n for n in edges if n in writers or any(n.startswith(w + ".") for w in writers)}
     offenders = {
-        name: sorted(deps & above)
+        name: sorted(d for d in deps if folder(d) in {"indexing", "rebuild"})
         for name, deps in edges.items()
-        if name.startswith("mcp_gateway.index.")
+        if folder(name) == "index"
     }
     assert {k: v for k, v in offenders.items() if v} == {}
 

@@ -10,8 +10,9 @@ The folders of ``mcp_gateway`` are the layers, top to bottom:
 
 Rules: nothing lives at the package root but ``__init__``; no import cycle; a layer
 imports only layers below it; ``common`` imports no other folder; no door opens a table
-or the index (they go through the services); only doors speak MCP; ``mcp_gateway`` never imports ``workers``, and workers use the core, never a door
-or a service; the index backends sit below what writes into them.
+or the index (they go through the services); only doors speak MCP; ``mcp_gateway``
+never imports ``workers``, and workers use the core, never a door or a service; the
+index backends sit below what writes into them.
 """
 
 from __future__ import annotations

@@ -277,7 +277,7 @@ async def export(args: argparse.Namespace, settings: KiokuSettings) -> int:
     """A backup: JSON lines (re-importable) or one Markdown document (for reading)."""
     from pathlib import Path
 
-    from mcp_gateway.jobs.session_context import write_atomic
+    from mcp_gateway.common.fsperms import write_atomic
     from mcp_gateway.services.transfer import render_markdown
 
     def target() -> Path | None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import os
 import stat
+import tempfile
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -79,3 +80,19 @@ def open_private(path: Path, flags: int) -> int:
     except OSError:
         pass
     return fd
+
+
+def write_atomic(path: Path, data: str | bytes) -> None:
+    """Write ``data`` (text as UTF-8) to ``path`` whole or not at all: a reader, or a
+    crash, never sees half a file. Born 0600 (``mkstemp``), synced before the rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -7,7 +7,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from mcp_gateway.embedders.graph_cache import KINDS, build, write
+from mcp_gateway.common.fsperms import write_atomic
+from mcp_gateway.embedders.graph_cache import KINDS, build
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -16,7 +17,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("inputs", nargs="+", type=Path)
     parser.add_argument("--out", required=True, type=Path)
     args = parser.parse_args(argv)
-    write(args.out, build(args.kind, args.inputs))
+    args.out.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    write_atomic(args.out, build(args.kind, args.inputs))
     return 0
 
 

@@ -19,14 +19,14 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import subprocess
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 import platformdirs
+
+from mcp_gateway.common.fsperms import write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -73,21 +73,6 @@ def build(kind: str, inputs: Sequence[Path]) -> bytes:
     raise ValueError(f"unknown graph kind {kind!r} (expected one of {KINDS})")
 
 
-def write(path: Path, data: bytes) -> None:
-    """Atomically: a reader sees the whole file or none (two builders race harmlessly)."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".building-", suffix=".onnx")
-    try:
-        with os.fdopen(fd, "wb") as f:  # mkstemp's file is 0600
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def graph_source(kind: str, inputs: Sequence[Path]) -> str | bytes:
     """What an ONNX session loads: the cached file's path, or, where the cache cannot be
     written (a read-only home), the graph's bytes built here."""
@@ -113,5 +98,5 @@ def graph_file(kind: str, inputs: Sequence[Path]) -> Path:
     except (OSError, subprocess.SubprocessError) as exc:
         # still correct, only heavier: the temporaries stay with this process
         log.warning("building the %s graph in a child failed (%s); building it here", kind, exc)
-        write(path, build(kind, inputs))
+        write_atomic(path, build(kind, inputs))
     return path

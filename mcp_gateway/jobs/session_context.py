@@ -13,14 +13,13 @@ A destination that is a symlink is not followed (it could point anywhere).
 from __future__ import annotations
 
 import logging
-import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from mcp_gateway.common.access import Scope
+from mcp_gateway.common.fsperms import write_atomic
 from mcp_gateway.common.render import iso, quote
 from mcp_gateway.common.settings import ExportSettings
 from mcp_gateway.common.types import Note
@@ -169,20 +168,6 @@ async def build(
         if ns != scope.write
     ]
     return own, render(own, shared)
-
-
-def write_atomic(path: Path, content: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(content)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def write_all(content: str, primary: Path, destinations: Sequence[Path]) -> list[Path]:

@@ -273,3 +273,20 @@ def test_wait_policy_sets_what_libgomp_reads(
     monkeypatch.setenv("GOMP_SPINCOUNT", "300000")
     local_module._set_wait_policy_env(policy)
     assert {name: os.environ.get(name) for name in expected} == expected
+
+
+async def test_an_interrupt_reaches_the_engine_through_the_query_cache() -> None:
+    """The app's stop calls ``interrupt`` on what ``build_embedder`` made: the cache in
+    front of the engine must pass it on, or the engine keeps taking calls."""
+    embedder = build_embedder(EmbedderSettings())
+    assert isinstance(embedder, CachedQueryEmbedder)
+    await embedder.start()
+    try:
+        assert embedder.peek("never asked") is None
+        await embedder.encode_query("asked once")
+        assert embedder.peek("asked once") is not None
+        embedder.interrupt()
+        with pytest.raises(EmbedderUnavailable):
+            await embedder.encode_query("a new query after the stop")
+    finally:
+        await embedder.aclose()

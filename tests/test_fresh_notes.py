@@ -62,6 +62,12 @@ class GatedEmbedder:
     async def aclose(self) -> None:
         await self.inner.aclose()
 
+    def peek(self, text: str) -> Encoded | None:
+        return self.inner.peek(text)
+
+    def interrupt(self) -> None:
+        self.inner.interrupt()
+
     @property
     def latent_terms(self) -> bool:
         return self.inner.latent_terms

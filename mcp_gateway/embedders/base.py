@@ -56,6 +56,14 @@ class Embedder(Protocol):
 
     async def encode_query(self, text: str) -> Encoded: ...
 
+    def peek(self, text: str) -> Encoded | None:
+        """The query's encoding when it is at hand without computing it (a cache hit),
+        else None: never waits, never embeds."""
+
+    def interrupt(self) -> None:
+        """The process is stopping: start no further engine call (later calls raise
+        ``EmbedderUnavailable``); a call in progress may be abandoned."""
+
     async def aclose(self) -> None: ...
 
 
@@ -82,3 +90,9 @@ class DenseOnly:
 
     async def encode_query(self, text: str) -> Encoded:
         return Encoded(await self.embed_query(text))
+
+    def peek(self, text: str) -> Encoded | None:
+        return None  # no cache of its own (``CachedQueryEmbedder`` keeps one)
+
+    def interrupt(self) -> None:
+        return None  # nothing runs in this process between calls

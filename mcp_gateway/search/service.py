@@ -28,7 +28,8 @@ from mcp_gateway.common.types import (
     point_id,
 )
 from mcp_gateway.embedders.base import Embedder, Encoded
-from mcp_gateway.index.base import Channels, Index
+from mcp_gateway.index.base import Channels
+from mcp_gateway.index.live import LiveIndex
 from mcp_gateway.indexing.writebehind import WriteBehind
 from mcp_gateway.search.answers import AnswerCache
 from mcp_gateway.search.calibration import Calibration, for_model, shift_views
@@ -84,7 +85,7 @@ class SearchService:
     def __init__(
         self,
         notes: NoteStore,
-        index: Index,
+        index: LiveIndex,
         embedder: Embedder,
         settings: SearchSettings,
         thresholds: ThresholdCache,
@@ -125,7 +126,7 @@ class SearchService:
         if self.writes is not None:  # every note acknowledged to a reader is in the index
             await self.writes.caught_up(req.namespaces)
         # read before anything else: a write that lands meanwhile makes this answer stale
-        generation: int | None = getattr(self.index, "generation", None)
+        generation: int | None = self.index.generation
         key = (query, req.type, req.domain, req.top, tuple(req.namespaces), req.alternatives)
         thresholds = await self.thresholds.get(namespace)
         if generation is not None and (known := self.answers.get(key, generation, thresholds)):

@@ -324,11 +324,20 @@ class NoteStore:
         )
 
     async def newest(
-        self, *, namespaces: Sequence[str], type: str = "", before_id: str = "", limit: int = 50
+        self,
+        *,
+        namespaces: Sequence[str],
+        type: str = "",
+        domain: str = "",
+        priority: str | None = None,
+        deleted: bool = False,
+        before_id: str = "",
+        limit: int = 50,
     ) -> list[Note]:
-        """Live notes in ``namespaces``, newest written first: by ``created_at``, the time
-        shown beside each note (an imported note keeps the time it was written, and its
-        id need not follow that time); ``before_id`` pages on after that note."""
+        """Live notes (``deleted``: the deleted ones instead) in ``namespaces``, newest
+        written first: by ``created_at``, the time shown beside each note (an imported
+        note keeps the time it was written, and its id need not follow that time);
+        ``before_id`` pages on after that note."""
         types = [type] if type else []
         before: tuple[float, str] | None = None
         if before_id:
@@ -336,7 +345,14 @@ class NoteStore:
             # an unknown id pages from the start (the CLI passes back ids it was given)
             before = (float(rows[0]["created_at"]), before_id) if rows else None
         return await self._newest(
-            namespaces, "created_at DESC, id DESC", limit, types=types, before=before
+            namespaces,
+            "created_at DESC, id DESC",
+            limit,
+            types=types,
+            domain=domain,
+            priority=priority,
+            deleted=deleted,
+            before=before,
         )
 
     async def pending_newest(self, limit: int) -> list[Note]:
@@ -357,11 +373,12 @@ class NoteStore:
         types: Sequence[str] = (),
         domain: str = "",
         priority: str | None = None,
+        deleted: bool = False,
         before: tuple[float, str] | None = None,
     ) -> list[Note]:
         if not namespaces:
             return []
-        where = [f"namespace IN ({','.join('?' * len(namespaces))})", "deleted = 0"]
+        where = [f"namespace IN ({','.join('?' * len(namespaces))})", f"deleted = {int(deleted)}"]
         params: list[Any] = list(namespaces)
         if types:
             where.append(f"type IN ({','.join('?' * len(types))})")

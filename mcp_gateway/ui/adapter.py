@@ -96,38 +96,17 @@ async def browse(
     before: str = "",
     limit: int = BROWSE_PAGE,
 ) -> list[Note]:
-    """Notes newest first (``before``: the last id of the previous page)."""
-    where = [f"namespace IN ({','.join('?' * len(ns := _namespaces(caller, namespace)))})"]
-    params: list[Any] = list(ns)
-    where.append("deleted = ?")
-    params.append(int(deleted))
-    if type:
-        where.append("type = ?")
-        params.append(choice(type, "type", app.settings.notes.types))
-    if domain:
-        where.append("domain = ?")
-        params.append(one_line(domain, "domain", 64).lower())
-    if priority:
-        where.append("priority = ?")
-        params.append(choice(priority, "priority", PRIORITIES))
-    if before:
-        where.append("id < ?")
-        params.append(before)
-    # ULIDs sort by creation time, so id order is newest-first order and a stable cursor
-    rows = await app.db.fetchall(
-        f"SELECT id FROM notes WHERE {' AND '.join(where)} ORDER BY id DESC LIMIT ?",
-        (*params, limit),
+    """Notes newest written first (``before``: the last id of the previous page), read
+    through the note store like every other listing."""
+    return await app.notes.newest(
+        namespaces=_namespaces(caller, namespace),
+        type=choice(type, "type", app.settings.notes.types) if type else "",
+        domain=one_line(domain, "domain", 64).lower() if domain else "",
+        priority=choice(priority, "priority", PRIORITIES) if priority else None,
+        deleted=deleted,
+        before_id=before,
+        limit=limit,
     )
-    ids = [r["id"] for r in rows]
-    found = {n.id: n for n in await _notes_by_id(app, ids)}
-    return [found[i] for i in ids if i in found]
-
-
-async def _notes_by_id(app: AppContext, ids: list[str]) -> list[Note]:
-    notes = []
-    for nid in ids:  # get() keeps deleted notes visible here; pages are small
-        notes.append(await app.notes.get(nid, include_deleted=True))
-    return notes
 
 
 async def pending_ids(app: AppContext, ids: list[str]) -> set[str]:

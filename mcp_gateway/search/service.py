@@ -132,13 +132,17 @@ class SearchService:
         if generation is not None and (known := self.answers.get(key, generation, thresholds)):
             return known
         with self.searches.running_one():  # the prefetcher keeps off the query lane meanwhile
-            response, settled = await self._search(query, req, namespace, generation)
+            response, settled = await self._search(query, req, thresholds, generation)
         if generation is not None and settled:
             self.answers.put(key, generation, thresholds, response)
         return response
 
     async def _search(
-        self, query: str, req: SearchRequest, namespace: str, generation: int | None
+        self,
+        query: str,
+        req: SearchRequest,
+        thresholds: dict[str, float],
+        generation: int | None,
     ) -> tuple[SearchResponse, bool]:
         """The answer, and whether it is settled: no hit is still waiting for its
         embedding (a later search may embed it itself, so such an answer is not kept)."""
@@ -189,7 +193,7 @@ class SearchService:
                 dense_hits = best_of_views([dense_hits, fresh_dense], limit)
             if fresh_latent:
                 latent_hits = best_of_views([latent_hits, fresh_latent], limit)
-        params = await self._params(query, namespace)
+        params = self._params(query, thresholds)
         candidates = fuse(
             dense_hits, sparse_hits, params, latent_hits if terms is not None else None
         )
@@ -386,7 +390,7 @@ class SearchService:
             return [], None, False
         return self._views(query, encoded), encoded.terms, True
 
-    async def _params(self, query: str, namespace: str) -> RankingParams:
+    def _params(self, query: str, thresholds: dict[str, float]) -> RankingParams:
         s = self.settings
         # n-gram matches in unspaced scripts are weaker evidence than whole words
         unspaced = self.memo.unspaced(query)
@@ -402,7 +406,7 @@ class SearchService:
             dense_weight=s.dense_weight,
             sparse_weight=sparse_weight,
             latent_weight=s.latent_weight,
-            thresholds=await self.thresholds.get(namespace),
+            thresholds=thresholds,  # read once, with the answer cache's key
         )
 
     async def _materialise(

@@ -90,7 +90,7 @@ async def test_search_folds_near_duplicates_into_one_result(harness: Harness) ->
         "add_note", text="Use pnpm instead of npm; the lockfile is pnpm-lock.yaml.", type="lesson"
     )
     await harness.settle()
-    found = await harness.call("search_memory", query="which Node version does CI need?", top=5)
+    found = await harness.call("search_memory", query="which Node does CI need?", top=5)
     results = found.structured_content["results"]
     ids = [r["id"] for r in results]
     assert newer["id"] in ids and older["id"] not in ids
@@ -130,3 +130,13 @@ async def test_notes_that_differ_in_an_identifier_or_a_number_never_fold(
         assert all(results[i]["also"] == [] for i in pair)
     got = await harness.ok("search_memory", query="zq4b1e99a0c2", top=3)
     assert got["results"][0]["id"] == ids[1] and got["results"][0]["also"] == []
+
+
+async def test_a_word_of_the_query_keeps_its_note_out_of_a_fold(harness: Harness) -> None:
+    """Short notes that differ in one word are as alike to the model as rewordings; the
+    one a query names by that word stays a result of its own."""
+    ids = {w: (await harness.ok("add_note", text=f"ro {w}"))["id"] for w in ("baa", "bab", "bac")}
+    await harness.settle()
+    for word, nid in ids.items():
+        got = await harness.ok("search_memory", query=word, top=5)
+        assert nid in [r["id"] for r in got["results"]], word

@@ -30,7 +30,7 @@ import numpy as np
 from mcp_gateway.common.types import Note, SearchResult
 from mcp_gateway.indexing.indexer import note_document
 from mcp_gateway.search.exact_terms import token_like
-from mcp_gateway.search.lexical import compounds
+from mcp_gateway.search.lexical import compounds, tokenize
 from mcp_gateway.stores.vectors import StoredVector, content_hash
 
 log = logging.getLogger(__name__)
@@ -155,16 +155,27 @@ class Folder:
 
 
 async def fold_results(
-    results: Sequence[SearchResult], notes: NoteSource, folder: Folder
+    results: Sequence[SearchResult], notes: NoteSource, folder: Folder, query: str = ""
 ) -> list[SearchResult]:
     """Ranked results with near-duplicate notes as one result: at the place of the group's
-    best-ranked member, in the newest member's wording, the others' ids in ``also``."""
+    best-ranked member, in the newest member's wording, the others' ids in ``also``.
+
+    A member that holds a word of ``query`` the newest wording lacks stays a result of
+    its own: the query singled it out ("ro baa" among "ro bab", "ro bac": short notes
+    that differ in one word are as alike to the model as two rewordings)."""
     note_ids = [r.id for r in results if r.kind == "note"]
     if len(note_ids) < 2:
         return list(results)
     found = await notes.get_many(note_ids)
     entries = await folder.fold([found[i] for i in note_ids if i in found])
-    groups = {e.note.id: e.also for e in entries if e.also}
+    asked = set(tokenize(query))
+
+    def folds(head: Note, member: Note) -> bool:
+        return not (asked & set(tokenize(member.text))) - set(tokenize(head.text))
+
+    groups = {
+        e.note.id: kept for e in entries if (kept := [m for m in e.also if folds(e.note, found[m])])
+    }
     if not groups:
         return list(results)
     head_of = {member: head for head, also in groups.items() for member in (head, *also)}

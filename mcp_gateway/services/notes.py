@@ -262,7 +262,7 @@ class NoteService:
         await self._log_search(response, request, started, event, context or {})
         # near-duplicates as one result (stored vectors only: no embedding on this path)
         folder = Folder(self.app.vectors, self.app.embedder.model_id)
-        folded = await fold_results(response.results, self.app.notes, folder)
+        folded = await fold_results(response.results, self.app.notes, folder, request.query)
         if len(folded) == len(response.results):
             return response
         return response.model_copy(update={"results": folded})

@@ -15,6 +15,7 @@ interval of the change per kind. A stand-in for a fused index channel: the serve
 would fuse inside the ranking, before thresholds, so this bounds what the channel can
 bring without the index work.
 
+    pip install -e ".[bench]"   # the USE model (not needed by kioku or its tests)
     python bench/quality/use_channel.py --data bench/quality/data --hybrid gen.json
 """
 

@@ -35,6 +35,7 @@ from mcp_gateway.search.answers import AnswerCache
 from mcp_gateway.search.calibration import Calibration, for_model, shift_views
 from mcp_gateway.search.exact_terms import identifier_terms
 from mcp_gateway.search.fresh import FreshEmbedder
+from mcp_gateway.search.neardup import Folder, fold_results
 from mcp_gateway.search.note_reads import RecentAt, RecentNotes, ShownNotes
 from mcp_gateway.search.prefetch import Searches
 from mcp_gateway.search.query_memo import QueryMemo
@@ -81,6 +82,17 @@ class SearchRequest:
     alternatives: tuple[str, ...] = ()
 
 
+@dataclass(slots=True)
+class _ShownAt:
+    """The notes an answer just showed (kept per generation): what folding reads."""
+
+    shown: ShownNotes
+    generation: int | None
+
+    async def get_many(self, ids: Sequence[str]) -> dict[str, Note]:
+        return await self.shown.get_many(ids, self.generation)
+
+
 class SearchService:
     def __init__(
         self,
@@ -92,10 +104,11 @@ class SearchService:
         records: RecordLookup | None = None,
         fresh: FreshEmbedder | None = None,
         writes: WriteBehind | None = None,
+        folder: Folder | None = None,
     ) -> None:
         self.notes, self.index, self.embedder = notes, index, embedder
         self.settings, self.thresholds, self.records = settings, thresholds, records
-        self.fresh, self.writes = fresh, writes
+        self.fresh, self.writes, self.folder = fresh, writes, folder
         self.searches = Searches()
         self.memo = QueryMemo()
         self.recent, self.shown = RecentNotes(notes, settings), ShownNotes(notes)
@@ -133,6 +146,11 @@ class SearchService:
             return known
         with self.searches.running_one():  # the prefetcher keeps off the query lane meanwhile
             response, settled = await self._search(query, req, thresholds, generation)
+        if self.folder is not None:  # before the answer is kept: a repeat pays nothing
+            shown = _ShownAt(self.shown, generation)
+            folded = await fold_results(response.results, shown, self.folder, query)
+            if len(folded) != len(response.results):
+                response = response.model_copy(update={"results": folded})
         if generation is not None and settled:
             self.answers.put(key, generation, thresholds, response)
         return response

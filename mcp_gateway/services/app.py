@@ -34,6 +34,7 @@ from mcp_gateway.indexing.writebehind import WriteBehind
 from mcp_gateway.jobs import JobContext, Scheduler, build_scheduler
 from mcp_gateway.records import RecordStore
 from mcp_gateway.search.fresh import FreshEmbedder, FreshLimits
+from mcp_gateway.search.neardup import Folder
 from mcp_gateway.search.prefetch import Prefetcher
 from mcp_gateway.search.service import SearchService
 from mcp_gateway.search.thresholds import ThresholdCache
@@ -227,8 +228,18 @@ def _compose(
         thresholds_changed=thresholds.invalidate,
     )
     fresh = FreshEmbedder(notes, records, vectors, embedder, limits, applier.wake)
+    # near-duplicates fold on stored vectors only: no embedding on the search path
+    folder = Folder(vectors, embedder.model_id)
     search = SearchService(
-        notes, index, embedder, s, thresholds, records=records, fresh=fresh, writes=writes
+        notes,
+        index,
+        embedder,
+        s,
+        thresholds,
+        records=records,
+        fresh=fresh,
+        writes=writes,
+        folder=folder,
     )
     prefetcher = (
         Prefetcher(notes, fresh, search.searches, s.prefetch_budget_ms)

@@ -26,7 +26,6 @@ from mcp_gateway.common.validation import (
     one_line,
 )
 from mcp_gateway.records.model import RECORD_TYPES
-from mcp_gateway.search.neardup import Folder, fold_results
 from mcp_gateway.search.service import SearchRequest
 from mcp_gateway.services.app import AppContext
 from mcp_gateway.stores.activity import preview
@@ -260,12 +259,7 @@ class NoteService:
             response.results = kept[:top]
             response.recent = [r for r in response.recent if r.priority == priority]
         await self._log_search(response, request, started, event, context or {})
-        # near-duplicates as one result (stored vectors only: no embedding on this path)
-        folder = Folder(self.app.vectors, self.app.embedder.model_id)
-        folded = await fold_results(response.results, self.app.notes, folder, request.query)
-        if len(folded) == len(response.results):
-            return response
-        return response.model_copy(update={"results": folded})
+        return response
 
     async def get(self, scope: Scope, note_id: str) -> NoteView:
         note = await self._readable(scope, note_id, deleted=True)
@@ -351,8 +345,9 @@ class NoteService:
             type=request.type,
             domain=request.domain,
             top=request.top,
-            hits=len(response.results),
-            result_ids=[r.id for r in response.results],
+            # every note retrieved, the ones folded into another result too
+            hits=sum(1 + len(r.also) for r in response.results),
+            result_ids=[i for r in response.results for i in (r.id, *r.also)],
             recent_ids=[r.id for r in response.recent],
             min_distance=min_distance,
             dense=response.dense_available,

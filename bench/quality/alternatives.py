@@ -8,8 +8,8 @@ Japanese, Japanese/Thai -> English), sometimes with the usual name of the techni
 Prints nDCG@10 per split and kind, without -> with, and a paired bootstrap 95 %
 interval of the change.
 
-    python bench/quality/run.py --modes hybrid --data-dir /tmp/gen    # ingest once
-    python bench/quality/alternatives.py --data bench/quality/data --data-dir /tmp/gen \\
+    python bench/quality/run.py --modes hybrid --data-dir DIR    # ingest once
+    python bench/quality/alternatives.py --data bench/quality/data --data-dir DIR \\
         --phrasings bench/quality/alternatives/data.tsv
 """
 

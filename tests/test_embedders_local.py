@@ -267,11 +267,11 @@ def test_wait_policy_sets_what_libgomp_reads(
     # policy inherited from the user's shell, and the others a stray spin count.
     import os
 
-    from mcp_gateway.embedders import local as local_module
+    from mcp_gateway.embedders import lanes
 
     monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
     monkeypatch.setenv("GOMP_SPINCOUNT", "300000")
-    local_module._set_wait_policy_env(policy)
+    lanes._set_wait_policy_env(policy)
     assert {name: os.environ.get(name) for name in expected} == expected
 
 

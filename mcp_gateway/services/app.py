@@ -173,7 +173,7 @@ async def open_app(settings: KiokuSettings, *, run_jobs: bool = True) -> AsyncIt
 
         app = _compose(settings, db, embedder, index)
         # last to run: a process that then ends with os._exit (an engine call still
-        # running, embedders.local.exit_if_busy) skips atexit, where the log drains
+        # running, embedders.lanes.exit_if_busy) skips atexit, where the log drains
         stack.push_async_callback(anyio.to_thread.run_sync, app.activity.flush)
         app.jobs = build_scheduler(
             app.job_context, run_jobs=run_jobs, apply=app.applier.apply_pending

@@ -37,7 +37,7 @@ import anyio
 import mcp_gateway
 from mcp_gateway.common.settings import EmbedderSettings, KiokuSettings
 from mcp_gateway.embedders import build_embedder
-from mcp_gateway.search.service import SearchRequest
+from mcp_gateway.search.request import SearchRequest
 from mcp_gateway.services.app import open_app
 
 try:  # the service layer (issue 9); older checkouts had the function in tools_notes

@@ -33,7 +33,7 @@ from mcp_gateway.jobs.arq_queue import ArqScheduler
 from mcp_gateway.jobs.batcher import Batcher
 from mcp_gateway.jobs.inprocess import InProcessScheduler
 from mcp_gateway.jobs.tasks import index_job_id
-from mcp_gateway.search.service import SearchRequest
+from mcp_gateway.search.request import SearchRequest
 from mcp_gateway.search.thresholds import thresholds_key
 from mcp_gateway.services.app import AppContext, open_app
 from mcp_gateway.services.notes import NoteService

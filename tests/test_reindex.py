@@ -22,7 +22,7 @@ from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.common.types import IndexFilter, SparseVector, point_id
 from mcp_gateway.embedders.base import Encoded
 from mcp_gateway.index import catalog
-from mcp_gateway.search.service import SearchRequest
+from mcp_gateway.search.request import SearchRequest
 from mcp_gateway.services import Services
 from mcp_gateway.services.app import AppContext, open_app
 from tests.realproc import KIOKU, interruptible, kioku_env

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Any
 
 import anyio
 
@@ -23,9 +23,7 @@ from mcp_gateway.common.types import (
     IndexHit,
     Note,
     SearchResponse,
-    SearchResult,
     SparseVector,
-    point_id,
 )
 from mcp_gateway.embedders.base import Embedder, Encoded
 from mcp_gateway.index.base import Channels
@@ -35,51 +33,28 @@ from mcp_gateway.search.answers import AnswerCache
 from mcp_gateway.search.calibration import Calibration, for_model, shift_views
 from mcp_gateway.search.exact_terms import identifier_terms
 from mcp_gateway.search.fresh import FreshEmbedder
+from mcp_gateway.search.materialise import Materialiser
 from mcp_gateway.search.neardup import Folder, fold_results
 from mcp_gateway.search.note_reads import RecentAt, RecentNotes, ShownNotes
 from mcp_gateway.search.prefetch import Searches
 from mcp_gateway.search.query_memo import QueryMemo
 from mcp_gateway.search.ranking import (
-    Candidate,
-    Head,
     RankingParams,
     best_of_views,
     carry_to_heads,
     fuse,
-    newer_first,
     pin_exact,
     recent_floor,
     select,
 )
-from mcp_gateway.search.results import kind_of, note_result, record_result
+from mcp_gateway.search.request import RecordLookup, SearchRequest, retired_heads
+from mcp_gateway.search.results import note_result
 from mcp_gateway.search.thresholds import ThresholdCache
 from mcp_gateway.stores.notes import NoteStore
 
 log = logging.getLogger(__name__)
 
 RECENT_TAG = "[RECENT]"
-
-
-class RecordLookup(Protocol):
-    async def search_view(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-        """Record id -> {"title", "content", "type", "status", "created_at"} for current records."""
-
-    async def heads_view(
-        self, ids: Sequence[str], namespaces: Sequence[str]
-    ) -> dict[str, dict[str, Any]]:
-        """Retired record id -> its lifecycle head's {"id", "type", "namespace"}."""
-
-
-@dataclass(slots=True)
-class SearchRequest:
-    query: str
-    type: str = ""
-    domain: str = ""
-    top: int = 5
-    namespaces: tuple[str, ...] = ("default",)
-    # other phrasings of ``query`` (other words, other languages): their dense hits
-    # join the query's, each memory scored by its best cosine over every phrasing
-    alternatives: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -124,6 +99,9 @@ class SearchService:
         self.wide_shift = c.wide_shift if s.wide_shift is None else s.wide_shift
         self.newer_similarity = (
             c.newer_similarity if s.newer_similarity is None else s.newer_similarity
+        )
+        self.materialise = Materialiser(
+            self.shown, index, records, self.newer_similarity, settings.newer_ratio
         )
 
     async def search(self, req: SearchRequest) -> SearchResponse:
@@ -217,10 +195,10 @@ class SearchService:
         )
         candidates = pin_exact(candidates, held)
         if self.records is not None and any(c.payload.get("current") is False for c in candidates):
-            heads = await self._heads(self.records, candidates, req)
+            heads = await retired_heads(self.records, candidates, req)
             candidates = carry_to_heads(candidates, heads, self.settings.retired_carry)
         chosen = select(candidates, params, req.top, req.namespaces)
-        results = await self._materialise(chosen, generation)
+        results = await self.materialise(chosen, generation)
         # The newest lessons/conclusions are a separate, labelled part of the answer
         # (never counted against ``top``), and only those the index found relevant to
         # this query: an unrelated lesson does not ride along with every search.
@@ -367,34 +345,6 @@ class SearchService:
     def _carries(self) -> bool:
         return self.records is not None and self.settings.retired_carry > 0
 
-    @staticmethod
-    async def _heads(
-        records: RecordLookup, candidates: Sequence[Candidate], req: SearchRequest
-    ) -> dict[str, Head]:
-        """Point id of each retired record among ``candidates`` -> its head's point, for
-        heads the request may see (its namespaces and ``type`` filter)."""
-        retired = {
-            str(c.payload.get("source_id")): c.point_id
-            for c in candidates
-            if c.payload.get("current") is False
-        }
-        found = await records.heads_view(list(retired), req.namespaces)
-        heads: dict[str, Head] = {}
-        for rid, head in found.items():
-            if req.type and head["type"] != req.type:
-                continue
-            payload = {
-                "kind": "record",
-                "source_id": head["id"],
-                "type": head["type"],
-                "domain": "",
-                "priority": "",
-                "namespace": head["namespace"],
-                "current": True,
-            }
-            heads[retired[rid]] = Head(point_id("record", head["id"]), payload)
-        return heads
-
     async def _embed_query(self, query: str) -> tuple[list[list[float]], SparseVector | None, bool]:
         """The query's dense views (one embedding, shifted once or twice) and its latent
         terms (None: the embedder makes none)."""
@@ -426,48 +376,3 @@ class SearchService:
             latent_weight=s.latent_weight,
             thresholds=thresholds,  # read once, with the answer cache's key
         )
-
-    async def _materialise(
-        self, chosen: list[Candidate], generation: int | None
-    ) -> list[SearchResult]:
-        """The chosen hits' texts, in their final order: the newer of two notes that
-        say nearly the same thing first (``ranking.newer_first``, on the vectors read
-        beside the texts)."""
-        note_ids = [str(c.payload.get("source_id")) for c in chosen if kind_of(c) == "note"]
-        record_ids = [str(c.payload.get("source_id")) for c in chosen if kind_of(c) == "record"]
-        points = [c.point_id for c in chosen if kind_of(c) == "note"]
-        newer = self.newer_similarity > 0 and len(note_ids) > 1
-        vectors: dict[str, Sequence[float]] = {}
-        notes = self.shown.known(note_ids, generation)
-        if notes is not None:  # every text at hand: no task group (~0.15 ms)
-            records = await self._record_views(record_ids)
-            if newer:
-                vectors = await self.index.dense_vectors(points)
-        else:
-            notes = {}
-
-            async def read_vectors() -> None:
-                vectors.update(await self.index.dense_vectors(points))
-
-            async def read_notes(into: dict[str, Note]) -> None:
-                into.update(await self.shown.get_many(note_ids, generation))
-
-            async with anyio.create_task_group() as tg:
-                if newer:
-                    tg.start_soon(read_vectors)
-                tg.start_soon(read_notes, notes)
-                records = await self._record_views(record_ids)
-        if vectors:
-            chosen = newer_first(chosen, vectors, self.newer_similarity, self.settings.newer_ratio)
-        out: list[SearchResult] = []
-        for cand in chosen:
-            source_id = str(cand.payload.get("source_id"))
-            if kind_of(cand) == "note" and source_id in notes:
-                out.append(note_result(notes[source_id], cand))
-            elif kind_of(cand) == "record" and source_id in records:
-                out.append(record_result(source_id, records[source_id], cand))
-            # else: deleted or superseded since indexing -> a ghost point, skipped
-        return out
-
-    async def _record_views(self, ids: list[str]) -> dict[str, dict[str, Any]]:
-        return await self.records.search_view(ids) if self.records and ids else {}

@@ -26,7 +26,7 @@ from mcp_gateway.common.validation import (
     one_line,
 )
 from mcp_gateway.records.model import RECORD_TYPES
-from mcp_gateway.search.service import SearchRequest
+from mcp_gateway.search.request import SearchRequest
 from mcp_gateway.services.app import AppContext
 from mcp_gateway.stores.activity import preview
 

@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[0] = str(ROOT)  # not bench/: its queue.py would shadow the standard library's
 
 from mcp_gateway.common.access import settings_scope  # noqa: E402
+from mcp_gateway.common.inputs import NoteFields  # noqa: E402
 from mcp_gateway.common.settings import KiokuSettings  # noqa: E402
 from mcp_gateway.services import Services  # noqa: E402
 from mcp_gateway.services.app import open_app  # noqa: E402
@@ -65,7 +66,7 @@ async def main(args: argparse.Namespace) -> None:
         for start in range(0, len(todo), args.step):
             began = time.perf_counter()
             for text, kind in todo[start : start + args.step]:
-                await services.notes.add(scope, text=text, type=kind)
+                await services.notes.add(scope, NoteFields(text=text, type=kind))
             await app.jobs.drain()
             await app.applier.apply_pending()
             done = start + len(todo[start : start + args.step])

@@ -37,14 +37,15 @@ import anyio
 import mcp_gateway
 from mcp_gateway.common.settings import EmbedderSettings, KiokuSettings
 from mcp_gateway.embedders import build_embedder
-from mcp_gateway.search.request import SearchRequest
+from mcp_gateway.search.service import SearchRequest
 from mcp_gateway.services.app import open_app
 
 try:  # the service layer (issue 9); older checkouts had the function in tools_notes
+    from mcp_gateway.common.inputs import NoteFields
     from mcp_gateway.services.notes import NoteService
 
     async def store_note(app: Any, fields: dict[str, str], namespace: str) -> Any:
-        return await NoteService(app).store(fields, namespace)
+        return await NoteService(app).store(NoteFields(**fields), namespace)
 except ImportError:
     from mcp_gateway.protocol.note_tools import store_note  # type: ignore[no-redef]
 

@@ -26,10 +26,11 @@ from ulid import ULID
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from mcp_gateway.common.inputs import NoteFields  # noqa: E402
 from mcp_gateway.common.settings import KiokuSettings  # noqa: E402
 from mcp_gateway.common.types import Note  # noqa: E402
 from mcp_gateway.indexing.indexer import note_point  # noqa: E402
-from mcp_gateway.search.request import SearchRequest  # noqa: E402
+from mcp_gateway.search.service import SearchRequest  # noqa: E402
 from mcp_gateway.services import Services  # noqa: E402
 from mcp_gateway.services.app import AppContext, open_app  # noqa: E402
 
@@ -146,13 +147,7 @@ async def time_adds(app: AppContext, count: int, rng: random.Random) -> list[flo
     out, settings_ns = [], app.settings.namespace
     notes = Services.over(app).notes
     for i in range(count):
-        fields = {
-            "text": text_for(10**7 + i, rng),
-            "type": "note",
-            "priority": "",
-            "domain": "",
-            "solved_query": "",
-        }
+        fields = NoteFields(text=text_for(10**7 + i, rng))
         t = time.perf_counter()
         await notes.store(fields, settings_ns)
         out.append((time.perf_counter() - t) * 1000)

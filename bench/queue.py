@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 from redis.asyncio import Redis
 
+from mcp_gateway.common.inputs import NoteFields
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.common.types import SparseVector
 from mcp_gateway.indexing.indexer import note_document
@@ -47,7 +48,6 @@ from mcp_gateway.services.app import AppContext, open_app
 from mcp_gateway.stores.vectors import content_hash
 
 TOPICS = ["deploy", "rate limits", "git rebase", "docker builds", "flaky tests", "migrations"]
-FIELDS = {"type": "note", "priority": "", "domain": "", "solved_query": ""}
 
 
 def text(i: int) -> str:
@@ -69,7 +69,7 @@ def settings_for(root: Path, redis_url: str | None) -> KiokuSettings:
 
 
 async def add(services: Services, i: int) -> str:
-    return (await services.notes.store({**FIELDS, "text": text(i)}, "default")).id
+    return (await services.notes.store(NoteFields(text=text(i)), "default")).id
 
 
 async def add_latency(settings: KiokuSettings, n: int, run_jobs: bool = True) -> list[float]:

@@ -35,7 +35,7 @@ import time
 import peers
 
 from mcp_gateway.common.settings import KiokuSettings
-from mcp_gateway.search.request import SearchRequest
+from mcp_gateway.search.service import SearchRequest
 from mcp_gateway.services.app import open_app
 
 

@@ -19,6 +19,7 @@ import pytest
 
 import mcp_gateway.services.app as app_module
 from mcp_gateway.common.access import settings_scope
+from mcp_gateway.common.inputs import NoteFields
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.common.types import point_id
 from mcp_gateway.embedders.base import Encoded
@@ -129,8 +130,7 @@ async def mcp_harness(settings: KiokuSettings) -> AsyncIterator[Harness]:
 
 
 async def add(service: NoteService, app: AppContext, text: str) -> str:
-    fields = {"text": text, "type": "note", "priority": "", "domain": "", "solved_query": ""}
-    return (await service.store(fields, app.namespaces[0])).id
+    return (await service.store(NoteFields(text=text), app.namespaces[0])).id
 
 
 async def make_pending(app: AppContext, note_id: str) -> None:

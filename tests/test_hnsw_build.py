@@ -18,6 +18,7 @@ import pytest
 
 import mcp_gateway.services.reindex as reindex_module
 from mcp_gateway.common.access import settings_scope
+from mcp_gateway.common.inputs import NoteChanges
 from mcp_gateway.common.types import IndexFilter, SparseVector, point_id
 from mcp_gateway.index import catalog
 from mcp_gateway.index.edge import GRAPH_FILE
@@ -125,8 +126,10 @@ async def test_writes_during_the_build_are_not_lost(
             # of this is written during the build, into the live index only
             added = await add_notes(app, ["zebra migration happened on tuesday night"])
             await services.notes.delete(scope, ids[0])
-            await services.notes.update(scope, ids[1], text="kangaroo payroll bug in march")
-            await services.notes.update(scope, ids[2], type="lesson")  # payload only
+            await services.notes.update(
+                scope, ids[1], NoteChanges(text="kangaroo payroll bug in march")
+            )
+            await services.notes.update(scope, ids[2], NoteChanges(type="lesson"))  # payload only
             go.touch()
         assert services.rebuild.status.state == "done", services.rebuild.status.message
         assert app.index.spec.collection == "kioku-2"

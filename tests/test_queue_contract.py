@@ -23,6 +23,7 @@ from arq.worker import Worker
 
 import mcp_gateway.services.app as app_module
 from mcp_gateway.common.errors import EmbedderUnavailable
+from mcp_gateway.common.inputs import NoteFields
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.common.types import point_id
 from mcp_gateway.embedders.base import Encoded
@@ -114,13 +115,7 @@ class Env:
         await asyncio.wait_for(self.app.settle(), 120)
 
     async def add(self, text: str, type_: str = "note", solved_query: str = "") -> str:
-        fields = {
-            "text": text,
-            "type": type_,
-            "priority": "",
-            "domain": "",
-            "solved_query": solved_query,
-        }
+        fields = NoteFields(text=text, type=type_, solved_query=solved_query)
         return (await NoteService(self.app).store(fields, self.app.namespaces[0])).id
 
     async def has_dense(self, note_ids: Sequence[str]) -> dict[str, bool]:

@@ -18,6 +18,7 @@ import pytest
 
 import mcp_gateway.services.app as app_module
 from mcp_gateway.common.access import settings_scope
+from mcp_gateway.common.inputs import NoteFields
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.common.types import IndexFilter, SparseVector, point_id
 from mcp_gateway.embedders.base import Encoded
@@ -36,11 +37,11 @@ def settings_for(data_dir: Path, **extra: object) -> KiokuSettings:
 
 async def add_notes(app: AppContext, texts: Sequence[str], *, embed: bool = True) -> list[str]:
     services = Services.over(app)
-    fields = {"type": "knowledge", "priority": "", "domain": "", "solved_query": ""}
     ids = []
     for text in texts:
         if embed:
-            ids.append((await services.notes.store({**fields, "text": text}, "default")).id)
+            fields = NoteFields(text=text, type="knowledge")
+            ids.append((await services.notes.store(fields, "default")).id)
         else:  # committed and lexically indexed, never embedded (a large import, say)
             note = await app.notes.add(text, "knowledge", namespace="default")
             await app.indexer.put_lexical(note)
@@ -213,12 +214,11 @@ async def test_note_deleted_during_embedding_leaves_no_point(
     monkeypatch.setattr(app_module, "build_embedder", lambda _s: embedder)
     settings = settings_for(tmp_path / "data")
     scope = settings_scope(settings)
-    fields = {"type": "note", "priority": "", "domain": "", "solved_query": ""}
     async with open_app(settings) as app:
         await app.reconciled.wait()
         services = Services.over(app)
-        kept = await services.notes.store({**fields, "text": "kept"}, "default")
-        gone = await services.notes.store({**fields, "text": "forgotten"}, "default")
+        kept = await services.notes.store(NoteFields(text="kept"), "default")
+        gone = await services.notes.store(NoteFields(text="forgotten"), "default")
         await asyncio.wait_for(embedder.entered.wait(), 60)  # both texts are being embedded
         await services.notes.delete(scope, gone.id)
         embedder.gate.set()

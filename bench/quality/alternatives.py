@@ -30,7 +30,7 @@ sys.path.insert(0, str(HERE))
 from metrics import ndcg_at  # noqa: E402
 
 from mcp_gateway.common.settings import KiokuSettings  # noqa: E402
-from mcp_gateway.search.request import SearchRequest  # noqa: E402
+from mcp_gateway.search.service import SearchRequest  # noqa: E402
 from mcp_gateway.services.app import open_app  # noqa: E402
 
 

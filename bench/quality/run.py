@@ -41,6 +41,7 @@ import intervals  # noqa: E402
 from metrics import percentile, score  # noqa: E402
 
 from mcp_gateway.common.access import settings_scope  # noqa: E402
+from mcp_gateway.common.inputs import NoteFields, RecordFields  # noqa: E402
 from mcp_gateway.common.settings import KiokuSettings  # noqa: E402
 from mcp_gateway.services import Services  # noqa: E402
 from mcp_gateway.services.app import open_app  # noqa: E402
@@ -66,22 +67,20 @@ async def ingest(data_dir: Path, memories: list[dict[str, Any]]) -> dict[str, st
         services = Services.over(app)
         for mem in ordered:
             if mem["kind"] == "note":
-                note = await services.notes.store(
-                    {
-                        "text": mem["text"],
-                        "type": mem["type"],
-                        "priority": mem.get("priority", ""),
-                        "domain": mem.get("domain", ""),
-                        "solved_query": "",
-                    },
-                    ns.write,
+                fields = NoteFields(
+                    text=mem["text"],
+                    type=mem["type"],
+                    priority=mem.get("priority", ""),
+                    domain=mem.get("domain", ""),
                 )
+                note = await services.notes.store(fields, ns.write)
                 ids[mem["key"]] = note.id
             else:
                 links = [link(spec, ids) for spec in mem.get("links", [])]
-                added = await services.records.add(
-                    ns, type=mem["type"], title=mem["title"], content=mem["text"], links=links
+                record = RecordFields(
+                    type=mem["type"], title=mem["title"], content=mem["text"], links=tuple(links)
                 )
+                added = await services.records.add(ns, record)
                 ids[mem["key"]] = added.record.id
         await app.settle()
         # a bulk load is a backlog: drafted first (jobs/embedding.py), embedded exactly

@@ -18,6 +18,7 @@ import anyio
 
 from mcp_gateway.cli.client import RemoteMemory, connect, owner_client
 from mcp_gateway.common.errors import InvalidInput
+from mcp_gateway.common.inputs import NoteChanges, NoteFields, fill, wire
 from mcp_gateway.common.render import render_note, render_search
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.common.types import RebuildStatus, SearchResponse
@@ -32,14 +33,7 @@ def print_json(data: Any) -> None:
 
 async def add(args: argparse.Namespace, settings: KiokuSettings) -> int:
     async with connect(settings) as memory:
-        out = await memory.call(
-            "notes.add",
-            text=args.text,
-            type=args.type,
-            priority=args.priority,
-            domain=args.domain,
-            solved_query=args.solved_query,
-        )
+        out = await memory.call("notes.add", **wire(fill(NoteFields, args)))
     print(out["id"])
     if out.get("status") == "already_stored":
         print(f"kioku: already stored as {out['id']}: not stored twice", file=sys.stderr)
@@ -84,17 +78,7 @@ async def show(args: argparse.Namespace, settings: KiokuSettings) -> int:
 
 
 async def edit(args: argparse.Namespace, settings: KiokuSettings) -> int:
-    changes = {
-        k: v
-        for k, v in (
-            ("text", args.text),
-            ("type", args.type),
-            ("priority", args.priority),
-            ("domain", args.domain),
-            ("solved_query", args.solved_query),
-        )
-        if v is not None
-    }
+    changes = fill(NoteChanges, args).given()
     if not changes:
         raise InvalidInput("nothing to change: give --text, --type, --priority, --domain ...")
     async with connect(settings) as memory:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from mcp_gateway.common.errors import KiokuError
+from mcp_gateway.common.inputs import RecordChanges, RecordFields, fill, wire
 from mcp_gateway.common.validation import terminal_safe
 from mcp_gateway.records import render
 from mcp_gateway.records.model import (
@@ -135,14 +136,7 @@ async def _dispatch(args: argparse.Namespace, memory: Memory) -> tuple[str, Base
     if cmd == "add":
         added = RecordAdded.model_validate(
             await memory.call(
-                "records.add",
-                type=args.type,
-                title=args.title,
-                content=args.content,
-                status=args.status,
-                action_state=args.action_state,
-                links=args.link,
-                project=args.project,
+                "records.add", **wire(fill(RecordFields, {**vars(args), "links": args.link}))
             )
         )
         return render.render_added(added.record, added.links, added.status), added
@@ -155,14 +149,7 @@ async def _dispatch(args: argparse.Namespace, memory: Memory) -> tuple[str, Base
         return render.render_edge(linked.edge), linked
     if cmd == "update":
         out = RecordUpdated.model_validate(
-            await memory.call(
-                "records.update",
-                id=args.id,
-                title=args.title,
-                content=args.content,
-                status=args.status,
-                action_state=args.action_state,
-            )
+            await memory.call("records.update", id=args.id, **wire(fill(RecordChanges, args)))
         )
         return render.render_updated(out), out
     if cmd == "graph":

@@ -9,6 +9,7 @@ from typing import Annotated
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult
 
+from mcp_gateway.common.inputs import NoteChanges, NoteFields
 from mcp_gateway.common.render import render_note, render_search
 from mcp_gateway.common.types import SearchResponse
 from mcp_gateway.protocol.toolkit import result, scope_of, services_from, tool_errors
@@ -36,14 +37,10 @@ def register_note_tools(mcp: MCPServer) -> None:
         solved_query: when the note records how a problem was solved, pass the query or
         request that led to the problem; it is used to find the note again.
         domain: an optional topic label such as "git", "deploy", "api"."""
-        out = await services_from(ctx).notes.add(
-            scope_of(ctx),
-            text=text,
-            type=type,
-            priority=priority,
-            domain=domain,
-            solved_query=solved_query,
+        fields = NoteFields(
+            text=text, type=type, priority=priority, domain=domain, solved_query=solved_query
         )
+        out = await services_from(ctx).notes.add(scope_of(ctx), fields)
         return result(stored_message(out), out)
 
     @mcp.tool()
@@ -101,15 +98,10 @@ def register_note_tools(mcp: MCPServer) -> None:
     ) -> Annotated[CallToolResult, NoteView]:
         """Correct a note that turned out wrong or incomplete. Only the fields you pass
         change; the old values are kept in the note's history."""
-        out = await services_from(ctx).notes.update(
-            scope_of(ctx),
-            id,
-            text=text,
-            type=type,
-            priority=priority,
-            domain=domain,
-            solved_query=solved_query,
+        changes = NoteChanges(
+            text=text, type=type, priority=priority, domain=domain, solved_query=solved_query
         )
+        out = await services_from(ctx).notes.update(scope_of(ctx), id, changes)
         message = f"Updated {', '.join(out.changed)}." if out.changed else "Nothing changed."
         return result(message + "\n" + render_note(out.note.model_dump()), out.note)
 
@@ -132,9 +124,8 @@ def register_note_tools(mcp: MCPServer) -> None:
         """Record routine progress (what was done, where work stopped). Use this, not
         record_add or add_note, for day-to-day status: it is searchable but never
         crowds lessons out of the [RECENT] boost."""
-        out = await services_from(ctx).notes.add(
-            scope_of(ctx), text=text, type="checkpoint", domain=domain
-        )
+        fields = NoteFields(text=text, type="checkpoint", domain=domain)
+        out = await services_from(ctx).notes.add(scope_of(ctx), fields)
         return result(stored_message(out), out)
 
 

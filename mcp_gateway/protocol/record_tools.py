@@ -12,6 +12,7 @@ from typing import Annotated
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult
 
+from mcp_gateway.common.inputs import RecordChanges, RecordFields
 from mcp_gateway.protocol.toolkit import result, scope_of, services_from, tool_errors
 from mcp_gateway.protocol.workspace_tools import session_project
 from mcp_gateway.records import render
@@ -65,16 +66,16 @@ def register_record_tools(mcp: MCPServer) -> None:
         services = services_from(ctx)
         all_links = [*([link] if link.strip() else []), *links]
         project = project.strip() or await session_project(ctx, services.app.settings.project)
-        out: RecordAdded = await services.records.add(
-            scope_of(ctx),
+        fields = RecordFields(
             type=type,
             title=title,
             content=content,
             status=status,
             action_state=action_state,
-            links=all_links,
+            links=tuple(all_links),
             project=project,
         )
+        out: RecordAdded = await services.records.add(scope_of(ctx), fields)
         return result(render.render_added(out.record, out.links, out.status), out)
 
     @mcp.tool()
@@ -150,12 +151,8 @@ def register_record_tools(mcp: MCPServer) -> None:
         not rejected) and an audit that such a verified fix resolves: the edges settle
         them without an update. Edges never change the stored status or action_state.
         """
-        out: RecordUpdated = await services_from(ctx).records.update(
-            scope_of(ctx),
-            id,
-            title=title,
-            content=content,
-            status=status,
-            action_state=action_state,
+        changes = RecordChanges(
+            title=title, content=content, status=status, action_state=action_state
         )
+        out: RecordUpdated = await services_from(ctx).records.update(scope_of(ctx), id, changes)
         return result(render.render_updated(out), out)

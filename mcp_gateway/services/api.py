@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, get_type_hints
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from mcp_gateway.common.access import Scope
 from mcp_gateway.common.errors import InvalidInput
@@ -50,10 +50,37 @@ async def call(services: Services, scope: Scope, op: str, args: dict[str, Any]) 
     method: Callable[..., Awaitable[Any]] = getattr(getattr(services, service), name)
     lead = (scope,) if scoped else ()
     try:
+        args = _typed(method, args)
         inspect.signature(method).bind(*lead, **args)
-    except TypeError as exc:
-        raise InvalidInput(f"bad arguments for {op}: {exc}") from exc
+    except (TypeError, ValidationError) as exc:
+        raise InvalidInput(f"bad arguments for {op}: {_said(exc)}") from exc
     return to_json(await method(*lead, **args))
+
+
+def _typed(method: Callable[..., Any], args: dict[str, Any]) -> dict[str, Any]:
+    """``args`` with the fields of the operation's typed input (``common.inputs``: a
+    parameter annotated with a model) gathered into that model; the wire stays flat
+    (``notes.add`` takes ``text=..., type=...``)."""
+    hints = get_type_hints(method)
+    models = [
+        (name, hint)
+        for name, hint in hints.items()
+        if name != "return" and isinstance(hint, type) and issubclass(hint, BaseModel)
+    ]
+    if not models:
+        return args
+    ((name, model),) = models  # one typed input per operation
+    own = set(inspect.signature(method).parameters)
+    rest = {k: v for k, v in args.items() if k not in own}
+    return {**{k: v for k, v in args.items() if k in own}, name: model.model_validate(rest)}
+
+
+def _said(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        return "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors()
+        )
+    return str(exc)
 
 
 def to_json(value: Any) -> Any:

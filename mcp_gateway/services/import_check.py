@@ -16,12 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcp_gateway.common.errors import InvalidInput
+from mcp_gateway.common.inputs import NoteFields, NoteRules
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.common.validation import (
-    PRIORITIES,
-    choice,
     clean_text,
-    label,
     namespace,
     terminal_safe,
 )
@@ -34,6 +32,7 @@ LATEST = 253_402_300_799.0
 SHOWN_PROBLEMS = 20
 NOTE_HISTORY_FIELDS = ("text", "type", "priority", "domain", "solved_query", "deleted")
 RECORD_HISTORY_FIELDS = ("created", "link", "title", "content", "status", "action_state")
+_IMPORT_DEFAULTS = {"type": "knowledge"}
 _ULID = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
 _RECORD_ID = re.compile(r"^([A-Z]+)-([A-Z0-9_]{1,16})-([0-9]{3,9})(?:\.([A-Z0-9]{1,24}))?$")
 
@@ -45,6 +44,10 @@ class Limits:
     title_chars: int
     content_bytes: int
     namespace: str
+
+    @property
+    def notes(self) -> NoteRules:
+        return NoteRules(max_text_bytes=self.note_bytes, types=self.note_types)
 
     @classmethod
     def of(cls, settings: KiokuSettings) -> Limits:
@@ -104,13 +107,7 @@ def _note(item: dict[str, Any], lim: Limits) -> dict[str, Any]:
     return {
         "kind": "note",
         "id": note_id,
-        "text": clean_text(_str(item, "text"), "text", lim.note_bytes),
-        "type": choice(_str(item, "type", "knowledge"), "type", lim.note_types),
-        "priority": choice(_str(item, "priority", ""), "priority", PRIORITIES),
-        "domain": label(_str(item, "domain", ""), "domain", 64).lower(),
-        "solved_query": clean_text(
-            _str(item, "solved_query", ""), "solved_query", lim.note_bytes, required=False
-        ),
+        **_note_fields(item, lim).model_dump(),
         "namespace": namespace(_str(item, "namespace", "") or lim.namespace),
         "created_at": _time(item, "created_at"),
         "updated_at": _time(item, "updated_at"),
@@ -118,6 +115,18 @@ def _note(item: dict[str, Any], lim: Limits) -> dict[str, Any]:
         "replace_text": _bool(item, "replace_text"),
         "history": [_note_change(h, lim) for h in _list(item, "history")],
     }
+
+
+def _note_fields(item: dict[str, Any], lim: Limits) -> NoteFields:
+    """The note's own fields, checked as ``add_note`` checks them; an exported note
+    without a type is knowledge."""
+    given = {
+        name: _str(
+            item, name, None if field.is_required() else _IMPORT_DEFAULTS.get(name, field.default)
+        )
+        for name, field in NoteFields.model_fields.items()
+    }
+    return NoteFields(**given).checked(lim.notes)
 
 
 def _note_change(entry: Any, lim: Limits) -> dict[str, Any]:

@@ -14,15 +14,20 @@ from typing import Any
 from pydantic import BaseModel
 
 from mcp_gateway.common.access import Scope
-from mcp_gateway.common.errors import InvalidInput, NotFound
+from mcp_gateway.common.errors import NotFound
+from mcp_gateway.common.inputs import (
+    NoteChanges,
+    NoteFields,
+    NoteRules,
+    checked_alternatives,
+    checked_query,
+)
 from mcp_gateway.common.render import iso
 from mcp_gateway.common.types import Note, SearchResponse
 from mcp_gateway.common.validation import (
     PRIORITIES,
     bounded_int,
     choice,
-    clean_text,
-    label,
     one_line,
 )
 from mcp_gateway.records.model import RECORD_TYPES
@@ -72,50 +77,14 @@ def note_view(note: Note, history: list[dict[str, Any]] | None = None) -> NoteVi
     return NoteView(**data, history=changes)
 
 
-def clean_query(query: str, max_chars: int) -> str:
-    if isinstance(query, str) and len(query) > max_chars:
-        raise InvalidInput(
-            f"query is over {max_chars} characters: summarise the situation in a few sentences"
-        )
-    if not isinstance(query, str) or not query.strip():
-        raise InvalidInput("query is empty: describe what you are about to do or look for")
-    return clean_text(query, "query", max_chars * 4)
-
-
-# Other phrasings a search takes beside its query: each costs one query embedding.
-MAX_ALTERNATIVES = 4
-
-
-def _alternatives(given: object, max_chars: int) -> tuple[str, ...]:
-    if (
-        isinstance(given, str)
-        or not isinstance(given, Sequence)
-        or len(given) > MAX_ALTERNATIVES
-        or not all(isinstance(a, str) for a in given)
-    ):
-        raise InvalidInput(
-            f"alternatives: give a list of at most {MAX_ALTERNATIVES} strings, other "
-            "phrasings of the query (other words or other languages)"
-        )
-    return tuple(clean_query(a, max_chars) for a in given if a.strip())
-
-
 class NoteService:
     def __init__(self, app: AppContext) -> None:
         self.app = app
 
     # -- validation -------------------------------------------------------------------
-    def fields(
-        self, *, text: str, type: str, priority: str, domain: str, solved_query: str
-    ) -> dict[str, str]:
-        limit = self.app.settings.notes.max_text_bytes
-        return {
-            "text": clean_text(text, "text", limit),
-            "type": choice(type, "type", self.app.settings.notes.types),
-            "priority": choice(priority, "priority", PRIORITIES),
-            "domain": label(domain, "domain", 64).lower(),
-            "solved_query": clean_text(solved_query, "solved_query", limit, required=False),
-        }
+    @property
+    def rules(self) -> NoteRules:
+        return NoteRules.of(self.app.settings.notes)
 
     def search_types(self) -> list[str]:
         return sorted({*self.app.settings.notes.types, *RECORD_TYPES})
@@ -144,21 +113,10 @@ class NoteService:
             raise _unknown(note_id) from None
 
     # -- use cases --------------------------------------------------------------------
-    async def add(
-        self,
-        scope: Scope,
-        *,
-        text: str,
-        type: str = "note",
-        priority: str = "",
-        domain: str = "",
-        solved_query: str = "",
-    ) -> AddNoteResult:
+    async def add(self, scope: Scope, fields: NoteFields) -> AddNoteResult:
         started = time.perf_counter()
-        fields = self.fields(
-            text=text, type=type, priority=priority, domain=domain, solved_query=solved_query
-        )
-        note, created = await self.store_checked(fields, scope.write, behind=True)
+        checked = fields.checked(self.rules)
+        note, created = await self.store_checked(checked, scope.write, behind=True)
         await self.app.activity.append(
             "add_note" if note.type != "checkpoint" else "checkpoint",
             id=note.id,
@@ -179,27 +137,20 @@ class NoteService:
             semantic_indexing="queued" if created else "unchanged",
         )
 
-    async def store(self, fields: dict[str, str], namespace: str) -> Note:
+    async def store(self, fields: NoteFields, namespace: str) -> Note:
         """Commit, make lexically searchable, hand the rest to jobs (no logging: for
         imports and benches that add in bulk)."""
         return (await self.store_checked(fields, namespace))[0]
 
     async def store_checked(
-        self, fields: dict[str, str], namespace: str, *, behind: bool = False
+        self, fields: NoteFields, namespace: str, *, behind: bool = False
     ) -> tuple[Note, bool]:
         """``store`` that also says whether the note is new: an exact repeat of a live
         note (same normalised text, type, namespace) returns that note, no follow-ups.
         ``behind``: return once the note is committed; its lexical point and job follow
         just after (``writebehind``: the next search still finds it)."""
         app = self.app
-        note, created = await app.notes.add_or_existing(
-            fields["text"],
-            fields["type"],
-            priority=fields["priority"],
-            domain=fields["domain"],
-            solved_query=fields["solved_query"],
-            namespace=namespace,
-        )
+        note, created = await app.notes.add_or_existing(**fields.model_dump(), namespace=namespace)
         if not created:
             return note, False
 
@@ -237,16 +188,16 @@ class NoteService:
         """``search_memory``. ``priority`` keeps only notes of that priority (the
         memory browser's filter); ``event`` names the activity-log entry, so a person
         browsing (``ui_search``) never trains the jobs that learn from the assistant.
-        ``alternatives``: other phrasings of the query (at most ``MAX_ALTERNATIVES``)."""
+        ``alternatives``: other phrasings of the query (at most ``inputs.MAX_ALTERNATIVES``)."""
         started = time.perf_counter()
         settings = self.app.settings
-        alts = _alternatives(alternatives, settings.search.max_query_chars)
+        alts = checked_alternatives(alternatives, settings.search.max_query_chars)
         top = bounded_int(top, "top", 1, settings.search.max_top)
         if type:
             type = choice(type, "type", self.search_types())
         priority = choice(priority, "priority", PRIORITIES) if priority else ""
         request = SearchRequest(
-            query=clean_query(query, settings.search.max_query_chars),
+            query=checked_query(query, settings.search.max_query_chars),
             type=type,
             domain=one_line(domain, "domain", 64).lower(),
             top=settings.search.max_top if priority else top,
@@ -265,26 +216,11 @@ class NoteService:
         note = await self._readable(scope, note_id, deleted=True)
         return note_view(note, await self.app.notes.history(note.id))
 
-    async def update(
-        self,
-        scope: Scope,
-        note_id: str,
-        *,
-        text: str | None = None,
-        type: str | None = None,
-        priority: str | None = None,
-        domain: str | None = None,
-        solved_query: str | None = None,
-    ) -> NoteUpdated:
+    async def update(self, scope: Scope, note_id: str, changes: NoteChanges) -> NoteUpdated:
         app = self.app
         current = await self._writable(scope, note_id)
-        merged = self.fields(
-            text=current.text if text is None else text,
-            type=current.type if type is None else type,
-            priority=current.priority if priority is None else priority,
-            domain=current.domain if domain is None else domain,
-            solved_query=current.solved_query if solved_query is None else solved_query,
-        )
+        stored = NoteFields.model_validate(current, from_attributes=True)
+        merged = stored.changed_by(changes).checked(self.rules).model_dump()
         note, changed = await app.notes.update(current.id, merged)
         if "text" in changed or "solved_query" in changed:
             await app.indexer.put_lexical(note)

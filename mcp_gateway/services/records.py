@@ -7,6 +7,7 @@ import logging
 from collections.abc import Sequence
 
 from mcp_gateway.common.access import Scope
+from mcp_gateway.common.inputs import RecordChanges, RecordFields
 from mcp_gateway.records.model import (
     Edge,
     RecordAdded,
@@ -28,22 +29,9 @@ class RecordService:
     def __init__(self, app: AppContext) -> None:
         self.app = app
 
-    async def add(
-        self,
-        scope: Scope,
-        *,
-        type: str,
-        title: str,
-        content: str = "",
-        status: str = "open",
-        action_state: str = "actionable",
-        links: Sequence[str] = (),
-        project: str = "",
-    ) -> RecordAdded:
+    async def add(self, scope: Scope, fields: RecordFields) -> RecordAdded:
         records = self.app.records
-        rec, created = await records.add_or_existing(
-            type, title, content, status, action_state, list(links), project, scope=scope
-        )
+        rec, created = await records.add_or_existing(**fields.model_dump(), scope=scope)
         view = await records.show(rec.id, scope=scope)
         edges = [e for e in view.edges if e.source == rec.id]
         await self.changed([rec.id, *(e.target for e in edges)])
@@ -71,17 +59,8 @@ class RecordService:
         hits = await self.app.records.search(query, type, current_only, limit, scope=scope)
         return RecordSearchResponse(query=query, type=type, current_only=current_only, hits=hits)
 
-    async def update(
-        self,
-        scope: Scope,
-        id: str,
-        *,
-        title: str | None = None,
-        content: str | None = None,
-        status: str | None = None,
-        action_state: str | None = None,
-    ) -> RecordUpdated:
-        out = await self.app.records.update(id, title, content, status, action_state, scope=scope)
+    async def update(self, scope: Scope, id: str, changes: RecordChanges) -> RecordUpdated:
+        out = await self.app.records.update(id, **changes.model_dump(), scope=scope)
         if any(c.field in _INDEXED_FIELDS for c in out.changes):
             await self.changed([out.record.id])
         return out

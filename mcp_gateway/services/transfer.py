@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from mcp_gateway.common.inputs import NoteFields
 from mcp_gateway.common.render import iso
 from mcp_gateway.common.types import Note
 from mcp_gateway.records import queries
@@ -143,7 +144,7 @@ class TransferService:
         return report
 
 
-_NOTE_FIELDS = ("id", "text", "type", "priority", "domain", "solved_query", "namespace", "deleted")
+_NOTE_FIELDS = ("id", *NoteFields.model_fields, "namespace", "deleted")
 
 
 def render_markdown(items: Sequence[dict[str, Any]]) -> str:

@@ -25,6 +25,7 @@ import anyio
 
 from mcp_gateway.common.access import Scope, settings_scope
 from mcp_gateway.common.errors import InvalidInput
+from mcp_gateway.common.inputs import NoteChanges, fill
 from mcp_gateway.common.types import Note, SearchResponse
 from mcp_gateway.common.validation import PRIORITIES, choice, one_line
 from mcp_gateway.jobs import failures
@@ -125,14 +126,7 @@ async def update_note(
     app: AppContext, caller: Caller, note_id: str, form: dict[str, str]
 ) -> tuple[str, list[str]]:
     """``update_note``: only the given fields change. Returns (id, changed fields)."""
-    out = await NoteService(app).update(
-        caller.scope,
-        note_id,
-        text=form.get("text"),
-        type=form.get("type"),
-        priority=form.get("priority"),
-        domain=form.get("domain"),
-    )
+    out = await NoteService(app).update(caller.scope, note_id, fill(NoteChanges, form))
     return out.note.id, out.changed
 
 

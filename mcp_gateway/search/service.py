@@ -16,7 +16,7 @@ from typing import Any
 
 import anyio
 
-from mcp_gateway.common.errors import EmbedderUnavailable, InvalidInput
+from mcp_gateway.common.errors import EmbedderUnavailable
 from mcp_gateway.common.settings import SearchSettings
 from mcp_gateway.common.types import (
     IndexFilter,
@@ -105,14 +105,9 @@ class SearchService:
         )
 
     async def search(self, req: SearchRequest) -> SearchResponse:
-        query = req.query.strip()
-        if not query:
-            raise InvalidInput("query is empty: describe what you are about to do or look for")
-        if len(query) > self.settings.max_query_chars:
-            raise InvalidInput(
-                f"query is over {self.settings.max_query_chars} characters: "
-                "summarise the situation in a few sentences"
-            )
+        """``req.query`` and its alternatives come checked (``inputs.checked_query``,
+        once per search, by ``services.notes``): they are used as they are."""
+        query = req.query
         namespace = req.namespaces[0] if req.namespaces else "default"
         if self.writes is not None:  # every note acknowledged to a reader is in the index
             await self.writes.caught_up(req.namespaces)

@@ -12,7 +12,7 @@ import mcp_gateway.services.app as app_module
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.common.types import IndexFilter, Note, SparseVector, point_id
 from mcp_gateway.jobs import priors, tasks, tuning
-from mcp_gateway.jobs.context import KEY
+from mcp_gateway.jobs.run import JobRun
 from mcp_gateway.search.thresholds import thresholds_key
 from mcp_gateway.services.app import open_app
 from tests.test_queue_contract import CountingEmbedder
@@ -104,7 +104,7 @@ async def test_tune_job_stores_thresholds_the_search_reads(app) -> None:  # type
             f"staging deploy {i} broke because the token expired",
             solved=f"deploy {i} broke token",
         )
-    thresholds = await tasks.tune_thresholds({KEY: app.job_context})
+    thresholds = await tasks.tune_thresholds(JobRun(app.job_context))
     assert {"lesson", "*"} <= set(thresholds)
     stored = json.loads(await app.db.get_meta(thresholds_key(app.namespaces[0])))
     assert stored == thresholds
@@ -116,7 +116,7 @@ async def test_rerank_prior_reaches_payload_and_survives_reembed(app) -> None:  
     solved = await _add(app, "solved the import error", "conclusion", solved="import error")
     app.activity.append_sync("search_memory", query="429", result_ids=[useful.id])
     app.activity.append_sync("add_note", id=solved.id, solved_query="import error")
-    result = await tasks.rerank({KEY: app.job_context})
+    result = await tasks.rerank(JobRun(app.job_context))
     assert result["boosted"] >= 1
     await app.applier.apply_pending()  # the owner copies changed priors into the index
     pid = point_id("note", useful.id)

@@ -158,7 +158,7 @@ async def running(
         settings = make_settings(tmp_path, queue=queue, search=search)
         async with open_app(settings) as app:
             assert isinstance(app.jobs, InProcessScheduler)
-            app.jobs.job_context.update(FAST_CTX)
+            app.jobs.retry_sooner(**FAST_CTX)
             yield Env(kind, app, embedder)
         return
     redis: RedisDb = request.getfixturevalue("redis_db")

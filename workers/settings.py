@@ -21,7 +21,7 @@ from arq.worker import Function, func
 
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.jobs import JobContext, failures
-from mcp_gateway.jobs.arq_queue import ArqQueue
+from mcp_gateway.jobs.arq_queue import ArqQueue, arq_function
 from mcp_gateway.jobs.batcher import Batcher
 from mcp_gateway.jobs.context import KEY
 from mcp_gateway.jobs.coordination import RedisCoordinator
@@ -30,7 +30,8 @@ from workers.context import open_worker_context
 
 
 def _job(name: str) -> Any:
-    return JOBS[name]  # arq's WorkerCoroutine type is narrower than our registry's
+    # arq's WorkerCoroutine type is narrower than our registry's
+    return arq_function(JOBS[name])
 
 
 # Lock-busy retries of a singleton count as tries in arq; the contract bounds real

@@ -9,8 +9,10 @@ prefix (arq's job keys are global to the Redis db), and ``enqueue_job`` returnin
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from arq.connections import ArqRedis, RedisSettings, create_pool
@@ -19,9 +21,20 @@ from arq.constants import in_progress_key_prefix
 from mcp_gateway.jobs import failures
 from mcp_gateway.jobs.context import JobContext
 from mcp_gateway.jobs.coordination import RedisCoordinator
-from mcp_gateway.jobs.scheduler import QueueNames, QueueScheduler
+from mcp_gateway.jobs.run import JobRun
+from mcp_gateway.jobs.scheduler import JobFunction, QueueNames, QueueScheduler
 
 log = logging.getLogger(__name__)
+
+
+def arq_function(job: JobFunction) -> Callable[..., Awaitable[Any]]:
+    """``job`` as arq calls it: arq hands a ``dict`` ctx, the job takes its ``JobRun``."""
+
+    @functools.wraps(job)
+    async def from_ctx(ctx: dict[str, Any], *args: Any) -> Any:
+        return await job(JobRun.from_arq(ctx), *args)
+
+    return from_ctx
 
 
 class ArqQueue:

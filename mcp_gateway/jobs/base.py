@@ -14,7 +14,8 @@ from typing import Any, Protocol
 
 from mcp_gateway.common.types import Note
 from mcp_gateway.jobs import tasks
-from mcp_gateway.jobs.context import KEY, JobContext
+from mcp_gateway.jobs.context import JobContext
+from mcp_gateway.jobs.run import JobRun
 
 
 class Scheduler(Protocol):
@@ -41,7 +42,7 @@ class InlineScheduler:
     """Runs each job to completion before returning, then applies its vectors."""
 
     def __init__(self, kc: JobContext, apply: Callable[[], Awaitable[Any]]) -> None:
-        self.ctx: dict[str, Any] = {KEY: kc}
+        self.run = JobRun(kc)
         self._apply = apply
 
     async def start(self) -> None:
@@ -54,19 +55,19 @@ class InlineScheduler:
         self, notes: Sequence[Note], *, export: bool = False, tune: bool = False
     ) -> None:
         for note in notes:
-            await tasks.index_note(self.ctx, note.id)
+            await tasks.index_note(self.run, note.id)
         await self._apply()
         if export:
-            await tasks.export_session_context(self.ctx)
+            await tasks.export_session_context(self.run)
         if tune:
-            await tasks.tune_thresholds(self.ctx)
+            await tasks.tune_thresholds(self.run)
 
     async def records_changed(self, record_ids: Sequence[str], *, export: bool = True) -> None:
         if record_ids:
-            await tasks.index_records(self.ctx, list(record_ids))
+            await tasks.index_records(self.run, list(record_ids))
             await self._apply()
         if export:
-            await tasks.export_session_context(self.ctx)
+            await tasks.export_session_context(self.run)
 
     async def stats(self) -> dict[str, Any]:
         return {"runner": "inline"}

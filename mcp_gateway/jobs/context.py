@@ -3,8 +3,8 @@ index. The owner of the index applies what jobs write (``applier``), so the same
 runs inside the gateway (in-process runner) or in a ``kioku worker`` process that never
 opens the embedded index.
 
-arq hands every job a ``dict`` ctx; the runners put one ``JobContext`` in it under
-``KEY`` (plus arq's own ``job_try``, the queue, the coordinator and the batcher).
+Every job takes one ``JobRun`` (``run``) holding its ``JobContext``; under arq the
+``JobContext`` sits in arq's ``dict`` ctx under ``KEY``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.embedders.base import Embedder
@@ -47,8 +46,3 @@ class JobContext:
     # set when the process is stopping: embedding starts no further batch (what was
     # acknowledged is in the truth store; reconcile queues it again at the next start)
     stopping: threading.Event = field(default_factory=threading.Event)
-
-
-def job_context(ctx: dict[str, Any]) -> JobContext:
-    kc: JobContext = ctx[KEY]
-    return kc

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any, NoReturn, Protocol
+from typing import Any, NoReturn
 
 from arq.worker import Retry
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -26,15 +26,14 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from mcp_gateway.common.errors import EmbedderUnavailable, StoreUnavailable
 from mcp_gateway.jobs import failures
-from mcp_gateway.jobs.context import job_context
 from mcp_gateway.jobs.coordination import Coordinator
+from mcp_gateway.jobs.run import JobQueue, JobRun
 
 log = logging.getLogger(__name__)
 
 EXPORT = "export"
 TUNE = "tune"
 SINGLETONS = (EXPORT, TUNE)
-LOCK_BUSY_DEFER_S = 0.2
 MAX_BACKOFF_S = 60.0
 
 TRANSIENT: tuple[type[BaseException], ...] = (
@@ -47,41 +46,33 @@ TRANSIENT: tuple[type[BaseException], ...] = (
 )
 
 
-class JobQueue(Protocol):
-    async def enqueue(
-        self, function: str, *args: Any, job_id: str | None = None, defer_s: float = 0.0
-    ) -> bool:
-        """Queue ``function(*args)``; False if ``job_id`` is already queued or running."""
-
-
-def backoff_s(ctx: dict[str, Any], attempt: int) -> float:
-    base = float(ctx.get("retry_base_s", 0.5))
-    return min(base * 2 ** max(attempt - 1, 0), MAX_BACKOFF_S)
+def backoff_s(run: JobRun, attempt: int) -> float:
+    return min(run.retry_base_s * 2 ** max(attempt - 1, 0), MAX_BACKOFF_S)
 
 
 def is_transient(exc: BaseException) -> bool:
     return isinstance(exc, TRANSIENT)
 
 
-async def give_up(ctx: dict[str, Any], job: str, key: str, exc: BaseException, tries: int) -> None:
+async def give_up(run: JobRun, job: str, key: str, exc: BaseException, tries: int) -> None:
     log.error("job %s failed permanently for %s after %d tries: %r", job, key, tries, exc)
     try:
-        await failures.record(job_context(ctx).db, job, key, exc, tries)
+        await failures.record(run.context.db, job, key, exc, tries)
     except Exception:  # the failure log must not hide the failure itself
         log.exception("could not store the failure of %s %s", job, key)
 
 
-async def retry_or_fail(ctx: dict[str, Any], job: str, key: str, exc: Exception) -> NoReturn:
+async def retry_or_fail(run: JobRun, job: str, key: str, exc: Exception) -> NoReturn:
     """Per-job retry policy: ``Retry`` while transient and tries remain, else record."""
-    tries = int(ctx.get("job_try", 1))
-    limit = job_context(ctx).settings.queue.max_tries
+    tries = run.attempt
+    limit = run.context.settings.queue.max_tries
     if is_transient(exc) and tries < limit:
-        delay = backoff_s(ctx, tries)
+        delay = backoff_s(run, tries)
         log.warning(
             "job %s for %s: %s; retry %d in %.2f s", job, key, exc, tries, delay, exc_info=False
         )
         raise Retry(defer=delay) from exc
-    await give_up(ctx, job, key, exc, tries)
+    await give_up(run, job, key, exc, tries)
     raise exc
 
 
@@ -91,35 +82,31 @@ async def request_singleton(coord: Coordinator, queue: JobQueue, name: str) -> b
     return await queue.enqueue(name, job_id=f"{name}:{generation}")
 
 
-async def run_singleton(
-    ctx: dict[str, Any], name: str, body: Callable[[dict[str, Any]], Awaitable[Any]]
-) -> Any:
+async def run_singleton(run: JobRun, name: str, body: Callable[[JobRun], Awaitable[Any]]) -> Any:
     """Run ``body`` under the singleton lock, after advancing the generation."""
-    coord: Coordinator = ctx["coord"]
+    coord, _queue = run.follow_ups()
     token = uuid.uuid4().hex
-    ttl_ms = int(job_context(ctx).settings.queue.job_timeout_s * 1000 + 5_000)
+    ttl_ms = int(run.context.settings.queue.job_timeout_s * 1000 + 5_000)
     if not await coord.acquire(name, token, ttl_ms):
-        raise Retry(defer=float(ctx.get("lock_poll_s", LOCK_BUSY_DEFER_S)))
+        raise Retry(defer=run.lock_poll_s)
     try:
         await coord.advance(name)
-        result = await body(ctx)
+        result = await body(run)
     except Exception as exc:
-        await _singleton_failed(ctx, coord, name, exc)
+        await _singleton_failed(run, coord, name, exc)
     finally:
         await coord.release(name, token)
     await coord.clear_failures(name)
     return result
 
 
-async def _singleton_failed(
-    ctx: dict[str, Any], coord: Coordinator, name: str, exc: Exception
-) -> NoReturn:
+async def _singleton_failed(run: JobRun, coord: Coordinator, name: str, exc: Exception) -> NoReturn:
     # job_try also counts lock-busy retries, so singletons count their own failures.
     failures_so_far = await coord.count_failure(name)
-    if is_transient(exc) and failures_so_far < job_context(ctx).settings.queue.max_tries:
-        delay = backoff_s(ctx, failures_so_far)
+    if is_transient(exc) and failures_so_far < run.context.settings.queue.max_tries:
+        delay = backoff_s(run, failures_so_far)
         log.warning("singleton %s: %s; retry in %.2f s", name, exc, delay)
         raise Retry(defer=delay) from exc
     await coord.clear_failures(name)
-    await give_up(ctx, name, name, exc, failures_so_far)
+    await give_up(run, name, name, exc, failures_so_far)
     raise exc

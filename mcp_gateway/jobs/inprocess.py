@@ -15,15 +15,16 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from arq.worker import Retry
 
 from mcp_gateway.jobs import failures
 from mcp_gateway.jobs.batcher import Batcher
-from mcp_gateway.jobs.context import KEY, JobContext
+from mcp_gateway.jobs.context import JobContext
 from mcp_gateway.jobs.coordination import MemoryCoordinator
+from mcp_gateway.jobs.run import JobRun
 from mcp_gateway.jobs.scheduler import JOBS, JobFunction, QueueScheduler, periodic_jobs
 
 log = logging.getLogger(__name__)
@@ -47,12 +48,12 @@ class InProcessQueue:
     def __init__(
         self,
         functions: Mapping[str, JobFunction],
-        ctx: dict[str, Any],
+        run: JobRun,
         *,
         concurrency: int = 64,
         timeout_s: float = 300.0,
     ) -> None:
-        self.functions, self.ctx, self.timeout_s = functions, ctx, timeout_s
+        self.functions, self.run, self.timeout_s = functions, run, timeout_s
         self.concurrency = concurrency
         self.counts = {"complete": 0, "failed": 0, "retried": 0}
         self._ready: asyncio.Queue[_Job] = asyncio.Queue()
@@ -115,9 +116,9 @@ class InProcessQueue:
 
     async def _run(self, job: _Job) -> bool:
         """Run one try; True if it was re-scheduled (its id stays taken)."""
-        ctx = {**self.ctx, "job_id": job.job_id, "job_try": job.tries}
+        run = replace(self.run, attempt=job.tries)
         try:
-            await asyncio.wait_for(self.functions[job.function](ctx, *job.args), self.timeout_s)
+            await asyncio.wait_for(self.functions[job.function](run, *job.args), self.timeout_s)
         except Retry as retry:
             job.tries += 1
             self.counts["retried"] += 1
@@ -193,9 +194,8 @@ class InProcessQueue:
 class InProcessScheduler(QueueScheduler):
     """``Scheduler`` for the embedded default (``KIOKU_REDIS_URL`` unset)."""
 
-    def __init__(self, kc: JobContext, *, ctx_extra: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, kc: JobContext) -> None:
         super().__init__(kc)
-        self.ctx_extra = dict(ctx_extra or {})
         self._runner: InProcessQueue | None = None
         self._batcher: Batcher | None = None
         self._timers: list[asyncio.Task[None]] = []
@@ -205,20 +205,22 @@ class InProcessScheduler(QueueScheduler):
         await failures.ensure_table(self.kc.db)
         self._coord = MemoryCoordinator()
         self._batcher = Batcher(self.kc, size=settings.embedder.batch_size)
-        ctx: dict[str, Any] = {KEY: self.kc, "coord": self._coord, "batcher": self._batcher}
-        ctx.update(self.ctx_extra)
+        run = JobRun(self.kc, coord=self._coord, batcher=self._batcher)
         self._runner = InProcessQueue(
-            JOBS, ctx, concurrency=settings.queue.max_jobs, timeout_s=settings.queue.job_timeout_s
+            JOBS, run, concurrency=settings.queue.max_jobs, timeout_s=settings.queue.job_timeout_s
         )
-        ctx["queue"] = self._queue = self._runner
+        self._queue = self._runner
+        self._runner.run = replace(run, queue=self._runner)
         self._runner.start()
         for name, every_s, at_start in periodic_jobs(settings):
             self._timers.append(asyncio.create_task(self._every(name, every_s, at_start)))
 
-    @property
-    def job_context(self) -> dict[str, Any]:
-        """The ctx every job receives (tests tune ``retry_base_s`` / ``lock_poll_s`` here)."""
-        return self._runner.ctx if self._runner is not None else self.ctx_extra
+    def retry_sooner(self, retry_base_s: float, lock_poll_s: float) -> None:
+        """Shorter waits before retries and lock polls (tests; arq's workers take the
+        same two from their ctx)."""
+        if self._runner is not None:
+            run = self._runner.run
+            self._runner.run = replace(run, retry_base_s=retry_base_s, lock_poll_s=lock_poll_s)
 
     async def _every(self, name: str, every_s: float, at_start: bool) -> None:
         if not at_start:

@@ -20,8 +20,9 @@ from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.common.types import Note
 from mcp_gateway.jobs import tasks
 from mcp_gateway.jobs.context import JobContext
-from mcp_gateway.jobs.contract import EXPORT, TUNE, JobQueue, request_singleton
+from mcp_gateway.jobs.contract import EXPORT, TUNE, request_singleton
 from mcp_gateway.jobs.coordination import Coordinator
+from mcp_gateway.jobs.run import JobQueue
 
 log = logging.getLogger(__name__)
 

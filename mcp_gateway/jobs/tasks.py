@@ -1,5 +1,5 @@
-"""Queue jobs. Each is a plain ``async def job(ctx, ...)`` whose ``JobContext`` sits in
-``ctx`` (see ``context``). The same functions run under arq (in ``kioku worker``
+"""Queue jobs. Each is a plain ``async def job(run, ...)`` taking its ``JobRun`` (see
+``context``). The same functions run under arq (in ``kioku worker``
 processes) and under the in-process runner, so both honour one contract.
 
 Jobs compute and write to the truth store only: vectors, thresholds, priors and the
@@ -11,16 +11,15 @@ duplicate run writes the same row again.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import anyio
 
 from mcp_gateway.common.access import Scope, settings_scope
 from mcp_gateway.jobs import priors, tuning
 from mcp_gateway.jobs import session_context as export
-from mcp_gateway.jobs.context import job_context
 from mcp_gateway.jobs.contract import EXPORT, TUNE, request_singleton, retry_or_fail, run_singleton
 from mcp_gateway.jobs.embedding import EmbedStats, embed_notes, embed_records
+from mcp_gateway.jobs.run import JobRun
 from mcp_gateway.search.neardup import Folder
 
 log = logging.getLogger(__name__)
@@ -31,35 +30,34 @@ def index_job_id(note_id: str, updated_at: float) -> str:
     return f"index:{note_id}:{updated_at!r}"
 
 
-async def index_note(ctx: dict[str, Any], note_id: str, tune: bool = False) -> None:
+async def index_note(run: JobRun, note_id: str, tune: bool = False) -> None:
     """Embed one note through the worker's micro-batcher (one embedder call per batch)."""
     try:
-        batcher = ctx.get("batcher")
-        if batcher is not None:
-            await batcher.submit(note_id)
+        if run.batcher is not None:
+            await run.batcher.submit(note_id)
         else:
-            await embed_notes(job_context(ctx), [note_id], EmbedStats())
+            await embed_notes(run.context, [note_id], EmbedStats())
     except Exception as exc:
-        await retry_or_fail(ctx, "index_note", note_id, exc)
-    if tune and "queue" in ctx:
+        await retry_or_fail(run, "index_note", note_id, exc)
+    if tune and run.queue is not None:
         # the tuning run measures the note's vector, so it follows the embedding
-        await request_singleton(ctx["coord"], ctx["queue"], TUNE)
+        await request_singleton(*run.follow_ups(), TUNE)
 
 
-async def index_records(ctx: dict[str, Any], record_ids: list[str]) -> int:
+async def index_records(run: JobRun, record_ids: list[str]) -> int:
     """Embed records lacking a vector for their current text."""
     stats = EmbedStats()
     try:
-        await embed_records(job_context(ctx), record_ids, stats)
+        await embed_records(run.context, record_ids, stats)
     except Exception as exc:
-        await retry_or_fail(ctx, "index_records", ",".join(record_ids[:5]), exc)
+        await retry_or_fail(run, "index_records", ",".join(record_ids[:5]), exc)
     return stats.embedded
 
 
-async def export_session_context(ctx: dict[str, Any], scope: Scope | None = None) -> str:
+async def export_session_context(run: JobRun, scope: Scope | None = None) -> str:
     """Regenerate session_context.md (for ``scope``: by default the settings' own
     namespace, then the ones it may read) and copy it to every configured destination."""
-    kc = job_context(ctx)
+    kc = run.context
     scope = scope or settings_scope(kc.settings)
     folder = Folder(kc.vectors, kc.embedder.model_id, kc.embedder.embed_documents)
     snap, content = await export.build(kc.notes, kc.settings.export, scope, kc.records, folder)
@@ -72,27 +70,27 @@ async def export_session_context(ctx: dict[str, Any], scope: Scope | None = None
     return snap.last_note_id
 
 
-async def tune_thresholds(ctx: dict[str, Any]) -> dict[str, float]:
+async def tune_thresholds(run: JobRun) -> dict[str, float]:
     """Recompute per-type distance thresholds from solved queries (see ``tuning``)."""
-    report = await tuning.tune(job_context(ctx))
+    report = await tuning.tune(run.context)
     return report.thresholds
 
 
-async def rerank(ctx: dict[str, Any]) -> dict[str, int]:
+async def rerank(run: JobRun) -> dict[str, int]:
     """Recompute usefulness priors and lesson shelf life (see ``priors``)."""
-    return await priors.rerank(job_context(ctx))
+    return await priors.rerank(run.context)
 
 
-async def run_export(ctx: dict[str, Any]) -> str:
+async def run_export(run: JobRun) -> str:
     """Singleton wrapper: at most one export at a time, none lost (see ``contract``)."""
-    return str(await run_singleton(ctx, EXPORT, export_session_context))
+    return str(await run_singleton(run, EXPORT, export_session_context))
 
 
-async def run_tune(ctx: dict[str, Any]) -> dict[str, float]:
-    result: dict[str, float] = await run_singleton(ctx, TUNE, tune_thresholds)
+async def run_tune(run: JobRun) -> dict[str, float]:
+    result: dict[str, float] = await run_singleton(run, TUNE, tune_thresholds)
     return result
 
 
-async def request_tune(ctx: dict[str, Any]) -> bool:
+async def request_tune(run: JobRun) -> bool:
     """Scheduled entry point: ask for a tuning run through the singleton machinery."""
-    return await request_singleton(ctx["coord"], ctx["queue"], TUNE)
+    return await request_singleton(*run.follow_ups(), TUNE)

@@ -7,7 +7,7 @@ from typing import Any
 
 from mcp_gateway.index.catalog import live_info
 from mcp_gateway.jobs import tasks
-from mcp_gateway.jobs.context import KEY
+from mcp_gateway.jobs.run import JobRun
 from mcp_gateway.services.app import AppContext
 
 
@@ -90,7 +90,7 @@ class MaintenanceService:
         return checks
 
     async def export_context(self) -> str:
-        await tasks.export_session_context({KEY: self.app.job_context})
+        await tasks.export_session_context(JobRun(self.app.job_context))
         return str(self.app.settings.session_context_path)
 
     async def reconcile(self) -> dict[str, int]:

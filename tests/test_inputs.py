@@ -1,0 +1,89 @@
+"""The typed inputs (``common.inputs``): one model per input, built by every door and
+taken by the services; the admin API's flat wire call lands in the same model."""
+
+from __future__ import annotations
+
+import argparse
+from typing import get_type_hints
+
+import pytest
+
+from mcp_gateway.common.access import settings_scope
+from mcp_gateway.common.errors import InvalidInput
+from mcp_gateway.common.inputs import (
+    NoteChanges,
+    NoteFields,
+    NoteRules,
+    RecordChanges,
+    RecordFields,
+    fill,
+    wire,
+)
+from mcp_gateway.services import Services, api
+from mcp_gateway.services.notes import NoteService
+from mcp_gateway.services.records import RecordService
+from tests.conftest import Harness
+
+RULES = NoteRules(max_text_bytes=64, types=("note", "lesson"))
+
+
+def test_checked_cleans_every_field_and_names_the_first_at_fault() -> None:
+    raw = NoteFields(text=" a\x1bb\r\n ", type=" Lesson ", priority="HIGH", domain="Git")
+    assert raw.checked(RULES) == NoteFields(text="ab", type="lesson", priority="high", domain="git")
+    with pytest.raises(InvalidInput, match="text is empty"):
+        NoteFields(text=" ", type="nope").checked(RULES)
+    with pytest.raises(InvalidInput, match="unknown type 'nope'"):
+        NoteFields(text="x", type="nope", priority="nope").checked(RULES)
+    with pytest.raises(InvalidInput, match="over the 64-byte limit"):
+        NoteFields(text="x", solved_query="q" * 65).checked(RULES)
+
+
+def test_changes_keep_what_is_not_given() -> None:
+    stored = NoteFields(text="old", type="lesson", domain="git")
+    assert stored.changed_by(NoteChanges(text="new")) == NoteFields(
+        text="new", type="lesson", domain="git"
+    )
+    assert NoteChanges(type="note").given() == {"type": "note"}
+
+
+def test_fill_reads_a_doors_parsed_values_by_field_name() -> None:
+    args = argparse.Namespace(text="t", type="note", priority="", domain="d", solved_query="")
+    assert fill(NoteFields, args) == NoteFields(text="t", domain="d")
+    edit = argparse.Namespace(text=None, type="lesson", priority=None, domain=None, other=1)
+    assert fill(NoteChanges, edit).given() == {"type": "lesson"}
+    assert fill(RecordChanges, {"title": "x", "extra": "ignored"}) == RecordChanges(title="x")
+    assert wire(RecordFields(type="audit", title="t", links=("a",))) == {
+        "type": "audit",
+        "title": "t",
+        "content": "",
+        "status": "open",
+        "action_state": "actionable",
+        "links": ["a"],
+        "project": "",
+    }
+
+
+def test_every_write_use_case_takes_its_typed_input() -> None:
+    # a door cannot hand a writing use case loose fields: the model is the one list
+    assert get_type_hints(NoteService.add)["fields"] is NoteFields
+    assert get_type_hints(NoteService.store)["fields"] is NoteFields
+    assert get_type_hints(NoteService.update)["changes"] is NoteChanges
+    assert get_type_hints(RecordService.add)["fields"] is RecordFields
+    assert get_type_hints(RecordService.update)["changes"] is RecordChanges
+
+
+async def test_the_flat_wire_call_lands_in_the_model(harness: Harness) -> None:
+    services = Services.over(harness.app)
+    scope = settings_scope(harness.app.settings)
+    added = await api.call(
+        services, scope, "notes.add", {"text": "wire note", "type": "lesson", "domain": "CI"}
+    )
+    edited = await api.call(
+        services, scope, "notes.update", {"note_id": added["id"], "priority": "high"}
+    )
+    assert edited["changed"] == ["priority"]
+    assert (edited["note"]["type"], edited["note"]["domain"]) == ("lesson", "ci")
+    with pytest.raises(InvalidInput, match=r"bad arguments for notes\.update: colour"):
+        await api.call(services, scope, "notes.update", {"note_id": added["id"], "colour": "x"})
+    with pytest.raises(InvalidInput, match=r"bad arguments for notes\.add: text"):
+        await api.call(services, scope, "notes.add", {"text": 5})

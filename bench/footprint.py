@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[0] = str(ROOT)  # not bench/: its queue.py would shadow the standard library's
 
 from mcp_gateway.common.access import settings_scope  # noqa: E402
-from mcp_gateway.common.inputs import NoteFields  # noqa: E402
+from mcp_gateway.common.inputs import NoteFields, NoteQuery  # noqa: E402
 from mcp_gateway.common.settings import KiokuSettings  # noqa: E402
 from mcp_gateway.services import Services  # noqa: E402
 from mcp_gateway.services.app import open_app  # noqa: E402
@@ -73,7 +73,7 @@ async def main(args: argparse.Namespace) -> None:
             rows.append((done, rss(), time.perf_counter() - began))
             print(f"{done} notes embedded: {rows[-1][1]} ({rows[-1][2]:.0f} s)", flush=True)
         for q in queries[: args.searches]:
-            await services.notes.search(scope, query=q)
+            await services.notes.search(scope, NoteQuery(query=q))
         searched = rss()
         print(f"after {args.searches} searches: {searched}", flush=True)
     last_n, last = rows[-1][0], rows[-1][1]

@@ -4,6 +4,7 @@ through the real MCP protocol; every kind of write makes the next answer fresh."
 from __future__ import annotations
 
 from mcp_gateway.common.access import settings_scope
+from mcp_gateway.common.inputs import NoteQuery
 from mcp_gateway.services import Services
 
 from .conftest import Harness
@@ -47,14 +48,14 @@ async def test_a_filtered_answer_does_not_shrink_the_stored_one(harness: Harness
     await harness.settle()
     services = Services.over(harness.app)
     scope = settings_scope(harness.app.settings)
-    plain = await services.notes.search(scope, query="python code formatter", top=5)
+    plain = await services.notes.search(scope, NoteQuery(query="python code formatter"))
     assert len(plain.results) == 2
     only_high = await services.notes.search(
-        scope, query="python code formatter", top=5, priority="high"
+        scope, NoteQuery(query="python code formatter", priority="high")
     )
     assert [r.priority for r in only_high.results] == ["high"]
     hits = answers(harness)
-    again = await services.notes.search(scope, query="python code formatter", top=5)
+    again = await services.notes.search(scope, NoteQuery(query="python code formatter"))
     assert answers(harness) == hits + 1 and again == plain
 
 

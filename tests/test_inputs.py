@@ -13,6 +13,7 @@ from mcp_gateway.common.errors import InvalidInput
 from mcp_gateway.common.inputs import (
     NoteChanges,
     NoteFields,
+    NoteQuery,
     NoteRules,
     RecordChanges,
     RecordFields,
@@ -63,13 +64,14 @@ def test_fill_reads_a_doors_parsed_values_by_field_name() -> None:
     }
 
 
-def test_every_write_use_case_takes_its_typed_input() -> None:
+def test_every_use_case_with_fields_takes_its_typed_input() -> None:
     # a door cannot hand a writing use case loose fields: the model is the one list
     assert get_type_hints(NoteService.add)["fields"] is NoteFields
     assert get_type_hints(NoteService.store)["fields"] is NoteFields
     assert get_type_hints(NoteService.update)["changes"] is NoteChanges
     assert get_type_hints(RecordService.add)["fields"] is RecordFields
     assert get_type_hints(RecordService.update)["changes"] is RecordChanges
+    assert get_type_hints(NoteService.search)["asked"] is NoteQuery
 
 
 async def test_the_flat_wire_call_lands_in_the_model(harness: Harness) -> None:

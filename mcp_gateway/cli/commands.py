@@ -18,7 +18,7 @@ import anyio
 
 from mcp_gateway.cli.client import RemoteMemory, connect, owner_client
 from mcp_gateway.common.errors import InvalidInput
-from mcp_gateway.common.inputs import NoteChanges, NoteFields, fill, wire
+from mcp_gateway.common.inputs import NoteChanges, NoteFields, NoteQuery, fill, wire
 from mcp_gateway.common.render import render_note, render_search
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.common.types import RebuildStatus, SearchResponse
@@ -42,9 +42,7 @@ async def add(args: argparse.Namespace, settings: KiokuSettings) -> int:
 
 async def search(args: argparse.Namespace, settings: KiokuSettings) -> int:
     async with connect(settings) as memory:
-        out = await memory.call(
-            "notes.search", query=args.query, type=args.type, domain=args.domain, top=args.top
-        )
+        out = await memory.call("notes.search", **wire(fill(NoteQuery, args)))
     print(
         json.dumps(out, ensure_ascii=False, indent=2)
         if args.json

@@ -83,6 +83,20 @@ class NoteChanges(BaseModel):
         return self.model_dump(exclude_none=True)
 
 
+class NoteQuery(BaseModel):
+    """``search_memory``: what to look for (checked by ``NoteService.search``)."""
+
+    model_config = _FIXED
+
+    query: str
+    type: str = ""
+    domain: str = ""
+    top: int = 5
+    priority: str = ""  # the browser's filter: notes of this priority only
+    # other phrasings of the query (at most ``MAX_ALTERNATIVES``)
+    alternatives: tuple[str, ...] = ()
+
+
 class RecordFields(BaseModel):
     """``record_add``: a new record and its outgoing links (``RELATION:TARGET_ID``)."""
 

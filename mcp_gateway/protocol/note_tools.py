@@ -9,7 +9,7 @@ from typing import Annotated
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult
 
-from mcp_gateway.common.inputs import NoteChanges, NoteFields
+from mcp_gateway.common.inputs import NoteChanges, NoteFields, NoteQuery
 from mcp_gateway.common.render import render_note, render_search
 from mcp_gateway.common.types import SearchResponse
 from mcp_gateway.protocol.toolkit import result, scope_of, services_from, tool_errors
@@ -68,14 +68,10 @@ def register_note_tools(mcp: MCPServer) -> None:
         are found. Worth it when your words may differ from how the memory was written:
         measured, it finds reworded coding memories much more often, and changes little
         on chat-history questions. Each phrasing costs one more embedding (~20 ms)."""
-        response = await services_from(ctx).notes.search(
-            scope_of(ctx),
-            query=query,
-            type=type,
-            domain=domain,
-            top=top,
-            alternatives=alternatives or (),
+        asked = NoteQuery(
+            query=query, type=type, domain=domain, top=top, alternatives=tuple(alternatives or ())
         )
+        response = await services_from(ctx).notes.search(scope_of(ctx), asked)
         return result(render_search(response), response)
 
     @mcp.tool()

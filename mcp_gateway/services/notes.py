@@ -8,7 +8,6 @@ call takes the caller's ``Scope``; a note outside it answers exactly like an unk
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel
@@ -18,6 +17,7 @@ from mcp_gateway.common.errors import NotFound
 from mcp_gateway.common.inputs import (
     NoteChanges,
     NoteFields,
+    NoteQuery,
     NoteRules,
     checked_alternatives,
     checked_query,
@@ -175,31 +175,24 @@ class NoteService:
     async def search(
         self,
         scope: Scope,
+        asked: NoteQuery,
         *,
-        query: str,
-        type: str = "",
-        domain: str = "",
-        top: int = 5,
-        priority: str = "",
         event: str = "search_memory",
         context: dict[str, Any] | None = None,
-        alternatives: Sequence[str] = (),
     ) -> SearchResponse:
-        """``search_memory``. ``priority`` keeps only notes of that priority (the
+        """``search_memory``. ``asked.priority`` keeps only notes of that priority (the
         memory browser's filter); ``event`` names the activity-log entry, so a person
-        browsing (``ui_search``) never trains the jobs that learn from the assistant.
-        ``alternatives``: other phrasings of the query (at most ``inputs.MAX_ALTERNATIVES``)."""
+        browsing (``ui_search``) never trains the jobs that learn from the assistant."""
         started = time.perf_counter()
         settings = self.app.settings
-        alts = checked_alternatives(alternatives, settings.search.max_query_chars)
-        top = bounded_int(top, "top", 1, settings.search.max_top)
-        if type:
-            type = choice(type, "type", self.search_types())
-        priority = choice(priority, "priority", PRIORITIES) if priority else ""
+        alts = checked_alternatives(asked.alternatives, settings.search.max_query_chars)
+        top = bounded_int(asked.top, "top", 1, settings.search.max_top)
+        type = choice(asked.type, "type", self.search_types()) if asked.type else ""
+        priority = choice(asked.priority, "priority", PRIORITIES) if asked.priority else ""
         request = SearchRequest(
-            query=checked_query(query, settings.search.max_query_chars),
+            query=checked_query(asked.query, settings.search.max_query_chars),
             type=type,
-            domain=one_line(domain, "domain", 64).lower(),
+            domain=one_line(asked.domain, "domain", 64).lower(),
             top=settings.search.max_top if priority else top,
             namespaces=scope.read,
             alternatives=alts,

@@ -25,7 +25,7 @@ import anyio
 
 from mcp_gateway.common.access import Scope, settings_scope
 from mcp_gateway.common.errors import InvalidInput
-from mcp_gateway.common.inputs import NoteChanges, fill
+from mcp_gateway.common.inputs import NoteChanges, NoteQuery, fill
 from mcp_gateway.common.types import Note, SearchResponse
 from mcp_gateway.common.validation import PRIORITIES, choice, one_line
 from mcp_gateway.jobs import failures
@@ -73,15 +73,9 @@ async def search(
 ) -> SearchResponse:
     """``search_memory`` itself, narrowed to ``namespace``, logged as ``ui_search``."""
     scope = Scope(caller.scope.write, _namespaces(caller, namespace))
+    asked = NoteQuery(query=query, type=type, domain=domain, top=top, priority=priority)
     return await NoteService(app).search(
-        scope,
-        query=query,
-        type=type,
-        domain=domain,
-        top=top,
-        priority=priority,
-        event="ui_search",
-        context={"grant": caller.grant},
+        scope, asked, event="ui_search", context={"grant": caller.grant}
     )
 
 

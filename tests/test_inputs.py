@@ -4,12 +4,14 @@ taken by the services; the admin API's flat wire call lands in the same model.""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import get_type_hints
 
 import pytest
 
 from mcp_gateway.common.access import settings_scope
 from mcp_gateway.common.errors import InvalidInput
+from mcp_gateway.common.events import ADD_NOTE, SEARCH, NoteAdded, Searched
 from mcp_gateway.common.inputs import (
     NoteChanges,
     NoteFields,
@@ -20,9 +22,11 @@ from mcp_gateway.common.inputs import (
     fill,
     wire,
 )
+from mcp_gateway.jobs.solve_credit import is_solution, result_ids
 from mcp_gateway.services import Services, api
 from mcp_gateway.services.notes import NoteService
 from mcp_gateway.services.records import RecordService
+from mcp_gateway.stores.activity import ActivityLog
 from tests.conftest import Harness
 
 RULES = NoteRules(max_text_bytes=64, types=("note", "lesson"))
@@ -89,3 +93,17 @@ async def test_the_flat_wire_call_lands_in_the_model(harness: Harness) -> None:
         await api.call(services, scope, "notes.update", {"note_id": added["id"], "colour": "x"})
     with pytest.raises(InvalidInput, match=r"bad arguments for notes\.add: text"):
         await api.call(services, scope, "notes.add", {"text": 5})
+
+
+def test_a_logged_event_reads_back_through_its_model_and_an_old_entry_reads_as_defaults(
+    tmp_path: Path,
+) -> None:
+    log = ActivityLog(tmp_path / "activity.jsonl")
+    log.append_sync(ADD_NOTE, **NoteAdded(id="N1", type="lesson", solved_query="why").fields())
+    log.append_sync(SEARCH, grant="g", **Searched(query="q", hits=2, result_ids=["a"]).fields())
+    log.append_sync(SEARCH, query="an entry of an older version, without result_ids")
+    added, searched, old = list(log.read_sync())
+    assert NoteAdded.read(added).solved_query == "why" and added["id"] == "N1"
+    assert Searched.read(searched).result_ids == ["a"] and searched["grant"] == "g"
+    assert Searched.read(old).result_ids is None and Searched.read(old).hits is None
+    assert is_solution(added) and result_ids(searched) == ["a"] and result_ids(old) == []

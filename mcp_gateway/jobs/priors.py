@@ -25,6 +25,7 @@ from typing import Any
 
 import anyio
 
+from mcp_gateway.common.events import SEARCH
 from mcp_gateway.common.types import Note
 from mcp_gateway.jobs.context import JobContext
 from mcp_gateway.jobs.solve_credit import SolveCredit, result_ids
@@ -49,7 +50,7 @@ def usage_from_log(entries: Iterable[dict[str, Any]]) -> dict[str, Usage]:
     usage: dict[str, Usage] = defaultdict(Usage)
     credit = SolveCredit()
     for entry in entries:
-        if entry.get("event") == "search_memory":
+        if entry.get("event") == SEARCH:
             for nid in result_ids(entry):
                 usage[nid].retrieved += 1
         for nid in credit.feed(entry) or ():

@@ -16,16 +16,19 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
+from mcp_gateway.common.events import ADD_NOTE, SEARCH, LoggedEvent, NoteAdded, Searched
+
 SOLVE_WINDOW_S = 30 * 60
 
 
 def result_ids(entry: Mapping[str, Any]) -> list[str]:
     """The memory ids a logged ``search_memory`` returned, in rank order."""
-    return [str(i) for i in entry.get("result_ids") or []]
+    return [str(i) for i in Searched.read(entry).result_ids or []]
 
 
 def is_solution(entry: Mapping[str, Any]) -> bool:
-    return entry.get("event") == "add_note" and bool(entry.get("solved_query"))
+    added = NoteAdded.read(entry)
+    return added.event == ADD_NOTE and bool(added.solved_query)
 
 
 class SolveCredit:
@@ -38,15 +41,16 @@ class SolveCredit:
         self._recent: deque[tuple[float, list[str]]] = deque()
 
     def feed(self, entry: Mapping[str, Any]) -> list[str] | None:
-        ts = float(entry.get("ts", 0.0))
+        logged = LoggedEvent.read(entry)
+        ts = float(logged.ts)
         while self._recent and self._recent[0][0] < ts - self.window_s:
             self._recent.popleft()
-        if entry.get("event") == "search_memory":
+        if logged.event == SEARCH:
             self._recent.append((ts, result_ids(entry)))
             return None
         if not is_solution(entry):
             return None
-        own = str(entry.get("id", ""))
+        own = str(NoteAdded.read(entry).id)
         credited = list(dict.fromkeys(i for _, ids in self._recent for i in ids if i != own))
         self._recent.clear()  # each retrieval is credited for one solution at most
         return credited

@@ -24,6 +24,7 @@ from typing import Any
 import anyio
 import numpy as np
 
+from mcp_gateway.common.events import ADD_NOTE, NoteAdded
 from mcp_gateway.common.types import Note
 from mcp_gateway.jobs.context import JobContext
 from mcp_gateway.search.thresholds import thresholds_key
@@ -68,10 +69,11 @@ def compute_thresholds(distances: Mapping[str, Sequence[float]]) -> dict[str, fl
 
 
 def pairs_from_log(entries: Iterable[dict[str, Any]]) -> list[tuple[str, str]]:
+    added = (NoteAdded.read(e) for e in entries)
     return [
-        (str(e["solved_query"]), str(e["id"]))
-        for e in entries
-        if e.get("event") == "add_note" and e.get("solved_query") and e.get("id")
+        (str(a.solved_query), str(a.id))
+        for a in added
+        if a.event == ADD_NOTE and a.solved_query and a.id
     ]
 
 

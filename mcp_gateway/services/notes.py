@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from mcp_gateway.common.access import Scope
 from mcp_gateway.common.errors import NotFound
+from mcp_gateway.common.events import ADD_NOTE, CHECKPOINT, SEARCH, NoteAdded, Searched
 from mcp_gateway.common.inputs import (
     NoteChanges,
     NoteFields,
@@ -117,8 +118,7 @@ class NoteService:
         started = time.perf_counter()
         checked = fields.checked(self.rules)
         note, created = await self.store_checked(checked, scope.write, behind=True)
-        await self.app.activity.append(
-            "add_note" if note.type != "checkpoint" else "checkpoint",
+        added = NoteAdded(
             id=note.id,
             type=note.type,
             priority=note.priority,
@@ -127,6 +127,8 @@ class NoteService:
             solved_query=note.solved_query,
             latency_ms=round((time.perf_counter() - started) * 1000, 2),
         )
+        event = ADD_NOTE if note.type != CHECKPOINT else CHECKPOINT
+        await self.app.activity.append(event, **added.fields())
         return AddNoteResult(
             id=note.id,
             type=note.type,
@@ -177,7 +179,7 @@ class NoteService:
         scope: Scope,
         asked: NoteQuery,
         *,
-        event: str = "search_memory",
+        event: str = SEARCH,
         context: dict[str, Any] | None = None,
     ) -> SearchResponse:
         """``search_memory``. ``asked.priority`` keeps only notes of that priority (the
@@ -267,9 +269,7 @@ class NoteService:
         for item in response.results:
             if item.distance is not None:
                 min_distance[item.type] = min(min_distance.get(item.type, 2.0), item.distance)
-        await self.app.activity.append(
-            event,
-            **context,
+        searched = Searched(
             query=request.query,
             type=request.type,
             domain=request.domain,
@@ -282,6 +282,7 @@ class NoteService:
             dense=response.dense_available,
             latency_ms=round((time.perf_counter() - started) * 1000, 2),
         )
+        await self.app.activity.append(event, **context, **searched.fields())
 
 
 def _unknown(note_id: str) -> NotFound:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from mcp_gateway.common.events import SEARCH, UI_SEARCH, NoteAdded, Searched
 from mcp_gateway.common.types import Note
 from mcp_gateway.jobs.solve_credit import SolveCredit, is_solution, result_ids
 
@@ -68,9 +69,9 @@ def summarise(entries: Iterable[dict[str, Any]], *, days: int, now: float) -> In
     for entry in entries:
         event, ts = entry.get("event"), float(entry.get("ts", 0.0))
         credited = credit.feed(entry)
-        if event == "ui_search":
+        if event == UI_SEARCH:
             ui += 1
-        elif event == "search_memory":
+        elif event == SEARCH:
             ids = result_ids(entry)
             hit = int(entry.get("hits", len(ids)) or 0) > 0
             searches += 1
@@ -81,10 +82,10 @@ def summarise(entries: Iterable[dict[str, Any]], *, days: int, now: float) -> In
                 bucket.searches += 1
                 bucket.hits += hit
             if not hit:
-                empty.append((ts, str(entry.get("query", ""))))
+                empty.append((ts, str(Searched.read(entry).query)))
         elif is_solution(entry):
-            own = str(entry.get("id", ""))
-            solutions.append(Solution(own, ts, str(entry["solved_query"]), credited or []))
+            added = NoteAdded.read(entry)
+            solutions.append(Solution(str(added.id), ts, str(added.solved_query), credited or []))
     return Insights(
         days=list(per_day.values()),
         searches=searches,

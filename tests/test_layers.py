@@ -12,7 +12,8 @@ Rules: nothing lives at the package root but ``__init__``; no import cycle; a la
 imports only layers below it; ``common`` imports no other folder; no door opens a table
 or the index (they go through the services); only doors speak MCP; ``mcp_gateway``
 never imports ``workers``, and workers use the core, never a door or a service; the
-index backends sit below what writes into them.
+index backends sit below what writes into them; a door hands a use case its typed input
+(``common.inputs``), never loose fields.
 """
 
 from __future__ import annotations
@@ -206,3 +207,53 @@ def test_index_backends_sit_below_their_writers() -> None:
 def test_the_check_sees_a_cycle() -> None:
     # the detector itself is tested, so a green run means something
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+# The use cases that take a typed input (``common.inputs``), by the attribute a door
+# reaches them through, and the fields of that input.
+TYPED_USE_CASES = {
+    ("notes", "add"): {"text", "type", "priority", "domain", "solved_query"},
+    ("notes", "update"): {"text", "type", "priority", "domain", "solved_query"},
+    ("notes", "search"): {"query", "type", "domain", "top", "priority", "alternatives"},
+    ("records", "add"): {"type", "title", "content", "status", "action_state", "links"},
+    ("records", "update"): {"title", "content", "status", "action_state"},
+}
+
+
+def loose_field_calls(tree: ast.AST) -> list[str]:
+    """Calls like ``services.notes.add(scope, text=...)``: a typed use case handed loose
+    fields instead of its model."""
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        owner = node.func.value
+        name = owner.attr if isinstance(owner, ast.Attribute) else getattr(owner, "id", "")
+        fields = TYPED_USE_CASES.get((name, node.func.attr), set())
+        loose = sorted(fields & {k.arg for k in node.keywords if k.arg})
+        if loose:
+            found.append(f"line {node.lineno}: {name}.{node.func.attr}({', '.join(loose)}=...)")
+    return found
+
+
+def test_doors_hand_the_use_cases_typed_inputs() -> None:
+    """A door builds the input's model (``common.inputs``) and hands that over, so the
+    field list is written once; only the MCP tool signatures (the schema clients see)
+    and the CLI's options name the fields again."""
+    bad = {
+        name: calls
+        for name, path in modules().items()
+        if folder(name) in DOORS
+        and (calls := loose_field_calls(ast.parse(path.read_text("utf-8"))))
+    }
+    assert bad == {}
+
+
+def test_the_check_sees_loose_fields() -> None:
+    tree = ast.parse(
+        "await services.notes.add(scope, text='x')\nawait self.records.update(s, i, title='t')"
+    )
+    assert len(loose_field_calls(tree)) == 2
+    assert (
+        loose_field_calls(ast.parse("await services.notes.add(scope, NoteFields(text='x'))")) == []
+    )

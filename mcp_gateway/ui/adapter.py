@@ -61,19 +61,10 @@ def _namespaces(caller: Caller, namespace: str) -> tuple[str, ...]:
 
 
 async def search(
-    app: AppContext,
-    caller: Caller,
-    *,
-    query: str,
-    type: str = "",
-    domain: str = "",
-    priority: str = "",
-    namespace: str = "",
-    top: int = 10,
+    app: AppContext, caller: Caller, asked: NoteQuery, *, namespace: str = ""
 ) -> SearchResponse:
     """``search_memory`` itself, narrowed to ``namespace``, logged as ``ui_search``."""
     scope = Scope(caller.scope.write, _namespaces(caller, namespace))
-    asked = NoteQuery(query=query, type=type, domain=domain, top=top, priority=priority)
     return await NoteService(app).search(
         scope, asked, event="ui_search", context={"grant": caller.grant}
     )

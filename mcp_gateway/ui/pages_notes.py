@@ -8,6 +8,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from mcp_gateway.common.errors import InvalidInput, KiokuError
+from mcp_gateway.common.inputs import NoteQuery, fill
 from mcp_gateway.common.render import iso
 from mcp_gateway.common.types import Note, SearchResult
 from mcp_gateway.common.validation import PRIORITIES
@@ -40,16 +41,8 @@ async def index(request: Request, who: Viewer) -> Response:
     notes: list[Note] = []
     try:
         if f["q"]:
-            response = await adapter.search(
-                app,
-                who.caller,
-                query=f["q"],
-                type=f["type"],
-                domain=f["domain"],
-                priority=f["priority"],
-                namespace=f["namespace"],
-                top=_top(request),
-            )
+            asked = fill(NoteQuery, {**f, "query": f["q"], "top": _top(request)})
+            response = await adapter.search(app, who.caller, asked, namespace=f["namespace"])
             results, recent = response.results, response.recent
             dense = response.dense_available
         else:

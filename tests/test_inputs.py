@@ -84,6 +84,7 @@ async def test_the_flat_wire_call_lands_in_the_model(harness: Harness) -> None:
     added = await api.call(
         services, scope, "notes.add", {"text": "wire note", "type": "lesson", "domain": "CI"}
     )
+    await harness.settle()  # its point is written behind the answer
     edited = await api.call(
         services, scope, "notes.update", {"note_id": added["id"], "priority": "high"}
     )

@@ -108,3 +108,13 @@ def test_a_logged_event_reads_back_through_its_model_and_an_old_entry_reads_as_d
     assert Searched.read(searched).result_ids == ["a"] and searched["grant"] == "g"
     assert Searched.read(old).result_ids is None and Searched.read(old).hits is None
     assert is_solution(added) and result_ids(searched) == ["a"] and result_ids(old) == []
+
+
+async def test_an_edit_right_after_an_add_waits_for_the_notes_point(harness: Harness) -> None:
+    """``add_note`` answers before the note's point is written; an edit or a delete that
+    follows at once must neither fail on the missing point nor commit half."""
+    for i in range(8):
+        added = await harness.ok("add_note", text=f"edited at once {i}")
+        edited = await harness.ok("update_note", id=added["id"], priority="high")
+        assert edited["priority"] == "high"
+        await harness.ok("delete_note", id=added["id"])

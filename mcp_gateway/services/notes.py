@@ -214,6 +214,10 @@ class NoteService:
     async def update(self, scope: Scope, note_id: str, changes: NoteChanges) -> NoteUpdated:
         app = self.app
         current = await self._writable(scope, note_id)
+        # the note's own point may still be on its way (``add`` answers before it is
+        # written): the index changes below need it there, or the edit would commit and
+        # then fail on its point
+        await app.writes.caught_up((current.namespace,))
         stored = NoteFields.model_validate(current, from_attributes=True)
         merged = stored.changed_by(changes).checked(self.rules).model_dump()
         note, changed = await app.notes.update(current.id, merged)
@@ -231,6 +235,7 @@ class NoteService:
     async def delete(self, scope: Scope, note_id: str, *, restore: bool = False) -> NoteView:
         app = self.app
         found = await self._writable(scope, note_id, deleted=True)
+        await app.writes.caught_up((found.namespace,))  # as in ``update``
         note = await app.notes.set_deleted(found.id, deleted=not restore)
         if restore:
             pending = await app.indexer.put_notes([note])

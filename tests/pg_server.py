@@ -34,7 +34,7 @@ def server_answers() -> bool:
         return False
 
 
-class TestDatabase:
+class ScratchDatabase:
     """One database created by this process, dropped only if it is still ours."""
 
     def __init__(self) -> None:
@@ -71,10 +71,10 @@ class TestDatabase:
 
 
 @pytest.fixture(scope="session")
-def pg_database() -> Iterator[TestDatabase]:
+def pg_database() -> Iterator[ScratchDatabase]:
     if not server_answers():
         pytest.fail("PostgreSQL is not answering on 127.0.0.1:5432 (.ci/run starts it)")
-    db = TestDatabase()
+    db = ScratchDatabase()
     try:
         yield db
     finally:

@@ -10,10 +10,11 @@ from pathlib import Path
 import anyio
 import pytest
 
+from mcp_gateway.common.errors import StoreUnavailable
 from mcp_gateway.records import RecordStore
 from mcp_gateway.stores.db import Database
 from mcp_gateway.stores.notes import NoteStore
-from tests.pg_server import ScratchDatabase
+from tests.pg_server import ScratchDatabase, ThrowawayCluster
 from tests.test_owner import ok
 
 
@@ -86,3 +87,42 @@ async def test_two_pools_share_the_same_rows(pg_database: ScratchDatabase) -> No
     finally:
         await a.close()
         await b.close()
+
+
+# its own PostgreSQL server, stopped and started again: ~10 s
+@pytest.mark.slow
+async def test_a_server_restart_gives_clean_retryable_errors_then_recovers(
+    throwaway_cluster: ThrowawayCluster,
+) -> None:
+    db = Database(throwaway_cluster.url)
+    await db.open()
+    notes = NoteStore(db)
+    try:
+        before = await notes.add("written before the restart", "knowledge")
+        await anyio.to_thread.run_sync(throwaway_cluster.stop)
+        for _ in range(2):  # a broken pooled connection, then no server at all
+            with pytest.raises(StoreUnavailable, match=r"unavailable.*Retry in a moment"):
+                await notes.add("written while the server is down", "knowledge")
+        with pytest.raises(StoreUnavailable):
+            await notes.get(before.id)
+        await anyio.to_thread.run_sync(throwaway_cluster.start)
+        # the same Database: the pool reconnects by itself
+        after = await notes.add("written after the restart", "knowledge")
+        assert (await notes.get(before.id)).text == "written before the restart"
+        assert [n.id for n in await notes.page()] == [before.id, after.id]
+    finally:
+        await db.close()
+
+
+async def test_an_unreachable_server_is_a_clean_error(pg_database: ScratchDatabase) -> None:
+    """A URL nobody answers (a free port): StoreUnavailable naming the server, without
+    its password, within the pool's timeout."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    db = Database(f"postgresql://kioku:s3cret@127.0.0.1:{port}/kioku")
+    with pytest.raises(StoreUnavailable) as err:
+        await db.open()
+    assert f"127.0.0.1:{port}" in str(err.value) and "s3cret" not in str(err.value)

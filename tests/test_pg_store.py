@@ -4,18 +4,26 @@ memory up from SQLite, and a server restart under a live pool."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import subprocess
+import time
 from pathlib import Path
 
 import anyio
 import pytest
 
+from mcp_gateway.cli.client import owner_client
 from mcp_gateway.common.errors import StoreUnavailable
+from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.records import RecordStore
 from mcp_gateway.stores.db import Database
 from mcp_gateway.stores.notes import NoteStore
 from tests.pg_server import ScratchDatabase, ThrowawayCluster
+from tests.realproc import http_proc
+from tests.redis_server import RedisDb, redis_base_url, redis_db  # noqa: F401
 from tests.test_owner import ok
+from tests.test_worker_process import TOPICS, kioku, owner_call, worker_env
 
 
 async def test_migrations_run_once_whoever_starts_first(pg_database: ScratchDatabase) -> None:
@@ -126,3 +134,61 @@ async def test_an_unreachable_server_is_a_clean_error(pg_database: ScratchDataba
     with pytest.raises(StoreUnavailable) as err:
         await db.open()
     assert f"127.0.0.1:{port}" in str(err.value) and "s3cret" not in str(err.value)
+
+
+# an owner and a worker process, each loading the model: ~60 s
+@pytest.mark.slow
+async def test_a_worker_needs_only_the_database_redis_and_its_model(
+    tmp_path: Path,
+    pg_database: ScratchDatabase,
+    redis_db: RedisDb,  # noqa: F811 - the fixture imported above
+) -> None:
+    """``kioku serve --http`` and ``kioku worker`` share PostgreSQL and Redis and no
+    directory: the worker's data dir is its own, empty one. Notes added at the owner are
+    embedded by the worker into the truth store, applied by the owner, and found
+    semantically; nothing of the store appears in the worker's data dir."""
+    url = pg_database.new_schema()
+    owner_settings = KiokuSettings(
+        data_dir=tmp_path / "owner", namespace=redis_db.namespace, redis_url=redis_db.url
+    )
+    env = worker_env(owner_settings)
+    env.update(KIOKU_DATABASE_URL=url, KIOKU_DATA_DIR=str(tmp_path / "worker"))
+    owner_env = {k: v for k, v in env.items() if k.startswith("KIOKU_") and k != "KIOKU_DATA_DIR"}
+    texts = [f"note {i}: the {topic} runbook lives in the wiki" for i, topic in enumerate(TOPICS)]
+    texts.append("本番環境へのデプロイ前にステージングで確認する")
+    with (
+        (tmp_path / "worker.log").open("wb") as log,
+        http_proc(owner_settings.data_dir, **owner_env) as owner,
+    ):
+        worker = subprocess.Popen(  # noqa: ASYNC220 - starting it does not block
+            kioku("worker"), env=env, stdout=log, stderr=subprocess.STDOUT
+        )
+        try:
+            async with owner_client(owner_settings) as client:
+                for text in texts:
+                    await owner_call(client, "notes.add", text=text, type="knowledge")
+                deadline = time.monotonic() + 300
+                while True:
+                    stats = await owner_call(client, "stats")
+                    if stats["notes"]["pending_embedding"] == 0:  # type: ignore[index]
+                        break
+                    assert worker.poll() is None, (tmp_path / "worker.log").read_text()
+                    assert time.monotonic() < deadline, owner.stderr()[-2000:]
+                    await asyncio.sleep(0.2)
+                found = await owner_call(
+                    client, "notes.search", query="ステージング環境での確認", top=3
+                )
+                top = found["results"][0]  # type: ignore[index]
+                assert "ステージング" in top["text"] and top["distance"] is not None
+        finally:
+            worker.terminate()
+            worker.wait(timeout=60)
+    db = Database(url)
+    await db.open()
+    try:
+        rows = await db.fetchall("SELECT COUNT(*) AS n FROM vectors WHERE kind = 'note'")
+        assert rows[0]["n"] == len(texts)
+    finally:
+        await db.close()
+    left = {p.name for p in (tmp_path / "worker").rglob("*")}
+    assert not left & {"kioku.sqlite3", "activity.jsonl"}, left

@@ -16,9 +16,11 @@ import pytest
 from mcp_gateway.cli.client import owner_client
 from mcp_gateway.common.errors import StoreUnavailable
 from mcp_gateway.common.settings import KiokuSettings
+from mcp_gateway.protocol.server import create_server
 from mcp_gateway.records import RecordStore
 from mcp_gateway.stores.db import Database
 from mcp_gateway.stores.notes import NoteStore
+from tests.conftest import Harness, connected
 from tests.pg_server import ScratchDatabase, ThrowawayCluster
 from tests.realproc import http_proc
 from tests.redis_server import RedisDb, redis_base_url, redis_db  # noqa: F401
@@ -192,3 +194,26 @@ async def test_a_worker_needs_only_the_database_redis_and_its_model(
         await db.close()
     left = {p.name for p in (tmp_path / "worker").rglob("*")}
     assert not left & {"kioku.sqlite3", "activity.jsonl"}, left
+
+
+# the model loads in-process: ~25 s on a busy 2-core machine
+@pytest.mark.slow
+async def test_the_owner_runs_on_postgresql_end_to_end(
+    settings: KiokuSettings, pg_database: ScratchDatabase
+) -> None:
+    """Through a real MCP client: add_note commits to PostgreSQL, the in-process job
+    embeds it, search_memory finds it by meaning (no shared word), and a record's full
+    text answers in Japanese and Thai."""
+    settings = settings.model_copy(update={"database_url": pg_database.new_schema()})
+    async with connected(create_server(settings, on_app=(apps := []).append)) as client:
+        h = Harness(client, apps)
+        added = await h.ok("add_note", text="ステージング環境で必ず確認してから本番に出す")
+        await h.ok("add_note", text="The cafeteria serves noodles on Fridays")
+        await h.settle()
+        found = await h.ok("search_memory", query="本番リリースの前にテスト環境で検証")
+        assert found["results"][0]["id"] == added["id"]
+        assert found["results"][0]["distance"] is not None  # the dense channel answered
+        rec = await h.ok("record_add", type="decision", title="ใช้ฐานข้อมูลร่วมกันทุกเกตเวย์")
+        hits = await h.ok("record_search", query="ฐานข้อมูลร่วม")
+        assert [x["id"] for x in hits["hits"]] == [rec["record"]["id"]]
+    assert apps[0].db.dialect == "postgres"

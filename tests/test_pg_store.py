@@ -217,3 +217,26 @@ async def test_the_owner_runs_on_postgresql_end_to_end(
         hits = await h.ok("record_search", query="ฐานข้อมูลร่วม")
         assert [x["id"] for x in hits["hits"]] == [rec["record"]["id"]]
     assert apps[0].db.dialect == "postgres"
+
+
+def test_placeholders_translate_outside_quotes_only() -> None:
+    from mcp_gateway.stores.pg import translate
+
+    sql = "SELECT '?', \"a?\" FROM t WHERE x LIKE '50%' AND y = ? AND z % 2 = ?"
+    assert translate(sql) == (
+        "SELECT '?', \"a?\" FROM t WHERE x LIKE '50%%' AND y = %s AND z %% 2 = %s"
+    )
+    assert translate("SELECT 'it''s ?' WHERE a = ?") == "SELECT 'it''s ?' WHERE a = %s"
+
+
+async def test_literal_percent_and_question_marks_reach_postgresql_as_written(
+    pg_database: ScratchDatabase,
+) -> None:
+    db = Database(pg_database.new_schema())
+    await db.open()
+    try:
+        rows = await db.fetchall("SELECT '100% sure?' AS a, ? AS b, 7 % 4 AS c", ("ok?",))
+        assert tuple(rows[0]) == ("100% sure?", "ok?", 3)
+        assert dict(rows[0]) == {"a": "100% sure?", "b": "ok?", "c": 3}
+    finally:
+        await db.close()

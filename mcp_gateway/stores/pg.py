@@ -74,12 +74,13 @@ _TOKENS = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|[?%]")
 
 
 def translate(sql: str) -> str:
-    """sqlite3's ``?`` placeholders as psycopg's ``%s`` (a literal ``%`` doubled);
-    quoted text is left as written."""
+    """sqlite3's ``?`` placeholders as psycopg's ``%s``, every literal ``%`` doubled; a
+    ``?`` inside quoted text stays a question mark."""
 
     def sub(m: re.Match[str]) -> str:
         tok = m.group(0)
-        return "%s" if tok == "?" else "%%" if tok == "%" else tok
+        # psycopg reads % everywhere, quoted text included; ? only outside quotes
+        return "%s" if tok == "?" else tok.replace("%", "%%")
 
     return _TOKENS.sub(sub, sql)
 

@@ -157,6 +157,9 @@ class PgBackend:
 
     def open(self) -> None:
         try:
+            # one direct attempt first: a refused or misspelt URL fails at once with
+            # the server's own words, not after the pool's wait
+            psycopg.connect(self.url, connect_timeout=5).close()
             self._pool.open(wait=True, timeout=self.timeout_s)
         except TRANSIENT as exc:
             self._pool.close()

@@ -240,3 +240,14 @@ async def test_literal_percent_and_question_marks_reach_postgresql_as_written(
         assert dict(rows[0]) == {"a": "100% sure?", "b": "ok?", "c": 3}
     finally:
         await db.close()
+
+
+def test_the_index_build_gets_a_database_url_outside_its_command_line(tmp_path: Path) -> None:
+    from mcp_gateway.index.base import IndexSpec
+    from mcp_gateway.rebuild.build import DB_ENV, build_command, build_env
+
+    url = "postgresql://kioku:s3cret@db.internal:5432/kioku"
+    command = build_command(url, tmp_path, IndexSpec("c", 384, "m"), "MEM", "turbo16")
+    assert not [a for a in command if "s3cret" in a]  # ps shows every user the argv
+    assert (build_env(url) or {})[DB_ENV] == url
+    assert build_env(tmp_path / "k.sqlite3") is None  # a file path stays on the line

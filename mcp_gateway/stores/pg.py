@@ -126,8 +126,9 @@ def redacted(url: str) -> str:
 def unavailable(url: str, exc: BaseException) -> StoreUnavailable:
     detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return StoreUnavailable(
-        f"PostgreSQL at {redacted(url)} is unavailable ({detail}); nothing was stored. "
-        "Retry in a moment: kioku reconnects by itself once the server is back."
+        f"PostgreSQL at {redacted(url)} is unavailable ({detail}). Retry in a moment: "
+        "kioku reconnects by itself once the server is back (a repeated add finds the "
+        "note or record if the first one was committed after all)."
     )
 
 

@@ -78,13 +78,15 @@ register_migration(
     """,
 )
 
-# PostgreSQL starts at the schema the three SQLite migrations above reach together
+# PostgreSQL starts at the schema the three SQLite migrations above reach together. Ids
+# compare byte by byte (COLLATE "C"), as in SQLite and Python, whatever the database's
+# collation: id order pages and merges the same on both backends.
 register_migration(
     "notes",
     1,
     """
     CREATE TABLE notes (
-        id TEXT PRIMARY KEY,
+        id TEXT COLLATE "C" PRIMARY KEY,
         text TEXT NOT NULL,
         type TEXT NOT NULL,
         priority TEXT NOT NULL DEFAULT '',

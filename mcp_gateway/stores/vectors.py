@@ -85,7 +85,7 @@ register_migration(
     """
     CREATE TABLE vectors (
         kind TEXT NOT NULL,
-        source_id TEXT NOT NULL,
+        source_id TEXT COLLATE "C" NOT NULL,
         model TEXT NOT NULL,
         content_hash TEXT NOT NULL,
         dim INTEGER NOT NULL,

@@ -16,8 +16,8 @@ from mcp_gateway.stores.db import Database
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[RecordStore]:
-    db = Database(tmp_path / "kioku.sqlite3")
+async def store(database_location: Path | str) -> AsyncIterator[RecordStore]:
+    db = Database(database_location)
     await db.open()
     yield RecordStore(db, "mem")
     await db.close()
@@ -35,6 +35,18 @@ async def test_ids_per_type_and_project(store: RecordStore) -> None:
     assert (await store.add("Knowledge", "d", project="web")).id == "KNOWLEDGE-WEB-001"
     assert (await store.add("verification", "e")).id == "VERIFICATION-MEM-001"
     assert (await store.add("decision", "f")).id == "DECISION-MEM-001"
+
+
+async def test_an_exact_repeat_is_found_among_similar_titles(store: RecordStore) -> None:
+    """The repeat check reads only titles holding the new title's longest word: spacing
+    differences still repeat; LIKE's own characters and letter case do not widen it."""
+    first = await store.add("audit", "Fix 100% of_it  now", "body")
+    await store.add("audit", "Fix 100X ofXit now", "body")  # % and _ taken literally
+    assert (await store.add("audit", " Fix 100%\tof_it now ", "body")).id == first.id
+    assert (await store.add("audit", "fix 100% OF_IT now", "body")).id != first.id
+    ja = await store.add("audit", "索引がクラッシュで書き込みを失う", "本文")
+    assert (await store.add("audit", "索引がクラッシュで書き込みを失う", "本文")).id == ja.id
+    assert await count_rows(store) == 4
 
 
 async def test_sequence_grows_past_999(store: RecordStore) -> None:

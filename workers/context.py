@@ -10,7 +10,7 @@ from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.embedders import build_embedder
 from mcp_gateway.jobs import JobContext
 from mcp_gateway.records import RecordStore
-from mcp_gateway.stores.activity import ActivityLog
+from mcp_gateway.stores.activity import open_activity_log
 from mcp_gateway.stores.db import Database
 from mcp_gateway.stores.notes import NoteStore
 from mcp_gateway.stores.vectors import VectorStore
@@ -20,7 +20,7 @@ from mcp_gateway.stores.vectors import VectorStore
 async def open_worker_context(settings: KiokuSettings) -> AsyncIterator[JobContext]:
     """SQLite (WAL: safe beside the owner and other workers), the embedder, the log."""
     async with AsyncExitStack() as stack:
-        db = Database(settings.db_path)
+        db = Database(settings.database)
         await db.open()
         stack.push_async_callback(db.close)
         embedder = build_embedder(settings.embedder)
@@ -33,6 +33,6 @@ async def open_worker_context(settings: KiokuSettings) -> AsyncIterator[JobConte
             records=RecordStore(db, settings.project),
             vectors=VectorStore(db),
             embedder=embedder,
-            activity=ActivityLog(settings.activity_log_path),
+            activity=open_activity_log(db, settings.activity_log_path),
             namespaces=settings_scope(settings).read,
         )

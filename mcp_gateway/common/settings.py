@@ -236,6 +236,9 @@ class KiokuSettings(BaseSettings):
     project: str = "MEM"
     qdrant_url: str | None = None
     redis_url: str | None = None
+    # the shared truth store, postgresql://user@host/db (needs the `postgres` extra);
+    # None: SQLite in data_dir, the embedded default
+    database_url: str | None = None
     log_level: str = "INFO"
 
     embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
@@ -254,6 +257,16 @@ class KiokuSettings(BaseSettings):
         if path.exists() and not path.is_dir():
             raise ValueError(f"{path} is a file, not a directory: point data_dir at a directory")
         return path
+
+    @field_validator("database_url")
+    @classmethod
+    def _database_url(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        url = value.strip()
+        if not url.startswith(("postgresql://", "postgres://")):
+            raise ValueError("database_url must be a postgresql://user@host:port/dbname URL")
+        return url
 
     @field_validator("log_level")
     @classmethod
@@ -274,6 +287,11 @@ class KiokuSettings(BaseSettings):
     @property
     def db_path(self) -> Path:
         return self.data_dir / "kioku.sqlite3"
+
+    @property
+    def database(self) -> Path | str:
+        """What ``stores.db.Database`` opens: the PostgreSQL URL, else the SQLite file."""
+        return self.database_url or self.db_path
 
     @property
     def index_path(self) -> Path:

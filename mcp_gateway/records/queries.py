@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from mcp_gateway.common.errors import Conflict, NotFound
 from mcp_gateway.records import lifecycle
+from mcp_gateway.records.fts import escape_like
 from mcp_gateway.records.model import Edge, HistoryEntry, Lifecycle, Record, RecordGraph
 
 _RECORD_COLS = (
@@ -70,7 +71,8 @@ def next_seq(conn: sqlite3.Connection, rtype: str, project: str, namespace: str)
     # Same BEGIN IMMEDIATE transaction as the insert: concurrent adds cannot collide.
     row = conn.execute(
         "INSERT INTO record_sequences(namespace, type, project, last_seq) VALUES (?, ?, ?, 1) "
-        "ON CONFLICT(namespace, type, project) DO UPDATE SET last_seq = last_seq + 1 "
+        "ON CONFLICT(namespace, type, project) "
+        "DO UPDATE SET last_seq = record_sequences.last_seq + 1 "
         "RETURNING last_seq",
         (namespace, rtype, project),
     ).fetchone()
@@ -150,6 +152,13 @@ def find_repeat(
     where, params = current_filter([rtype], [], [namespace])
     # titles first (short), the content only of those whose title matches
     want = _squeezed(title)
+    # stored titles are NFC (validation.clean_text), so a repeat's title contains the
+    # longest word of this one: only those titles are read (not every record of the
+    # type, which on PostgreSQL crossed the network on each add; a trigram index there)
+    longest = max(want.split(), key=len, default="")
+    if longest:
+        where = f"{where} AND title LIKE ? ESCAPE '\\'"
+        params = [*params, f"%{escape_like(longest)}%"]
     rows = conn.execute(f"SELECT pk, title FROM records WHERE {where} ORDER BY pk", params)
     pks = [int(r["pk"]) for r in rows if _squeezed(r["title"]) == want]
     found = records_by_pk(conn, pks) if pks else {}

@@ -38,7 +38,7 @@ from mcp_gateway.search.neardup import Folder
 from mcp_gateway.search.prefetch import Prefetcher
 from mcp_gateway.search.service import SearchService
 from mcp_gateway.search.thresholds import ThresholdCache
-from mcp_gateway.stores.activity import ActivityLog
+from mcp_gateway.stores.activity import ActivityLog, open_activity_log
 from mcp_gateway.stores.db import Database
 from mcp_gateway.stores.notes import NoteStore
 from mcp_gateway.stores.vectors import VectorStore
@@ -155,7 +155,7 @@ async def open_app(settings: KiokuSettings, *, run_jobs: bool = True) -> AsyncIt
     """Open every store and client; ``run_jobs=False`` for one-shot CLI commands."""
     async with AsyncExitStack() as stack:
         fsperms.secure_data_dir(settings.data_dir)  # 0700, and 0600 files inside
-        db = Database(settings.db_path, reserve_bytes=settings.index.reserve_free_mb << 20)
+        db = Database(settings.database, reserve_bytes=settings.index.reserve_free_mb << 20)
         await db.open()
         stack.push_async_callback(db.close)
 
@@ -212,7 +212,7 @@ def _compose(
     records = RecordStore(db, settings.project)
     vectors = VectorStore(db)
     thresholds = ThresholdCache(db, embedder.model_id, dict(settings.search.thresholds))
-    activity = ActivityLog(settings.activity_log_path)
+    activity = open_activity_log(db, settings.activity_log_path)
     writes = WriteBehind()
     points_lock = anyio.Lock()  # whole-point writes: the applier's and the indexer's
     applier = Applier(db, notes, records, vectors, index, writes=writes, points_lock=points_lock)

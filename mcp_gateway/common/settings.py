@@ -236,6 +236,10 @@ class KiokuSettings(BaseSettings):
     project: str = "MEM"
     qdrant_url: str | None = None
     redis_url: str | None = None
+    # the truth store several processes share (gateways on any host, workers); None: the
+    # embedded SQLite file in data_dir. ``sqlite:////abs/path`` shares one SQLite file
+    # between processes on one host (WAL; never over a network filesystem).
+    database_url: str | None = None
     log_level: str = "INFO"
 
     embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
@@ -273,7 +277,16 @@ class KiokuSettings(BaseSettings):
 
     @property
     def db_path(self) -> Path:
+        if self.database_url and self.database_url.startswith("sqlite://"):
+            # SQLAlchemy's form: sqlite:////abs/path (absolute), sqlite:///rel/path
+            return Path(self.database_url.removeprefix("sqlite:///")).expanduser()
         return self.data_dir / "kioku.sqlite3"
+
+    @property
+    def shared_store(self) -> bool:
+        """True when other gateways may write the same truth store: this one then
+        follows the change feed and takes leases for periodic work."""
+        return bool(self.database_url)
 
     @property
     def index_path(self) -> Path:

@@ -197,6 +197,25 @@ class Indexer:
         async with self.points_lock:
             return await self._put_notes(await self._latest(notes))
 
+    async def apply_changes(self, note_ids: Sequence[str], record_ids: Sequence[str]) -> None:
+        """Rewrite the points of items another process changed (the change feed), from
+        the truth store as it stands now; an item gone (a deleted note) loses its point.
+        Embedding is left to the process that wrote the item (it queued the job) and to
+        reconcile."""
+        async with self.points_lock:
+            gone: list[str] = []
+            if note_ids:
+                found = await self.notes.get_many(list(dict.fromkeys(note_ids)))
+                await self._put_notes(list(found.values()))
+                gone += [point_id("note", i) for i in note_ids if i not in found]
+            if record_ids:
+                records = await self.records.get_many(list(dict.fromkeys(record_ids)))
+                current = await self.records.current_ids(list(records))
+                await self._put_records(list(records.values()), current)
+                gone += [point_id("record", i) for i in record_ids if i not in records]
+            if gone:
+                await self.index.delete(gone)
+
     async def _latest(self, notes: Sequence[Note]) -> list[Note]:
         """``notes`` as the truth store holds them now (read under the lock: an edit
         committed after the caller read its copy is what gets written), without those

@@ -114,8 +114,10 @@ def redis_server(addrs: list[str]) -> Iterator[int]:
     """A private ``redis-server`` (no persistence) bound to ``addrs``; yields its port."""
     port = free_port()
     proc = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", *sorted(set(addrs))]
-        + ["--save", "", "--appendonly", "no", "--protected-mode", "no"],
+        [
+            *("redis-server", "--port", str(port), "--bind", *sorted(set(addrs))),
+            *("--save", "", "--appendonly", "no", "--protected-mode", "no"),
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -204,7 +206,8 @@ class Deployment:
     address, since each host reaches the store at its own link) and Redis."""
 
     def __init__(self, root: Path, db_url: object, redis_port: int | None, namespace: str):
-        self.root, self.db_url, self.redis_port, self.namespace = root, db_url, redis_port, namespace
+        self.root, self.db_url, self.redis_port = root, db_url, redis_port
+        self.namespace = namespace
         self.procs: list[Proc] = []
 
     def _env(self, name: str, host: Host) -> dict[str, str]:

@@ -20,6 +20,7 @@ from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.daemon import local_gateway as gw
 from mcp_gateway.protocol.server import create_server
 from mcp_gateway.services.app import AppContext
+from tests.pg_server import database_location, pg_database  # noqa: F401 (fixtures)
 
 
 @pytest.fixture(scope="session", autouse=True)

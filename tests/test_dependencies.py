@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
 import sys
 import tomllib
 from importlib.metadata import packages_distributions
@@ -47,12 +48,18 @@ def _top_level_imports(folders: list[str]) -> dict[str, str]:
     return found
 
 
+# optional backends: (module, its extra); only that module may import the extra's packages
+OPTIONAL = {"mcp_gateway/stores/pg.py": "postgres"}
+
+
 def _undeclared(folders: list[str], declared: set[str]) -> list[str]:
     dists = packages_distributions()
     missing = []
     for top, where in sorted(_top_level_imports(folders).items()):
         if top in sys.stdlib_module_names or top in OWN or top == "__future__":
             continue
+        if where in OPTIONAL:
+            declared = declared | _declared(OPTIONAL[where])
         owners = {_normal(d) for d in dists.get(top, [])}
         if not owners:
             missing.append(f"{top} (imported by {where}) is installed by no distribution")
@@ -67,3 +74,15 @@ def test_every_import_of_the_package_is_a_declared_dependency() -> None:
 
 def test_every_import_of_the_tests_is_declared_for_dev() -> None:
     assert _undeclared(["tests"], _declared("dev")) == []
+
+
+def test_the_embedded_default_needs_no_optional_driver() -> None:
+    """Opening a SQLite store (the whole app's imports) loads no PostgreSQL driver."""
+    code = (
+        "import sys, tempfile, pathlib\n"
+        "import mcp_gateway.services.app, workers.settings\n"
+        "from mcp_gateway.stores.db import Database\n"
+        "db = Database(pathlib.Path(tempfile.mkdtemp()) / 'k.sqlite3'); db.open_sync()\n"
+        "assert not [m for m in sys.modules if m.startswith('psycopg')], 'driver loaded'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, timeout=120)

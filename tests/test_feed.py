@@ -1,8 +1,9 @@
 """Several gateways on one truth store: the change feed, read-your-writes, leases.
 
 Two real apps (each its own data dir and embedded index, the real model) share one
-SQLite file through ``database_url``, as two ``kioku serve --http`` processes on one
-host do (``tests/test_gateways_failover.py`` runs real processes). What one writes, the
+truth store through ``database_url``, on both backends: one SQLite file (as two
+``kioku serve --http`` processes on one host share it) and a PostgreSQL schema
+(``tests/test_gateways_failover.py`` runs real processes on separate "hosts"). What one writes, the
 other finds on its next search, with nothing but the truth store between them.
 """
 
@@ -26,10 +27,17 @@ from mcp_gateway.stores.db import Database
 from mcp_gateway.stores.leases import Leases
 
 
-def shared_settings(tmp_path: Path, name: str, db_file: Path) -> KiokuSettings:
+@pytest.fixture
+def shared_url(database_location: Path | str) -> str:
+    if isinstance(database_location, Path):
+        return f"sqlite:///{database_location}"
+    return database_location
+
+
+def shared_settings(tmp_path: Path, name: str, url: str) -> KiokuSettings:
     return KiokuSettings(
         data_dir=tmp_path / name,
-        database_url=f"sqlite:///{db_file}",
+        database_url=url,
         redis_url=None,
         qdrant_url=None,
         index={"collection": f"t_{uuid.uuid4().hex[:12]}"},
@@ -37,17 +45,18 @@ def shared_settings(tmp_path: Path, name: str, db_file: Path) -> KiokuSettings:
 
 
 @asynccontextmanager
-async def two_gateways(tmp_path: Path) -> AsyncIterator[tuple[AppContext, AppContext]]:
-    db_file = tmp_path / "shared" / "kioku.sqlite3"
+async def two_gateways(tmp_path: Path, url: str) -> AsyncIterator[tuple[AppContext, AppContext]]:
     async with AsyncExitStack() as stack:
-        a = await stack.enter_async_context(open_app(shared_settings(tmp_path, "a", db_file)))
-        b = await stack.enter_async_context(open_app(shared_settings(tmp_path, "b", db_file)))
+        a = await stack.enter_async_context(open_app(shared_settings(tmp_path, "a", url)))
+        b = await stack.enter_async_context(open_app(shared_settings(tmp_path, "b", url)))
         yield a, b
 
 
-async def test_a_note_added_on_one_gateway_is_found_on_the_other(tmp_path: Path) -> None:
-    async with two_gateways(tmp_path) as (a, b):
-        assert a.settings.db_path == b.settings.db_path
+async def test_a_note_added_on_one_gateway_is_found_on_the_other(
+    tmp_path: Path, shared_url: str
+) -> None:
+    async with two_gateways(tmp_path, shared_url) as (a, b):
+        assert a.settings.database == b.settings.database
         assert a.follower is not None and b.follower is not None
         scope = settings_scope(a.settings)
         added = await NoteService(a).add(
@@ -70,8 +79,8 @@ async def test_a_note_added_on_one_gateway_is_found_on_the_other(tmp_path: Path)
         assert pid not in await a.index.present([pid])
 
 
-async def test_records_and_their_links_follow(tmp_path: Path) -> None:
-    async with two_gateways(tmp_path) as (a, b):
+async def test_records_and_their_links_follow(tmp_path: Path, shared_url: str) -> None:
+    async with two_gateways(tmp_path, shared_url) as (a, b):
         scope = settings_scope(a.settings)
         old = await RecordService(a).add(scope, type="decision", title="Use Redis for the queue")
         new = await RecordService(a).add(
@@ -86,8 +95,8 @@ async def test_records_and_their_links_follow(tmp_path: Path) -> None:
         assert (await b.index.payloads([pid]))[pid]["current"] is False
 
 
-async def test_each_gateway_has_its_own_cursors(tmp_path: Path) -> None:
-    async with two_gateways(tmp_path) as (a, b):
+async def test_each_gateway_has_its_own_cursors(tmp_path: Path, shared_url: str) -> None:
+    async with two_gateways(tmp_path, shared_url) as (a, b):
         assert a.follower is not None and b.follower is not None
         assert a.follower.key != b.follower.key
         assert a.applier.applied_key != b.applier.applied_key
@@ -105,8 +114,19 @@ async def test_the_embedded_owner_follows_nothing(settings: KiokuSettings) -> No
         assert await ChangeFeed(app.db).triggers() == set(TRIGGERS)
 
 
-async def test_the_feed_holds_one_row_an_item_in_commit_order(tmp_path: Path) -> None:
-    db = Database(tmp_path / "k.sqlite3")
+async def test_every_trigger_is_in_place(database_location: Path | str) -> None:
+    db = Database(database_location)
+    await db.open()
+    try:
+        assert await ChangeFeed(db).triggers() == set(TRIGGERS)
+    finally:
+        await db.close()
+
+
+async def test_the_feed_holds_one_row_an_item_in_commit_order(
+    database_location: Path | str,
+) -> None:
+    db = Database(database_location)
     await db.open()
     try:
         from mcp_gateway.stores.notes import NoteStore
@@ -125,8 +145,8 @@ async def test_the_feed_holds_one_row_an_item_in_commit_order(tmp_path: Path) ->
         await db.close()
 
 
-async def test_a_lease_is_held_by_one_until_it_expires(tmp_path: Path) -> None:
-    db = Database(tmp_path / "k.sqlite3")
+async def test_a_lease_is_held_by_one_until_it_expires(database_location: Path | str) -> None:
+    db = Database(database_location)
     await db.open()
     try:
         one, two = Leases(db, "one"), Leases(db, "two")

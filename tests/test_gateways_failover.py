@@ -17,7 +17,6 @@ file shared by the processes (same machine: namespaces separate networks, not di
 from __future__ import annotations
 
 import asyncio
-import os
 import random
 import time
 from collections.abc import Iterator
@@ -143,4 +142,4 @@ async def test_kill_a_gateway_and_a_worker_mid_burst_loses_no_acknowledged_note(
         f"netns={bool(hs[0].netns)}"
     )
     assert workers[1].alive(), workers[1].tail()
-    assert os.path.exists(deployment.root / "gw1" / "data" / "gateway.id")
+    assert (deployment.root / "gw1" / "data" / "gateway.id").exists()

@@ -78,8 +78,8 @@ async def test_searches_between_writes_reuse_reads_and_a_write_refreshes_them(
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[NoteStore]:
-    db = Database(tmp_path / "kioku.db")
+async def store(database_location: Path | str) -> AsyncIterator[NoteStore]:
+    db = Database(database_location)
     await db.open()
     try:
         yield NoteStore(db)

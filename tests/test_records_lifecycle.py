@@ -14,8 +14,8 @@ from mcp_gateway.stores.db import Database
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[RecordStore]:
-    db = Database(tmp_path / "kioku.sqlite3")
+async def store(database_location: Path | str) -> AsyncIterator[RecordStore]:
+    db = Database(database_location)
     await db.open()
     yield RecordStore(db, "MEM")
     await db.close()

@@ -13,8 +13,8 @@ from mcp_gateway.stores.vectors import VectorStore, pack_terms, unpack_terms
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[VectorStore]:
-    db = Database(tmp_path / "kioku.sqlite3")
+async def store(database_location: Path | str) -> AsyncIterator[VectorStore]:
+    db = Database(database_location)
     await db.open()
     yield VectorStore(db)
     await db.close()

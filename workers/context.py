@@ -20,7 +20,7 @@ from mcp_gateway.stores.vectors import VectorStore
 async def open_worker_context(settings: KiokuSettings) -> AsyncIterator[JobContext]:
     """SQLite (WAL: safe beside the owner and other workers), the embedder, the log."""
     async with AsyncExitStack() as stack:
-        db = Database(settings.db_path)
+        db = Database(settings.database)
         await db.open()
         stack.push_async_callback(db.close)
         embedder = build_embedder(settings.embedder)

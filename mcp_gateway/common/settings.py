@@ -236,9 +236,9 @@ class KiokuSettings(BaseSettings):
     project: str = "MEM"
     qdrant_url: str | None = None
     redis_url: str | None = None
-    # the truth store several processes share (gateways on any host, workers); None: the
-    # embedded SQLite file in data_dir. ``sqlite:////abs/path`` shares one SQLite file
-    # between processes on one host (WAL; never over a network filesystem).
+    # the shared truth store, postgresql://user@host/db (needs the `postgres` extra);
+    # None: SQLite in data_dir, the embedded default. ``sqlite:////abs/path`` shares one
+    # SQLite file between processes on one host (WAL; never over a network filesystem).
     database_url: str | None = None
     log_level: str = "INFO"
 
@@ -258,6 +258,19 @@ class KiokuSettings(BaseSettings):
         if path.exists() and not path.is_dir():
             raise ValueError(f"{path} is a file, not a directory: point data_dir at a directory")
         return path
+
+    @field_validator("database_url")
+    @classmethod
+    def _database_url(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        url = value.strip()
+        if not url.startswith(("postgresql://", "postgres://", "sqlite:///")):
+            raise ValueError(
+                "database_url must be a postgresql://user@host:port/dbname URL "
+                "(or sqlite:////abs/path for processes sharing one host)"
+            )
+        return url
 
     @field_validator("log_level")
     @classmethod
@@ -287,6 +300,13 @@ class KiokuSettings(BaseSettings):
         """True when other gateways may write the same truth store: this one then
         follows the change feed and takes leases for periodic work."""
         return bool(self.database_url)
+
+    @property
+    def database(self) -> Path | str:
+        """What ``stores.db.Database`` opens: the PostgreSQL URL, else the SQLite file."""
+        if self.database_url and not self.database_url.startswith("sqlite://"):
+            return self.database_url
+        return self.db_path
 
     @property
     def index_path(self) -> Path:

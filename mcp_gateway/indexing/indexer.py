@@ -47,6 +47,20 @@ register_migration(
     "CREATE INDEX note_priors_updated ON note_priors(updated_at);",
 )
 
+register_migration(
+    "note_priors",
+    1,
+    """
+    CREATE TABLE note_priors (
+        note_id TEXT PRIMARY KEY,
+        prior DOUBLE PRECISION NOT NULL,
+        updated_at DOUBLE PRECISION NOT NULL
+    );
+    CREATE INDEX note_priors_updated ON note_priors(updated_at);
+    """,
+    dialect="postgres",
+)
+
 
 async def load_priors(db: Database, note_ids: Sequence[str]) -> dict[str, float]:
     if not note_ids:

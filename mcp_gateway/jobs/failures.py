@@ -1,4 +1,4 @@
-"""Permanent job failures, kept in SQLite so ``kioku stats`` shows them.
+"""Permanent job failures, kept in the truth store so ``kioku stats`` shows them.
 
 One row per (job, key): the key is the note id for per-note jobs, the job name for
 singletons. A later failure of the same key updates the row and its count.
@@ -10,26 +10,31 @@ import sqlite3
 import time
 from typing import Any
 
-from mcp_gateway.stores.db import Database
+from mcp_gateway.stores.db import Database, register_migration
 
-_SCHEMA = """
+_TABLE = """
 CREATE TABLE IF NOT EXISTS job_failures (
     job TEXT NOT NULL,
     key TEXT NOT NULL,
     error TEXT NOT NULL,
     tries INTEGER NOT NULL,
     count INTEGER NOT NULL DEFAULT 1,
-    first_at REAL NOT NULL,
-    last_at REAL NOT NULL,
+    first_at {time} NOT NULL,
+    last_at {time} NOT NULL,
     PRIMARY KEY (job, key)
 )
 """
+# SQLite creates the table on first use (as it always has); PostgreSQL by migration,
+# since concurrent CREATE TABLE IF NOT EXISTS can collide there
+_SCHEMA = _TABLE.format(time="REAL")
+register_migration("job_failures", 1, _TABLE.format(time="DOUBLE PRECISION"), "postgres")
 
 MAX_ERROR_CHARS = 500
 
 
 async def ensure_table(db: Database) -> None:
-    await db.run(lambda c: c.execute(_SCHEMA))
+    if db.dialect == "sqlite":
+        await db.run(lambda c: c.execute(_SCHEMA))
 
 
 async def record(db: Database, job: str, key: str, error: BaseException, tries: int) -> None:
@@ -37,11 +42,12 @@ async def record(db: Database, job: str, key: str, error: BaseException, tries: 
     now = time.time()
 
     def write(conn: sqlite3.Connection) -> None:
-        conn.execute(_SCHEMA)
+        if db.dialect == "sqlite":
+            conn.execute(_SCHEMA)
         conn.execute(
             "INSERT INTO job_failures(job, key, error, tries, count, first_at, last_at) "
             "VALUES (?, ?, ?, ?, 1, ?, ?) ON CONFLICT(job, key) DO UPDATE SET "
-            "error = excluded.error, tries = excluded.tries, count = count + 1, "
+            "error = excluded.error, tries = excluded.tries, count = job_failures.count + 1, "
             "last_at = excluded.last_at",
             (job, key, text, tries, now, now),
         )

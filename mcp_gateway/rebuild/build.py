@@ -50,7 +50,7 @@ BUILD_HNSW = qe.HnswIndexConfig(m=32, ef_construct=256, full_scan_threshold=10_0
 
 
 def build_command(
-    db_path: Path, root: Path, spec: IndexSpec, project: str, dense_storage: str
+    db_path: Path | str, root: Path, spec: IndexSpec, project: str, dense_storage: str
 ) -> list[str]:
     return [
         sys.executable,
@@ -121,7 +121,7 @@ def _emit(**progress: int) -> None:
 
 
 async def build(
-    db_path: Path, root: Path, spec: IndexSpec, project: str, dense_storage: str
+    db_path: Path | str, root: Path, spec: IndexSpec, project: str, dense_storage: str
 ) -> int:
     """The build process's work; returns the points the graph covers."""
     db = Database(db_path)
@@ -155,7 +155,7 @@ async def build(
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m mcp_gateway.rebuild.build")
-    ap.add_argument("--db", type=Path, required=True)
+    ap.add_argument("--db", required=True)  # a SQLite file or a postgresql:// URL
     ap.add_argument("--root", type=Path, required=True)
     ap.add_argument("--collection", required=True)
     ap.add_argument("--dim", type=int, required=True)

@@ -1,6 +1,7 @@
 """Finding records by text: full-text candidates and lifecycle heads.
 
-``candidates`` filters by namespace inside the FTS5 and LIKE queries, before the
+``candidates`` filters by namespace inside the FTS5 and LIKE queries (PostgreSQL: the
+one pg_trgm query, ``fts_pg``), before the
 candidate limit, so one tenant's records never push another's out or change how much
 work its query does. ``resolve_heads`` replaces hits by their lifecycle heads with one
 walk per chain under a shared step budget (``lifecycle.heads``).
@@ -11,8 +12,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from mcp_gateway.records import lifecycle, queries
-from mcp_gateway.records.fts import like_condition, match_rowids
+from mcp_gateway.records import fts_pg, lifecycle, queries
+from mcp_gateway.records.fts import ParsedQuery, like_condition, match_rowids
 from mcp_gateway.records.model import Record, RecordSearchHit
 from mcp_gateway.records.schema import FTS_TABLE
 
@@ -26,9 +27,9 @@ _HEAD_BUDGET = 20_000
 
 def candidates(
     conn: sqlite3.Connection,
-    match: str | None,
-    short_terms: Sequence[str],
+    parsed: ParsedQuery,
     namespaces: Sequence[str] = (),
+    dialect: str = "sqlite",
 ) -> dict[int, float]:
     """pk -> score: bm25 hits for long terms, then LIKE hits for short ones (score 0).
 
@@ -37,6 +38,19 @@ def candidates(
     ``_CANDIDATES`` nor change how much work the query does.
     """
     marks = ",".join("?" * len(namespaces))
+    if dialect == "postgres":  # one trigram-indexed query for long and short terms
+        return fts_pg.scored_rows(
+            conn,
+            "records",
+            "pk",
+            ("title", "content"),
+            _WEIGHTS,
+            parsed.terms,
+            _CANDIDATES,
+            where=f"namespace IN ({marks})" if namespaces else "",
+            params=list(namespaces),
+        )
+    match, short_terms = parsed.match_expression(), parsed.short_terms
     scored: dict[int, float] = {}
     if match:
         hits = match_rowids(

@@ -70,7 +70,8 @@ def next_seq(conn: sqlite3.Connection, rtype: str, project: str, namespace: str)
     # Same BEGIN IMMEDIATE transaction as the insert: concurrent adds cannot collide.
     row = conn.execute(
         "INSERT INTO record_sequences(namespace, type, project, last_seq) VALUES (?, ?, ?, 1) "
-        "ON CONFLICT(namespace, type, project) DO UPDATE SET last_seq = last_seq + 1 "
+        "ON CONFLICT(namespace, type, project) "
+        "DO UPDATE SET last_seq = record_sequences.last_seq + 1 "
         "RETURNING last_seq",
         (namespace, rtype, project),
     ).fetchone()

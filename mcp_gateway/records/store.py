@@ -252,9 +252,7 @@ class RecordStore:
         namespaces = list(scope.read) if scope is not None else []
 
         def read(conn: sqlite3.Connection) -> list[RecordSearchHit]:
-            scored = matching.candidates(
-                conn, parsed.match_expression(), parsed.short_terms, namespaces
-            )
+            scored = matching.candidates(conn, parsed, namespaces, self.db.dialect)
             recs = queries.records_by_pk(conn, list(scored))
             matched = [(recs[pk], recs[pk].id, s) for pk, s in scored.items() if pk in recs]
             if current_only:

@@ -166,7 +166,7 @@ async def open_app(settings: KiokuSettings, *, run_jobs: bool = True) -> AsyncIt
     """Open every store and client; ``run_jobs=False`` for one-shot CLI commands."""
     async with AsyncExitStack() as stack:
         fsperms.secure_data_dir(settings.data_dir)  # 0700, and 0600 files inside
-        db = Database(settings.db_path, reserve_bytes=settings.index.reserve_free_mb << 20)
+        db = Database(settings.database, reserve_bytes=settings.index.reserve_free_mb << 20)
         await db.open()
         stack.push_async_callback(db.close)
 

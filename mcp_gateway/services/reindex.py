@@ -188,7 +188,7 @@ class Rebuilder:
         app.index.begin_journal()
         settings = app.settings
         command = build_command(
-            settings.db_path, root, spec, settings.project, settings.index.dense_storage
+            settings.database, root, spec, settings.project, settings.index.dense_storage
         )
         await run_build(command, root / spec.collection, progress, started)
         target = await catalog.open_index(app.settings, spec)

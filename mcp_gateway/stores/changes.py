@@ -13,7 +13,8 @@ the counter's row lock serialises committing writers, so a reader never sees seq
 committed before N (a sequence/BIGSERIAL would be handed out in start order, not commit
 order, and a follower could skip a late commit for good).
 
-The rows are written by triggers on the owners' tables, in the owners' transactions:
+The rows are written by triggers on the owners' tables, in the owners' transactions
+(SQLite triggers; PL/pgSQL trigger functions on PostgreSQL):
 every path that writes a note or a record (tools, imports, the memory browser, a
 restore) feeds the feed without knowing of it. The triggers fire only on the columns a
 point is built from, so ``notes.embedded_model`` (written by every gateway that applies a
@@ -82,6 +83,55 @@ register_migration(
 )
 
 
+def _pg_function(name: str, kind: str, *columns: str) -> str:
+    """A trigger function feeding ``(kind, <row>.<column>)`` for each column."""
+    new = "".join(f"PERFORM kioku_change('{kind}', NEW.{c}); " for c in columns)
+    old = "".join(f"PERFORM kioku_change('{kind}', OLD.{c}); " for c in columns)
+    return (
+        f"CREATE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+        f"IF TG_OP = 'DELETE' THEN {old}RETURN OLD; END IF; {new}RETURN NEW; END $$;\n"
+    )
+
+
+def _pg_trigger(name: str, event: str, table: str, function: str) -> str:
+    each = f"FOR EACH ROW EXECUTE FUNCTION {function}()"
+    return f"CREATE TRIGGER {name} AFTER {event} ON {table} {each};\n"
+
+
+register_migration(
+    MODULE,
+    1,
+    """
+    CREATE TABLE changes (
+        kind TEXT NOT NULL,
+        source_id TEXT NOT NULL,
+        seq BIGINT NOT NULL,
+        PRIMARY KEY (kind, source_id)
+    );
+    CREATE INDEX changes_seq ON changes(seq);
+    CREATE TABLE change_seq (id INTEGER PRIMARY KEY CHECK (id = 1), last BIGINT NOT NULL);
+    INSERT INTO change_seq VALUES (1, 0);
+    CREATE FUNCTION kioku_change(p_kind TEXT, p_source TEXT) RETURNS void LANGUAGE plpgsql
+    AS $$ BEGIN
+        WITH bumped AS (UPDATE change_seq SET last = last + 1 WHERE id = 1 RETURNING last)
+        INSERT INTO changes(kind, source_id, seq) SELECT p_kind, p_source, last FROM bumped
+        ON CONFLICT (kind, source_id) DO UPDATE SET seq = excluded.seq;
+    END $$;
+    """
+    + _pg_function("changes_note", "note", "id")
+    + _pg_function("changes_record", "record", "id")
+    + _pg_function("changes_edge", "record", "source", "target")
+    + _pg_trigger(TRIGGERS[0], "INSERT", "notes", "changes_note")
+    + _pg_trigger(TRIGGERS[1], f"UPDATE OF {_NOTE_COLUMNS}", "notes", "changes_note")
+    + _pg_trigger(TRIGGERS[2], "DELETE", "notes", "changes_note")
+    + _pg_trigger(TRIGGERS[3], "INSERT", "records", "changes_record")
+    + _pg_trigger(TRIGGERS[4], f"UPDATE OF {_RECORD_COLUMNS}", "records", "changes_record")
+    + _pg_trigger(TRIGGERS[5], "INSERT", "record_edges", "changes_edge")
+    + _pg_trigger(TRIGGERS[6], "DELETE", "record_edges", "changes_edge"),
+    dialect="postgres",
+)
+
+
 @dataclass(frozen=True, slots=True)
 class Change:
     kind: str  # "note" | "record"
@@ -112,7 +162,12 @@ class ChangeFeed:
 
     async def triggers(self) -> set[str]:
         """The feed's triggers present in the database (a check, not a hot path)."""
-        rows = await self.db.fetchall(
-            "SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'changes_%'"
+        sql = (
+            "SELECT t.tgname AS name FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = current_schema() AND starts_with(t.tgname, 'changes_')"
+            if self.db.dialect == "postgres"
+            else "SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'changes_%'"
         )
+        rows = await self.db.fetchall(sql)
         return {r["name"] for r in rows}

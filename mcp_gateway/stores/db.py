@@ -1,13 +1,20 @@
-"""The SQLite database: the source of truth for notes, records and job state.
+"""The truth store: notes, records and job state, in SQLite or PostgreSQL.
 
-One ``Database`` per process wraps one connection in WAL mode. Calls are serialised by
+``Database(path)`` is the embedded default: a SQLite file. ``Database(url)`` with a
+``postgresql://`` URL is the shared store (``stores.pg``: a pool, many processes and
+hosts); both run the same closures ``fn(conn)`` through ``run``/``transaction``, and
+``dialect`` names the backend for the few tables whose SQL differs (each written
+beside its table: DDL per dialect in ``register_migration``, records' full text).
+
+On SQLite one ``Database`` per process wraps one connection in WAL mode. Calls are serialised by
 a lock and run in a worker thread (``anyio.to_thread``), so the event loop never blocks
 on disk. Several processes may open the same file (gateway and workers); WAL plus a
 busy timeout keeps them from failing with "database is locked".
 
 Schema changes are registered by the module that owns the tables
-(``register_migration``); each runs once, in one transaction, recorded per module in
-``schema_versions``.
+(``register_migration``, per dialect); each runs once, in one transaction, recorded per
+module in ``schema_versions``. A PostgreSQL database starts at each module's current
+schema (its own version numbers: it has no SQLite history to replay).
 """
 
 from __future__ import annotations
@@ -17,19 +24,25 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 import anyio
 
 from mcp_gateway.common.diskguard import require_space
 from mcp_gateway.common.errors import StoreUnavailable
 
+if TYPE_CHECKING:
+    from mcp_gateway.stores.pg import PgBackend
+
 log = logging.getLogger(__name__)
+
+Dialect = Literal["sqlite", "postgres"]
 
 T = TypeVar("T")
 
-# (module, version, sql). Modules register their own tables at import time.
+# (module, version, sql) per dialect. Modules register their own tables at import time.
 MIGRATIONS: list[tuple[str, int, str]] = []
+PG_MIGRATIONS: list[tuple[str, int, str]] = []
 
 _BASE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS schema_versions (module TEXT PRIMARY KEY, version INTEGER NOT NULL);
@@ -37,14 +50,26 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
 
-def register_migration(module: str, version: int, sql: str) -> None:
-    if not any(m == module and v == version for m, v, _ in MIGRATIONS):
-        MIGRATIONS.append((module, version, sql))
+def register_migration(module: str, version: int, sql: str, dialect: Dialect = "sqlite") -> None:
+    registry = MIGRATIONS if dialect == "sqlite" else PG_MIGRATIONS
+    if not any(m == module and v == version for m, v, _ in registry):
+        registry.append((module, version, sql))
+
+
+def is_database_url(location: Path | str) -> bool:
+    return isinstance(location, str) and location.startswith(("postgresql://", "postgres://"))
 
 
 class Database:
     def __init__(self, path: Path | str, reserve_bytes: int = 0) -> None:
-        self.path = Path(path) if str(path) != ":memory:" else path
+        """``path``: a SQLite file (or ":memory:"), or a ``postgresql://`` URL."""
+        self.dialect: Dialect = "postgres" if is_database_url(path) else "sqlite"
+        self._pg: PgBackend | None = None
+        if self.dialect == "postgres":
+            from mcp_gateway.stores.pg import PgBackend  # the driver only when configured
+
+            self._pg = PgBackend(str(path))
+        self.path = Path(path) if str(path) != ":memory:" and not self._pg else path
         # write transactions are refused while less is free (diskguard: the index,
         # written through mmapped files, must never be the one to hit ENOSPC)
         self.reserve_bytes = reserve_bytes
@@ -53,6 +78,10 @@ class Database:
 
     # -- lifecycle -------------------------------------------------------------------
     def open_sync(self) -> None:
+        if self._pg is not None:
+            self._pg.open()
+            self._pg.migrate(_BASE_SCHEMA, PG_MIGRATIONS)
+            return
         try:
             if isinstance(self.path, Path):
                 self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -76,6 +105,9 @@ class Database:
         await anyio.to_thread.run_sync(self.open_sync)
 
     def close_sync(self) -> None:
+        if self._pg is not None:
+            self._pg.close()
+            return
         with self._lock:
             if self._conn is not None:
                 self._conn.close()
@@ -124,7 +156,10 @@ class Database:
 
     # -- running work ----------------------------------------------------------------
     def run_sync(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``fn(conn)`` under the lock (no transaction is opened for you)."""
+        """Run ``fn(conn)`` under the lock (no transaction is opened for you; on
+        PostgreSQL each statement commits by itself, and calls run side by side)."""
+        if self._pg is not None:
+            return self._pg.run(cast("Callable[[Any], T]", fn))
         with self._lock:
             try:
                 return fn(self.conn)
@@ -132,7 +167,10 @@ class Database:
                 raise _translate(exc) from exc
 
     def transaction_sync(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``fn(conn)`` in one ``BEGIN IMMEDIATE`` transaction: all or nothing."""
+        """Run ``fn(conn)`` in one ``BEGIN IMMEDIATE`` transaction: all or nothing
+        (PostgreSQL: one transaction holding the deployment's write lock)."""
+        if self._pg is not None:
+            return self._pg.transaction(cast("Callable[[Any], T]", fn))
         if self.reserve_bytes and isinstance(self.path, Path):
             require_space(self.path.parent, self.reserve_bytes)
         with self._lock:

@@ -28,6 +28,18 @@ register_migration(
     );
     """,
 )
+register_migration(
+    "leases",
+    1,
+    """
+    CREATE TABLE leases (
+        name TEXT PRIMARY KEY,
+        holder TEXT NOT NULL,
+        expires_at DOUBLE PRECISION NOT NULL
+    );
+    """,
+    dialect="postgres",
+)
 
 
 class Leases:

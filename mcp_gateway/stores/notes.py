@@ -78,6 +78,41 @@ register_migration(
     """,
 )
 
+# PostgreSQL starts at the schema the three SQLite migrations above reach together
+register_migration(
+    "notes",
+    1,
+    """
+    CREATE TABLE notes (
+        id TEXT PRIMARY KEY,
+        text TEXT NOT NULL,
+        type TEXT NOT NULL,
+        priority TEXT NOT NULL DEFAULT '',
+        domain TEXT NOT NULL DEFAULT '',
+        solved_query TEXT NOT NULL DEFAULT '',
+        namespace TEXT NOT NULL DEFAULT 'default',
+        created_at DOUBLE PRECISION NOT NULL,
+        updated_at DOUBLE PRECISION NOT NULL,
+        deleted INTEGER NOT NULL DEFAULT 0,
+        embedded_model TEXT,
+        content_hash TEXT
+    );
+    CREATE INDEX notes_recent ON notes(namespace, type, deleted, created_at DESC, id DESC);
+    CREATE INDEX notes_pending ON notes(embedded_model, deleted);
+    CREATE INDEX notes_content ON notes(namespace, type, content_hash) WHERE deleted = 0;
+    CREATE INDEX notes_unhashed ON notes(id) WHERE content_hash IS NULL;
+    CREATE TABLE note_history (
+        note_id TEXT NOT NULL,
+        changed_at DOUBLE PRECISION NOT NULL,
+        field TEXT NOT NULL,
+        old_value TEXT,
+        new_value TEXT
+    );
+    CREATE INDEX note_history_note ON note_history(note_id, changed_at);
+    """,
+    dialect="postgres",
+)
+
 _COLUMNS = (
     "id, text, type, priority, domain, solved_query, namespace, created_at, updated_at, "
     "deleted, embedded_model"
@@ -255,7 +290,7 @@ class NoteStore:
                 # a restored note is re-embedded: its point was removed on delete
                 conn.execute(
                     "UPDATE notes SET deleted = ?, updated_at = ?, "
-                    "embedded_model = CASE WHEN ? THEN embedded_model END WHERE id = ?",
+                    "embedded_model = CASE WHEN ? = 1 THEN embedded_model END WHERE id = ?",
                     (int(deleted), now, int(deleted), note_id),
                 )
 

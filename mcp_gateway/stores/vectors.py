@@ -79,6 +79,33 @@ register_migration(
 )
 
 
+register_migration(
+    "vectors",
+    1,
+    """
+    CREATE TABLE vectors (
+        kind TEXT NOT NULL,
+        source_id TEXT NOT NULL,
+        model TEXT NOT NULL,
+        content_hash TEXT NOT NULL,
+        dim INTEGER NOT NULL,
+        vector BYTEA NOT NULL,
+        seq BIGINT NOT NULL,
+        created_at DOUBLE PRECISION NOT NULL,
+        terms BYTEA,
+        draft INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (kind, source_id, model)
+    );
+    CREATE INDEX vectors_seq ON vectors(model, seq);
+    CREATE INDEX vectors_without_terms ON vectors(model) WHERE terms IS NULL;
+    CREATE INDEX vectors_drafts ON vectors(model) WHERE draft = 1;
+    CREATE TABLE vector_seq (id INTEGER PRIMARY KEY CHECK (id = 1), last BIGINT NOT NULL);
+    INSERT INTO vector_seq VALUES (1, 0);
+    """,
+    dialect="postgres",
+)
+
+
 def content_hash(document: str) -> str:
     return hashlib.blake2b(document.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 

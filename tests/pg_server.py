@@ -1,0 +1,90 @@
+"""A real PostgreSQL for tests: the machine's server on 127.0.0.1:5432 (trust auth, user
+postgres), in a database each session creates for itself, ``kioku_test_<random>``, and
+drops at the end. Nothing else on the server is touched: a database is dropped only when
+its comment carries the token this session wrote into it when creating it.
+
+Each test gets its own schema in that database (``store_location``): fresh tables,
+the same server-wide objects (pg_trgm lives in ``public``).
+
+The fixtures are imported by ``tests/conftest.py``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+
+
+def _admin():  # type: ignore[no-untyped-def]
+    import psycopg
+
+    return psycopg.connect(ADMIN_URL, autocommit=True, connect_timeout=3)
+
+
+def server_answers() -> bool:
+    try:
+        with _admin():
+            return True
+    except Exception:
+        return False
+
+
+class TestDatabase:
+    """One database created by this process, dropped only if it is still ours."""
+
+    def __init__(self) -> None:
+        self.name = f"kioku_test_{uuid.uuid4().hex[:12]}"
+        self.token = uuid.uuid4().hex
+        with _admin() as conn:
+            conn.execute(f'CREATE DATABASE "{self.name}"')
+            conn.execute(f"COMMENT ON DATABASE \"{self.name}\" IS 'kioku test {self.token}'")
+        self.url = f"postgresql://postgres@127.0.0.1:5432/{self.name}"
+        import psycopg
+
+        # in public, seen from every test's schema (a migration would put it in the first)
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION pg_trgm SCHEMA public")
+
+    def new_schema(self) -> str:
+        """A fresh schema; the URL that makes it the connections' own."""
+        import psycopg
+
+        schema = f"t_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute(f"CREATE SCHEMA {schema}")
+        return f"{self.url}?options=-csearch_path%3D{schema},public"
+
+    def drop(self) -> None:
+        with _admin() as conn:
+            row = conn.execute(
+                "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = %s",
+                (self.name,),
+            ).fetchone()
+            if row is None or row[0] != f"kioku test {self.token}":
+                return  # not the database this session made: leave it alone
+            conn.execute(f'DROP DATABASE "{self.name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def pg_database() -> Iterator[TestDatabase]:
+    if not server_answers():
+        pytest.fail("PostgreSQL is not answering on 127.0.0.1:5432 (.ci/run starts it)")
+    db = TestDatabase()
+    try:
+        yield db
+    finally:
+        db.drop()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def database_location(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Path | str]:
+    """What ``Database`` opens: a SQLite file, or a fresh schema on PostgreSQL."""
+    if request.param == "sqlite":
+        yield tmp_path / "kioku.sqlite3"
+    else:
+        yield request.getfixturevalue("pg_database").new_schema()

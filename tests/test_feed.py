@@ -19,6 +19,7 @@ import pytest
 from mcp_gateway.common.access import settings_scope
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.common.types import point_id
+from mcp_gateway.jobs.solve_credit import SolveCredit
 from mcp_gateway.services.app import AppContext, open_app
 from mcp_gateway.services.notes import NoteService
 from mcp_gateway.services.records import RecordService
@@ -168,3 +169,22 @@ def test_a_sqlite_url_names_the_file(url: str, tmp_path: Path) -> None:
     s = KiokuSettings(data_dir=tmp_path, database_url=url)
     assert s.shared_store
     assert str(s.db_path) == url.removeprefix("sqlite:///")
+
+
+async def test_the_activity_log_is_the_deployments(tmp_path: Path, shared_url: str) -> None:
+    """A search on one gateway and the solution added on the other: solve credit (read
+    by the re-ranking job, wherever it runs) sees both."""
+    async with two_gateways(tmp_path, shared_url) as (a, b):
+        scope = settings_scope(a.settings)
+        hint = await NoteService(a).add(scope, text="retry the deploy with --force", type="note")
+        await a.settle()
+        found = await NoteService(a).search(scope, query="the deploy is stuck")
+        assert hint.id in [r.id for r in found.results]
+        a.activity.flush()  # another process's entries land within ~5 ms
+        await NoteService(b).add(
+            scope, text="forced the deploy", type="lesson", solved_query="deploy is stuck"
+        )
+        credit = SolveCredit()
+        credited = [c for e in b.activity.read_sync() if (c := credit.feed(e))]
+        assert credited and hint.id in credited[0]
+        assert not (a.settings.activity_log_path).exists()  # nothing left per gateway

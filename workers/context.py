@@ -11,6 +11,7 @@ from mcp_gateway.embedders import build_embedder
 from mcp_gateway.jobs import JobContext
 from mcp_gateway.records import RecordStore
 from mcp_gateway.stores.activity import ActivityLog
+from mcp_gateway.stores.activity_shared import SharedActivityLog
 from mcp_gateway.stores.db import Database
 from mcp_gateway.stores.notes import NoteStore
 from mcp_gateway.stores.vectors import VectorStore
@@ -33,6 +34,10 @@ async def open_worker_context(settings: KiokuSettings) -> AsyncIterator[JobConte
             records=RecordStore(db, settings.project),
             vectors=VectorStore(db),
             embedder=embedder,
-            activity=ActivityLog(settings.activity_log_path),
+            activity=(
+                SharedActivityLog(settings.activity_log_path, db)
+                if settings.shared_store
+                else ActivityLog(settings.activity_log_path)
+            ),
             namespaces=settings_scope(settings).read,
         )

@@ -114,6 +114,11 @@ class ActivityLog:
                     yield entry
 
 
+def entry_line(entry: dict[str, Any]) -> str:
+    """The entry as one JSON line, or "" for one that cannot be written."""
+    return _line(entry).strip()
+
+
 def _line(entry: dict[str, Any]) -> str:
     try:
         return json.dumps(entry, ensure_ascii=False, default=str) + "\n"

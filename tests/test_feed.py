@@ -188,3 +188,22 @@ async def test_the_activity_log_is_the_deployments(tmp_path: Path, shared_url: s
         credited = [c for e in b.activity.read_sync() if (c := credit.feed(e))]
         assert credited and hint.id in credited[0]
         assert not (a.settings.activity_log_path).exists()  # nothing left per gateway
+
+
+async def test_a_gateway_started_later_builds_its_index_from_the_feed(
+    tmp_path: Path, shared_url: str
+) -> None:
+    """A new data dir (a new gateway, or one whose disk was lost) starts at cursor 0."""
+    async with open_app(shared_settings(tmp_path, "a", shared_url)) as a:
+        scope = settings_scope(a.settings)
+        added = [
+            await NoteService(a).add(scope, text=f"ノート {i}: deploy step {i}", type="note")
+            for i in range(5)
+        ]
+        await a.settle()
+    async with open_app(shared_settings(tmp_path, "late", shared_url)) as late:
+        assert late.follower is not None
+        await late.settle()
+        pids = [point_id("note", n.id) for n in added]
+        present = await late.index.present(pids)
+        assert all(present.get(p) is True for p in pids)  # with their stored vectors

@@ -62,8 +62,7 @@ class Follower:
         """Follow forever (the gateway's lifetime); a failing pass is retried."""
         while True:
             try:
-                await self.apply_pending()
-                await self.applier.apply_pending()
+                await self.apply_pending()  # vectors: the applier's own loop
             except Exception as exc:  # the store may be restarting: retry, never die
                 log.warning("following the change feed failed (%s); retrying", exc)
                 await anyio.sleep(1.0)

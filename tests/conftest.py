@@ -20,7 +20,11 @@ from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.daemon import local_gateway as gw
 from mcp_gateway.protocol.server import create_server
 from mcp_gateway.services.app import AppContext
-from tests.pg_server import database_location, pg_database  # noqa: F401 (fixtures)
+from tests.pg_server import (  # noqa: F401 (fixtures)
+    database_location,
+    pg_database,
+    throwaway_cluster,
+)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -50,11 +54,17 @@ def _no_daemon_outlives_the_session(tmp_path_factory: pytest.TempPathFactory) ->
 
 
 @pytest.fixture
-def settings(tmp_path: Path) -> KiokuSettings:
+def settings(tmp_path: Path, request: pytest.FixtureRequest) -> KiokuSettings:
+    """A fresh data dir; with KIOKU_TEST_BACKEND=postgres, the truth store is a fresh
+    schema on the test PostgreSQL instead of SQLite (to run any suite on that backend)."""
+    url = None
+    if os.environ.get("KIOKU_TEST_BACKEND") == "postgres":
+        url = request.getfixturevalue("pg_database").new_schema()
     return KiokuSettings(
         data_dir=tmp_path / "data",
         redis_url=None,
         qdrant_url=None,
+        database_url=url,
         index={"collection": f"t_{uuid.uuid4().hex[:12]}"},
     )
 

@@ -34,7 +34,7 @@ def server_answers() -> bool:
         return False
 
 
-class TestDatabase:
+class ScratchDatabase:
     """One database created by this process, dropped only if it is still ours."""
 
     def __init__(self) -> None:
@@ -71,10 +71,10 @@ class TestDatabase:
 
 
 @pytest.fixture(scope="session")
-def pg_database() -> Iterator[TestDatabase]:
+def pg_database() -> Iterator[ScratchDatabase]:
     if not server_answers():
         pytest.fail("PostgreSQL is not answering on 127.0.0.1:5432 (.ci/run starts it)")
-    db = TestDatabase()
+    db = ScratchDatabase()
     try:
         yield db
     finally:
@@ -88,3 +88,70 @@ def database_location(request: pytest.FixtureRequest, tmp_path: Path) -> Iterato
         yield tmp_path / "kioku.sqlite3"
     else:
         yield request.getfixturevalue("pg_database").new_schema()
+
+
+PG_BIN = Path("/usr/lib/postgresql/15/bin")
+
+
+class ThrowawayCluster:
+    """A PostgreSQL server of the test's own (``initdb`` in a temp dir, a free port), so
+    that a test may stop and restart it without touching the machine's server."""
+
+    def __init__(self) -> None:
+        import os
+        import shutil
+        import socket
+        import tempfile
+
+        self.root = Path(tempfile.mkdtemp(prefix="kioku-pg-"))
+        self._as_postgres = os.getuid() == 0  # initdb refuses to run as root
+        if self._as_postgres:
+            shutil.chown(self.root, "postgres", "postgres")
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            self.port = int(sock.getsockname()[1])
+        self.data = self.root / "data"
+        self._run(
+            PG_BIN / "initdb", "-D", self.data, "-U", "postgres", "-A", "trust",
+            "-E", "UTF8", "--locale", "C.UTF-8", "--no-sync",
+        )  # fmt: skip
+        self.url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+
+    def _run(self, *args: object) -> None:
+        import subprocess
+
+        cmd = [str(a) for a in args]
+        if self._as_postgres:
+            cmd = ["runuser", "-u", "postgres", "--", *cmd]
+        subprocess.run(cmd, check=True, capture_output=True, timeout=120)
+
+    def start(self) -> None:
+        options = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off"
+        self._run(
+            PG_BIN / "pg_ctl", "-D", self.data, "-l", self.root / "log", "-o", options,
+            "-w", "start",
+        )  # fmt: skip
+
+    def stop(self) -> None:
+        self._run(PG_BIN / "pg_ctl", "-D", self.data, "-m", "fast", "-w", "stop")
+
+    def remove(self) -> None:
+        import contextlib
+        import shutil
+        import subprocess
+
+        with contextlib.suppress(subprocess.CalledProcessError):
+            self.stop()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+@pytest.fixture
+def throwaway_cluster() -> Iterator[ThrowawayCluster]:
+    if not (PG_BIN / "initdb").exists():
+        pytest.skip(f"no PostgreSQL 15 binaries in {PG_BIN}")
+    cluster = ThrowawayCluster()
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.remove()

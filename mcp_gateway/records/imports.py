@@ -37,7 +37,9 @@ def put(conn: sqlite3.Connection, items: Sequence[Imported]) -> tuple[list[str],
         conn.execute(
             "INSERT INTO record_sequences(namespace, type, project, last_seq) "
             "VALUES (?, ?, ?, ?) ON CONFLICT(namespace, type, project) DO UPDATE SET "
-            "last_seq = MAX(last_seq, excluded.last_seq)",
+            # the larger of the two, written so both SQLite and PostgreSQL read it
+            "last_seq = CASE WHEN excluded.last_seq > record_sequences.last_seq "
+            "THEN excluded.last_seq ELSE record_sequences.last_seq END",
             (rec.namespace, rec.type, rec.project, rec.seq),
         )
         added.append(rec.id)

@@ -135,7 +135,7 @@ TRANSIENT: tuple[type[BaseException], ...] = (
 
 
 class PgBackend:
-    def __init__(self, url: str, *, max_size: int = 8, timeout_s: float = 10.0) -> None:
+    def __init__(self, url: str, *, max_size: int = 8, timeout_s: float = 5.0) -> None:
         self.url = url
         self.timeout_s = timeout_s
         self._pool = psycopg_pool.ConnectionPool(
@@ -144,6 +144,10 @@ class PgBackend:
             max_size=max_size,
             open=False,
             timeout=timeout_s,
+            # give up a failing reconnection soon: the next call starts a fresh attempt
+            # at once, instead of waiting out an exponential backoff that grew while
+            # the server was down (the first call after a restart then succeeds)
+            reconnect_timeout=2.0,
             # a connection broken by a restart is found and replaced before use
             check=psycopg_pool.ConnectionPool.check_connection,
             kwargs={"autocommit": True, "row_factory": _row_factory, "connect_timeout": 5},

@@ -29,6 +29,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.pg_server import PG_BIN, ThrowawayCluster
+
 KIOKU = str(Path(sys.executable).with_name("kioku"))
 TOKEN = "cluster-test-token-" + "0123456789abcdef" * 2
 
@@ -238,50 +240,17 @@ def temp_root() -> Path:
     return Path(tempfile.mkdtemp(prefix="kioku-cluster-"))
 
 
-@dataclass
-class ThrowawayPostgres:
-    """A PostgreSQL cluster of the test's own (``initdb`` in a temp dir, a free port on
-    127.0.0.1, trust auth), so that it can be restarted under load; the machine's shared
-    server is never restarted. Runs as the ``postgres`` user (the server refuses root)."""
-
-    root: Path
-    port: int = 0
-
-    @property
-    def url(self) -> str:
-        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
-
-    def _as_postgres(self, *argv: str) -> None:
-        user = [] if os.geteuid() != 0 else ["runuser", "-u", "postgres", "--"]
-        subprocess.run([*user, *argv], check=True, capture_output=True, timeout=120)
-
-    def start(self) -> None:
-        data = self.root / "pgdata"
-        if not data.exists():
-            self.root.mkdir(parents=True, exist_ok=True)
-            if os.geteuid() == 0:
-                shutil.chown(self.root, "postgres", "postgres")
-            self.port = free_port()
-            self._as_postgres("initdb", "-D", str(data), "-U", "postgres", "--auth=trust")
-        opts = f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.root}"
-        self._as_postgres(
-            "pg_ctl", "-D", str(data), "-o", opts, "-l", str(self.root / "pg.log"), "-w", "start"
-        )
-
-    def stop(self) -> None:
-        data = self.root / "pgdata"
-        self._as_postgres("pg_ctl", "-D", str(data), "-m", "fast", "-w", "stop")
+ThrowawayPostgres = ThrowawayCluster
 
 
 @contextlib.contextmanager
-def throwaway_postgres() -> Iterator[ThrowawayPostgres]:
-    if shutil.which("initdb") is None or shutil.which("pg_ctl") is None:
-        raise RuntimeError("initdb and pg_ctl are needed for a throwaway PostgreSQL")
-    pg = ThrowawayPostgres(Path(tempfile.mkdtemp(prefix="kioku-pg-")))
-    pg.start()
+def throwaway_postgres() -> Iterator[ThrowawayCluster]:
+    """A PostgreSQL cluster of our own (``tests/pg_server.py``), started; removed after."""
+    if not (PG_BIN / "initdb").exists():
+        raise RuntimeError(f"no PostgreSQL binaries in {PG_BIN} for a throwaway cluster")
+    cluster = ThrowawayCluster()
     try:
-        yield pg
+        cluster.start()
+        yield cluster
     finally:
-        with contextlib.suppress(subprocess.CalledProcessError):
-            pg.stop()
-        shutil.rmtree(pg.root, ignore_errors=True)
+        cluster.remove()

@@ -124,7 +124,8 @@ class Applier:
                 vec = by_kind["note"][nid]
                 if vec.content_hash == content_hash(note_document(note)):
                     points.append(note_point(note, vec.vector, priors.get(nid), vec.terms))
-                    applied_notes[nid] = note.updated_at
+                    if note.embedded_model != vec.model:  # every gateway applies it: one write
+                        applied_notes[nid] = note.updated_at
             for rid, rec in records.items():
                 vec = by_kind["record"][rid]
                 if vec.content_hash == content_hash(record_document(rec)):

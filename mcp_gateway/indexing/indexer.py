@@ -249,7 +249,8 @@ class Indexer:
                 vec = stored.get(note.id)
                 if vec is not None and vec.content_hash == content_hash(note_document(note)):
                     points.append(note_point(note, vec.vector, priors.get(note.id), vec.terms))
-                    embedded[note.id] = note.updated_at
+                    if note.embedded_model != self.model_id:  # marked already: no write
+                        embedded[note.id] = note.updated_at
                 else:
                     points.append(note_point(note, None, priors.get(note.id)))
                     pending.append(note)

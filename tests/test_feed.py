@@ -207,3 +207,33 @@ async def test_a_gateway_started_later_builds_its_index_from_the_feed(
         pids = [point_id("note", n.id) for n in added]
         present = await late.index.present(pids)
         assert all(present.get(p) is True for p in pids)  # with their stored vectors
+
+
+async def test_periodic_work_runs_in_one_gateway(
+    tmp_path: Path, shared_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without Redis, each gateway's timers would each run the re-ranking: the lease in
+    the truth store lets one of them (the first to take it) run it every period."""
+    import anyio
+
+    from mcp_gateway.jobs import inprocess
+
+    period, window = 0.5, 3.0
+    monkeypatch.setattr(inprocess, "periodic_jobs", lambda settings: [("rerank", period, True)])
+    runs: dict[int, int] = {}
+    enqueue = inprocess.InProcessQueue.enqueue
+
+    async def counted(self, function, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if function == "rerank":
+            runs[id(self)] = runs.get(id(self), 0) + 1
+        return await enqueue(self, function, *args, **kwargs)
+
+    monkeypatch.setattr(inprocess.InProcessQueue, "enqueue", counted)
+    async with two_gateways(tmp_path, shared_url):
+        runs.clear()  # both are up: from here each has its timer
+        await anyio.sleep(window)
+        total = sum(runs.values())
+    # once a period in all (the lease may pass to the other gateway if its holder misses
+    # a renewal, e.g. an event loop stall here, but never doubles a period); two timers
+    # without the lease would run it twice a period
+    assert window / period / 2 <= total <= window / period + 1, runs

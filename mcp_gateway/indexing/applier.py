@@ -60,6 +60,7 @@ class Applier:
         """``points_lock``: shared with the ``Indexer`` (why: its docstring)."""
         self.db, self.notes, self.records, self.vectors = db, notes, records, vectors
         self.index, self.poll_s, self.writes = index, poll_s, writes
+        self.suffix = suffix
         self.applied_key, self.priors_key = APPLIED_KEY + suffix, PRIORS_KEY + suffix
         self._seq: int | None = None  # the vector cursor as last read or written
         self._wake = anyio.Event()
@@ -88,9 +89,9 @@ class Applier:
                 # a lexical-only point landing after its embedded one would undo it
                 await self.writes.caught_up()
             done = 0
-            while rows := await self.vectors.since(
-                self.index.spec.model_id, await self._cursor(self.applied_key), BATCH
-            ):
+            # read each pass: a rebuild's adoption may have moved it back
+            self._seq = await self._cursor(self.applied_key)
+            while rows := await self.vectors.since(self.index.spec.model_id, self._seq, BATCH):
                 done += await self._apply_vectors(rows)
                 await self.db.set_meta(self.applied_key, str(rows[-1].seq))
                 self._seq = rows[-1].seq

@@ -78,6 +78,11 @@ async def test_a_note_added_on_one_gateway_is_found_on_the_other(
         await NoteService(b).delete(scope, added.id)
         await a.follower.apply_pending()
         assert pid not in await a.index.present([pid])
+        # ...and a restore brings it back there (a gateway that wrote a version itself
+        # skips it in the feed, but not once the point is gone)
+        await NoteService(b).delete(scope, added.id, restore=True)
+        await a.follower.apply_pending()
+        assert pid in await a.index.present([pid])
 
 
 async def test_records_and_their_links_follow(tmp_path: Path, shared_url: str) -> None:

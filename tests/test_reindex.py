@@ -60,8 +60,12 @@ async def counted(
     yield embedder
 
 
-async def test_reindex_reuses_stored_vectors_and_swaps(tmp_path: Path, counted) -> None:  # type: ignore[no-untyped-def]
-    settings = settings_for(tmp_path / "data")
+async def test_reindex_reuses_stored_vectors_and_swaps(  # type: ignore[no-untyped-def]
+    tmp_path: Path, counted, database_location: Path | str
+) -> None:
+    # on PostgreSQL the build process gets the URL through its environment
+    url = database_location if isinstance(database_location, str) else None
+    settings = settings_for(tmp_path / "data", database_url=url)
     async with open_app(settings, run_jobs=False) as app:
         ids = await add_notes(app, TEXTS)
         calls = counted.calls

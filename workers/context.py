@@ -10,8 +10,7 @@ from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.embedders import build_embedder
 from mcp_gateway.jobs import JobContext
 from mcp_gateway.records import RecordStore
-from mcp_gateway.stores.activity import ActivityLog
-from mcp_gateway.stores.activity_shared import SharedActivityLog
+from mcp_gateway.stores.activity import open_activity_log
 from mcp_gateway.stores.db import Database
 from mcp_gateway.stores.notes import NoteStore
 from mcp_gateway.stores.vectors import VectorStore
@@ -34,10 +33,8 @@ async def open_worker_context(settings: KiokuSettings) -> AsyncIterator[JobConte
             records=RecordStore(db, settings.project),
             vectors=VectorStore(db),
             embedder=embedder,
-            activity=(
-                SharedActivityLog(settings.activity_log_path, db)
-                if settings.shared_store
-                else ActivityLog(settings.activity_log_path)
+            activity=open_activity_log(
+                db, settings.activity_log_path, shared=settings.shared_store
             ),
             namespaces=settings_scope(settings).read,
         )

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import shutil
 import sys
 from collections.abc import Callable
@@ -35,7 +36,7 @@ from mcp_gateway.index.edge import EdgeIndex
 from mcp_gateway.index.edge_shard import STORAGE
 from mcp_gateway.rebuild.fill import fill_notes, fill_records, stored_vectors
 from mcp_gateway.records import RecordStore
-from mcp_gateway.stores.db import Database
+from mcp_gateway.stores.db import Database, is_database_url
 from mcp_gateway.stores.notes import NoteStore
 from mcp_gateway.stores.vectors import VectorStore
 
@@ -49,6 +50,17 @@ BUILD_OPTIMIZERS = qe.EdgeOptimizersConfig(indexing_threshold=1)
 BUILD_HNSW = qe.HnswIndexConfig(m=32, ef_construct=256, full_scan_threshold=10_000)
 
 
+# A database URL (it may carry a password) reaches the build through its environment,
+# not its command line, which every user of the host can read (ps)
+DB_ENV = "KIOKU_BUILD_DATABASE_URL"
+DB_FROM_ENV = "env"
+
+
+def build_env(db_path: Path | str) -> dict[str, str] | None:
+    """The build process's environment: the owner's, plus the URL when there is one."""
+    return {**os.environ, DB_ENV: str(db_path)} if is_database_url(db_path) else None
+
+
 def build_command(
     db_path: Path | str, root: Path, spec: IndexSpec, project: str, dense_storage: str
 ) -> list[str]:
@@ -57,7 +69,7 @@ def build_command(
         "-m",
         "mcp_gateway.rebuild.build",
         "--db",
-        str(db_path),
+        DB_FROM_ENV if is_database_url(db_path) else str(db_path),
         "--root",
         str(root),
         "--collection",
@@ -79,6 +91,7 @@ async def run_build(
     target_dir: Path,
     on_progress: Callable[[dict[str, int]], None],
     on_started: Callable[[int], None] = lambda _pid: None,
+    env: dict[str, str] | None = None,
 ) -> None:
     """Run a build process to completion. Cancelled or failed, the process is killed
     and its half-built collection removed; the live collection is never touched."""
@@ -86,7 +99,7 @@ async def run_build(
     proc: anyio.abc.Process | None = None
     try:
         # stderr is inherited: the build's log lines go where the owner's go
-        proc = await anyio.open_process(command, stdout=-1, stderr=None)
+        proc = await anyio.open_process(command, stdout=-1, stderr=None, env=env)
         on_started(proc.pid)
         assert proc.stdout is not None
         buf = b""
@@ -155,7 +168,7 @@ async def build(
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m mcp_gateway.rebuild.build")
-    ap.add_argument("--db", required=True)  # a SQLite file or a postgresql:// URL
+    ap.add_argument("--db", required=True)  # a SQLite file, or "env": DB_ENV's URL
     ap.add_argument("--root", type=Path, required=True)
     ap.add_argument("--collection", required=True)
     ap.add_argument("--dim", type=int, required=True)
@@ -166,7 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="build: %(message)s")
     spec = IndexSpec(args.collection, args.dim, args.model, latent=args.latent)
-    points = anyio.run(build, args.db, args.root, spec, args.project, args.dense_storage)
+    db = os.environ[DB_ENV] if args.db == DB_FROM_ENV else args.db
+    points = anyio.run(build, db, args.root, spec, args.project, args.dense_storage)
     log.info("built %s: HNSW graph over %d points", spec.collection, points)
     return 0
 

@@ -44,8 +44,7 @@ from mcp_gateway.search.neardup import Folder
 from mcp_gateway.search.prefetch import Prefetcher
 from mcp_gateway.search.service import SearchService
 from mcp_gateway.search.thresholds import ThresholdCache
-from mcp_gateway.stores.activity import ActivityLog
-from mcp_gateway.stores.activity_shared import SharedActivityLog
+from mcp_gateway.stores.activity import ActivityLog, open_activity_log
 from mcp_gateway.stores.changes import TRIGGERS, ChangeFeed
 from mcp_gateway.stores.db import Database
 from mcp_gateway.stores.notes import NoteStore
@@ -241,11 +240,7 @@ def _compose(
     records = RecordStore(db, settings.project)
     vectors = VectorStore(db)
     thresholds = ThresholdCache(db, embedder.model_id, dict(settings.search.thresholds))
-    activity = (
-        SharedActivityLog(settings.activity_log_path, db)
-        if settings.shared_store
-        else ActivityLog(settings.activity_log_path)
-    )
+    activity = open_activity_log(db, settings.activity_log_path, shared=settings.shared_store)
     writes = WriteBehind()
     points_lock = anyio.Lock()  # whole-point writes: the applier's and the indexer's
     applier = Applier(

@@ -36,7 +36,7 @@ from mcp_gateway.embedders.base import Encoded
 from mcp_gateway.index import catalog
 from mcp_gateway.index.base import Index, IndexSpec
 from mcp_gateway.indexing.indexer import Indexer
-from mcp_gateway.rebuild.build import build_command, run_build
+from mcp_gateway.rebuild.build import build_command, build_env, run_build
 from mcp_gateway.rebuild.fill import VectorsFor, fill_notes, fill_records, stored_vectors
 from mcp_gateway.services.app import AppContext
 from mcp_gateway.stores.vectors import content_hash
@@ -190,7 +190,9 @@ class Rebuilder:
         command = build_command(
             settings.database, root, spec, settings.project, settings.index.dense_storage
         )
-        await run_build(command, root / spec.collection, progress, started)
+        await run_build(
+            command, root / spec.collection, progress, started, build_env(settings.database)
+        )
         target = await catalog.open_index(app.settings, spec)
         try:
             # from here every write reaches both; what came before is in the journal

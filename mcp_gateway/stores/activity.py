@@ -14,6 +14,11 @@ thread that an ``atexit`` hook drains, so entries are not lost at a normal exit.
 The writer waits ``SETTLE_S`` after an entry arrives before it writes: the entry is
 appended just before the reply is sent, and a thread that woke at once would take the
 GIL from the reply; entries that arrive meanwhile go in the same ``write``.
+
+On PostgreSQL, and on a SQLite file several gateways share, the log is a table
+(``DatabaseActivityLog``, same writer thread, one
+multi-row insert per batch): gateways and workers on other hosts append to and read
+one log, so the tuning and re-ranking jobs see every gateway's calls wherever they run.
 """
 
 from __future__ import annotations
@@ -29,7 +34,32 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from mcp_gateway.stores.db import Database, register_migration
+
 log = logging.getLogger(__name__)
+
+register_migration(
+    "activity_log",
+    1,
+    """
+    CREATE TABLE activity_log (
+        n BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        ts DOUBLE PRECISION NOT NULL,
+        entry TEXT NOT NULL
+    );
+    CREATE INDEX activity_log_ts ON activity_log(ts);
+    """,
+    dialect="postgres",
+)
+# a SQLite file that several gateways share (``database_url=sqlite:///...``) holds it too
+register_migration(
+    "activity_log",
+    1,
+    """
+    CREATE TABLE activity_log (n INTEGER PRIMARY KEY, ts REAL NOT NULL, entry TEXT NOT NULL);
+    CREATE INDEX activity_log_ts ON activity_log(ts);
+    """,
+)
 
 PREVIEW_CHARS = 120
 SETTLE_S = 0.005
@@ -114,9 +144,49 @@ class ActivityLog:
                     yield entry
 
 
-def entry_line(entry: dict[str, Any]) -> str:
-    """The entry as one JSON line, or "" for one that cannot be written."""
-    return _line(entry).strip()
+class DatabaseActivityLog(ActivityLog):
+    """The activity log as the ``activity_log`` table of a PostgreSQL truth store."""
+
+    def __init__(self, db: Database) -> None:
+        super().__init__(Path("activity_log"))  # a name for messages, no file
+        self.db = db
+
+    def _write(self, *entries: dict[str, Any]) -> None:
+        rows = [(float(e.get("ts", 0.0)), line) for e in entries if (line := _line(e))]
+        if not rows:
+            return
+        try:
+            self.db.run_sync(
+                lambda c: c.executemany("INSERT INTO activity_log(ts, entry) VALUES (?, ?)", rows)
+            )
+        except Exception as exc:  # advisory, as the file: never fail the tool call
+            log.warning("activity log not written (%d entries): %s", len(rows), exc)
+
+    def read_sync(self, since: float = 0.0) -> Iterator[dict[str, Any]]:
+        self.flush()
+        rows = self.db.run_sync(
+            lambda c: c.execute(
+                # in time order: batches from several processes interleave in n
+                "SELECT entry FROM activity_log WHERE ts >= ? ORDER BY ts, n",
+                (since,),
+            ).fetchall()
+        )
+        for row in rows:
+            try:
+                entry = json.loads(row[0])
+            except json.JSONDecodeError:
+                continue
+            if isinstance(entry, dict):
+                yield entry
+
+
+def open_activity_log(db: Database, path: Path, *, shared: bool = False) -> ActivityLog:
+    """The deployment's activity log: a table on PostgreSQL, or on a SQLite file that
+    several gateways share (``shared``: each data dir's file would split the log), else
+    the file at ``path``."""
+    if db.dialect == "postgres" or shared:
+        return DatabaseActivityLog(db)
+    return ActivityLog(path)
 
 
 def _line(entry: dict[str, Any]) -> str:

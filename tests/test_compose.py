@@ -40,8 +40,12 @@ def dockerfile_cmd() -> tuple[list[str], list[str]]:
     return yaml.safe_load(entry.group(1)), yaml.safe_load(cmd.group(1))
 
 
+GATEWAYS = ("gateway-1", "gateway-2")
+
+
 def test_expected_services_with_health_checks_and_restart(services: dict[str, Any]) -> None:
-    assert {"redis", "qdrant", "ollama", "ollama-pull", "gateway", "worker"} <= set(services)
+    expected = {"postgres", "redis", "qdrant", "ollama", "ollama-pull", "proxy", "worker"}
+    assert expected | set(GATEWAYS) <= set(services)
     for name, svc in services.items():
         if name == "ollama-pull":
             assert svc["restart"] == "no"
@@ -59,11 +63,18 @@ def test_volumes_persist_index_models_and_data(compose: dict[str, Any], services
     for name, mount in [
         ("qdrant", "/qdrant/storage"),
         ("ollama", "/root/.ollama"),
-        ("gateway", "/data"),
+        ("postgres", "/var/lib/postgresql/data"),
+        ("gateway-1", "/data"),
+        ("gateway-2", "/data"),
         ("worker", "/data"),
     ]:
         vols = services[name]["volumes"]
         assert any(v.endswith(":" + mount) and v.split(":")[0] in declared for v in vols), name
+    # each gateway its own data dir (its gateway id, so its cursors); the workers none
+    # of a gateway's
+    mounts = {n: {v.split(":")[0] for v in services[n]["volumes"]} for n in [*GATEWAYS, "worker"]}
+    assert not mounts["gateway-1"] & mounts["gateway-2"]
+    assert not (mounts["gateway-1"] | mounts["gateway-2"]) & mounts["worker"]
 
 
 def test_every_command_parses_with_the_cli(services: dict[str, Any]) -> None:
@@ -105,6 +116,8 @@ def test_every_env_var_is_a_setting_and_is_applied(services, monkeypatch, tmp_pa
             assert _field_exists(KiokuSettings, path), f"{name}: {key} is not a setting"
             monkeypatch.setenv(key, value)
         settings = KiokuSettings()
+        assert settings.shared_store
+        assert str(settings.database).startswith("postgresql://kioku:")
         assert settings.redis_url == "redis://redis:6379/0"
         assert settings.qdrant_url == "http://qdrant:6333"
         assert settings.embedder.provider == "ollama"
@@ -114,23 +127,46 @@ def test_every_env_var_is_a_setting_and_is_applied(services, monkeypatch, tmp_pa
 
 
 def test_ports_match_the_gateway_command_and_image(services: dict[str, Any]) -> None:
-    gateway = services["gateway"]
-    args = _parser().parse_args(gateway["command"])
-    assert args.http and args.host == "0.0.0.0"
-    assert gateway["ports"] == [f"{args.port}:{args.port}"]
-    assert f"EXPOSE {args.port}" in (ROOT / "Dockerfile").read_text()
-    assert str(args.port) in " ".join(gateway["healthcheck"]["test"])
-    assert "KIOKU_HTTP__TOKEN" in gateway["environment"]
+    ports = set()
+    for name in GATEWAYS:
+        gateway = services[name]
+        args = _parser().parse_args(gateway["command"])
+        assert args.http and args.host == "0.0.0.0"
+        assert "ports" not in gateway, "clients reach the gateways through the proxy"
+        assert str(args.port) in " ".join(gateway["healthcheck"]["test"])
+        assert "KIOKU_HTTP__TOKEN" in gateway["environment"]
+        ports.add(args.port)
+    (port,) = ports
+    assert f"EXPOSE {port}" in (ROOT / "Dockerfile").read_text()
+    assert services["proxy"]["ports"] == [f"{port}:{port}"]
+
+
+def test_the_proxy_sends_each_session_to_one_gateway(compose: dict[str, Any], services) -> None:
+    proxy = services["proxy"]
+    (config,) = proxy["configs"]
+    text = compose["configs"][config["source"]]["content"]
+    port = _parser().parse_args(services["gateway-1"]["command"]).port
+    assert f"bind :{port}" in text
+    for name in GATEWAYS:
+        assert f"server {name} {name}:{port} check" in text
+        assert proxy["depends_on"][name]
+    # an MCP session lives in the gateway that opened it: requests carrying its id must
+    # go back there (stored from the response, matched on each request)
+    assert "stick store-response res.hdr(mcp-session-id)" in text
+    assert "stick on req.hdr(mcp-session-id)" in text
+    # the image the gateways run can open PostgreSQL
+    assert 'pip install ".[postgres]"' in (ROOT / "Dockerfile").read_text()
 
 
 def test_services_reach_each_other_by_the_urls_in_the_environment(services) -> None:
     env = _environment(services["worker"])
     for url, service in [
+        (env["KIOKU_DATABASE_URL"], "postgres"),
         (env["KIOKU_REDIS_URL"], "redis"),
         (env["KIOKU_QDRANT_URL"], "qdrant"),
         (env["KIOKU_EMBEDDER__OLLAMA_HOST"], "ollama"),
     ]:
-        assert f"//{service}:" in url
+        assert f"//{service}:" in url or f"@{service}:" in url
         assert service in services["worker"]["depends_on"] or service == "ollama"
     assert services["worker"]["depends_on"]["ollama-pull"]["condition"] == (
         "service_completed_successfully"

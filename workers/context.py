@@ -33,6 +33,8 @@ async def open_worker_context(settings: KiokuSettings) -> AsyncIterator[JobConte
             records=RecordStore(db, settings.project),
             vectors=VectorStore(db),
             embedder=embedder,
-            activity=open_activity_log(db, settings.activity_log_path),
+            activity=open_activity_log(
+                db, settings.activity_log_path, shared=settings.shared_store
+            ),
             namespaces=settings_scope(settings).read,
         )

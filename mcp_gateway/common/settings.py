@@ -237,7 +237,8 @@ class KiokuSettings(BaseSettings):
     qdrant_url: str | None = None
     redis_url: str | None = None
     # the shared truth store, postgresql://user@host/db (needs the `postgres` extra);
-    # None: SQLite in data_dir, the embedded default
+    # None: SQLite in data_dir, the embedded default. ``sqlite:////abs/path`` shares one
+    # SQLite file between processes on one host (WAL; never over a network filesystem).
     database_url: str | None = None
     log_level: str = "INFO"
 
@@ -264,8 +265,11 @@ class KiokuSettings(BaseSettings):
         if value is None or not value.strip():
             return None
         url = value.strip()
-        if not url.startswith(("postgresql://", "postgres://")):
-            raise ValueError("database_url must be a postgresql://user@host:port/dbname URL")
+        if not url.startswith(("postgresql://", "postgres://", "sqlite:///")):
+            raise ValueError(
+                "database_url must be a postgresql://user@host:port/dbname URL "
+                "(or sqlite:////abs/path for processes sharing one host)"
+            )
         return url
 
     @field_validator("log_level")
@@ -286,12 +290,23 @@ class KiokuSettings(BaseSettings):
 
     @property
     def db_path(self) -> Path:
+        if self.database_url and self.database_url.startswith("sqlite://"):
+            # SQLAlchemy's form: sqlite:////abs/path (absolute), sqlite:///rel/path
+            return Path(self.database_url.removeprefix("sqlite:///")).expanduser()
         return self.data_dir / "kioku.sqlite3"
+
+    @property
+    def shared_store(self) -> bool:
+        """True when other gateways may write the same truth store: this one then
+        follows the change feed and takes leases for periodic work."""
+        return bool(self.database_url)
 
     @property
     def database(self) -> Path | str:
         """What ``stores.db.Database`` opens: the PostgreSQL URL, else the SQLite file."""
-        return self.database_url or self.db_path
+        if self.database_url and not self.database_url.startswith("sqlite://"):
+            return self.database_url
+        return self.db_path
 
     @property
     def index_path(self) -> Path:

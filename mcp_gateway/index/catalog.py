@@ -56,14 +56,15 @@ def check_schema(info: LiveIndexInfo) -> None:
         )
 
 
-async def adopt(db: Database, spec: IndexSpec, *, applied_seq: int) -> None:
-    """Make ``spec`` the live collection, in one transaction."""
+async def adopt(db: Database, spec: IndexSpec, *, applied_seq: int, suffix: str = "") -> None:
+    """Make ``spec`` the live collection, in one transaction. ``suffix``: the adopting
+    gateway's own cursors where several share the truth store (``indexing.applier``)."""
     values = {
         ACTIVE_KEY: spec.collection,
         MODEL_KEY: f"{spec.model_id}@{spec.dim}",
         SCHEMA_KEY: SCHEMA,
-        APPLIED_KEY: str(applied_seq),
-        PRIORS_KEY: "0",
+        APPLIED_KEY + suffix: str(applied_seq),
+        PRIORS_KEY + suffix: "0",
     }
     await db.transaction(
         lambda c: c.executemany(

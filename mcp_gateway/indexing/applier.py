@@ -9,6 +9,10 @@ what reached SQLite gets applied, and what did not is found by ``reconcile``.
 
 In-process jobs wake the applier at once; vectors from worker processes are noticed by
 polling one indexed row (``poll_s``, 0.1 s by default).
+
+``suffix`` ("" for the embedded owner) names this gateway's own cursors when several
+gateways share the truth store (``indexing.follow``): each applies every vector to its
+own index.
 """
 
 from __future__ import annotations
@@ -51,10 +55,14 @@ class Applier:
         poll_s: float = 0.1,
         writes: WriteBehind | None = None,
         points_lock: anyio.Lock | None = None,
+        suffix: str = "",
     ) -> None:
         """``points_lock``: shared with the ``Indexer`` (why: its docstring)."""
         self.db, self.notes, self.records, self.vectors = db, notes, records, vectors
         self.index, self.poll_s, self.writes = index, poll_s, writes
+        self.suffix = suffix
+        self.applied_key, self.priors_key = APPLIED_KEY + suffix, PRIORS_KEY + suffix
+        self._seq: int | None = None  # the vector cursor as last read or written
         self._wake = anyio.Event()
         self._lock = points_lock or anyio.Lock()
         self.applied = 0
@@ -81,17 +89,24 @@ class Applier:
                 # a lexical-only point landing after its embedded one would undo it
                 await self.writes.caught_up()
             done = 0
-            while rows := await self.vectors.since(
-                self.index.spec.model_id, await self._cursor(APPLIED_KEY), BATCH
-            ):
+            # read each pass: a rebuild's adoption may have moved it back
+            self._seq = await self._cursor(self.applied_key)
+            while rows := await self.vectors.since(self.index.spec.model_id, self._seq, BATCH):
                 done += await self._apply_vectors(rows)
-                await self.db.set_meta(APPLIED_KEY, str(rows[-1].seq))
+                await self.db.set_meta(self.applied_key, str(rows[-1].seq))
+                self._seq = rows[-1].seq
             done += await self._apply_priors()
             self.applied += done
             return done
 
     async def _cursor(self, key: str) -> int:
         return int(float(await self.db.get_meta(key) or 0))
+
+    async def cursor_seq(self) -> int:
+        """The vector seq applied so far (cached: read once, then kept by each pass)."""
+        if self._seq is None:
+            self._seq = await self._cursor(self.applied_key)
+        return self._seq
 
     async def _apply_vectors(self, rows: Sequence[StoredVector]) -> int:
         by_kind: dict[str, dict[str, StoredVector]] = {"note": {}, "record": {}}
@@ -110,7 +125,8 @@ class Applier:
                 vec = by_kind["note"][nid]
                 if vec.content_hash == content_hash(note_document(note)):
                     points.append(note_point(note, vec.vector, priors.get(nid), vec.terms))
-                    applied_notes[nid] = note.updated_at
+                    if note.embedded_model != vec.model:  # every gateway applies it: one write
+                        applied_notes[nid] = note.updated_at
             for rid, rec in records.items():
                 vec = by_kind["record"][rid]
                 if vec.content_hash == content_hash(record_document(rec)):
@@ -129,7 +145,7 @@ class Applier:
         return len(points)
 
     async def _apply_priors(self) -> int:
-        since = float(await self.db.get_meta(PRIORS_KEY) or 0)
+        since = float(await self.db.get_meta(self.priors_key) or 0)
         rows = await self.db.fetchall(
             "SELECT note_id, prior, updated_at FROM note_priors WHERE updated_at > ? "
             "ORDER BY updated_at",
@@ -145,5 +161,5 @@ class Applier:
                 groups.setdefault(float(r["prior"]), []).append(pids[r["note_id"]])
         for prior, ids in groups.items():
             await self.index.set_payload(ids, {"prior": prior})
-        await self.db.set_meta(PRIORS_KEY, repr(float(rows[-1]["updated_at"])))
+        await self.db.set_meta(self.priors_key, repr(float(rows[-1]["updated_at"])))
         return sum(len(ids) for ids in groups.values())

@@ -27,6 +27,8 @@ from mcp_gateway.stores.vectors import VectorStore, content_hash
 
 log = logging.getLogger(__name__)
 
+WRITTEN_KEPT = 10_000
+
 # Ranking priors written by the re-ranking job (workers.priors). Kept here, not only in
 # the index payload, so a re-embed (a whole-point upsert) carries the prior over.
 register_migration(
@@ -172,6 +174,10 @@ class Indexer:
     ) -> None:
         self.notes, self.records, self.index, self.vectors = notes, records, index, vectors
         self.points_lock = points_lock or anyio.Lock()
+        # note id -> the version (updated_at) whose point this process wrote last: the
+        # change feed brings a gateway its own writes back, and those need no second
+        # encoding (bounded: the oldest entries go first)
+        self.written: dict[str, float] = {}
 
     @property
     def model_id(self) -> str:
@@ -186,6 +192,7 @@ class Indexer:
                 prior = (await load_priors(self.notes.db, [latest.id])).get(latest.id)
                 point = await anyio.to_thread.run_sync(note_point, latest, None, prior)
                 await self.index.upsert([point])
+                self._wrote([latest])
 
     async def put_new_lexical(self, note: Note) -> None:
         """The first point of a note ``add_note`` just stored: no lock, because the
@@ -193,6 +200,14 @@ class Indexer:
         before it writes embedded points."""
         # Sparse encoding is CPU work (~25 ms for a 32 KB note): never on the event loop.
         await self.index.upsert([await anyio.to_thread.run_sync(note_point, note)])
+        self._wrote([note])
+
+    def _wrote(self, notes: Sequence[Note]) -> None:
+        for note in notes:
+            self.written.pop(note.id, None)
+            self.written[note.id] = note.updated_at
+        while len(self.written) > WRITTEN_KEPT:
+            del self.written[next(iter(self.written))]
 
     async def update_payload(self, note: Note) -> None:
         async with self.points_lock:  # the applier writes whole points from older reads
@@ -201,6 +216,7 @@ class Indexer:
 
     async def remove(self, note_id: str) -> None:
         async with self.points_lock:  # or the applier's pass may write it back
+            self.written.pop(note_id, None)
             await self.index.delete([point_id("note", note_id)])
 
     async def put_notes(self, notes: Sequence[Note]) -> list[Note]:
@@ -210,6 +226,32 @@ class Indexer:
             return []
         async with self.points_lock:
             return await self._put_notes(await self._latest(notes))
+
+    async def apply_changes(self, note_ids: Sequence[str], record_ids: Sequence[str]) -> None:
+        """Rewrite the points of items another process changed (the change feed), from
+        the truth store as it stands now; an item gone (a deleted note) loses its point.
+        Embedding is left to the process that wrote the item (it queued the job) and to
+        reconcile."""
+        async with self.points_lock:
+            gone: list[str] = []
+            if note_ids:
+                found = await self.notes.get_many(list(dict.fromkeys(note_ids)))
+                # what this process wrote itself is in the index already (its vector,
+                # if any since, comes through the applier)
+                await self._put_notes(
+                    [n for n in found.values() if self.written.get(n.id) != n.updated_at]
+                )
+                for i in note_ids:
+                    if i not in found:
+                        gone.append(point_id("note", i))
+                        self.written.pop(i, None)  # a restore must write it again
+            if record_ids:
+                records = await self.records.get_many(list(dict.fromkeys(record_ids)))
+                current = await self.records.current_ids(list(records))
+                await self._put_records(list(records.values()), current)
+                gone += [point_id("record", i) for i in record_ids if i not in records]
+            if gone:
+                await self.index.delete(gone)
 
     async def _latest(self, notes: Sequence[Note]) -> list[Note]:
         """``notes`` as the truth store holds them now (read under the lock: an edit
@@ -230,7 +272,8 @@ class Indexer:
                 vec = stored.get(note.id)
                 if vec is not None and vec.content_hash == content_hash(note_document(note)):
                     points.append(note_point(note, vec.vector, priors.get(note.id), vec.terms))
-                    embedded[note.id] = note.updated_at
+                    if note.embedded_model != self.model_id:  # marked already: no write
+                        embedded[note.id] = note.updated_at
                 else:
                     points.append(note_point(note, None, priors.get(note.id)))
                     pending.append(note)
@@ -238,6 +281,7 @@ class Indexer:
 
         points, pending, embedded = await anyio.to_thread.run_sync(build)
         await self.index.upsert(points)
+        self._wrote(notes)
         await self.notes.mark_embedded(embedded, self.model_id)
         return pending
 

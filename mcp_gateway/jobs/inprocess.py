@@ -6,7 +6,9 @@ raising ``Retry(defer=...)`` runs again later under the same id with ``job_try +
 singletons coordinate through a ``MemoryCoordinator``. A fixed set of consumer tasks
 runs the jobs, which are all async (the embedder and SQLite work in threads), so the
 event loop never blocks. Periodic jobs (reconcile, rerank, tune) run on timers, and
-reconcile also at start-up.
+reconcile also at start-up. Where several gateways share the truth store, a periodic
+job runs only in the gateway holding its lease (``stores.leases``), once per deployment;
+a holder that dies stops renewing and another takes over within 1.5 periods.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from mcp_gateway.jobs.context import JobContext
 from mcp_gateway.jobs.coordination import MemoryCoordinator
 from mcp_gateway.jobs.run import JobRun
 from mcp_gateway.jobs.scheduler import JOBS, JobFunction, QueueScheduler, periodic_jobs
+from mcp_gateway.stores.leases import Leases
 
 log = logging.getLogger(__name__)
 
@@ -225,8 +228,11 @@ class InProcessScheduler(QueueScheduler):
     async def _every(self, name: str, every_s: float, at_start: bool) -> None:
         if not at_start:
             await asyncio.sleep(every_s)
+        shared = self.kc.settings.shared_store
+        leases = Leases(self.kc.db, uuid.uuid4().hex[:12]) if shared else None
         while True:
-            await self.queue.enqueue(name, job_id=f"cron:{name}")
+            if leases is None or await _holds(leases, f"cron:{name}", every_s * 1.5):
+                await self.queue.enqueue(name, job_id=f"cron:{name}")
             await asyncio.sleep(every_s)
 
     async def drain(self) -> None:
@@ -255,3 +261,11 @@ class InProcessScheduler(QueueScheduler):
             out["batches"] = self._batcher.stats.batches
         out["failures"] = await failures.summary(self.kc.db, limit=5)
         return out
+
+
+async def _holds(leases: Leases, name: str, ttl_s: float) -> bool:
+    try:
+        return await leases.acquire(name, ttl_s)
+    except Exception as exc:  # the store is down: skip this period, try the next
+        log.warning("could not take the lease %s (%s); skipping this run", name, exc)
+        return False

@@ -10,7 +10,7 @@ it derived from the query's words) is not computed again (``answers.py``,
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -80,7 +80,11 @@ class SearchService:
         fresh: FreshEmbedder | None = None,
         writes: WriteBehind | None = None,
         folder: Folder | None = None,
+        catch_up: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
+        """``catch_up``: where other gateways write the same truth store, applies what
+        they committed before this search began (read-your-writes, ``indexing.follow``)."""
+        self.catch_up = catch_up
         self.notes, self.index, self.embedder = notes, index, embedder
         self.settings, self.thresholds, self.records = settings, thresholds, records
         self.fresh, self.writes, self.folder = fresh, writes, folder
@@ -111,6 +115,8 @@ class SearchService:
         namespace = req.namespaces[0] if req.namespaces else "default"
         if self.writes is not None:  # every note acknowledged to a reader is in the index
             await self.writes.caught_up(req.namespaces)
+        if self.catch_up is not None:  # ...whichever gateway acknowledged it
+            await self.catch_up()
         # read before anything else: a write that lands meanwhile makes this answer stale
         generation: int | None = self.index.generation
         key = (query, req.type, req.domain, req.top, tuple(req.namespaces), req.alternatives)

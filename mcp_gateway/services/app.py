@@ -5,6 +5,10 @@ place. Only the owner of a data dir opens it (see ``owner``).
 and the job scheduler. Serving owners (``run_jobs=True``) also run the applier (jobs'
 vectors into the index) and periodic reconcile; one-shot CLI commands that own the
 stores for a moment run jobs inline instead.
+
+A gateway whose truth store others share (``database_url`` set) also follows the change
+feed (``indexing.follow``: what other gateways write becomes searchable here, and every
+search first catches up) under cursors of its own (``<key>@<gateway id>``).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import anyio.abc
 from mcp_gateway.common import fsperms
 from mcp_gateway.common.access import settings_scope
 from mcp_gateway.common.errors import EmbedderUnavailable, KiokuError
+from mcp_gateway.common.keyfile import load_secret
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.embedders import build_embedder, latent_configured
 from mcp_gateway.embedders.base import Embedder
@@ -28,6 +33,7 @@ from mcp_gateway.index import catalog
 from mcp_gateway.index.base import IndexSpec
 from mcp_gateway.index.live import LiveIndex
 from mcp_gateway.indexing.applier import Applier
+from mcp_gateway.indexing.follow import Follower
 from mcp_gateway.indexing.indexer import Indexer
 from mcp_gateway.indexing.reconcile import ReconcileReport, reconcile
 from mcp_gateway.indexing.writebehind import WriteBehind
@@ -39,6 +45,7 @@ from mcp_gateway.search.prefetch import Prefetcher
 from mcp_gateway.search.service import SearchService
 from mcp_gateway.search.thresholds import ThresholdCache
 from mcp_gateway.stores.activity import ActivityLog, open_activity_log
+from mcp_gateway.stores.changes import TRIGGERS, ChangeFeed
 from mcp_gateway.stores.db import Database
 from mcp_gateway.stores.notes import NoteStore
 from mcp_gateway.stores.vectors import VectorStore
@@ -64,6 +71,8 @@ class AppContext:
     writes: WriteBehind
     # embeds pending notes between searches (None: off); runs only with the jobs
     prefetcher: Prefetcher | None = None
+    # follows the change feed (None: the embedded owner, the only writer)
+    follower: Follower | None = None
     jobs: Scheduler = field(init=False)
     background: anyio.abc.TaskGroup | None = None
     # set once the start-up reconcile has run (or at once when none runs)
@@ -97,6 +106,8 @@ class AppContext:
         await self.reconciled.wait()
         await self.writes.caught_up()
         await self.jobs.drain()
+        if self.follower is not None:
+            await self.follower.apply_pending()
         await self.applier.apply_pending()
 
     def stopping(self) -> None:
@@ -171,7 +182,11 @@ async def open_app(settings: KiokuSettings, *, run_jobs: bool = True) -> AsyncIt
         index = LiveIndex(await catalog.open_index(settings, spec))
         stack.push_async_callback(index.close)
 
-        app = _compose(settings, db, embedder, index)
+        suffix = ""
+        if settings.shared_store:
+            suffix = "@" + load_secret(settings.data_dir, GATEWAY_ID_FILE)[:6].hex()
+            await _check_feed(db)
+        app = _compose(settings, db, embedder, index, suffix)
         # last to run: a process that then ends with os._exit (an engine call still
         # running, embedders.lanes.exit_if_busy) skips atexit, where the log drains
         stack.push_async_callback(anyio.to_thread.run_sync, app.activity.flush)
@@ -187,6 +202,8 @@ async def open_app(settings: KiokuSettings, *, run_jobs: bool = True) -> AsyncIt
             stack.callback(tg.cancel_scope.cancel)
             app.background = tg
             tg.start_soon(app.applier.run)
+            if app.follower is not None:
+                tg.start_soon(app.follower.run)
             tg.start_soon(_reconcile_every, app, settings.queue.reconcile_every_s)
             if app.prefetcher is not None:
                 tg.start_soon(app.prefetcher.run)
@@ -205,17 +222,32 @@ async def open_app(settings: KiokuSettings, *, run_jobs: bool = True) -> AsyncIt
         yield app
 
 
+GATEWAY_ID_FILE = "gateway.id"
+
+
+async def _check_feed(db: Database) -> None:
+    missing = set(TRIGGERS) - await ChangeFeed(db).triggers()
+    if missing:
+        # a later migration rebuilt a watched table without recreating its trigger:
+        # other gateways would miss these writes until their next reconcile
+        log.error("change feed triggers missing: %s", ", ".join(sorted(missing)))
+
+
 def _compose(
-    settings: KiokuSettings, db: Database, embedder: Embedder, index: LiveIndex
+    settings: KiokuSettings, db: Database, embedder: Embedder, index: LiveIndex, suffix: str = ""
 ) -> AppContext:
     notes = NoteStore(db)
     records = RecordStore(db, settings.project)
     vectors = VectorStore(db)
     thresholds = ThresholdCache(db, embedder.model_id, dict(settings.search.thresholds))
-    activity = open_activity_log(db, settings.activity_log_path)
+    activity = open_activity_log(db, settings.activity_log_path, shared=settings.shared_store)
     writes = WriteBehind()
     points_lock = anyio.Lock()  # whole-point writes: the applier's and the indexer's
-    applier = Applier(db, notes, records, vectors, index, writes=writes, points_lock=points_lock)
+    applier = Applier(
+        db, notes, records, vectors, index, writes=writes, points_lock=points_lock, suffix=suffix
+    )
+    indexer = Indexer(notes, records, index, vectors, points_lock)
+    follower = Follower(db, ChangeFeed(db), indexer, applier, suffix) if suffix else None
     s = settings.search
     limits = FreshLimits(s.fresh_top, s.fresh_max_bytes, s.fresh_budget_ms)
     kc = JobContext(
@@ -243,6 +275,7 @@ def _compose(
         fresh=fresh,
         writes=writes,
         folder=folder,
+        catch_up=follower.catch_up if follower is not None else None,
     )
     prefetcher = (
         Prefetcher(notes, fresh, search.searches, s.prefetch_budget_ms)
@@ -257,7 +290,7 @@ def _compose(
         vectors=vectors,
         index=index,
         embedder=embedder,
-        indexer=Indexer(notes, records, index, vectors, points_lock),
+        indexer=indexer,
         search=search,
         thresholds=thresholds,
         activity=activity,
@@ -265,6 +298,7 @@ def _compose(
         job_context=kc,
         writes=writes,
         prefetcher=prefetcher,
+        follower=follower,
     )
 
 

@@ -150,7 +150,7 @@ class Rebuilder:
                 await fill_records(
                     app.records, target, self._vectors_for(st), st_bump(st, "records_done")
                 )
-            await catalog.adopt(app.db, spec, applied_seq=start_seq)
+            await catalog.adopt(app.db, spec, applied_seq=start_seq, suffix=app.applier.suffix)
             adopted = True
             await app.notes.mark_embedded(embedded, spec.model_id)
             old = app.index.swap(target)

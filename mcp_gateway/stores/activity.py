@@ -15,7 +15,8 @@ The writer waits ``SETTLE_S`` after an entry arrives before it writes: the entry
 appended just before the reply is sent, and a thread that woke at once would take the
 GIL from the reply; entries that arrive meanwhile go in the same ``write``.
 
-On PostgreSQL the log is a table (``DatabaseActivityLog``, same writer thread, one
+On PostgreSQL, and on a SQLite file several gateways share, the log is a table
+(``DatabaseActivityLog``, same writer thread, one
 multi-row insert per batch): gateways and workers on other hosts append to and read
 one log, so the tuning and re-ranking jobs see every gateway's calls wherever they run.
 """
@@ -49,6 +50,15 @@ register_migration(
     CREATE INDEX activity_log_ts ON activity_log(ts);
     """,
     dialect="postgres",
+)
+# a SQLite file that several gateways share (``database_url=sqlite:///...``) holds it too
+register_migration(
+    "activity_log",
+    1,
+    """
+    CREATE TABLE activity_log (n INTEGER PRIMARY KEY, ts REAL NOT NULL, entry TEXT NOT NULL);
+    CREATE INDEX activity_log_ts ON activity_log(ts);
+    """,
 )
 
 PREVIEW_CHARS = 120
@@ -156,7 +166,9 @@ class DatabaseActivityLog(ActivityLog):
         self.flush()
         rows = self.db.run_sync(
             lambda c: c.execute(
-                "SELECT entry FROM activity_log WHERE ts >= ? ORDER BY n", (since,)
+                # in time order: batches from several processes interleave in n
+                "SELECT entry FROM activity_log WHERE ts >= ? ORDER BY ts, n",
+                (since,),
             ).fetchall()
         )
         for row in rows:
@@ -168,9 +180,13 @@ class DatabaseActivityLog(ActivityLog):
                 yield entry
 
 
-def open_activity_log(db: Database, path: Path) -> ActivityLog:
-    """The deployment's activity log: a table on PostgreSQL, else the file at ``path``."""
-    return DatabaseActivityLog(db) if db.dialect == "postgres" else ActivityLog(path)
+def open_activity_log(db: Database, path: Path, *, shared: bool = False) -> ActivityLog:
+    """The deployment's activity log: a table on PostgreSQL, or on a SQLite file that
+    several gateways share (``shared``: each data dir's file would split the log), else
+    the file at ``path``."""
+    if db.dialect == "postgres" or shared:
+        return DatabaseActivityLog(db)
+    return ActivityLog(path)
 
 
 def _line(entry: dict[str, Any]) -> str:

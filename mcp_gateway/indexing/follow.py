@@ -1,0 +1,91 @@
+"""A gateway that shares its truth store with others follows the change feed.
+
+Each gateway has its own index (in its own data dir) and keeps it current from the
+truth store alone: the ``Applier`` follows vectors and priors; ``Follower`` follows the
+notes and records any process added, edited, linked or deleted (``stores.changes``),
+rewriting their points from the rows as they stand now (``Indexer.apply_changes``).
+
+Cursors are per gateway: ``<key>@<gateway id>`` in ``meta`` (the id is a file in the
+data dir, so a gateway whose data dir is new starts at 0 and builds its index from the
+feed). A cursor moves only after the index write: a crash in between re-applies, which
+is idempotent. Start-up, a restart and a gateway that fell behind all catch up the same
+way: one indexed read "since N" at a time.
+
+Two ways in:
+- ``run`` polls every ``poll_s`` (0.5 s): what another gateway wrote is searchable here
+  within about that, with nobody asking;
+- ``catch_up`` before every search (read-your-writes): one read of both feeds' heads;
+  if either is past this gateway's cursor, apply now. A client whose add was
+  acknowledged by gateway A (committed) and whose next search lands on gateway B finds
+  the note there, whichever gateway answers, without sending anything extra.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import anyio
+
+from mcp_gateway.indexing.applier import Applier
+from mcp_gateway.indexing.indexer import Indexer
+from mcp_gateway.stores.changes import ChangeFeed
+from mcp_gateway.stores.db import Database
+
+log = logging.getLogger(__name__)
+
+FEED_KEY = "index.feed_seq"
+BATCH = 512
+
+
+class Follower:
+    def __init__(
+        self,
+        db: Database,
+        feed: ChangeFeed,
+        indexer: Indexer,
+        applier: Applier,
+        suffix: str,
+        poll_s: float = 0.5,
+    ) -> None:
+        self.db, self.feed, self.indexer, self.applier = db, feed, indexer, applier
+        self.key, self.poll_s = f"{FEED_KEY}{suffix}", poll_s
+        self._lock = anyio.Lock()  # one pass at a time; a second caller waits for it
+        self.seq: int | None = None  # the cursor, once read
+        self.applied = 0
+
+    async def cursor(self) -> int:
+        if self.seq is None:
+            self.seq = int(await self.db.get_meta(self.key) or 0)
+        return self.seq
+
+    async def run(self) -> None:
+        """Follow forever (the gateway's lifetime); a failing pass is retried."""
+        while True:
+            try:
+                await self.apply_pending()  # vectors: the applier's own loop
+            except Exception as exc:  # the store may be restarting: retry, never die
+                log.warning("following the change feed failed (%s); retrying", exc)
+                await anyio.sleep(1.0)
+            await anyio.sleep(self.poll_s)
+
+    async def apply_pending(self) -> int:
+        """Rewrite the points of every item changed since the cursor; returns items."""
+        async with self._lock:
+            done = 0
+            while rows := await self.feed.since(await self.cursor(), BATCH):
+                notes = [r.source_id for r in rows if r.kind == "note"]
+                records = [r.source_id for r in rows if r.kind == "record"]
+                await self.indexer.apply_changes(notes, records)
+                self.seq = rows[-1].seq
+                await self.db.set_meta(self.key, str(self.seq))
+                done += len(rows)
+            self.applied += done
+            return done
+
+    async def catch_up(self) -> None:
+        """Before a read: apply whatever was committed anywhere before it started."""
+        changes, vectors = await self.feed.heads()
+        if changes > await self.cursor():
+            await self.apply_pending()
+        if vectors > await self.applier.cursor_seq():
+            await self.applier.apply_pending()

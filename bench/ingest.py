@@ -130,7 +130,9 @@ async def burst(
             async def timed_upsert(points: Sequence[Any]) -> None:
                 await upsert(points)
                 now = time.perf_counter()
-                done.update({p.payload["source_id"]: now for p in points if p.dense is not None})
+                for p in points:  # the first vector (a draft, or the exact one) counts
+                    if p.dense is not None:
+                        done.setdefault(p.payload["source_id"], now)
 
             app.index.upsert = timed_upsert  # type: ignore[method-assign]
             added: dict[str, float] = {}

@@ -18,6 +18,7 @@ _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 
 import argparse
+import functools
 import json
 import os
 import random
@@ -25,6 +26,7 @@ import time
 from collections.abc import Callable
 
 from mcp_gateway.embedders import e5_onnx
+from mcp_gateway.embedders.e5_onnx import OnnxE5
 from mcp_gateway.embedders.local import _onnx_engine
 
 
@@ -35,6 +37,11 @@ def texts(n: int) -> list[str]:
             out += [json.loads(line)["text"] for line in f if line.strip()]
     random.Random(7).shuffle(out)
     return out[:n]
+
+
+def run_all(engine: OnnxE5, docs: list[str], threads: int, terms: bool, draft: bool) -> None:
+    for i in range(0, len(docs), 32):
+        engine.encode(docs[i : i + 32], "passage: ", threads, terms=terms, draft=draft)
 
 
 def timed(label: str, fn: Callable[[], object], notes: int, tokens: int) -> float:
@@ -68,10 +75,7 @@ def main(args: argparse.Namespace) -> None:
                 label = f"{graph}, {threads} thr, terms {'on' if terms else 'off'}"
                 timed(
                     label,
-                    lambda: [
-                        engine.encode(docs[i : i + 32], "passage: ", threads, terms=terms, draft=draft)
-                        for i in range(0, len(docs), 32)
-                    ],
+                    functools.partial(run_all, engine, docs, threads, terms, draft),
                     len(docs),
                     tokens,
                 )
@@ -81,10 +85,7 @@ def main(args: argparse.Namespace) -> None:
             try:
                 timed(
                     f"exact, {threads} thr, terms off, {most} windows a pass",
-                    lambda: [
-                        engine.encode(docs[i : i + 32], "passage: ", threads, terms=False)
-                        for i in range(0, len(docs), 32)
-                    ],
+                    functools.partial(run_all, engine, docs, threads, False, False),
                     len(docs),
                     tokens,
                 )

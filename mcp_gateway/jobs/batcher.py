@@ -42,6 +42,7 @@ class Batcher:
         self.idle_s = kc.settings.embedder.exact_after_idle_s
         # drafts may be waiting: at start (a previous process's) and after a drafted batch
         self._drafts_left = self.idle_s > 0
+        self._redoing = False  # idle long enough: redo until a note comes
 
     async def submit(self, note_id: str) -> None:
         """Resolve once ``note_id`` is embedded (or raise what its batch raised)."""
@@ -83,10 +84,14 @@ class Batcher:
         if not self._drafts_left:
             await self._wakeup.wait()
             return True
+        if self._redoing and not self._wakeup.is_set():
+            return False  # still idle: the next few drafts at once
         try:
             await asyncio.wait_for(self._wakeup.wait(), self.idle_s)
         except TimeoutError:
+            self._redoing = True
             return False
+        self._redoing = False
         return True
 
     async def _redo_drafts(self) -> None:
@@ -114,6 +119,7 @@ class Batcher:
 
     async def _flush(self, batch: list[tuple[str, asyncio.Future[None]]]) -> None:
         self.stats.batches += 1
+        self._redoing = False  # a note came: the redo waits for idle again
         drafted = self.stats.drafted
         try:
             await embed_notes(self.kc, [nid for nid, _ in batch], self.stats)

@@ -190,7 +190,7 @@ async def burst(
     )
     print(
         f"settled (no draft left) {settled_s:.1f} s after the first add "
-        f"({n / settled_s:.1f} notes/s exact, {n / settled_s / 2:.1f} per core of 2)"
+        f"({n / settled_s:.1f} notes/s drafted and exact, on one document thread)"
     )
     print(
         f"search (new query, server side) during the burst{'' if busy else ' (burst done)'}: "

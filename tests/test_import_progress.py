@@ -5,10 +5,15 @@ model with its rate: real `kioku serve --http`, real CLI processes, the bundled 
 from __future__ import annotations
 
 import json
+import os
+import pty
+import re
+import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.http_server import KIOKU, kioku_env
 from tests.realproc import http_proc
 from tests.test_owner import cli, ok
 
@@ -56,6 +61,36 @@ def test_import_follows_the_backlog_until_settled_and_status_shows_it(tmp_path: 
         more = cli(data, "import", "--no-wait", str(notes_folder(tmp_path / "more", 5, "more")))
         assert more.returncode == 0 and "imported 5 notes" in more.stdout
         assert "embedding:" not in more.stderr
+
+        # stderr on a terminal: one line rewritten in place, ended once settled
+        shown = on_a_terminal(data, "import", str(notes_folder(tmp_path / "tty", 8, "tty")))
+        assert "\rkioku: embedding: " in shown
+        last = shown.rstrip(" \n").split("\r")[-1]
+        # 8 new, and those of the 5 --no-wait notes the owner had not embedded yet
+        settled = re.match(r"kioku: embedding: (\d+)/\1 searchable, \1/\1 exact; settled in", last)
+        assert settled is not None and 8 <= int(settled[1]) <= 13, last
+        assert shown.endswith("\n")
+
+
+def on_a_terminal(data: Path, *args: str) -> str:
+    """What the CLI writes to stderr when stderr is a terminal (a pseudo-terminal)."""
+    main, other = pty.openpty()
+    proc = subprocess.Popen(
+        [KIOKU, *args], env=kioku_env(data), stdout=subprocess.DEVNULL, stderr=other
+    )
+    os.close(other)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(main, 4096)
+        except OSError:  # the terminal closed: the process is done with it
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(main)
+    assert proc.wait(timeout=300) == 0, out[-2000:]
+    return out.decode("utf-8").replace("\r\n", "\n")  # the terminal's own newline mapping
 
 
 def test_import_without_an_owner_says_who_embeds(tmp_path: Path) -> None:

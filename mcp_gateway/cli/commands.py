@@ -119,6 +119,11 @@ async def stats(args: argparse.Namespace, settings: KiokuSettings) -> int:
         print_json(out)
         return 0
     for section, value in out.items():
+        if section == "backlog":  # a list: one line per embedding model, as status shows it
+            print("backlog:")
+            for line in backlog_lines(value) or ["(none)"]:
+                print(f"  {line}")
+            continue
         if not isinstance(value, dict):
             print(f"{section.replace('_', ' '):<28} {value}")
             continue

@@ -10,11 +10,22 @@ memories: copy k of memory i is its vector plus Gaussian noise (sigma per dimens
 random vectors (HNSW's worst case). Each point carries the payload the search path
 filters on; every search uses the owner's usual filter (namespace, current only).
 
+``--texts all --synth blend`` (real text, no tiled copies): the vectors of all three
+quality sets' memories (2,399: assistant notes, conversation turns, held-out notes;
+en/ja/th) and their 1,047 questions, embedded by the bundled e5 model; point k past the
+real ones is a blend of two real memories, ``normalise(l * a + (1 - l) * b)`` with ``l``
+uniform in [0.5, 1] and ``b`` random: a note that is mostly about ``a`` and partly about
+``b``, so neighbourhoods are spread along real directions instead of 40 near-identical
+copies around each real note (the tiled set's worst case for a graph's recall). Embedding
+100k real notes with e5 on 2 cores would take ~1 hour; the blends are the documented
+stand-in.
+
 The graph is built here, in-process, with the build process's own code and settings
 (``EdgeIndex.build_graph`` with ``BUILD_OPTIMIZERS`` and ``BUILD_HNSW``); the time printed
 is that build (``optimize``) alone, not the upserts.
 
     flock "${TMPDIR:-/tmp}/kioku-bench.lock" python bench/hnsw_scale.py [--n 10000 100000]
+        [--texts all --synth blend] [--m 16 --ef-construct 128] [--ef 64 128 256 512]
 """
 
 # ruff: noqa: E402
@@ -29,6 +40,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 
 import argparse
 import json
+import os
 import tempfile
 import time
 import uuid
@@ -44,27 +56,47 @@ from mcp_gateway.index.edge import EdgeIndex
 from mcp_gateway.index.edge_shard import STORAGE
 from mcp_gateway.rebuild.build import BUILD_HNSW, BUILD_OPTIMIZERS
 
-DATA = _HERE / "quality" / "data"
 CACHE = Path(tempfile.gettempdir()) / "kioku-hnsw-bench-vectors.npz"
 FILTER = IndexFilter(namespaces=("default",), current_only=True)
 EMPTY = SparseVector((), ())
 
 
-async def real_vectors(queries: int) -> tuple[np.ndarray, np.ndarray]:
-    if CACHE.exists():
-        got = np.load(CACHE)
+SETS = {"data": ["data"], "all": ["data", "conv", "heldout"]}
+
+
+async def real_vectors(queries: int, texts: str = "data") -> tuple[np.ndarray, np.ndarray]:
+    cache = CACHE if texts == "data" else CACHE.with_name(f"{CACHE.stem}-{texts}.npz")
+    if cache.exists():
+        got = np.load(cache)
         return got["docs"], got["queries"][:queries]
-    mems = [json.loads(line) for line in (DATA / "memories.jsonl").read_text().splitlines()]
-    qs = [json.loads(line) for line in (DATA / "queries.jsonl").read_text().splitlines()]
+    mems, qs = [], []
+    for name in SETS[texts]:
+        folder = _HERE / "quality" / name
+        mems += [json.loads(x) for x in (folder / "memories.jsonl").read_text().splitlines()]
+        qs += [json.loads(x) for x in (folder / "queries.jsonl").read_text().splitlines()]
+    if texts != "data":  # every set's questions, mixed
+        np.random.default_rng(3).shuffle(qs)  # type: ignore[arg-type]
     embedder = build_embedder(EmbedderSettings())
     await embedder.start()
     try:
         docs = await embedder.embed_documents([m["text"] for m in mems])
-        qv = [await embedder.embed_query(q["query"]) for q in qs[:200]]
+        qv = [await embedder.embed_query(q["query"]) for q in qs[: max(200, queries)]]
     finally:
         await embedder.aclose()
-    np.savez(CACHE, docs=np.array(docs, np.float32), queries=np.array(qv, np.float32))
+    np.savez(cache, docs=np.array(docs, np.float32), queries=np.array(qv, np.float32))
     return np.array(docs, np.float32), np.array(qv, np.float32)[:queries]
+
+
+def blend(docs: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    """Point k: the real memory k % len(docs), blended with a random other one (the
+    module's docstring); the first len(docs) points are the real ones."""
+    a = docs[np.arange(n) % len(docs)]
+    b = docs[rng.integers(0, len(docs), n)]
+    share = rng.uniform(0.5, 1.0, (n, 1)).astype(np.float32)
+    mixed = share * a + (1 - share) * b
+    mixed[: len(docs)] = docs[: min(n, len(docs))]
+    out: np.ndarray = mixed / np.linalg.norm(mixed, axis=1, keepdims=True)
+    return out
 
 
 def tile(docs: np.ndarray, n: int, sigma: float, rng: np.random.Generator) -> np.ndarray:
@@ -94,7 +126,8 @@ def pcts(lat: list[float]) -> str:
 async def bench(
     n: int, docs: np.ndarray, qv: np.ndarray, args: argparse.Namespace, storage: str
 ) -> None:
-    vecs = tile(docs, n, args.sigma, np.random.default_rng(n))
+    rng = np.random.default_rng(n)
+    vecs = blend(docs, n, rng) if args.synth == "blend" else tile(docs, n, args.sigma, rng)
     with tempfile.TemporaryDirectory() as tmp:
         spec = IndexSpec("bench", vecs.shape[1], "e5")
         hnsw = BUILD_HNSW  # what the build process uses, unless overridden
@@ -182,9 +215,15 @@ async def main() -> None:
         choices=sorted(STORAGE),
         help="dense vector storages to compare (round 15: turbo16 ships)",
     )
+    ap.add_argument("--texts", choices=sorted(SETS), default="data", help="whose memories")
+    ap.add_argument(
+        "--synth", choices=["tile", "blend"], default="tile", help="points past the real ones"
+    )
     args = ap.parse_args()
-    docs, qv = await real_vectors(args.queries)
-    print(f"{len(docs)} real e5 memory vectors tiled with sigma={args.sigma}; {len(qv)} queries")
+    docs, qv = await real_vectors(args.queries, args.texts)
+    how = f"tiled with sigma={args.sigma}" if args.synth == "tile" else "blended in pairs"
+    print(f"{len(docs)} real e5 memory vectors ({args.texts}) {how}; {len(qv)} queries")
+    print(f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     for n in args.n:
         for storage in args.storage:
             await bench(n, docs, qv, args, storage)

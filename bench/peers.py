@@ -110,6 +110,17 @@ def queries(seed: int) -> list[str]:
     return combos  # 1,680 distinct: each phase takes its own slice
 
 
+def real_questions(seed: int) -> list[str]:
+    """The conversational set's 359 hand-written questions (en/ja/th; English ones
+    ~10 words, up to 20): real length and wording, so each side's tokenizer and model
+    see what an assistant asks, not a template's 6-9 words."""
+    path = ROOT / "bench" / "quality" / "conv" / "queries.jsonl"
+    with open(path, encoding="utf-8") as f:
+        out = [json.loads(line)["query"] for line in f if line.strip()]
+    random.Random(seed).shuffle(out)
+    return out
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
@@ -515,13 +526,13 @@ def report(n: int, res: dict[str, Any]) -> list[str]:
 
 async def main(args: argparse.Namespace) -> None:
     peer_exe, peer_env = ensure_peer(args.cache)
-    qpool = queries(seed=1)
+    qpool = real_questions(seed=1) if args.questions == "real" else queries(seed=1)
     need = 10 + 2 * args.queries
     if need * len(args.sizes) > len(qpool):
-        raise SystemExit("too many queries for the generator: lower --queries")
+        raise SystemExit(f"too many queries for the {args.questions} set: lower --queries")
     load = os.getloadavg()
     print(f"kioku from {args.kioku_src} {KIOKU_SET or ''}; peer mcp-server-qdrant (MiniLM int8)")
-    print(f"timed calls by the {CLIENTS[args.client]}")
+    print(f"timed calls by the {CLIENTS[args.client]}; {args.questions} questions")
     print(
         f"load average at start {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} cpus"
     )
@@ -554,6 +565,13 @@ if __name__ == "__main__":
         "A/B measures kioku beside a busy neighbour (docs/performance.md, round 3)",
     )
     ap.add_argument("--pool", type=int, default=300, help="distinct texts each model embeds")
+    ap.add_argument(
+        "--questions",
+        choices=["template", "real"],
+        default="template",
+        help="template: the generator's 6-9-word questions (default); real: the "
+        "conversational quality set's 359 hand-written ones (en/ja/th)",
+    )
     ap.add_argument("--kioku-src", type=Path, default=ROOT)
     ap.add_argument(
         "--kioku-set",

@@ -1,6 +1,6 @@
 """The embedding step (``jobs/embedding.py``): a burst's backlog is drafted on the
-faster pass, then embedded exactly once reconcile finds the drafts; a note or two are
-embedded exactly at once.
+faster pass, then embedded exactly by the idle batcher (``jobs/batcher.py``) or once
+reconcile finds the drafts; a note or two are embedded exactly at once.
 
 Real stores, the real bundled model (its int8 graph is the draft pass), the in-process
 scheduler. The owner's prefetcher is turned off here (``search.prefetch_budget_ms = 0``,
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import anyio
 import numpy as np
 import pytest
 
@@ -34,8 +35,13 @@ BURST = [
 
 @pytest.fixture
 def settings(settings: KiokuSettings) -> KiokuSettings:
-    """The job alone embeds: no prefetcher beside it (see the module's docstring)."""
-    return without_prefetcher(settings)
+    """The job alone embeds: no prefetcher beside it (see the module's docstring), and
+    drafts stay drafts until reconcile (the idle batcher's redo has its own test)."""
+    return with_embedder(without_prefetcher(settings), exact_after_idle_s=0.0)
+
+
+def with_embedder(settings: KiokuSettings, **changes: object) -> KiokuSettings:
+    return settings.model_copy(update={"embedder": settings.embedder.model_copy(update=changes)})
 
 
 async def stored(app: AppContext, notes: Sequence[Note]) -> dict[str, tuple[list[float], bool]]:
@@ -89,3 +95,24 @@ async def test_no_drafts_when_turned_off(settings: KiokuSettings) -> None:
         await app.jobs.notes_changed(notes)
         await app.settle()
         assert {draft for _, draft in (await stored(app, notes)).values()} == {False}
+
+
+async def test_an_idle_batcher_embeds_the_drafts_exactly_without_reconcile(
+    settings: KiokuSettings,
+) -> None:
+    settings = with_embedder(settings, exact_after_idle_s=0.2)
+    async with open_app(settings) as app:
+        notes = [await app.notes.add(text, "note") for text in BURST]
+        await app.jobs.notes_changed(notes)  # one batch: a backlog, drafted
+        await app.settle()
+        assert (await app.jobs.stats())["drafted"] == len(BURST)
+        for _ in range(600):  # the redo runs 0.2 s after the last note, 8 notes a call
+            final = await stored(app, notes)
+            if not any(draft for _, draft in final.values()):
+                break
+            await anyio.sleep(0.05)
+        for note in notes:
+            vector, draft = final[note.id]
+            assert not draft
+            np.testing.assert_allclose(vector, await exact(app, note), atol=1e-5)
+        assert not await app.vectors.drafts(app.embedder.model_id)

@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 
 from mcp_gateway.cli.client import RemoteMemory, connect, owner_client
+from mcp_gateway.cli.progress import backlog_lines, follow
 from mcp_gateway.common.errors import InvalidInput
 from mcp_gateway.common.inputs import NoteChanges, NoteFields, NoteQuery, fill, wire
 from mcp_gateway.common.render import render_note, render_search
@@ -100,6 +101,11 @@ async def stats(args: argparse.Namespace, settings: KiokuSettings) -> int:
         print_json(out)
         return 0
     for section, value in out.items():
+        if section == "backlog":  # a list: one line per embedding model, as status shows it
+            print("backlog:")
+            for line in backlog_lines(value) or ["(none)"]:
+                print(f"  {line}")
+            continue
         if not isinstance(value, dict):
             print(f"{section.replace('_', ' '):<28} {value}")
             continue
@@ -140,6 +146,8 @@ async def status(args: argparse.Namespace, settings: KiokuSettings) -> int:
     print(f"requests   {o['requests']} served, {o['in_flight']} in flight, idle {o['idle_s']} s")
     print(f"editors    {o.get('sessions', 0)} attached (stdio sessions)")
     print(f"notes      {notes['total']} live, {notes['pending_embedding']} pending embedding")
+    for i, line in enumerate(backlog_lines(data.get("backlog") or [])):
+        print(f"{'backlog' if i == 0 else '':10s} {line}")
     print(
         f"index      {index['points']} points / {index['expected_points']} expected "
         f"({index['collection']}, {index['model']}; "
@@ -308,14 +316,32 @@ async def import_(args: argparse.Namespace, settings: KiokuSettings) -> int:
             print(f"kioku: {warning}", file=sys.stderr)
         return check_items(parsed.items, limits)
 
+    began = time.monotonic()
     items = await anyio.to_thread.run_sync(read)
+    print(
+        f"kioku: read and checked {len(items):,} items in {time.monotonic() - began:.1f} s; "
+        "writing them",
+        file=sys.stderr,
+    )
     async with connect(settings) as memory:
         report = await memory.call("transfer.import", items=items)
-    print(
-        f"imported {report['notes_added']} notes ({report['notes_updated']} updated), "
-        f"{report['records_added']} records, {report['links_added']} links; "
-        f"{report['skipped']} already present"
-    )
+        print(
+            f"imported {report['notes_added']} notes ({report['notes_updated']} updated), "
+            f"{report['records_added']} records, {report['links_added']} links; "
+            f"{report['skipped']} already present",
+            flush=True,
+        )
+        added = report["notes_added"] + report["notes_updated"] + report["records_added"]
+        if not added or args.no_wait:
+            return 0
+        if not memory.remote:
+            print(
+                f"kioku: {added:,} notes and records wait for a vector: the next `kioku serve` "
+                "embeds them (`kioku status` shows the backlog; lexical search finds them now)",
+                file=sys.stderr,
+            )
+            return 0
+        await follow(memory, added)
     return 0
 
 

@@ -169,6 +169,12 @@ def _parser() -> argparse.ArgumentParser:
         help="a kioku export, a server-memory JSONL graph, or a folder of .md notes",
     )
     importer.add_argument("source", help="file or folder to import (idempotent)")
+    importer.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="return once written; by default a running kioku's embedding progress is "
+        "shown on stderr until every note has its vector",
+    )
 
     worker = sub.add_parser(
         "worker", parents=[common], help="run a job worker (needs KIOKU_REDIS_URL)"

@@ -56,6 +56,10 @@ class EmbedderSettings(BaseModel):
     # drafts, and reconcile has them embedded exactly afterwards (a burst is
     # searchable sooner, settled quality unchanged); 0 = never
     draft_backlog: int = Field(default=4, ge=0)
+    # the in-process runner's batcher embeds drafts exactly itself once no note has
+    # come for this long (a few at a time, new notes first), so a burst settles within
+    # a minute instead of at the next reconcile; 0 = leave them to reconcile
+    exact_after_idle_s: float = Field(default=1.0, ge=0)
     # local: threads per call for queries / documents, and the wait policy ("brief": spin
     # briefly then sleep, fast idle and no collapse when the CPU is busy; "passive" never
     # spins; see docs/performance.md)

@@ -42,12 +42,13 @@ from mcp_gateway.common.types import SparseVector
 from mcp_gateway.embedders import e5_file, e5_graph, e5_int8, e5_latent, graph_cache
 from mcp_gateway.embedders.e5_tokenizer import UnigramTokenizer
 
-_MAX_BATCH = 8  # windows a forward pass; measured best on 2 cores (8: 42/s, 32: 37/s)
-# The int8 graph quantises its activations with one scale per tensor, so a window's vector
-# would depend on its batch mates (and their padding): it runs each window alone, which
-# keeps a text's vector a function of the text and costs nothing (measured on 2 cores,
-# 320 benchmark memories: 66-70 a second in batches, 66-74 alone).
-_MAX_INT8_BATCH = 1
+# Every window runs alone, on both graphs. Measured on 2 cores, one thread, interleaved
+# (bench/LOG.md): the exact graph embeds 35-token notes at 47-54 a second alone, 30-50 two
+# a pass and 26-40 eight a pass; 280-token notes 4.2-4.6 alone against 3.0-3.5 eight a
+# pass. And the int8 graph quantises its activations with one scale per tensor, so there
+# a window's vector would depend on its batch mates: alone, a text's vector is a function
+# of the text on either graph.
+_MAX_BATCH = 1
 _MAX_BATCH_TOKENS = 4096  # padded tokens a forward pass, so long windows go fewer at a time
 # token states an autoencoder call: its int8 pass's [tokens, 16384] scores and its exact
 # pass's [tokens, 48, 384] products stay ~17 and ~19 MB
@@ -216,7 +217,7 @@ class OnnxE5:
         weights = np.zeros(len(texts), np.float64)
         graph = graph or self._graph_for(prefix)
         session = self._session(threads, graph)
-        for batch in _batches(windows, _MAX_INT8_BATCH if graph == "int8" else _MAX_BATCH):
+        for batch in _batches(windows, _MAX_BATCH):
             mask = self._mask(batch)
             hidden = self._hidden(session, batch, mask)
             means = _mean_pool(hidden, mask)

@@ -259,6 +259,7 @@ class InProcessScheduler(QueueScheduler):
         if self._batcher is not None:
             out["embedder_calls"] = self._batcher.stats.embedder_calls
             out["batches"] = self._batcher.stats.batches
+            out["drafted"] = self._batcher.stats.drafted
         out["failures"] = await failures.summary(self.kc.db, limit=5)
         return out
 

@@ -10,6 +10,9 @@ from mcp_gateway.jobs import tasks
 from mcp_gateway.jobs.run import JobRun
 from mcp_gateway.services.app import AppContext
 
+# the backlog's rate: vectors written over the last minute
+RATE_WINDOW_S = 60
+
 
 class MaintenanceService:
     def __init__(self, app: AppContext) -> None:
@@ -45,8 +48,29 @@ class MaintenanceService:
             "notes": notes,
             "records": records,
             "vectors": await app.vectors.counts(),
+            "backlog": await self.backlog(notes["total"] + records.get("total", 0)),
             "jobs": await app.jobs.stats(),
         }
+
+    async def backlog(self, expected: int) -> list[dict[str, Any]]:
+        """Per embedding model: the live notes and records without a vector of it
+        (``waiting``), its drafts still to be embedded exactly, and its vectors written a
+        second over the last ``RATE_WINDOW_S`` (a draft, or a draft redone exactly: one
+        vector; both passes together make a burst's rate)."""
+        now = time.time()
+        out: list[dict[str, Any]] = []
+        for model in (self.app.embedder.model_id,):
+            got = await self.app.vectors.backlog_figures(model, now - RATE_WINDOW_S)
+            out.append(
+                {
+                    "model": model,
+                    "waiting": max(0, expected - got["stored"]),
+                    "drafts": got["drafts"],
+                    "per_s": round(got["written"] / RATE_WINDOW_S, 2),
+                    "window_s": RATE_WINDOW_S,
+                }
+            )
+        return out
 
     async def doctor(self) -> list[dict[str, Any]]:
         """One check per store: ok, and what to do when not."""

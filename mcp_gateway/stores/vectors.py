@@ -258,6 +258,26 @@ class VectorStore:
         )
         return [(r["kind"], r["source_id"]) for r in rows]
 
+    async def backlog_figures(
+        self, model: str, since: float, within: int = 20_000
+    ) -> dict[str, int]:
+        """``model``'s vectors: ``stored``, ``drafts`` among them, and ``written``: those
+        last written at or after ``since`` (epoch seconds; a draft redone exactly is one
+        row, counted once) among the last ``within`` writes, a bounded read."""
+        rows = await self.db.fetchall(
+            "SELECT (SELECT COUNT(*) FROM vectors WHERE model = ?) AS stored, "
+            "(SELECT COUNT(*) FROM vectors WHERE model = ? AND draft = 1) AS drafts, "
+            "(SELECT COUNT(*) FROM vectors WHERE model = ? AND seq > "
+            "(SELECT last FROM vector_seq WHERE id = 1) - ? AND created_at >= ?) AS written",
+            (model, model, model, within, since),
+        )
+        row = rows[0]
+        return {
+            "stored": int(row["stored"]),
+            "drafts": int(row["drafts"]),
+            "written": int(row["written"]),
+        }
+
     async def last_seq(self) -> int:
         rows = await self.db.fetchall("SELECT last FROM vector_seq WHERE id = 1")
         return int(rows[0]["last"]) if rows else 0

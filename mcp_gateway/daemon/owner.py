@@ -40,7 +40,7 @@ from starlette.routing import Mount
 from mcp_gateway.common import fsperms
 from mcp_gateway.common.errors import KiokuError
 from mcp_gateway.common.settings import KiokuSettings
-from mcp_gateway.daemon import httpguard
+from mcp_gateway.daemon import httpguard, request_context
 from mcp_gateway.daemon import local_gateway as gw
 from mcp_gateway.daemon.admin import OwnerOnly, admin_app
 from mcp_gateway.daemon.owner_state import OwnerKind, OwnerState, info_path, read_owner
@@ -292,7 +292,9 @@ def run_owner(
         os.close(fd)
         return EXIT_STARTUP_FAILED
     inodes = {path: os.stat(path).st_ino for path in (sock_path, session_path)}
-    gw.write_private(info_path(paths), json.dumps(state.public()))
+    # the owner's own settings, for a proxy to name the ones it sets otherwise (0600)
+    info = {**state.public(), "settings": request_context.owner_view(settings)}
+    gw.write_private(info_path(paths), json.dumps(info))
     log.info("kioku %s pid %d owns %s", kind, state.pid, settings.data_dir)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda signum, _frame: log.info("signal %d: stopping", signum))

@@ -19,6 +19,13 @@ Failure handling:
   ``server/discover`` forgets any ``initialize`` before it (the SDK's ``auto`` mode sends
   one when its probe times out on a slow start, then probes again).
 
+Settings: the proxy's per-request settings (namespace, read namespaces, project) are
+this editor's session's, so each connection opens with them (``session_scope``'s
+preamble line) and the owner runs the session with them. The owner's own settings
+(embedder, index, stores...) are the process's: one this proxy sets otherwise is named
+once on stderr, with the owner's value and ``kioku stop`` (the owner writes its values
+into its private ``owner.json``).
+
 Why a session socket and not HTTP: ``bench/hop.py`` measured a trivial call at 3.2 ms
 through the old proxy -> HTTP -> stateless-MCP hop vs 1.4 ms over plain stdio. Why two
 plain threads (stdin -> socket in the main thread, socket -> stdout in one reader thread
@@ -38,6 +45,7 @@ import logging
 import os
 import select
 import socket
+import sys
 import threading
 import time
 from typing import Any
@@ -47,6 +55,9 @@ from mcp_gateway.daemon import local_gateway as gw
 from mcp_gateway.daemon import peercred
 from mcp_gateway.daemon.jsonrpc_peek import peek_id
 from mcp_gateway.daemon.local_gateway import GatewayUnavailable
+from mcp_gateway.daemon.owner_state import read_owner
+from mcp_gateway.daemon.request_context import owner_view
+from mcp_gateway.protocol.session_scope import PREAMBLE
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +102,8 @@ class Proxy:
         self._swallow: set[str] = set()  # replies to replayed requests
         self._writing = 0
         self._reader_gone = False
+        self._preamble = _preamble(settings)
+        self._told = False
 
     def ensure_daemon(self) -> None:
         gw.ensure_daemon(self.settings, self.paths)
@@ -137,12 +150,33 @@ class Proxy:
         )
         attached.reader.start()
         try:
+            sock.sendall(self._preamble)
             for line in self._handshake:
                 sock.sendall(line)
         except OSError as exc:
             self._lose(attached)
             raise GatewayUnavailable(_describe(exc)) from exc
+        if not self._told:
+            self._told = True
+            self._tell_ignored()
         return attached
+
+    def _tell_ignored(self) -> None:
+        """One stderr line per owner setting this process sets otherwise (the editor's
+        log shows it): the session runs with the owner's."""
+        owner = read_owner(self.paths) or {}
+        theirs = owner.get("settings")
+        if not isinstance(theirs, dict):
+            return
+        for name, mine in sorted(owner_view(self.settings).items()):
+            if name in theirs and theirs[name] != mine:
+                print(
+                    f"kioku: the running kioku (pid {owner.get('pid', '?')}) uses {name} = "
+                    f"{theirs[name]}; this session's {mine} is ignored: `kioku stop`, then "
+                    "start the session again",
+                    file=sys.stderr,
+                    flush=True,
+                )
 
     def _lose(self, attached: _Attached) -> None:
         """The connection is gone: every request still waiting gets an error."""
@@ -354,6 +388,17 @@ def _complete_lines(buffer: bytearray, chunk: bytes) -> list[bytes]:
         start = end + 1
     del buffer[:start]
     return lines
+
+
+def _preamble(settings: KiokuSettings) -> bytes:
+    """The connection's first line: this session's per-request settings."""
+    params = {
+        "namespace": settings.namespace,
+        "read_namespaces": list(settings.read_namespaces),
+        "project": settings.project,
+    }
+    message = {"jsonrpc": "2.0", "method": PREAMBLE, "params": params}
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
 
 
 def _key(req_id: Any) -> str | None:

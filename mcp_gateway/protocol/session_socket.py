@@ -12,6 +12,10 @@ Access control is the socket's: 0600 in the private data dir (or its private soc
 dir), and every accepted connection's peer uid must be ours (``peercred``). The proxy
 screens hostile lines (size, nesting) before they get here; lines over ``MAX_LINE``
 end the connection.
+
+A proxy's first line may be its session's settings (``session_scope.PREAMBLE``: the
+editor's ``KIOKU_NAMESPACE``, read namespaces and project): this session then runs with
+them instead of the owner's.
 """
 
 from __future__ import annotations
@@ -30,10 +34,14 @@ from mcp.server.mcpserver import MCPServer
 from mcp.shared.message import SessionMessage
 
 from mcp_gateway.common import compat
+from mcp_gateway.common.access import Scope
+from mcp_gateway.common.errors import InvalidInput
 from mcp_gateway.daemon import local_gateway as gw
 from mcp_gateway.daemon import peercred
 from mcp_gateway.daemon.jsonrpc_peek import peek_id
 from mcp_gateway.daemon.owner_state import OwnerState
+from mcp_gateway.daemon.request_context import scope_of
+from mcp_gateway.protocol.session_scope import preamble_params, set_session
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +77,12 @@ async def _run(server: MCPServer[Any], stream: SocketStream, state: OwnerState) 
     to_socket, from_server = anyio.create_memory_object_stream[SessionMessage](0)
     lines = BufferedByteReceiveStream(stream)
     sending = anyio.Lock()
+    try:
+        first: bytes | None = await lines.receive_until(b"\n", MAX_LINE)
+    except _GONE:
+        return
+    if first is not None and _is_preamble(first):
+        first = None
 
     async def send(data: bytes) -> bool:
         async with sending:
@@ -79,12 +93,16 @@ async def _run(server: MCPServer[Any], stream: SocketStream, state: OwnerState) 
         return True
 
     async def read_lines() -> None:
+        nonlocal first
         async with to_server:
             while True:
-                try:
-                    line = await lines.receive_until(b"\n", MAX_LINE)
-                except _GONE:
-                    return
+                if first is not None:  # the line read before the session started
+                    line, first = first, None
+                else:
+                    try:
+                        line = await lines.receive_until(b"\n", MAX_LINE)
+                    except _GONE:
+                        return
                 if not line.strip():
                     continue
                 state.requests += 1
@@ -110,6 +128,26 @@ async def _run(server: MCPServer[Any], stream: SocketStream, state: OwnerState) 
         tg.start_soon(write_lines)
         await low.run(from_socket, to_socket, low.create_initialization_options())
         tg.cancel_scope.cancel()
+
+
+def _is_preamble(line: bytes) -> bool:
+    """Whether ``line`` is the proxy's settings line; if so, they are set for this
+    session (the calling task and every task it starts). Settings the owner cannot take
+    (an empty or over-long namespace) are logged and the owner's apply."""
+    try:
+        params = preamble_params(json.loads(line))
+    except (ValueError, RecursionError):
+        return False
+    if params is None:
+        return False
+    try:
+        scope = scope_of(params, Scope("", ()))
+    except InvalidInput as exc:
+        log.warning("session settings refused (%s): the owner's apply", exc)
+        return True
+    project = params.get("project")
+    set_session(scope if scope.write else None, project if isinstance(project, str) else "")
+    return True
 
 
 def _invalid(line: bytes, exc: ValueError) -> bytes:

@@ -243,7 +243,8 @@ async def test_stdio_session_settings_travel_to_a_running_daemon(tmp_path: Path)
                 assert daemon_pid(data) == pid  # one owner served both sessions
             # an owner setting: named in one stderr line (the editor's log), with the
             # owner's value and the way out; the session goes on with the owner's
-            editor = subprocess.run(
+            editor = await asyncio.to_thread(
+                subprocess.run,
                 [KIOKU, "serve"],
                 input=json.dumps(INITIALIZE) + "\n",
                 env=kioku_env(data, KIOKU_SEARCH__RECENT_COUNT="5"),

@@ -135,6 +135,14 @@ def test_cli_settings_travel_to_the_owner_or_are_named(tmp_path: Path) -> None:
         assert f"no note with id '{mine}': `kioku search" in missing.stderr
         shared = ok(data, "list", KIOKU_NAMESPACE="other", KIOKU_READ_NAMESPACES='["default"]')
         assert mine in shared and theirs in shared
+        # an import's namespace-less notes go to the importing process's namespace
+        source = tmp_path / "import.jsonl"
+        header = {"kind": "kioku-export", "version": 1, "notes": 1, "records": 0}
+        item = {"kind": "note", "id": "01M8ZH0DYKEC06616FSV3H7JDR", "text": "Imported: ssh on 2222"}
+        source.write_text(f"{json.dumps(header)}\n{json.dumps(item)}\n", encoding="utf-8")
+        ok(data, "import", str(source), KIOKU_NAMESPACE="other")
+        assert item["id"] in ok(data, "list", KIOKU_NAMESPACE="other")
+        assert item["id"] not in ok(data, "list")
         added = ok(data, "records", "add", "audit", "Keys leak in CI logs", KIOKU_PROJECT="OPS")
         assert added.startswith("created AUDIT-OPS-001")
         # an owner's setting: the command runs with the owner's, and says so in one line

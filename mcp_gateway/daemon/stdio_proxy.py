@@ -51,8 +51,8 @@ import time
 from typing import Any
 
 from mcp_gateway.common.settings import KiokuSettings
+from mcp_gateway.daemon import init_cache, peercred
 from mcp_gateway.daemon import local_gateway as gw
-from mcp_gateway.daemon import peercred
 from mcp_gateway.daemon.jsonrpc_peek import peek_id
 from mcp_gateway.daemon.local_gateway import GatewayUnavailable
 from mcp_gateway.daemon.owner_state import read_owner
@@ -104,9 +104,19 @@ class Proxy:
         self._reader_gone = False
         self._preamble = _preamble(settings)
         self._told = False
+        # the client's initialize: its id's key and protocol version (init_cache)
+        self._init: tuple[str, str] | None = None
+        self._starting: threading.Thread | None = None
 
     def ensure_daemon(self) -> None:
         gw.ensure_daemon(self.settings, self.paths)
+
+    def _start_daemon(self) -> None:
+        try:
+            self.ensure_daemon()
+        except GatewayUnavailable as exc:
+            # Keep serving: each request gets this error, and a later one may succeed.
+            log.error("%s", exc)
 
     # -- the connection ---------------------------------------------------------------
 
@@ -130,6 +140,9 @@ class Proxy:
         current = self._attached
         if current is not None and not current.lost:
             return current
+        starting, self._starting = self._starting, None
+        if starting is not None:
+            starting.join()  # the daemon run() began starting; one start at a time
         for attempt in range(_CONNECT_ATTEMPTS):
             try:
                 sock = self._connect()
@@ -220,6 +233,8 @@ class Proxy:
         line = raw if raw.endswith(b"\n") else raw + b"\n"
         if method == "notifications/cancelled":
             self._cancelled(message.get("params"))
+        if method == "initialize" and self._answered_from_cache(message, line):
+            return
         with self._send_lock:
             if method in ("initialize", "server/discover"):
                 # a new session, or the modern era settled (nothing to replay: replaying
@@ -235,6 +250,30 @@ class Proxy:
                 return
             if method in ("initialize", "notifications/initialized"):
                 self._handshake.append(line)
+
+    def _answered_from_cache(self, message: dict[str, Any], line: bytes) -> bool:
+        """Answer the session's first ``initialize`` from the owner's last answer
+        (``init_cache``) while the daemon may still be starting; the line then goes
+        to the daemon as a handshake replay, its reply swallowed. False: forward it."""
+        version = init_cache.requested_version(message)
+        key = _key(message.get("id"))
+        if version is None or key is None:
+            return False
+        self._init = (key, version)
+        if self._attached is not None:
+            return False
+        result = init_cache.cached(self.settings.data_dir, version)
+        if result is None:
+            return False
+        reply = {"jsonrpc": "2.0", "id": message.get("id"), "result": result}
+        self._write(json.dumps(reply, ensure_ascii=False, separators=(",", ":")).encode() + b"\n")
+        with self._send_lock:
+            self._handshake = [line]
+            try:
+                self._attach()  # replays it
+            except (GatewayUnavailable, OSError) as exc:
+                log.warning("initialize not delivered: %s", exc)
+        return True
 
     def _send(self, line: bytes, req_id: Any, is_request: bool) -> None:
         key = _key(req_id) if is_request else None
@@ -285,6 +324,9 @@ class Proxy:
 
     def _deliver(self, line: bytes) -> None:
         key = _key(_response_id(line))
+        init = self._init
+        if init is not None and key == init[0]:
+            self._remember_init(line, init[1])
         with self._state:
             if key is not None:
                 if key in self._swallow:
@@ -298,6 +340,14 @@ class Proxy:
             with self._state:
                 self._writing -= 1
                 self._state.notify_all()
+
+    def _remember_init(self, line: bytes, version: str) -> None:
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return
+        if isinstance(message, dict) and isinstance(message.get("result"), dict):
+            init_cache.remember(self.settings.data_dir, version, message["result"])
 
     def _reply_error(self, req_id: Any, message: str, code: int = GATEWAY_UNAVAILABLE) -> None:
         reply = {"jsonrpc": "2.0", "id": req_id, "error": {"code": code, "message": message}}
@@ -323,11 +373,12 @@ class Proxy:
     # -- the loop ---------------------------------------------------------------------
 
     def run(self) -> None:
-        try:
-            self.ensure_daemon()
-        except GatewayUnavailable as exc:
-            # Keep serving: each request gets this error, and a later one may succeed.
-            log.error("%s", exc)
+        # started at once, awaited by the first connection: meanwhile stdin is read, and
+        # an initialize the owner answered before is answered from its last answer
+        self._starting = threading.Thread(
+            target=self._start_daemon, name="kioku-proxy-start", daemon=True
+        )
+        self._starting.start()
         buffer = bytearray()
         while chunk := self._read():
             for line in _complete_lines(buffer, chunk):

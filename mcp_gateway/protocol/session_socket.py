@@ -13,6 +13,11 @@ dir), and every accepted connection's peer uid must be ours (``peercred``). The 
 screens hostile lines (size, nesting) before they get here; lines over ``MAX_LINE``
 end the connection.
 
+The socket listens before the owner's stores and model are open (``Opening``): the
+handshake and the lists (``EARLY``) are answered at once -- an editor waits on
+``initialize`` at every launch -- and every other message waits until they are open (a
+search then runs on the settled index), or is answered with the reason they could not be.
+
 A proxy's first line may be its session's settings (``session_scope.PREAMBLE``: the
 editor's ``KIOKU_NAMESPACE``, read namespaces and project): this session then runs with
 them instead of the owner's.
@@ -50,15 +55,76 @@ MAX_LINE = 8 * 1024 * 1024
 _GONE = gw.STREAM_GONE
 
 
-async def serve_sessions(server: MCPServer[Any], sock: socket.socket, state: OwnerState) -> None:
+# answered from what the server declares, before the stores are open
+EARLY = frozenset(
+    {
+        "initialize",
+        "notifications/initialized",
+        "server/discover",
+        "ping",
+        "tools/list",
+        "prompts/list",
+        "resources/list",
+        "resources/templates/list",
+    }
+)
+
+
+class Opening:
+    """Whether the owner's stores are open yet: set once (open, or failed with a reason)."""
+
+    def __init__(self) -> None:
+        self._done = anyio.Event()
+        self.failure: str | None = None
+        self.held = 0  # messages waiting for it
+        self._none_held = anyio.Event()
+        self._none_held.set()
+
+    @property
+    def is_open(self) -> bool:
+        return self._done.is_set() and self.failure is None
+
+    def opened(self) -> None:
+        self._done.set()
+
+    def fail(self, reason: str) -> None:
+        if not self._done.is_set():
+            self.failure = reason
+            self._done.set()
+
+    async def wait(self) -> str | None:
+        """Until open (None) or failed (the reason)."""
+        await self._done.wait()
+        return self.failure
+
+    def hold(self) -> None:
+        if self.held == 0:
+            self._none_held = anyio.Event()
+        self.held += 1
+
+    def release(self) -> None:
+        self.held -= 1
+        if self.held == 0:
+            self._none_held.set()
+
+    async def answered(self) -> None:
+        """Until no message waits any more (after ``fail``: each got its error)."""
+        await self._none_held.wait()
+
+
+async def serve_sessions(
+    server: MCPServer[Any], sock: socket.socket, state: OwnerState, opening: Opening
+) -> None:
     """Accept proxies on ``sock`` (bound, not yet listening) until cancelled."""
     sock.listen(64)
     listener = await anyio.abc.SocketListener.from_socket(sock)
     async with listener:
-        await listener.serve(lambda stream: _session(server, stream, state))
+        await listener.serve(lambda stream: _session(server, stream, state, opening))
 
 
-async def _session(server: MCPServer[Any], stream: SocketStream, state: OwnerState) -> None:
+async def _session(
+    server: MCPServer[Any], stream: SocketStream, state: OwnerState, opening: Opening
+) -> None:
     if not peercred.same_user(stream.extra(SocketAttribute.raw_socket, None)):
         log.warning("dropped a session connection from another user")
         await stream.aclose()
@@ -66,13 +132,15 @@ async def _session(server: MCPServer[Any], stream: SocketStream, state: OwnerSta
     state.sessions += 1
     try:
         async with stream:
-            await _run(server, stream, state)
+            await _run(server, stream, state, opening)
     finally:
         state.sessions -= 1
         state.last_request = time.monotonic()
 
 
-async def _run(server: MCPServer[Any], stream: SocketStream, state: OwnerState) -> None:
+async def _run(
+    server: MCPServer[Any], stream: SocketStream, state: OwnerState, opening: Opening
+) -> None:
     to_server, from_socket = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     to_socket, from_server = anyio.create_memory_object_stream[SessionMessage](0)
     lines = BufferedByteReceiveStream(stream)
@@ -113,6 +181,16 @@ async def _run(server: MCPServer[Any], stream: SocketStream, state: OwnerState) 
                     # answered here, with the request's id: the client waits on it
                     await send(_invalid(line, exc))
                     continue
+                if not opening.is_open and _method(message) not in EARLY:
+                    opening.hold()
+                    try:
+                        failure = await opening.wait()
+                        if failure is not None:
+                            if isinstance(message, types.JSONRPCRequest):
+                                await send(_unavailable(message.id, failure))
+                            continue
+                    finally:
+                        opening.release()
                 await to_server.send(SessionMessage(message))
 
     async def write_lines() -> None:
@@ -148,6 +226,22 @@ def _is_preamble(line: bytes) -> bool:
     project = params.get("project")
     set_session(scope if scope.write else None, project if isinstance(project, str) else "")
     return True
+
+
+def _method(message: Any) -> str | None:
+    if isinstance(message, types.JSONRPCRequest | types.JSONRPCNotification):
+        return message.method
+    return None
+
+
+def _unavailable(request_id: Any, reason: str) -> bytes:
+    """The answer to a request held while the owner's stores opened, when they could not."""
+    error = {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "error": {"code": -32001, "message": f"{gw.CANNOT_START}{reason}"},
+    }
+    return json.dumps(error, ensure_ascii=False).encode()
 
 
 def _invalid(line: bytes, exc: ValueError) -> bytes:

@@ -19,12 +19,10 @@ Failure handling:
   ``server/discover`` forgets any ``initialize`` before it (the SDK's ``auto`` mode sends
   one when its probe times out on a slow start, then probes again).
 
-Settings: the proxy's per-request settings (namespace, read namespaces, project) are
-this editor's session's, so each connection opens with them (``session_scope``'s
-preamble line) and the owner runs the session with them. The owner's own settings
-(embedder, index, stores...) are the process's: one this proxy sets otherwise is named
-once on stderr, with the owner's value and ``kioku stop`` (the owner writes its values
-into its private ``owner.json``).
+Settings: each connection opens with this session's namespace, read namespaces and
+project, and owner settings set otherwise are named on stderr (``session_settings``). A
+session's first ``initialize`` is answered from the owner's last answer while the daemon
+starts (``init_cache``).
 
 Why a session socket and not HTTP: ``bench/hop.py`` measured a trivial call at 3.2 ms
 through the old proxy -> HTTP -> stateless-MCP hop vs 1.4 ms over plain stdio. Why two
@@ -45,7 +43,6 @@ import logging
 import os
 import select
 import socket
-import sys
 import threading
 import time
 from typing import Any
@@ -53,11 +50,9 @@ from typing import Any
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.daemon import init_cache, peercred
 from mcp_gateway.daemon import local_gateway as gw
-from mcp_gateway.daemon.jsonrpc_peek import peek_id
+from mcp_gateway.daemon.jsonrpc_peek import message_id, peek_id, response_id
 from mcp_gateway.daemon.local_gateway import GatewayUnavailable
-from mcp_gateway.daemon.owner_state import read_owner
-from mcp_gateway.daemon.request_context import owner_view
-from mcp_gateway.protocol.session_scope import PREAMBLE
+from mcp_gateway.daemon.session_settings import preamble, tell_ignored
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +97,7 @@ class Proxy:
         self._swallow: set[str] = set()  # replies to replayed requests
         self._writing = 0
         self._reader_gone = False
-        self._preamble = _preamble(settings)
+        self._preamble = preamble(settings)
         self._told = False
         # the client's initialize: its id's key and protocol version (init_cache)
         self._init: tuple[str, str] | None = None
@@ -155,7 +150,7 @@ class Proxy:
         with self._state:
             self._attached = attached
             for line in self._handshake:
-                key = _key(_message_id(line))
+                key = _key(message_id(line))
                 if key is not None:
                     self._swallow.add(key)
         attached.reader = threading.Thread(
@@ -171,25 +166,8 @@ class Proxy:
             raise GatewayUnavailable(_describe(exc)) from exc
         if not self._told:
             self._told = True
-            self._tell_ignored()
+            tell_ignored(self.settings, self.paths)
         return attached
-
-    def _tell_ignored(self) -> None:
-        """One stderr line per owner setting this process sets otherwise (the editor's
-        log shows it): the session runs with the owner's."""
-        owner = read_owner(self.paths) or {}
-        theirs = owner.get("settings")
-        if not isinstance(theirs, dict):
-            return
-        for name, mine in sorted(owner_view(self.settings).items()):
-            if name in theirs and theirs[name] != mine:
-                print(
-                    f"kioku: the running kioku (pid {owner.get('pid', '?')}) uses {name} = "
-                    f"{theirs[name]}; this session's {mine} is ignored: `kioku stop`, then "
-                    "start the session again",
-                    file=sys.stderr,
-                    flush=True,
-                )
 
     def _lose(self, attached: _Attached) -> None:
         """The connection is gone: every request still waiting gets an error."""
@@ -323,7 +301,7 @@ class Proxy:
             attached.sock.close()
 
     def _deliver(self, line: bytes) -> None:
-        key = _key(_response_id(line))
+        key = _key(response_id(line))
         init = self._init
         if init is not None and key == init[0]:
             self._remember_init(line, init[1])
@@ -441,39 +419,8 @@ def _complete_lines(buffer: bytearray, chunk: bytes) -> list[bytes]:
     return lines
 
 
-def _preamble(settings: KiokuSettings) -> bytes:
-    """The connection's first line: this session's per-request settings."""
-    params = {
-        "namespace": settings.namespace,
-        "read_namespaces": list(settings.read_namespaces),
-        "project": settings.project,
-    }
-    message = {"jsonrpc": "2.0", "method": PREAMBLE, "params": params}
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
-
-
 def _key(req_id: Any) -> str | None:
     return None if req_id is None else json.dumps(req_id)
-
-
-def _message_id(line: bytes) -> Any:
-    try:
-        message = json.loads(line)
-    except ValueError:
-        return None
-    return message.get("id") if isinstance(message, dict) else None
-
-
-def _response_id(line: bytes) -> Any:
-    """The id of a response (result or error); None for the gateway's own requests and
-    notifications, whose ids are in the gateway's number space, not the client's."""
-    try:
-        message = json.loads(line)
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(message, dict) or "method" in message:
-        return None
-    return message.get("id")
 
 
 def _describe(exc: BaseException) -> str:

@@ -167,6 +167,9 @@ async def _serve_opened(
         with anyio.move_on_after(settings.local_gateway.start_timeout_s / 2):
             await app.reconciled.wait()
         services.fill(app)
+        # the owner socket accepts from now on (uvicorn serves what waits in the backlog
+        # once it starts): a session's answer never comes before the CLI's socket does
+        sock.listen(64)
         opening.opened()
         if settings.index.graph_check_s > 0:
             every = settings.index.graph_check_s

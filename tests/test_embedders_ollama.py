@@ -21,7 +21,8 @@ from starlette.routing import Route
 
 from mcp_gateway.common.errors import EmbedderUnavailable
 from mcp_gateway.common.settings import EmbedderSettings
-from mcp_gateway.embedders import CachedQueryEmbedder, OllamaEmbedder, build_embedder
+from mcp_gateway.embedders import CachedQueryEmbedder, build_embedder
+from mcp_gateway.embedders.ollama import OllamaEmbedder
 
 DIM = 8
 

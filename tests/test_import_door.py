@@ -7,6 +7,7 @@ the folder; ``kioku export -o FOLDER`` is one clear line.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from pathlib import Path
@@ -18,8 +19,9 @@ import pytest
 from mcp_gateway.cli.client import owner_client
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.common.validation import clean_text
+from mcp_gateway.daemon import local_gateway as gw
 from mcp_gateway.records import validate as rv
-from tests.realproc import gateway_paths, stdio_client
+from tests.realproc import gateway_paths, stdio_client, wait_until
 from tests.test_owner import cli, ok, stop
 
 HEADER = {"kind": "kioku-export", "version": 1}
@@ -157,6 +159,10 @@ async def test_the_owner_checks_what_it_is_sent(tmp_path: Path) -> None:
 
     try:
         async with stdio_client(data):
+            # an editor's session is answered while the stores open; the admin API
+            # (which this test calls directly, not through the CLI) listens once they are
+            socket = gateway_paths(data).socket
+            assert await asyncio.to_thread(wait_until, lambda: gw.can_connect(socket), 60)
             for items, words in [
                 ([NOTE, [1, 2]], "item 2: not a JSON object"),
                 ([{**RECORD, "history": [{"field": "title"}]}], "item 1: at must be a number"),

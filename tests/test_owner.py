@@ -20,6 +20,7 @@ import pytest
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.services.app import open_app
 from tests.realproc import (
+    INITIALIZE,
     KIOKU,
     daemon_pid,
     gateway_paths,
@@ -134,6 +135,14 @@ def test_cli_settings_travel_to_the_owner_or_are_named(tmp_path: Path) -> None:
         assert f"no note with id '{mine}': `kioku search" in missing.stderr
         shared = ok(data, "list", KIOKU_NAMESPACE="other", KIOKU_READ_NAMESPACES='["default"]')
         assert mine in shared and theirs in shared
+        # an import's namespace-less notes go to the importing process's namespace
+        source = tmp_path / "import.jsonl"
+        header = {"kind": "kioku-export", "version": 1, "notes": 1, "records": 0}
+        item = {"kind": "note", "id": "01M8ZH0DYKEC06616FSV3H7JDR", "text": "Imported: ssh on 2222"}
+        source.write_text(f"{json.dumps(header)}\n{json.dumps(item)}\n", encoding="utf-8")
+        ok(data, "import", str(source), KIOKU_NAMESPACE="other")
+        assert item["id"] in ok(data, "list", KIOKU_NAMESPACE="other")
+        assert item["id"] not in ok(data, "list")
         added = ok(data, "records", "add", "audit", "Keys leak in CI logs", KIOKU_PROJECT="OPS")
         assert added.startswith("created AUDIT-OPS-001")
         # an owner's setting: the command runs with the owner's, and says so in one line
@@ -211,3 +220,53 @@ def test_sigint_of_reindex_through_the_owner_keeps_it_serving(tmp_path: Path) ->
         assert status["index"]["dense_storage"] == "turbo16"  # a new data dir's default
         assert "imported note 17" in ok(data, "search", "imported note 17")
         ok(data, "stop")
+
+
+# slow: its own daemon (model load)
+@pytest.mark.slow
+async def test_stdio_session_settings_travel_to_a_running_daemon(tmp_path: Path) -> None:
+    """Before: an editor's `kioku serve` with KIOKU_NAMESPACE=other, beside a daemon an
+    editor in namespace `team` started, wrote to and searched the daemon's namespace, and
+    an owner setting it set otherwise was ignored without a word."""
+    data = tmp_path / "data"
+    try:
+        async with stdio_client(data, KIOKU_NAMESPACE="team") as team:
+            added = await team.call_tool("add_note", {"text": "Team: deploy windows are Tuesdays"})
+            team_note = added.structured_content["id"]
+            pid = daemon_pid(data)
+            async with stdio_client(data, KIOKU_NAMESPACE="other", KIOKU_PROJECT="OPS") as other:
+                mine = await other.call_tool("add_note", {"text": "Other: deploy windows Fridays"})
+                other_note = mine.structured_content["id"]
+                found = text_of(await other.call_tool("search_memory", {"query": "deploy windows"}))
+                assert other_note in found and team_note not in found
+                # the team's id answers exactly like an unknown one
+                theirs = await other.call_tool("get_note", {"id": team_note})
+                unknown = await other.call_tool("get_note", {"id": "0" * 26})
+                assert theirs.is_error and unknown.is_error
+                assert text_of(theirs).replace(team_note, "?") == text_of(unknown).replace(
+                    "0" * 26, "?"
+                )
+                record = await other.call_tool("record_add", {"type": "audit", "title": "Leak"})
+                assert record.structured_content["record"]["id"].startswith("AUDIT-OPS-001")
+                assert daemon_pid(data) == pid  # one owner served both sessions
+            # an owner setting: named in one stderr line (the editor's log), with the
+            # owner's value and the way out; the session goes on with the owner's
+            editor = await asyncio.to_thread(
+                subprocess.run,
+                [KIOKU, "serve"],
+                input=json.dumps(INITIALIZE) + "\n",
+                env=kioku_env(data, KIOKU_SEARCH__RECENT_COUNT="5"),
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert json.loads(editor.stdout)["result"]["serverInfo"]["name"] == "kioku"
+            assert editor.stderr.strip().splitlines() == [
+                f"kioku: the running kioku (pid {pid}) uses search.recent_count = 3; this "
+                "session's 5 is ignored: `kioku stop`, then start the session again"
+            ], editor.stderr
+            # and the team's session still sees only its own
+            seen = text_of(await team.call_tool("search_memory", {"query": "deploy windows"}))
+            assert team_note in seen and other_note not in seen
+    finally:
+        stop(data)

@@ -325,3 +325,45 @@ def test_stdin_end_waits_for_no_reply_that_cannot_be_delivered(tmp_path: Path) -
         if daemon is not None:
             os.kill(daemon, signal.SIGCONT)
         kill_daemon(data)
+
+
+# slow: two daemon starts (model loads)
+@pytest.mark.slow
+def test_initialize_is_answered_before_the_daemon_has_opened_its_stores(tmp_path: Path) -> None:
+    """Before: the proxy read nothing until the daemon it started had imported everything
+    and opened the stores and the model, so an editor waited seconds on ``initialize`` at
+    every launch. Now the answer is the owner's last one, the same bytes, given while the
+    daemon is still starting (its owner socket does not accept yet), and a search sent
+    at once is held until the stores are open and then answered."""
+    from mcp_gateway.daemon import local_gateway as gw
+
+    data = tmp_path / "data"
+    paths = gw.GatewayPaths.for_settings(KiokuSettings(data_dir=data))
+    first = Editor(data)
+    try:
+        first.send(INITIALIZE)
+        real = first.reply(1)["result"]
+        first.call(2, "add_note", text="Deploy keys rotate every 90 days")
+        assert "error" not in first.reply(2)
+    finally:
+        first.close()
+    kill_daemon(data, signal.SIGTERM)
+    assert daemon_pid(data) is None
+    editor = Editor(data)
+    try:
+        editor.send(INITIALIZE)
+        answered = editor.reply(1)
+        assert not gw.can_connect(paths.socket), "the daemon was already open"
+        assert answered["result"] == real
+        editor.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        editor.send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+        editor.call(3, "search_memory", query="deploy key rotation")
+        tools = editor.reply(2)["result"]["tools"]
+        assert "search_memory" in {tool["name"] for tool in tools}
+        found = editor.reply(3)["result"]
+        assert not found.get("isError") and "every 90 days" in found["content"][0]["text"]
+        # the daemon's own answer was swallowed: one reply per request
+        assert [m.get("id") for m in editor.seen] == [1, 2, 3]
+    finally:
+        editor.close()
+        kill_daemon(data, signal.SIGTERM)

@@ -205,3 +205,69 @@ def test_each_worker_has_its_own_health_check(
             if worker.poll() is None:
                 worker.kill()
             worker.wait(timeout=30)
+
+
+# slow: an owner and two workers (model loads) and a burst to embed
+@pytest.mark.slow
+async def test_a_sigtermed_worker_mid_embedding_stops_cleanly_and_loses_nothing(
+    tmp_path: Path,
+    redis_db: RedisDb,  # noqa: F811 - the fixture imported above
+) -> None:
+    """Before: a SIGTERM ended ``kioku worker`` by the signal (rc -15) when it came
+    before arq's handler was installed (the seconds of imports and settings at start).
+    Now it exits 0 with one line saying so, at start and mid-embedding alike; the jobs
+    it was on are retried by the next worker, and every note ends up embedded."""
+    settings = make_settings(tmp_path, redis_db)
+    env = worker_env(settings)
+    owner_env = {k: v for k, v in env.items() if k.startswith("KIOKU_") and k != "KIOKU_DATA_DIR"}
+    n = 160
+    with http_proc(settings.data_dir, **owner_env) as owner:
+        async with owner_client(settings) as client:
+            for i in range(n):
+                topic = TOPICS[i % len(TOPICS)]
+                text = f"note {i}: what we learned about {topic}. " * 6
+                await owner_call(client, "notes.add", text=text, type="knowledge")
+            # SIGTERM while it starts (imports, settings, the model), then while a batch
+            # is being embedded (one finished, the next taken)
+            for when in ("starting", "embedding"):
+                log_path = tmp_path / f"worker-{when}.log"
+                with log_path.open("wb") as log:
+                    worker = subprocess.Popen(  # noqa: ASYNC220 - starting it does not block
+                        kioku("worker"), env=env, stdout=log, stderr=subprocess.STDOUT
+                    )
+                try:
+                    deadline = time.monotonic() + 180
+                    while when == "embedding" and "index_note ●" not in log_path.read_text():
+                        assert worker.poll() is None, log_path.read_text()
+                        assert time.monotonic() < deadline, "the worker finished no job"
+                        await asyncio.sleep(0.02)
+                    await asyncio.sleep(0.5 if when == "starting" else 0.1)
+                    worker.send_signal(signal.SIGTERM)
+                    assert worker.wait(timeout=60) == 0, log_path.read_text()[-3000:]
+                finally:
+                    if worker.poll() is None:
+                        worker.kill()
+                        worker.wait(timeout=30)
+                text = log_path.read_text()
+                assert "Traceback" not in text and "terminate called" not in text, text[-3000:]
+                stopped = [line for line in text.splitlines() if "stopped by" in line]
+                assert len(stopped) == 1, text[-3000:]
+            assert await vectors_stored(settings) < n, "the signal should land mid-burst"
+            # the next worker takes over what was queued or in flight
+            second = subprocess.Popen(  # noqa: ASYNC220 - starting it does not block
+                kioku("worker"), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )
+            try:
+                deadline = time.monotonic() + 400
+                while True:
+                    stats = await owner_call(client, "stats")
+                    if stats["notes"]["pending_embedding"] == 0:  # type: ignore[index]
+                        break
+                    assert time.monotonic() < deadline, stats
+                    assert second.poll() is None
+                    await asyncio.sleep(0.3)
+            finally:
+                second.terminate()
+                assert second.wait(timeout=60) == 0
+        assert owner.proc.poll() is None
+    assert await vectors_stored(settings) == n

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import logging
 import os
+import signal
 import socket
 import sys
 
@@ -72,13 +73,19 @@ def _running(pid: int) -> bool:
 
 
 async def _run(settings: KiokuSettings, burst: bool) -> int:
+    # until arq's handler takes over (the Worker installs it), a SIGTERM is noted here
+    early = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, early.set)
     from workers.settings import worker_settings
 
     worker = Worker(**worker_settings(settings, burst=burst))  # handles SIGINT/SIGTERM
+    if early.is_set():
+        log.info("worker stopped by SIGTERM before it started; no job taken")
+        return 0
     try:
         await worker.async_run()
     except asyncio.CancelledError:
-        log.info("worker stopped by signal")
+        log.info("worker stopped by signal; the jobs it was running are retried")
     finally:
         await worker.close()
     log.info(

@@ -1,5 +1,5 @@
 """``python -m mcp_gateway.cli``: the ``kioku`` command."""
 
-from mcp_gateway.cli.main import main
+from mcp_gateway.cli import main
 
 raise SystemExit(main())

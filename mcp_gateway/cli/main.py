@@ -321,6 +321,8 @@ def _run_worker(args: argparse.Namespace) -> int:
         env["KIOKU_DATA_DIR"] = args.data_dir
     sys.stdout.flush()
     sys.stderr.flush()
+    # SIGTERM stays held across the exec (the entry point held it; a signal mask survives
+    # exec) until the worker handles it: one sent in between stops it cleanly
     os.execve(sys.executable, argv, env)
 
 

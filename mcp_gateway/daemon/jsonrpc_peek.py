@@ -6,6 +6,7 @@ raise ``RecursionError``, and bodies over the size limit are refused unparsed, s
 proxy reads just the top-level ``"id"`` member with this iterative scanner: nested
 values are skipped by counting brackets (strings respected), never by recursion.
 Verified by ``tests/test_security_input.py::test_stdio_proxy_survives_hostile_lines``.
+``message_id`` and ``response_id`` read the id of lines already screened (parsed whole).
 """
 
 from __future__ import annotations
@@ -75,3 +76,24 @@ def peek_id(raw: bytes | str, max_chars: int = 64 * 1024 * 1024) -> Any:
         return None
     except (ValueError, IndexError, RecursionError):
         return None
+
+
+# Whole lines the proxy already screened: parsed, only the id taken.
+def message_id(line: bytes) -> Any:
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return None
+    return message.get("id") if isinstance(message, dict) else None
+
+
+def response_id(line: bytes) -> Any:
+    """The id of a response (result or error); None for the gateway's own requests and
+    notifications, whose ids are in the gateway's number space, not the client's."""
+    try:
+        message = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(message, dict) or "method" in message:
+        return None
+    return message.get("id")

@@ -14,10 +14,12 @@ over HTTP; ``kioku serve --http`` owns both the same way)::
 Election: the daemon holds an exclusive ``fcntl.flock`` on ``gateway.lock`` for its
 whole life (the kernel drops it on any exit, SIGKILL included). Only the lock holder
 touches the stores or the socket path, so a stale socket left by a crash is simply
-unlinked by the next owner. The sockets are listened on only after the stores are open,
-so a successful ``connect`` means "ready". The daemon exits after ``idle_exit_s``
-without requests and with no proxy attached; the next proxy starts a fresh one. This
-module holds the election primitives; it imports nothing heavy, so the proxy starts fast.
+unlinked by the next owner. The owner's socket is listened on only after the stores are
+open, so a successful ``connect`` there means "ready"; the session socket listens from
+the start and holds what needs the stores (``session_socket.Opening``). The daemon exits
+after ``idle_exit_s`` without requests and with no proxy attached; the next proxy starts
+a fresh one. This module holds the election primitives; it imports nothing heavy, so
+the proxy starts fast.
 """
 
 from __future__ import annotations
@@ -265,8 +267,7 @@ def bind(path: Path) -> socket.socket:
     finally:
         os.umask(old)
     os.chmod(path, 0o600)
-    # Not listening yet: uvicorn listens after the stores are open, so a proxy that
-    # connects is talking to a ready owner.
+    # Not listening yet: the owner listens when it can answer (``owner._serve``).
     return sock
 
 

@@ -12,8 +12,11 @@ socket (0600) with three things on it:
 
 and one MCP session per stdio proxy on the session socket beside it (``session_socket``).
 
-``--http`` adds the TCP listener (bearer tokens, MCP sessions) beside it. The socket is
-listened on only after the stores are open, so a successful ``connect`` means "ready".
+``--http`` adds the TCP listener (bearer tokens, MCP sessions) beside it. The owner's
+socket is listened on only after the stores are open, so a successful ``connect`` there
+means "ready". The session socket listens from the start: an editor waits on
+``initialize`` at each launch, so that and the tool list are answered while the model
+loads, and the rest waits for the stores (``session_socket.Opening``).
 Every other process (CLI commands, proxies) talks to the owner; workers write to the
 truth store, which the owner applies (``applier``).
 """
@@ -34,13 +37,14 @@ from typing import Any
 
 import anyio
 import uvicorn
+from mcp.server.mcpserver import MCPServer
 from starlette.applications import Starlette
 from starlette.routing import Mount
 
 from mcp_gateway.common import fsperms
 from mcp_gateway.common.errors import KiokuError
 from mcp_gateway.common.settings import KiokuSettings
-from mcp_gateway.daemon import httpguard
+from mcp_gateway.daemon import httpguard, request_context
 from mcp_gateway.daemon import local_gateway as gw
 from mcp_gateway.daemon.admin import OwnerOnly, admin_app
 from mcp_gateway.daemon.owner_state import OwnerKind, OwnerState, info_path, read_owner
@@ -51,7 +55,7 @@ from mcp_gateway.protocol.server import (
     local_transport_security,
     transport_security,
 )
-from mcp_gateway.protocol.session_socket import serve_sessions
+from mcp_gateway.protocol.session_socket import Opening, serve_sessions
 from mcp_gateway.services import Services
 from mcp_gateway.services.app import open_app
 from mcp_gateway.ui import mount_ui, ui_mount
@@ -102,19 +106,74 @@ async def _serve(
     stdio: Callable[[Services], Awaitable[None]] | None,
     gone: Callable[[], str | None] = lambda: None,
 ) -> None:
+    """Serve until stopped. The session socket (the editors' proxies) listens before the
+    stores and the model are open: it answers ``initialize`` and the lists at once and
+    holds every other request until they are (``Opening``); the other listeners start
+    once they are open."""
     sock, session_sock = bound
+    services = Services.unopened()
+    local = create_server(settings, services=services)
+    opening = Opening()
+    sessions_scope = anyio.CancelScope()
+    sessions_done = anyio.Event()
+
+    async def sessions() -> None:
+        try:
+            with sessions_scope:
+                await serve_sessions(local, session_sock, state, opening)
+        finally:
+            sessions_done.set()
+
+    async def stop_sessions() -> None:
+        sessions_scope.cancel()
+        with anyio.CancelScope(shield=True):
+            await sessions_done.wait()
+
+    async with anyio.create_task_group() as outer:
+        outer.start_soon(sessions)
+        try:
+            await _serve_opened(
+                settings, sock, state, stdio, gone, services, local, opening, stop_sessions
+            )
+        except BaseException as exc:
+            reason = _kioku_error(exc)
+            # the requests held while the stores opened get the reason, not a broken line
+            opening.fail(str(reason) if reason is not None else "the owner stopped")
+            with anyio.move_on_after(1, shield=True):
+                await opening.answered()
+            raise
+        finally:
+            await stop_sessions()
+
+
+async def _serve_opened(
+    settings: KiokuSettings,
+    sock: socket.socket,
+    state: OwnerState,
+    stdio: Callable[[Services], Awaitable[None]] | None,
+    gone: Callable[[], str | None],
+    services: Services,
+    local: MCPServer[Services],
+    opening: Opening,
+    stop_sessions: Callable[[], Awaitable[None]],
+) -> None:
     async with AsyncExitStack() as stack:
         app = await stack.enter_async_context(open_app(settings))
-        # Listen once the start-up reconcile has put back whatever a crash left out of
-        # the index, so "connected" means "every acknowledged note is searchable"
+        # the sessions end before the stores close (last in, first out)
+        stack.push_async_callback(stop_sessions)
+        # Serve once the start-up reconcile has put back whatever a crash left out of
+        # the index, so "answered" means "every acknowledged note is searchable"
         # (bounded: a very large data dir still comes up, and finishes it while serving).
         with anyio.move_on_after(settings.local_gateway.start_timeout_s / 2):
             await app.reconciled.wait()
-        services = Services.over(app)
+        services.fill(app)
+        # the owner socket accepts from now on (uvicorn serves what waits in the backlog
+        # once it starts): a session's answer never comes before the CLI's socket does
+        sock.listen(64)
+        opening.opened()
         if settings.index.graph_check_s > 0:
             every = settings.index.graph_check_s
             app.spawn(lambda: services.rebuild.watch_graph(every))
-        local = create_server(settings, services=services)
         local_http = local.streamable_http_app(
             stateless_http=True,
             json_response=True,
@@ -165,7 +224,6 @@ async def _serve(
             for server, socks in zip(servers, listeners, strict=True):
                 listening.start_soon(_run_server, server, socks)
             async with anyio.create_task_group() as helpers:
-                helpers.start_soon(serve_sessions, local, session_sock, state)
                 if stdio is not None:
                     helpers.start_soon(_until_done, stdio(services), state)
                 if state.kind == "daemon" and settings.local_gateway.idle_exit_s > 0:
@@ -292,7 +350,9 @@ def run_owner(
         os.close(fd)
         return EXIT_STARTUP_FAILED
     inodes = {path: os.stat(path).st_ino for path in (sock_path, session_path)}
-    gw.write_private(info_path(paths), json.dumps(state.public()))
+    # the owner's own settings, for a proxy to name the ones it sets otherwise (0600)
+    info = {**state.public(), "settings": request_context.owner_view(settings)}
+    gw.write_private(info_path(paths), json.dumps(info))
     log.info("kioku %s pid %d owns %s", kind, state.pid, settings.data_dir)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda signum, _frame: log.info("signal %d: stopping", signum))

@@ -19,6 +19,11 @@ Failure handling:
   ``server/discover`` forgets any ``initialize`` before it (the SDK's ``auto`` mode sends
   one when its probe times out on a slow start, then probes again).
 
+Settings: each connection opens with this session's namespace, read namespaces and
+project, and owner settings set otherwise are named on stderr (``session_settings``). A
+session's first ``initialize`` is answered from the owner's last answer while the daemon
+starts (``init_cache``).
+
 Why a session socket and not HTTP: ``bench/hop.py`` measured a trivial call at 3.2 ms
 through the old proxy -> HTTP -> stateless-MCP hop vs 1.4 ms over plain stdio. Why two
 plain threads (stdin -> socket in the main thread, socket -> stdout in one reader thread
@@ -43,10 +48,11 @@ import time
 from typing import Any
 
 from mcp_gateway.common.settings import KiokuSettings
+from mcp_gateway.daemon import init_cache, peercred
 from mcp_gateway.daemon import local_gateway as gw
-from mcp_gateway.daemon import peercred
-from mcp_gateway.daemon.jsonrpc_peek import peek_id
+from mcp_gateway.daemon.jsonrpc_peek import message_id, peek_id, response_id
 from mcp_gateway.daemon.local_gateway import GatewayUnavailable
+from mcp_gateway.daemon.session_settings import preamble, tell_ignored
 
 log = logging.getLogger(__name__)
 
@@ -91,9 +97,21 @@ class Proxy:
         self._swallow: set[str] = set()  # replies to replayed requests
         self._writing = 0
         self._reader_gone = False
+        self._preamble = preamble(settings)
+        self._told = False
+        # the client's initialize: its id's key and protocol version (init_cache)
+        self._init: tuple[str, str] | None = None
+        self._starting: threading.Thread | None = None
 
     def ensure_daemon(self) -> None:
         gw.ensure_daemon(self.settings, self.paths)
+
+    def _start_daemon(self) -> None:
+        try:
+            self.ensure_daemon()
+        except GatewayUnavailable as exc:
+            # Keep serving: each request gets this error, and a later one may succeed.
+            log.error("%s", exc)
 
     # -- the connection ---------------------------------------------------------------
 
@@ -117,6 +135,9 @@ class Proxy:
         current = self._attached
         if current is not None and not current.lost:
             return current
+        starting, self._starting = self._starting, None
+        if starting is not None:
+            starting.join()  # the daemon run() began starting; one start at a time
         for attempt in range(_CONNECT_ATTEMPTS):
             try:
                 sock = self._connect()
@@ -129,7 +150,7 @@ class Proxy:
         with self._state:
             self._attached = attached
             for line in self._handshake:
-                key = _key(_message_id(line))
+                key = _key(message_id(line))
                 if key is not None:
                     self._swallow.add(key)
         attached.reader = threading.Thread(
@@ -137,11 +158,15 @@ class Proxy:
         )
         attached.reader.start()
         try:
+            sock.sendall(self._preamble)
             for line in self._handshake:
                 sock.sendall(line)
         except OSError as exc:
             self._lose(attached)
             raise GatewayUnavailable(_describe(exc)) from exc
+        if not self._told:
+            self._told = True
+            tell_ignored(self.settings, self.paths)
         return attached
 
     def _lose(self, attached: _Attached) -> None:
@@ -186,6 +211,8 @@ class Proxy:
         line = raw if raw.endswith(b"\n") else raw + b"\n"
         if method == "notifications/cancelled":
             self._cancelled(message.get("params"))
+        if method == "initialize" and self._answered_from_cache(message, line):
+            return
         with self._send_lock:
             if method in ("initialize", "server/discover"):
                 # a new session, or the modern era settled (nothing to replay: replaying
@@ -201,6 +228,30 @@ class Proxy:
                 return
             if method in ("initialize", "notifications/initialized"):
                 self._handshake.append(line)
+
+    def _answered_from_cache(self, message: dict[str, Any], line: bytes) -> bool:
+        """Answer the session's first ``initialize`` from the owner's last answer
+        (``init_cache``) while the daemon may still be starting; the line then goes
+        to the daemon as a handshake replay, its reply swallowed. False: forward it."""
+        version = init_cache.requested_version(message)
+        key = _key(message.get("id"))
+        if version is None or key is None:
+            return False
+        self._init = (key, version)
+        if self._attached is not None:
+            return False
+        result = init_cache.cached(self.settings.data_dir, version)
+        if result is None:
+            return False
+        reply = {"jsonrpc": "2.0", "id": message.get("id"), "result": result}
+        self._write(json.dumps(reply, ensure_ascii=False, separators=(",", ":")).encode() + b"\n")
+        with self._send_lock:
+            self._handshake = [line]
+            try:
+                self._attach()  # replays it
+            except (GatewayUnavailable, OSError) as exc:
+                log.warning("initialize not delivered: %s", exc)
+        return True
 
     def _send(self, line: bytes, req_id: Any, is_request: bool) -> None:
         key = _key(req_id) if is_request else None
@@ -250,7 +301,10 @@ class Proxy:
             attached.sock.close()
 
     def _deliver(self, line: bytes) -> None:
-        key = _key(_response_id(line))
+        key = _key(response_id(line))
+        init = self._init
+        if init is not None and key == init[0]:
+            self._remember_init(line, init[1])
         with self._state:
             if key is not None:
                 if key in self._swallow:
@@ -264,6 +318,14 @@ class Proxy:
             with self._state:
                 self._writing -= 1
                 self._state.notify_all()
+
+    def _remember_init(self, line: bytes, version: str) -> None:
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return
+        if isinstance(message, dict) and isinstance(message.get("result"), dict):
+            init_cache.remember(self.settings.data_dir, version, message["result"])
 
     def _reply_error(self, req_id: Any, message: str, code: int = GATEWAY_UNAVAILABLE) -> None:
         reply = {"jsonrpc": "2.0", "id": req_id, "error": {"code": code, "message": message}}
@@ -289,11 +351,12 @@ class Proxy:
     # -- the loop ---------------------------------------------------------------------
 
     def run(self) -> None:
-        try:
-            self.ensure_daemon()
-        except GatewayUnavailable as exc:
-            # Keep serving: each request gets this error, and a later one may succeed.
-            log.error("%s", exc)
+        # started at once, awaited by the first connection: meanwhile stdin is read, and
+        # an initialize the owner answered before is answered from its last answer
+        self._starting = threading.Thread(
+            target=self._start_daemon, name="kioku-proxy-start", daemon=True
+        )
+        self._starting.start()
         buffer = bytearray()
         while chunk := self._read():
             for line in _complete_lines(buffer, chunk):
@@ -358,26 +421,6 @@ def _complete_lines(buffer: bytearray, chunk: bytes) -> list[bytes]:
 
 def _key(req_id: Any) -> str | None:
     return None if req_id is None else json.dumps(req_id)
-
-
-def _message_id(line: bytes) -> Any:
-    try:
-        message = json.loads(line)
-    except ValueError:
-        return None
-    return message.get("id") if isinstance(message, dict) else None
-
-
-def _response_id(line: bytes) -> Any:
-    """The id of a response (result or error); None for the gateway's own requests and
-    notifications, whose ids are in the gateway's number space, not the client's."""
-    try:
-        message = json.loads(line)
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(message, dict) or "method" in message:
-        return None
-    return message.get("id")
 
 
 def _describe(exc: BaseException) -> str:

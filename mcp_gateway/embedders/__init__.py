@@ -6,13 +6,11 @@ from mcp_gateway.common.settings import EmbedderSettings
 from mcp_gateway.embedders.base import Embedder
 from mcp_gateway.embedders.cache import CachedQueryEmbedder
 from mcp_gateway.embedders.local import LocalEmbedder
-from mcp_gateway.embedders.ollama import OllamaEmbedder
 
 __all__ = [
     "CachedQueryEmbedder",
     "Embedder",
     "LocalEmbedder",
-    "OllamaEmbedder",
     "build_embedder",
     "latent_configured",
 ]
@@ -34,6 +32,10 @@ def build_embedder(settings: EmbedderSettings) -> Embedder:
     """The configured provider (not started yet), behind a query cache unless its size is 0."""
     embedder: Embedder
     if settings.provider == "ollama":
+        # imported only here: the ollama client and its HTTP stack cost the embedded
+        # default ~0.4 s of every start and ~10 MB (bench/LOG.md)
+        from mcp_gateway.embedders.ollama import OllamaEmbedder
+
         embedder = OllamaEmbedder(
             host=settings.ollama_host,
             model=settings.ollama_model,

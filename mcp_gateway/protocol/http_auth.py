@@ -13,13 +13,15 @@ from mcp.server.auth.provider import AccessToken
 
 from mcp_gateway.common.access import DEFAULT_GRANT, Scope, grant_scopes, settings_scope
 from mcp_gateway.common.settings import KiokuSettings
+from mcp_gateway.protocol.session_scope import session_scope
 
 
 def request_scope(settings: KiokuSettings) -> Scope:
-    """The scope of the current request: its token's grant, else the settings' scope."""
+    """The scope of the current request: its token's grant, else its stdio session's
+    (``session_scope``), else the settings' scope."""
     token = get_access_token()
     if token is None:
-        return settings_scope(settings)
+        return session_scope() or settings_scope(settings)
     scopes = grant_scopes(settings)
     scope = scopes.get(token.client_id)
     if scope is None:  # a verified token always names a grant; refuse if not

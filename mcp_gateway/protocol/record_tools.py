@@ -13,6 +13,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult
 
 from mcp_gateway.common.inputs import RecordChanges, RecordFields
+from mcp_gateway.protocol.session_scope import project_or
 from mcp_gateway.protocol.toolkit import result, scope_of, services_from, tool_errors
 from mcp_gateway.protocol.workspace_tools import session_project
 from mcp_gateway.records import render
@@ -65,7 +66,8 @@ def register_record_tools(mcp: MCPServer) -> None:
         """
         services = services_from(ctx)
         all_links = [*([link] if link.strip() else []), *links]
-        project = project.strip() or await session_project(ctx, services.app.settings.project)
+        default = project_or(services.app.settings.project)
+        project = project.strip() or await session_project(ctx, default)
         fields = RecordFields(
             type=type,
             title=title,

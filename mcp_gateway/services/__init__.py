@@ -23,6 +23,18 @@ class Services:
     transfer: TransferService
 
     @classmethod
+    def unopened(cls) -> Services:
+        """Services whose fields ``fill`` sets once the app is open: for a door that
+        answers before that (the owner's session socket answers ``initialize`` while
+        the model loads) and lets no use case through until then."""
+        return cls.__new__(cls)
+
+    def fill(self, app: AppContext) -> None:
+        opened = Services.over(app)
+        for name in self.__slots__:
+            setattr(self, name, getattr(opened, name))
+
+    @classmethod
     def over(cls, app: AppContext) -> Services:
         return cls(
             app=app,

@@ -16,6 +16,7 @@ from typing import Any
 
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.embedders.base import Embedder
+from mcp_gateway.embedders.channels import ChannelEmbedder
 from mcp_gateway.records import RecordStore
 from mcp_gateway.stores.activity import ActivityLog
 from mcp_gateway.stores.db import Database
@@ -47,6 +48,8 @@ class JobContext:
     # set when the process is stopping: embedding starts no further batch (what was
     # acknowledged is in the truth store; reconcile queues it again at the next start)
     stopping: threading.Event = field(default_factory=threading.Event)
+    # further dense channels (embedder.channels): embedded before the main model
+    channels: tuple[ChannelEmbedder, ...] = ()
 
 
 def job_context(ctx: dict[str, Any]) -> JobContext:

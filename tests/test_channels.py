@@ -64,6 +64,7 @@ async def test_a_note_gets_both_channels_and_search_fuses_them(tmp_path: Path) -
         assert response.results and response.results[0].id == ids[0]
 
 
+@pytest.mark.slow  # ~10 s on 2 busy cores
 async def test_reindex_adds_and_drops_a_channel_without_embedding_e5_again(
     tmp_path: Path,
 ) -> None:

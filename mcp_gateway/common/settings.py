@@ -147,7 +147,7 @@ class SearchSettings(BaseModel):
     # rank within that channel down to which its hit is kept on that channel's word
     # alone (the keep rule otherwise asks the main model's distance or the words)
     channel_weight: float = Field(default=0.5, ge=0)
-    channel_keep_rank: int = Field(default=3, ge=0)
+    channel_keep_rank: int = Field(default=10, ge=0)
     # multiplier on sparse_weight for queries written in unspaced scripts (ja, th)
     unspaced_sparse_factor: float = Field(default=0.2, ge=0, le=1)
     # per-type cosine-distance cut-offs ("*" = any type) over the embedder's defaults;

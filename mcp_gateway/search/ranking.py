@@ -46,7 +46,7 @@ class RankingParams:
     latent_weight: float = 0.7  # the latent-terms channel, when the search has one
     channel_weight: float = 0.5  # each further dense channel (embedder.channels)
     # a hit within this rank of a further dense channel passes the keep rule on it
-    channel_keep_rank: int = 3
+    channel_keep_rank: int = 10
     thresholds: Mapping[str, float] = field(default_factory=lambda: {"*": 0.2})
     lexical_keep_ratio: float = 0.5  # lexical-only hits kept if >= ratio * best lexical score
     # "first": the source design's rule, high priority always sorts first among the kept;

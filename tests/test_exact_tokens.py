@@ -11,12 +11,16 @@ import hashlib
 import json
 from pathlib import Path
 
+import pytest
 from mcp import Client
 
+from mcp_gateway.common.settings import KiokuSettings
+from mcp_gateway.protocol.server import create_server
 from mcp_gateway.search.exact_terms import identifier_terms
 from mcp_gateway.search.lexical import term_id
+from mcp_gateway.services.app import AppContext
 
-from .conftest import Harness
+from .conftest import Harness, connected
 from .http_server import http_client, http_gateway
 
 NOTES, RECORDS = 250, 150
@@ -137,3 +141,32 @@ async def test_another_tenants_copy_of_a_token_changes_nothing(tmp_path: Path) -
             await add(bob, "A second note of Bob's that names tok-7731")
             assert await first(alice) == held  # Bob's two copies change nothing for Alice
             assert await first(bob) == bobs_tls  # two of Bob's own: no pin for Bob
+
+
+@pytest.mark.slow  # ~45 s on 2 busy cores; the test above is the fast suite's proof
+async def test_a_token_held_by_one_memory_finds_it_first_with_a_further_channel(
+    settings: KiokuSettings,
+) -> None:
+    """The USE channel (embedder.channels) fuses beside e5 and BM25: template notes are
+    as alike to it as to e5, and the one holder of the marker still comes first."""
+    with_use = settings.model_copy(
+        update={"embedder": settings.embedder.model_copy(update={"channels": ["use"]})}
+    )
+    apps: list[AppContext] = []
+    async with connected(create_server(with_use, on_app=apps.append)) as client:
+        h = Harness(client, apps)
+        assert [c.name for c in h.app.index.spec.channels] == ["use"]
+        notes = [
+            (
+                await h.ok(
+                    "add_note",
+                    text=f"Incident {i}: the auth service exhausted its pool, marker {marker(i)}",
+                )
+            )["id"]
+            for i in range(60)
+        ]
+        burst = [i for i in range(0, 60, 5) if (await top_ids(h, marker(i)))[:1] != [notes[i]]]
+        assert burst == [], f"{len(burst)} markers missed right after the burst"
+        await h.settle()
+        missed = [i for i in range(60) if (await top_ids(h, marker(i)))[:1] != [notes[i]]]
+        assert missed == [], f"{len(missed)} of 60 markers missed at rank 1"

@@ -23,7 +23,7 @@ import qdrant_edge as qe
 
 from mcp_gateway.common.errors import IndexMismatch, StoreUnavailable
 from mcp_gateway.common.types import IndexFilter, IndexPoint, SparseVector, point_id
-from mcp_gateway.index.base import Index, IndexSpec
+from mcp_gateway.index.base import DenseChannel, Index, IndexSpec
 from mcp_gateway.index.edge import MIN_GRAPH_GROWTH, EdgeIndex
 from mcp_gateway.index.edge_types import PayloadCache, int_id
 from mcp_gateway.index.qdrant import open_qdrant_index
@@ -60,8 +60,12 @@ class Backend:
         self.collection = f"c{uuid.uuid4().hex}"
         self.opened: list[Index] = []
 
-    async def open(self, dim: int = DIM, latent: bool = False) -> Index:
-        spec = IndexSpec(self.collection, dim=dim, model_id=f"test-{dim}", latent=latent)
+    async def open(
+        self, dim: int = DIM, latent: bool = False, channels: tuple[DenseChannel, ...] = ()
+    ) -> Index:
+        spec = IndexSpec(
+            self.collection, dim=dim, model_id=f"test-{dim}", latent=latent, channels=channels
+        )
         index: Index
         if self.name.startswith("edge"):
             storage = "turbo16" if self.name == "edge-turbo16" else "float32"
@@ -552,3 +556,32 @@ async def test_edge_a_graph_is_due_again_once_its_points_were_written_again(
         assert await reopened.wants_graph()
     finally:
         await reopened.close()
+
+
+async def test_a_further_dense_channel_is_searched_by_its_own_vectors(backend: Backend) -> None:
+    """Named vectors: each point carries the channel's vector beside ``dense``; a search
+    asks the channel with its own query vector and gets its own cosine order; a point
+    written without the channel's vector is not in it; the collection reopens with the
+    channel it was made with, whatever is asked then."""
+    use = DenseChannel("alt", "test-alt", 8)
+    index = await backend.open(channels=(use,))
+    assert index.spec.channels == (use,)
+    alt = np.eye(8)
+    points = [point(f"n{i}", f"text {i}", unit(i)) for i in range(4)]
+    for i, p in enumerate(points[:3]):
+        p.channels = {"alt": [float(x) for x in alt[i]]}
+    await index.upsert(points)
+    found = await index.search_channels(
+        None, SparseVector([], []), ANY, 10, channel_queries={"alt": list(alt[1])}
+    )
+    assert [h.id for h in found.extra["alt"]][:1] == [pid("n1")]
+    assert {h.id for h in found.extra["alt"]} == {pid(f"n{i}") for i in range(3)}
+    assert found.dense == [] and found.sparse == []
+    both = await index.search_channels(
+        unit(2), SparseVector([], []), ANY, 10, channel_queries={"alt": list(alt[0])}
+    )
+    assert both.dense[0].id == pid("n2") and both.extra["alt"][0].id == pid("n0")
+    if backend.name.startswith("edge"):
+        await backend.close_all()
+        again = await backend.open()  # asked without it: the stored shard keeps it
+        assert again.spec.channels == (use,)

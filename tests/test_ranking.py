@@ -285,3 +285,30 @@ def test_newer_first_leaves_what_it_should_alone() -> None:
 def test_e5_ships_the_measured_newer_similarity() -> None:
     assert for_model("local/multilingual-e5-small-q4").newer_similarity == 0.92
     assert for_model("ollama/nomic-embed-text").newer_similarity == 0  # not measured: off
+
+
+def test_a_further_channel_adds_its_evidence_and_keeps_its_top_hits() -> None:
+    """A further dense channel (embedder.channels) is fused at ``channel_weight``; a
+    hit it ranks within ``channel_keep_rank`` passes the keep rule although the main
+    model puts it beyond the threshold and no word matches; one ranked lower does not."""
+    params = RankingParams(thresholds={"*": 0.1}, keep_margin=0.05, channel_keep_rank=1)
+    dense = [hit("a", 0.95), hit("b", 0.80), hit("c", 0.79)]
+    alone = fuse(dense, [], params)
+    assert ids(select(alone, params, 10)) == ["a"]
+    channel = [hit("c", 0.40), hit("b", 0.30), hit("a", 0.10)]
+    fused = fuse(dense, [], params, channels=[channel])
+    by_id = {c.point_id: c for c in fused}
+    assert by_id["c"].channel_rank == 1 and by_id["c"].channel_part > by_id["b"].channel_part
+    assert by_id["c"].score > by_id["b"].score  # the channel turned the main model's order
+    assert ids(select(fused, params, 10)) == ["a", "c"]  # b: rank 2 in the channel
+
+
+def test_a_note_not_embedded_yet_is_judged_on_its_words_and_the_channel() -> None:
+    """A pending note (no main-model vector yet) with the fast channel's vector outranks
+    a pending note with the same lexical evidence and none."""
+    params = RankingParams()
+    dense = [hit("a", 0.9)]
+    sparse = [hit("p", 3.0, dense=False), hit("q", 3.0, dense=False)]
+    fused = fuse(dense, sparse, params, channels=[[hit("q", 0.5, dense=False), hit("a", 0.3)]])
+    by_id = {c.point_id: c for c in fused}
+    assert by_id["q"].score > by_id["p"].score

@@ -8,6 +8,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from mcp_gateway.common.access import settings_scope
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.embedders import build_embedder
+from mcp_gateway.embedders.channels import build_channel_embedders
 from mcp_gateway.jobs import JobContext
 from mcp_gateway.records import RecordStore
 from mcp_gateway.stores.activity import open_activity_log
@@ -26,6 +27,10 @@ async def open_worker_context(settings: KiokuSettings) -> AsyncIterator[JobConte
         embedder = build_embedder(settings.embedder)
         await embedder.start()
         stack.push_async_callback(embedder.aclose)
+        channels = build_channel_embedders(settings.embedder)
+        for channel in channels:
+            await channel.embedder.start()
+            stack.push_async_callback(channel.embedder.aclose)
         yield JobContext(
             settings=settings,
             db=db,
@@ -37,4 +42,5 @@ async def open_worker_context(settings: KiokuSettings) -> AsyncIterator[JobConte
                 db, settings.activity_log_path, shared=settings.shared_store
             ),
             namespaces=settings_scope(settings).read,
+            channels=channels,
         )

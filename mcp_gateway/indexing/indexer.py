@@ -11,19 +11,21 @@ whatever vector the truth store holds for the item's current text.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import anyio.to_thread
 
+from mcp_gateway.common.errors import EmbedderUnavailable
 from mcp_gateway.common.types import IndexPoint, Note, SparseVector, point_id
-from mcp_gateway.index.base import Index, visible_value
+from mcp_gateway.embedders.base import Embedder
+from mcp_gateway.index.base import Index, IndexSpec, visible_value
 from mcp_gateway.records import RecordStore
 from mcp_gateway.records.model import Record
 from mcp_gateway.search import lexical
 from mcp_gateway.stores.db import Database, register_migration
 from mcp_gateway.stores.notes import NoteStore
-from mcp_gateway.stores.vectors import VectorStore, content_hash
+from mcp_gateway.stores.vectors import StoredVector, VectorStore, content_hash
 
 log = logging.getLogger(__name__)
 
@@ -104,9 +106,11 @@ def note_point(
     dense: Sequence[float] | None = None,
     prior: float | None = None,
     latent: SparseVector | None = None,
+    channels: dict[str, list[float]] | None = None,
 ) -> IndexPoint:
     # "dense" tells ranking that a missing dense score means "not embedded yet", not
-    # "far away", so a fresh note competes on its lexical evidence alone.
+    # "far away", so a fresh note competes on its lexical evidence alone (and on the
+    # further channels it already has, ``channels``).
     payload = {**note_payload(note, prior), "dense": dense is not None}
     return IndexPoint(
         id=point_id("note", note.id),
@@ -114,6 +118,7 @@ def note_point(
         sparse=lexical.sparse_document(note_document(note)),
         dense=list(dense) if dense is not None else None,
         latent=latent if dense is not None else None,
+        channels=channels or {},
     )
 
 
@@ -123,6 +128,7 @@ def record_point(
     current: bool,
     dense: Sequence[float] | None = None,
     latent: SparseVector | None = None,
+    channels: dict[str, list[float]] | None = None,
 ) -> IndexPoint:
     return IndexPoint(
         id=point_id("record", rec.id),
@@ -130,7 +136,31 @@ def record_point(
         sparse=lexical.sparse_document(record_document(rec)),
         dense=list(dense) if dense is not None else None,
         latent=latent if dense is not None else None,
+        channels=channels or {},
     )
+
+
+ChannelRows = dict[str, dict[str, StoredVector]]  # source id -> channel name -> vector
+
+
+async def channel_rows(
+    vectors: VectorStore, spec: IndexSpec, kind: str, ids: Sequence[str]
+) -> ChannelRows:
+    """The truth store's vectors of ``ids`` for each further dense channel of ``spec``."""
+    out: ChannelRows = {}
+    for channel in spec.channels:
+        for sid, row in (await vectors.get(kind, channel.model_id, ids)).items():
+            out.setdefault(sid, {})[channel.name] = row
+    return out
+
+
+def current_channels(rows: ChannelRows, sid: str, document: str) -> dict[str, list[float]]:
+    """The channel vectors of ``sid`` embedded from ``document`` as it reads now."""
+    found = rows.get(sid)
+    if not found:
+        return {}
+    chash = content_hash(document)
+    return {name: row.vector for name, row in found.items() if row.content_hash == chash}
 
 
 def record_payload(rec: Record, current: bool) -> dict[str, Any]:
@@ -171,13 +201,17 @@ class Indexer:
         index: Index,
         vectors: VectorStore,
         points_lock: anyio.Lock | None = None,
+        fast: Mapping[str, Embedder] | None = None,
     ) -> None:
+        """``fast``: further dense channels (by name) whose vector a new note gets with
+        its first point, before its job runs: a burst is searchable by meaning at once."""
         self.notes, self.records, self.index, self.vectors = notes, records, index, vectors
         self.points_lock = points_lock or anyio.Lock()
         # note id -> the version (updated_at) whose point this process wrote last: the
         # change feed brings a gateway its own writes back, and those need no second
         # encoding (bounded: the oldest entries go first)
         self.written: dict[str, float] = {}
+        self.fast = dict(fast or {})
 
     @property
     def model_id(self) -> str:
@@ -199,7 +233,9 @@ class Indexer:
         applier, which holds it, waits for these writes (``WriteBehind.caught_up``)
         before it writes embedded points."""
         # Sparse encoding is CPU work (~25 ms for a 32 KB note): never on the event loop.
-        await self.index.upsert([await anyio.to_thread.run_sync(note_point, note)])
+        channels = await self._fast_channels(note)
+        point = await anyio.to_thread.run_sync(note_point, note, None, None, None, channels)
+        await self.index.upsert([point])
         self._wrote([note])
 
     def _wrote(self, notes: Sequence[Note]) -> None:
@@ -208,6 +244,24 @@ class Indexer:
             self.written[note.id] = note.updated_at
         while len(self.written) > WRITTEN_KEPT:
             del self.written[next(iter(self.written))]
+
+    async def _fast_channels(self, note: Note) -> dict[str, list[float]]:
+        """The note's vectors from the fast channels the index has, stored in the truth
+        store too (the job then skips them; a reindex reads them back). A channel that
+        fails leaves the note to its job."""
+        out: dict[str, list[float]] = {}
+        doc = note_document(note)
+        for name, embedder in self.fast.items():
+            if self.index.spec.channel(name) is None:
+                continue
+            try:
+                vec = (await embedder.embed_documents_now([doc]))[0]
+            except EmbedderUnavailable as exc:
+                log.warning("the %s channel skipped a new note: %s", name, exc)
+                continue
+            await self.vectors.put("note", embedder.model_id, [(note.id, content_hash(doc), vec)])
+            out[name] = vec
+        return out
 
     async def update_payload(self, note: Note) -> None:
         async with self.points_lock:  # the applier writes whole points from older reads
@@ -263,6 +317,7 @@ class Indexer:
     async def _put_notes(self, notes: Sequence[Note]) -> list[Note]:
         stored = await self.vectors.get("note", self.model_id, [n.id for n in notes])
         priors = await load_priors(self.notes.db, [n.id for n in notes])
+        extra = await channel_rows(self.vectors, self.index.spec, "note", [n.id for n in notes])
 
         def build() -> tuple[list[IndexPoint], list[Note], dict[str, float]]:
             # Hashing and sparse encoding are CPU work (~25 ms for a 32 KB note): in a
@@ -270,12 +325,16 @@ class Indexer:
             points, pending, embedded = [], [], {}
             for note in notes:
                 vec = stored.get(note.id)
-                if vec is not None and vec.content_hash == content_hash(note_document(note)):
-                    points.append(note_point(note, vec.vector, priors.get(note.id), vec.terms))
+                doc = note_document(note)
+                more = current_channels(extra, note.id, doc)
+                if vec is not None and vec.content_hash == content_hash(doc):
+                    points.append(
+                        note_point(note, vec.vector, priors.get(note.id), vec.terms, more)
+                    )
                     if note.embedded_model != self.model_id:  # marked already: no write
                         embedded[note.id] = note.updated_at
                 else:
-                    points.append(note_point(note, None, priors.get(note.id)))
+                    points.append(note_point(note, None, priors.get(note.id), channels=more))
                     pending.append(note)
             return points, pending, embedded
 
@@ -296,20 +355,28 @@ class Indexer:
             return await self._put_records(list(found.values()), current)
 
     async def _put_records(self, records: Sequence[Record], current: set[str]) -> list[Record]:
-        stored = await self.vectors.get("record", self.model_id, [r.id for r in records])
+        ids = [r.id for r in records]
+        stored = await self.vectors.get("record", self.model_id, ids)
+        extra = await channel_rows(self.vectors, self.index.spec, "record", ids)
 
         def build() -> tuple[list[IndexPoint], list[Record]]:
             points, pending = [], []
             for rec in records:
                 vec = stored.get(rec.id)
-                if vec is not None and vec.content_hash == content_hash(record_document(rec)):
+                doc = record_document(rec)
+                more = current_channels(extra, rec.id, doc)
+                if vec is not None and vec.content_hash == content_hash(doc):
                     points.append(
                         record_point(
-                            rec, current=rec.id in current, dense=vec.vector, latent=vec.terms
+                            rec,
+                            current=rec.id in current,
+                            dense=vec.vector,
+                            latent=vec.terms,
+                            channels=more,
                         )
                     )
                 else:
-                    points.append(record_point(rec, current=rec.id in current))
+                    points.append(record_point(rec, current=rec.id in current, channels=more))
                     pending.append(rec)
             return points, pending
 

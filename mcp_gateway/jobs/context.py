@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.embedders.base import Embedder
+from mcp_gateway.embedders.channels import ChannelEmbedder
 from mcp_gateway.records import RecordStore
 from mcp_gateway.stores.activity import ActivityLog
 from mcp_gateway.stores.db import Database
@@ -46,3 +47,5 @@ class JobContext:
     # set when the process is stopping: embedding starts no further batch (what was
     # acknowledged is in the truth store; reconcile queues it again at the next start)
     stopping: threading.Event = field(default_factory=threading.Event)
+    # further dense channels (embedder.channels): embedded before the main model
+    channels: tuple[ChannelEmbedder, ...] = ()

@@ -31,10 +31,10 @@ import anyio
 import anyio.abc
 import qdrant_edge as qe
 
-from mcp_gateway.index.base import IndexSpec
+from mcp_gateway.index.base import DenseChannel, IndexSpec
 from mcp_gateway.index.edge import EdgeIndex
 from mcp_gateway.index.edge_shard import STORAGE
-from mcp_gateway.rebuild.fill import fill_notes, fill_records, stored_vectors
+from mcp_gateway.rebuild.fill import fill_notes, fill_records, stored_channels, stored_vectors
 from mcp_gateway.records import RecordStore
 from mcp_gateway.stores.db import Database, is_database_url
 from mcp_gateway.stores.notes import NoteStore
@@ -83,6 +83,7 @@ def build_command(
         "--dense-storage",
         dense_storage,
         *(["--latent"] if spec.latent else []),
+        *[f"--channel={c.name}:{c.model_id}:{c.dim}" for c in spec.channels],
     ]
 
 
@@ -146,6 +147,7 @@ async def build(
         await index.open()
         try:
             vectors_for = stored_vectors(VectorStore(db), spec.model_id)
+            channels_for = stored_channels(VectorStore(db), spec)
             done = {"notes_done": 0, "records_done": 0}
 
             def count(key: str) -> Callable[[int], None]:
@@ -155,8 +157,12 @@ async def build(
 
                 return bump
 
-            await fill_notes(NoteStore(db), db, index, vectors_for, count("notes_done"))
-            await fill_records(RecordStore(db, project), index, vectors_for, count("records_done"))
+            await fill_notes(
+                NoteStore(db), db, index, vectors_for, count("notes_done"), channels_for
+            )
+            await fill_records(
+                RecordStore(db, project), index, vectors_for, count("records_done"), channels_for
+            )
             await index.build_graph()
             _emit(**done, graph_points=index.graph_points)
             return index.graph_points
@@ -176,9 +182,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--project", default="")
     ap.add_argument("--latent", action="store_true", help="with the latent-terms vector")
     ap.add_argument("--dense-storage", choices=sorted(STORAGE), default="turbo16")
+    ap.add_argument(
+        "--channel", action="append", default=[], help="a further dense channel: NAME:MODEL:DIM"
+    )
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="build: %(message)s")
-    spec = IndexSpec(args.collection, args.dim, args.model, latent=args.latent)
+    channels = []
+    for given in args.channel:
+        name, _, rest = given.partition(":")
+        model, _, dim = rest.rpartition(":")
+        channels.append(DenseChannel(name, model, int(dim)))
+    spec = IndexSpec(
+        args.collection, args.dim, args.model, latent=args.latent, channels=tuple(channels)
+    )
     db = os.environ[DB_ENV] if args.db == DB_FROM_ENV else args.db
     points = anyio.run(build, db, args.root, spec, args.project, args.dense_storage)
     log.info("built %s: HNSW graph over %d points", spec.collection, points)

@@ -12,7 +12,10 @@ import anyio.to_thread
 
 from mcp_gateway.common.types import IndexPoint, Note
 from mcp_gateway.embedders.base import Encoded
+from mcp_gateway.index.base import IndexSpec
 from mcp_gateway.indexing.indexer import (
+    channel_rows,
+    current_channels,
     load_priors,
     note_document,
     note_point,
@@ -35,6 +38,25 @@ class Sink(Protocol):
 VectorsFor = Callable[[str, dict[str, str]], Awaitable[dict[str, Encoded]]]
 
 
+# (kind, {source_id: document}) -> {source_id: {channel: vector}} (further dense channels)
+ChannelsFor = Callable[[str, dict[str, str]], Awaitable[dict[str, dict[str, list[float]]]]]
+
+
+async def _no_channels(_kind: str, _docs: dict[str, str]) -> dict[str, dict[str, list[float]]]:
+    return {}
+
+
+def stored_channels(store: VectorStore, spec: IndexSpec) -> ChannelsFor:
+    """The stored vectors of each further dense channel of ``spec`` whose text hash
+    still matches the document (none: a channel just added; its job fills them in)."""
+
+    async def get(kind: str, docs: dict[str, str]) -> dict[str, dict[str, list[float]]]:
+        rows = await channel_rows(store, spec, kind, list(docs))
+        return {sid: current_channels(rows, sid, docs[sid]) for sid in rows if sid in docs}
+
+    return get
+
+
 def stored_vectors(store: VectorStore, model: str) -> VectorsFor:
     """The stored vectors of ``model`` whose text hash still matches the document."""
 
@@ -55,18 +77,21 @@ async def fill_notes(
     target: Sink,
     vectors_for: VectorsFor,
     on_page: Callable[[int], None] = lambda _n: None,
+    channels_for: ChannelsFor = _no_channels,
 ) -> dict[str, float]:
     """Write every live note; returns the versions written with a dense vector."""
     embedded: dict[str, float] = {}
     after = ""
     while page := await notes.page(after, limit=PAGE):
         after = page[-1].id
-        vectors = await vectors_for("note", {n.id: note_document(n) for n in page})
+        docs = {n.id: note_document(n) for n in page}
+        vectors = await vectors_for("note", docs)
+        more = await channels_for("note", docs)
         priors = await load_priors(db, [n.id for n in page])
         # sparse encoding of a page is CPU work: off the event loop
         points = await anyio.to_thread.run_sync(
-            lambda p=page, v=vectors, pr=priors: [  # type: ignore[misc]
-                _note(n, v.get(n.id), pr.get(n.id)) for n in p
+            lambda p=page, v=vectors, pr=priors, m=more: [  # type: ignore[misc]
+                _note(n, v.get(n.id), pr.get(n.id), m.get(n.id)) for n in p
             ]
         )
         await target.upsert(points)
@@ -80,26 +105,33 @@ async def fill_records(
     target: Sink,
     vectors_for: VectorsFor,
     on_batch: Callable[[int], None] = lambda _n: None,
+    channels_for: ChannelsFor = _no_channels,
 ) -> None:
     async for batch in records.iter_all(batch_size=PAGE):
-        vectors = await vectors_for("record", {r.id: record_document(r) for r in batch})
+        docs = {r.id: record_document(r) for r in batch}
+        vectors = await vectors_for("record", docs)
+        more = await channels_for("record", docs)
         current = await records.current_ids([r.id for r in batch])
         points: list[IndexPoint] = await anyio.to_thread.run_sync(
-            lambda b=batch, v=vectors, c=current: [  # type: ignore[misc]
-                _record(r, r.id in c, v.get(r.id)) for r in b
+            lambda b=batch, v=vectors, c=current, m=more: [  # type: ignore[misc]
+                _record(r, r.id in c, v.get(r.id), m.get(r.id)) for r in b
             ]
         )
         await target.upsert(points)
         on_batch(len(batch))
 
 
-def _note(note: Note, vec: Encoded | None, prior: float | None) -> IndexPoint:
+def _note(
+    note: Note, vec: Encoded | None, prior: float | None, more: dict[str, list[float]] | None
+) -> IndexPoint:
     if vec is None:
-        return note_point(note, None, prior)
-    return note_point(note, vec.dense, prior, vec.terms)
+        return note_point(note, None, prior, channels=more)
+    return note_point(note, vec.dense, prior, vec.terms, more)
 
 
-def _record(rec: Record, current: bool, vec: Encoded | None) -> IndexPoint:
+def _record(
+    rec: Record, current: bool, vec: Encoded | None, more: dict[str, list[float]] | None
+) -> IndexPoint:
     if vec is None:
-        return record_point(rec, current=current)
-    return record_point(rec, current=current, dense=vec.dense, latent=vec.terms)
+        return record_point(rec, current=current, channels=more)
+    return record_point(rec, current=current, dense=vec.dense, latent=vec.terms, channels=more)

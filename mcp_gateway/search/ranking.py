@@ -44,6 +44,9 @@ class RankingParams:
     dense_weight: float = 1.0
     sparse_weight: float = 0.3
     latent_weight: float = 0.7  # the latent-terms channel, when the search has one
+    channel_weight: float = 0.5  # each further dense channel (embedder.channels)
+    # a hit within this rank of a further dense channel passes the keep rule on it
+    channel_keep_rank: int = 10
     thresholds: Mapping[str, float] = field(default_factory=lambda: {"*": 0.2})
     lexical_keep_ratio: float = 0.5  # lexical-only hits kept if >= ratio * best lexical score
     # "first": the source design's rule, high priority always sorts first among the kept;
@@ -73,6 +76,8 @@ class Candidate:
     sparse_rank: int | None = None
     sparse_part: float = 0.0
     latent_part: float = 0.0  # the latent-terms channel's share of ``score``
+    channel_part: float = 0.0  # the further dense channels' share of ``score``
+    channel_rank: int | None = None  # the best rank any further dense channel gave it
     # how many of the query's identifiers this memory alone holds (``pin_exact``)
     exact: int = 0
 
@@ -128,8 +133,13 @@ def fuse(
     sparse: Sequence[IndexHit],
     params: RankingParams,
     latent: Sequence[IndexHit] | None = None,
+    channels: Sequence[Sequence[IndexHit]] = (),
 ) -> list[Candidate]:
     """Weighted fusion of the channels; keeps each channel's raw evidence.
+
+    ``channels``: each further dense channel's hits (another model's cosine order),
+    added at ``channel_weight`` each. A note the main model has not embedded yet is
+    judged on its lexical evidence and these channels together.
 
     ``latent`` (a list, possibly empty: the search has the latent-terms channel) takes
     BM25's place in the score at ``latent_weight``. BM25 stays the evidence of the keep
@@ -150,6 +160,14 @@ def fuse(
             cand = by_id.get(hit.id) or by_id.setdefault(hit.id, Candidate(hit.id, hit.payload))
             cand.latent_part = part
             cand.score += part
+    for hits in channels:
+        parts = _contributions(hits, params, params.channel_weight)
+        for rank, (hit, part) in enumerate(zip(hits, parts, strict=True), start=1):
+            cand = by_id.get(hit.id) or by_id.setdefault(hit.id, Candidate(hit.id, hit.payload))
+            cand.channel_part += part
+            cand.score += part
+            if cand.channel_rank is None or rank < cand.channel_rank:
+                cand.channel_rank = rank
     semantic = set(by_id) if latent is not None else set()
     second_weight = params.sparse_weight if latent is None else params.latent_weight
     sparse_parts = _contributions(sparse, params, params.sparse_weight)
@@ -162,8 +180,11 @@ def fuse(
         for cand in by_id.values():
             if cand.payload.get("dense") is False and cand.dense_rank is None:
                 # not embedded yet: judge it on its lexical evidence at full weight
-                scale = (params.dense_weight + second_weight) / params.sparse_weight
-                cand.score = cand.sparse_part * scale
+                # (and on the further channels that have it: the whole weight of the
+                # channels it lacks spread over those it has)
+                have = params.sparse_weight + (params.channel_weight if cand.channel_part else 0)
+                scale = (params.dense_weight + second_weight + have - params.sparse_weight) / have
+                cand.score = (cand.sparse_part + cand.channel_part) * scale
     for cand in by_id.values():
         cand.score *= float(cand.payload.get("prior", 1.0))
         if params.priority_rule != "first" and cand.priority == "high":
@@ -283,6 +304,8 @@ def passes_threshold(
         and cand.distance <= params.threshold_for(cand.type)
         and cand.distance <= best_distance + params.keep_margin
     ):
+        return True
+    if cand.channel_rank is not None and cand.channel_rank <= params.channel_keep_rank:
         return True
     if cand.sparse_score is not None and best_sparse > 0:
         return cand.sparse_score >= params.lexical_keep_ratio * best_sparse

@@ -10,7 +10,7 @@ it derived from the query's words) is not computed again (``answers.py``,
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -26,6 +26,7 @@ from mcp_gateway.common.types import (
     SparseVector,
 )
 from mcp_gateway.embedders.base import Embedder, Encoded
+from mcp_gateway.embedders.channels import ChannelEmbedder
 from mcp_gateway.index.base import Channels
 from mcp_gateway.index.live import LiveIndex
 from mcp_gateway.indexing.writebehind import WriteBehind
@@ -81,11 +82,13 @@ class SearchService:
         writes: WriteBehind | None = None,
         folder: Folder | None = None,
         catch_up: Callable[[], Awaitable[None]] | None = None,
+        channels: Sequence[ChannelEmbedder] = (),
     ) -> None:
         """``catch_up``: where other gateways write the same truth store, applies what
         they committed before this search began (read-your-writes, ``indexing.follow``)."""
         self.catch_up = catch_up
         self.notes, self.index, self.embedder = notes, index, embedder
+        self.channels = tuple(channels)
         self.settings, self.thresholds, self.records = settings, thresholds, records
         self.fresh, self.writes, self.folder = fresh, writes, folder
         self.searches = Searches()
@@ -169,7 +172,8 @@ class SearchService:
             # a cached embedding and the recent list known: nothing to overlap, so one
             # index call and no task group (~0.2 ms of a ~3 ms search at 2k)
             views, terms = cached[0], self._latent(cached[1])
-            semantic = await self._index_call(views, sparse, flt, limit, terms)
+            more = await self._channel_queries(query)
+            semantic = await self._index_call(views, sparse, flt, limit, terms, more)
             sparse_hits, dense_ok = semantic.sparse, True
             if identifiers:
                 await find_held()
@@ -192,7 +196,11 @@ class SearchService:
                 latent_hits = best_of_views([latent_hits, fresh_latent], limit)
         params = self._params(query, thresholds)
         candidates = fuse(
-            dense_hits, sparse_hits, params, latent_hits if terms is not None else None
+            dense_hits,
+            sparse_hits,
+            params,
+            latent_hits if terms is not None else None,
+            list(semantic.extra.values()),
         )
         candidates = pin_exact(candidates, held)
         if self.records is not None and any(c.payload.get("current") is False for c in candidates):
@@ -248,9 +256,22 @@ class SearchService:
         # lexical channel joins the one index call instead (three threads contending
         # for the GIL cost ~1 ms more than one call).
         combined, lexical_started = False, list[bool]()
+        more: dict[str, list[float]] = {}
+        more_done = anyio.Event()
+
+        async def channel_queries() -> None:
+            try:
+                more.update(await self._channel_queries(query))
+            finally:
+                more_done.set()
+
         async with anyio.create_task_group() as tg:
             if recent_at is not None:
                 tg.start_soon(read_recent, recent_at)
+            if self.channels and self.settings.mode != "lexical":
+                tg.start_soon(channel_queries)  # beside the main model's, on their own lane
+            else:
+                more_done.set()
             if beside is not None:
                 tg.start_soon(beside)
             if not sparse.is_empty():
@@ -262,8 +283,9 @@ class SearchService:
             )
             combined = not sparse.is_empty() and not lexical_started
             terms = self._latent(terms)
+            await more_done.wait()
             semantic = await self._index_call(
-                views, sparse if combined else SparseVector([], []), flt, limit, terms
+                views, sparse if combined else SparseVector([], []), flt, limit, terms, more
             )
         sparse_hits = lexical_found[0].sparse if lexical_found else semantic.sparse
         return semantic, sparse_hits, views, terms, dense_ok
@@ -275,6 +297,7 @@ class SearchService:
         flt: IndexFilter,
         limit: int,
         terms: SparseVector | None,
+        more: Mapping[str, Sequence[float]] | None = None,
     ) -> Channels:
         # every query view goes in one index call: the engine holds the GIL while it
         # searches, so a second concurrent call would only queue behind the first
@@ -285,7 +308,26 @@ class SearchService:
             limit,
             more_dense=views[1:],
             latent=terms,
+            channel_queries=more,
         )
+
+    async def _channel_queries(self, query: str) -> dict[str, list[float]]:
+        """The query's vector from each further dense channel the index has (a channel
+        that is down is left out: the others still answer)."""
+        out: dict[str, list[float]] = {}
+        if self.settings.mode == "lexical":
+            return out
+        for ce in self.channels:
+            if self.index.spec.channel(ce.channel.name) is None:
+                continue
+            known = ce.embedder.peek(query)
+            try:
+                out[ce.channel.name] = (
+                    known.dense if known is not None else await ce.embedder.embed_query(query)
+                )
+            except EmbedderUnavailable as exc:
+                log.warning("the %s channel skipped a search: %s", ce.channel.name, exc)
+        return out
 
     async def _alternative_hits(
         self, alternatives: Sequence[str], flt: IndexFilter, limit: int
@@ -375,5 +417,7 @@ class SearchService:
             dense_weight=s.dense_weight,
             sparse_weight=sparse_weight,
             latent_weight=s.latent_weight,
+            channel_weight=s.channel_weight,
+            channel_keep_rank=s.channel_keep_rank,
             thresholds=thresholds,  # read once, with the answer cache's key
         )

@@ -29,6 +29,11 @@ from mcp_gateway.common.keyfile import load_secret
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.embedders import build_embedder, latent_configured
 from mcp_gateway.embedders.base import Embedder
+from mcp_gateway.embedders.channels import (
+    ChannelEmbedder,
+    build_channel_embedders,
+    configured_channels,
+)
 from mcp_gateway.index import catalog
 from mcp_gateway.index.base import IndexSpec
 from mcp_gateway.index.live import LiveIndex
@@ -77,6 +82,8 @@ class AppContext:
     background: anyio.abc.TaskGroup | None = None
     # set once the start-up reconcile has run (or at once when none runs)
     reconciled: anyio.Event = field(default_factory=anyio.Event)
+    # further dense channels (embedder.channels), started
+    channels: tuple[ChannelEmbedder, ...] = ()
 
     @property
     def namespaces(self) -> tuple[str, ...]:
@@ -116,6 +123,8 @@ class AppContext:
         notes are in the truth store; the next start's reconcile queues what is left)."""
         self.job_context.stopping.set()
         self.embedder.interrupt()
+        for channel in self.channels:
+            channel.embedder.interrupt()
 
     async def reconcile(self) -> ReconcileReport:
         terms = self.index.spec.latent and self.embedder.latent_terms
@@ -146,8 +155,11 @@ async def live_spec(db: Database, settings: KiokuSettings, embedder: Embedder) -
     catalog.check_schema(info)
     # asked for when the collection is made; an existing one says what it has (index open)
     latent = latent_configured(settings.embedder)
+    channels = configured_channels(settings.embedder)
     if info.model_id is None or info.dim is None:
-        spec = IndexSpec(info.collection, embedder.dim, embedder.model_id, latent=latent)
+        spec = IndexSpec(
+            info.collection, embedder.dim, embedder.model_id, latent=latent, channels=channels
+        )
         await catalog.adopt(db, spec, applied_seq=0)
         return spec
     if info.model_id != embedder.model_id:
@@ -158,7 +170,7 @@ async def live_spec(db: Database, settings: KiokuSettings, embedder: Embedder) -
             embedder.model_id,
             embedder.model_id,
         )
-    return IndexSpec(info.collection, info.dim, info.model_id, latent=latent)
+    return IndexSpec(info.collection, info.dim, info.model_id, latent=latent, channels=channels)
 
 
 @asynccontextmanager
@@ -173,6 +185,11 @@ async def open_app(settings: KiokuSettings, *, run_jobs: bool = True) -> AsyncIt
         embedder = build_embedder(settings.embedder)
         await start_embedder(embedder, db, settings)
         stack.push_async_callback(embedder.aclose)
+        channels = build_channel_embedders(settings.embedder)
+        for channel in channels:
+            # not installed: one line that says what to do (embedders/use.py), no start
+            await channel.embedder.start()
+            stack.push_async_callback(channel.embedder.aclose)
 
         spec = await live_spec(db, settings, embedder)
         for name in await anyio.to_thread.run_sync(
@@ -181,12 +198,19 @@ async def open_app(settings: KiokuSettings, *, run_jobs: bool = True) -> AsyncIt
             log.info("removed %s, left by an interrupted rebuild", name)
         index = LiveIndex(await catalog.open_index(settings, spec))
         stack.push_async_callback(index.close)
+        missing = [c.name for c in spec.channels if index.spec.channel(c.name) is None]
+        if missing:
+            log.warning(
+                "the index has no %s channel yet: `kioku reindex` adds it (the main "
+                "model's vectors are reused)",
+                ", ".join(missing),
+            )
 
         suffix = ""
         if settings.shared_store:
             suffix = "@" + load_secret(settings.data_dir, GATEWAY_ID_FILE)[:6].hex()
             await _check_feed(db)
-        app = _compose(settings, db, embedder, index, suffix)
+        app = _compose(settings, db, embedder, index, suffix, channels)
         # last to run: a process that then ends with os._exit (an engine call still
         # running, embedders.lanes.exit_if_busy) skips atexit, where the log drains
         stack.push_async_callback(anyio.to_thread.run_sync, app.activity.flush)
@@ -234,7 +258,12 @@ async def _check_feed(db: Database) -> None:
 
 
 def _compose(
-    settings: KiokuSettings, db: Database, embedder: Embedder, index: LiveIndex, suffix: str = ""
+    settings: KiokuSettings,
+    db: Database,
+    embedder: Embedder,
+    index: LiveIndex,
+    suffix: str = "",
+    channels: tuple[ChannelEmbedder, ...] = (),
 ) -> AppContext:
     notes = NoteStore(db)
     records = RecordStore(db, settings.project)
@@ -246,7 +275,14 @@ def _compose(
     applier = Applier(
         db, notes, records, vectors, index, writes=writes, points_lock=points_lock, suffix=suffix
     )
-    indexer = Indexer(notes, records, index, vectors, points_lock)
+    indexer = Indexer(
+        notes,
+        records,
+        index,
+        vectors,
+        points_lock,
+        fast={c.channel.name: c.embedder for c in channels},
+    )
     follower = Follower(db, ChangeFeed(db), indexer, applier, suffix) if suffix else None
     s = settings.search
     limits = FreshLimits(s.fresh_top, s.fresh_max_bytes, s.fresh_budget_ms)
@@ -261,6 +297,7 @@ def _compose(
         namespaces=settings_scope(settings).read,
         vectors_written=applier.wake,
         thresholds_changed=thresholds.invalidate,
+        channels=channels,
     )
     fresh = FreshEmbedder(notes, records, vectors, embedder, limits, applier.wake)
     # near-duplicates fold on stored vectors only: no embedding on the search path
@@ -276,6 +313,7 @@ def _compose(
         writes=writes,
         folder=folder,
         catch_up=follower.catch_up if follower is not None else None,
+        channels=channels,
     )
     prefetcher = (
         Prefetcher(notes, fresh, search.searches, s.prefetch_budget_ms)
@@ -299,6 +337,7 @@ def _compose(
         writes=writes,
         prefetcher=prefetcher,
         follower=follower,
+        channels=channels,
     )
 
 

@@ -59,7 +59,8 @@ class MaintenanceService:
         vector; both passes together make a burst's rate)."""
         now = time.time()
         out: list[dict[str, Any]] = []
-        for model in (self.app.embedder.model_id,):
+        models = (self.app.embedder.model_id, *(c.embedder.model_id for c in self.app.channels))
+        for model in models:
             got = await self.app.vectors.backlog_figures(model, now - RATE_WINDOW_S)
             out.append(
                 {

@@ -124,16 +124,27 @@ class Rebuilder:
             embedder.dim,
             embedder.model_id,
             latent=embedder.latent_terms,
+            # the configured further dense channels: one added is embedded below (the
+            # main model's vectors are read back, never embedded again), one dropped
+            # is simply not written
+            channels=tuple(c.channel for c in app.channels),
         )
         st.collection, st.model = spec.collection, spec.model_id
         st.notes_total = (await app.notes.counts())["total"]
         st.out_of_process = self._outside(st.notes_total)
         new_model = spec.model_id != app.index.spec.model_id
-        if st.out_of_process and (new_model or (spec.latent and not app.index.spec.latent)):
+        new_channel = any(app.index.spec.channel(c.name) is None for c in spec.channels)
+        if st.out_of_process and (
+            new_model or new_channel or (spec.latent and not app.index.spec.latent)
+        ):
             # the build process embeds nothing: embed what the new model (or the new
-            # latent-terms vector) lacks first
-            await fill_notes(app.notes, app.db, _Discard(), self._vectors_for(st))
-            await fill_records(app.records, _Discard(), self._vectors_for(st))
+            # latent-terms vector, or a new channel) lacks first
+            await fill_notes(
+                app.notes, app.db, _Discard(), self._vectors_for(st), channels_for=self._channels
+            )
+            await fill_records(
+                app.records, _Discard(), self._vectors_for(st), channels_for=self._channels
+            )
         start_seq = await app.vectors.last_seq()
         target: Index | None = None
         adopted = False
@@ -145,10 +156,19 @@ class Rebuilder:
                 target = await catalog.open_index(app.settings, spec)
                 app.index.begin_build(target)
                 embedded = await fill_notes(
-                    app.notes, app.db, target, self._vectors_for(st), st_bump(st, "notes_done")
+                    app.notes,
+                    app.db,
+                    target,
+                    self._vectors_for(st),
+                    st_bump(st, "notes_done"),
+                    self._channels,
                 )
                 await fill_records(
-                    app.records, target, self._vectors_for(st), st_bump(st, "records_done")
+                    app.records,
+                    target,
+                    self._vectors_for(st),
+                    st_bump(st, "records_done"),
+                    self._channels,
                 )
             await catalog.adopt(app.db, spec, applied_seq=start_seq, suffix=app.applier.suffix)
             adopted = True
@@ -250,6 +270,33 @@ class Rebuilder:
             await app.vectors.put(kind, model, rows)
             out.update(zip(chunk, encoded, strict=True))
             st.embedded += len(chunk)
+        return out
+
+    async def _channels(self, kind: str, docs: dict[str, str]) -> dict[str, dict[str, list[float]]]:
+        """Each configured further dense channel's vector of each item: stored, or
+        embedded now where missing (a channel just added)."""
+        app = self.app
+        out: dict[str, dict[str, list[float]]] = {sid: {} for sid in docs}
+        hashes = {sid: content_hash(doc) for sid, doc in docs.items()}
+        for ce in app.channels:
+            model = ce.embedder.model_id
+            have = await app.vectors.get(kind, model, list(docs))
+            missing = []
+            for sid in docs:
+                row = have.get(sid)
+                if row is not None and row.content_hash == hashes[sid]:
+                    out[sid][ce.channel.name] = row.vector
+                else:
+                    missing.append(sid)
+            size = app.settings.embedder.batch_size
+            for start in range(0, len(missing), size):
+                chunk = missing[start : start + size]
+                vecs = await ce.embedder.embed_documents([docs[sid] for sid in chunk])
+                await app.vectors.put(
+                    kind, model, [(sid, hashes[sid], v) for sid, v in zip(chunk, vecs, strict=True)]
+                )
+                for sid, v in zip(chunk, vecs, strict=True):
+                    out[sid][ce.channel.name] = v
         return out
 
     async def watch_graph(self, every_s: float) -> None:

@@ -1,0 +1,45 @@
+"""Further dense channels: which models ``embedder.channels`` names, and their embedders.
+
+A channel is a second (third...) model's vector of every note and record, kept in the
+truth store under its model id and in the index as a named vector beside the main
+model's (``index.base.DenseChannel``); search fuses its hits with the others
+(``search/ranking.py``). The registry knows each channel's model id and size without
+loading it, so an index can be made for it before the model has started.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mcp_gateway.common.settings import EmbedderSettings
+from mcp_gateway.embedders.base import Embedder
+from mcp_gateway.embedders.cache import CachedQueryEmbedder
+from mcp_gateway.embedders.use import DIM as USE_DIM
+from mcp_gateway.embedders.use import MODEL_ID as USE_MODEL
+from mcp_gateway.embedders.use import UseEmbedder
+from mcp_gateway.index.base import DenseChannel
+
+KNOWN: dict[str, DenseChannel] = {"use": DenseChannel("use", USE_MODEL, USE_DIM)}
+
+
+def configured_channels(settings: EmbedderSettings) -> tuple[DenseChannel, ...]:
+    """The configured channels, in order, once each."""
+    return tuple(KNOWN[name] for name in dict.fromkeys(settings.channels))
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelEmbedder:
+    channel: DenseChannel
+    embedder: Embedder
+
+
+def build_channel_embedders(settings: EmbedderSettings) -> tuple[ChannelEmbedder, ...]:
+    """One (not started) embedder per configured channel, behind a query cache unless
+    its size is 0."""
+    out = []
+    for channel in configured_channels(settings):
+        embedder: Embedder = UseEmbedder(threads=settings.channel_threads)
+        if settings.query_cache_size > 0:
+            embedder = CachedQueryEmbedder(embedder, settings.query_cache_size)
+        out.append(ChannelEmbedder(channel, embedder))
+    return tuple(out)

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from mcp_gateway.common.access import settings_scope
+from mcp_gateway.common.inputs import NoteFields, NoteQuery, RecordFields
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.common.types import point_id
 from mcp_gateway.jobs.solve_credit import SolveCredit
@@ -61,17 +62,20 @@ async def test_a_note_added_on_one_gateway_is_found_on_the_other(
         assert a.follower is not None and b.follower is not None
         scope = settings_scope(a.settings)
         added = await NoteService(a).add(
-            scope, text="ガベージコレクションの停止時間は G1 の領域サイズで調整する", type="lesson"
+            scope,
+            NoteFields(
+                text="ガベージコレクションの停止時間は G1 の領域サイズで調整する", type="lesson"
+            ),
         )
         # the next search on the other gateway finds it (read-your-writes: it catches up
         # the feed before answering), lexically now and semantically once embedded
-        found = await NoteService(b).search(scope, query="G1 の領域サイズ")
+        found = await NoteService(b).search(scope, NoteQuery(query="G1 の領域サイズ"))
         assert added.id in [r.id for r in found.results]
         await a.settle()
         await b.settle()
         pid = point_id("note", added.id)
         assert (await b.index.present([pid])).get(pid) is True  # with its dense vector
-        semantic = await NoteService(b).search(scope, query="GC pause tuning in the JVM")
+        semantic = await NoteService(b).search(scope, NoteQuery(query="GC pause tuning in the JVM"))
         assert added.id in [r.id for r in semantic.results]
 
         # an edit and a delete on b reach a's index too
@@ -88,9 +92,11 @@ async def test_a_note_added_on_one_gateway_is_found_on_the_other(
 async def test_records_and_their_links_follow(tmp_path: Path, shared_url: str) -> None:
     async with two_gateways(tmp_path, shared_url) as (a, b):
         scope = settings_scope(a.settings)
-        old = await RecordService(a).add(scope, type="decision", title="Use Redis for the queue")
+        old = await RecordService(a).add(
+            scope, RecordFields(type="decision", title="Use Redis for the queue")
+        )
         new = await RecordService(a).add(
-            scope, type="decision", title="Use PostgreSQL for the queue"
+            scope, RecordFields(type="decision", title="Use PostgreSQL for the queue")
         )
         await RecordService(a).link(
             scope, source=new.record.id, relation="supersedes", target=old.record.id
@@ -106,7 +112,9 @@ async def test_each_gateway_has_its_own_cursors(tmp_path: Path, shared_url: str)
         assert a.follower is not None and b.follower is not None
         assert a.follower.key != b.follower.key
         assert a.applier.applied_key != b.applier.applied_key
-        await NoteService(a).add(settings_scope(a.settings), text="one more note", type="note")
+        await NoteService(a).add(
+            settings_scope(a.settings), NoteFields(text="one more note", type="note")
+        )
         await a.settle()
         await b.settle()
         assert await a.follower.cursor() == await b.follower.cursor() > 0
@@ -181,13 +189,16 @@ async def test_the_activity_log_is_the_deployments(tmp_path: Path, shared_url: s
     by the re-ranking job, wherever it runs) sees both."""
     async with two_gateways(tmp_path, shared_url) as (a, b):
         scope = settings_scope(a.settings)
-        hint = await NoteService(a).add(scope, text="retry the deploy with --force", type="note")
+        hint = await NoteService(a).add(
+            scope, NoteFields(text="retry the deploy with --force", type="note")
+        )
         await a.settle()
-        found = await NoteService(a).search(scope, query="the deploy is stuck")
+        found = await NoteService(a).search(scope, NoteQuery(query="the deploy is stuck"))
         assert hint.id in [r.id for r in found.results]
         a.activity.flush()  # another process's entries land within ~5 ms
         await NoteService(b).add(
-            scope, text="forced the deploy", type="lesson", solved_query="deploy is stuck"
+            scope,
+            NoteFields(text="forced the deploy", type="lesson", solved_query="deploy is stuck"),
         )
         credit = SolveCredit()
         credited = [c for e in b.activity.read_sync() if (c := credit.feed(e))]
@@ -202,7 +213,9 @@ async def test_a_gateway_started_later_builds_its_index_from_the_feed(
     async with open_app(shared_settings(tmp_path, "a", shared_url)) as a:
         scope = settings_scope(a.settings)
         added = [
-            await NoteService(a).add(scope, text=f"ノート {i}: deploy step {i}", type="note")
+            await NoteService(a).add(
+                scope, NoteFields(text=f"ノート {i}: deploy step {i}", type="note")
+            )
             for i in range(5)
         ]
         await a.settle()

@@ -19,7 +19,7 @@ import pytest
 
 import mcp_gateway.services.app as app_module
 from mcp_gateway.common.access import settings_scope
-from mcp_gateway.common.inputs import NoteFields
+from mcp_gateway.common.inputs import NoteFields, NoteQuery
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.common.types import point_id
 from mcp_gateway.embedders.base import Encoded
@@ -269,7 +269,7 @@ async def test_the_job_skips_what_a_search_embedded(
         }
 
         scope = settings_scope(app.settings)
-        response = await service.search(scope, query="zorblax cache key", top=3)
+        response = await service.search(scope, NoteQuery(query="zorblax cache key", top=3))
         assert response.results[0].id == wanted
         assert response.results[0].distance is not None
         assert embedder.now == ["The zorblax cache key uses the tenant prefix"]
@@ -309,7 +309,7 @@ async def test_an_embedding_failure_leaves_the_search_lexical(
         await asyncio.wait_for(embedder.waiting.wait(), 60)  # the job is held
         wanted = await add(service, app, "The zorblax cache key uses the tenant prefix")
         scope = settings_scope(app.settings)
-        response = await service.search(scope, query="zorblax cache key", top=3)
+        response = await service.search(scope, NoteQuery(query="zorblax cache key", top=3))
         # the optional step failed; the search still answers from the lexical channel
         assert response.results[0].id == wanted
         assert response.results[0].distance is None

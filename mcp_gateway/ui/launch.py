@@ -21,6 +21,7 @@ import re
 import socket
 import sys
 import threading
+import time
 import webbrowser
 from collections.abc import Callable
 from pathlib import Path
@@ -112,6 +113,13 @@ class Forwarder:
 
         with self._starting:
             local_gateway.ensure_daemon(self.settings, self.paths)
+            # the session socket answers while the stores open; the owner's socket,
+            # which the browser's requests go to, listens once they are open
+            deadline = time.monotonic() + self.settings.local_gateway.start_timeout_s
+            while not local_gateway.can_connect(self.paths.socket):
+                if time.monotonic() > deadline:
+                    return  # the forwarder answers 502 with its own message
+                time.sleep(0.05)
 
     def _client(self) -> httpx.AsyncClient:
         transport = httpx.AsyncHTTPTransport(uds=str(self.paths.socket), retries=0)

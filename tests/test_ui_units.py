@@ -214,3 +214,32 @@ async def test_pending_marks_follow_the_note_store(tmp_path: Path) -> None:
         assert await adapter.pending_ids(app, ids) == {waiting.id}
     finally:
         await db.close()
+
+
+async def test_shared_sign_in_state_is_one_for_every_process(
+    database_location: Path | str,
+) -> None:
+    """Two processes on one truth store (two ``Database`` objects): one secret, a code
+    spent once, a sign-out seen by both (``stores.signins``)."""
+    from mcp_gateway.stores.db import Database
+    from mcp_gateway.stores.signins import SharedSignins
+
+    one, two = Database(database_location), Database(database_location)
+    await one.open()
+    await two.open()
+    try:
+        first, second = SharedSignins(one), SharedSignins(two)
+        secret = first.secret()
+        assert second.secret() == secret and len(secret) == 32
+        a, b = Keys(secret, spent=first), Keys(second.secret(), spent=second)
+        code = a.signin_code("default")
+        assert b.redeem(code) == "default" and a.redeem(code) is None
+        cookie, sess = a.new_session("default")
+        assert b.read_session(cookie) == sess
+        b.revoke(sess)
+        assert a.read_session(cookie) is None
+        # an expired code's row leaves with the next spend
+        assert a.redeem(a.signin_code("default", ttl_s=-1)) is None
+    finally:
+        await one.close()
+        await two.close()

@@ -255,3 +255,49 @@ async def test_periodic_work_runs_in_one_gateway(
     # a renewal, e.g. an event loop stall here, but never doubles a period); two timers
     # without the lease would run it twice a period
     assert window / period / 2 <= total <= window / period + 1, runs
+
+
+async def test_a_reindex_on_one_gateway_is_followed_by_the_other(
+    tmp_path: Path, shared_url: str
+) -> None:
+    """``kioku reindex`` on gateway A adopts a new collection for the deployment; B,
+    with its own embedded index, builds its own copy under that name (stored vectors),
+    keeps following the feed into it, and never adopts anything back."""
+    from mcp_gateway.index import catalog
+    from mcp_gateway.services.index_follow import adopt_elsewhere
+    from mcp_gateway.services.reindex import Rebuilder
+
+    async with two_gateways(tmp_path, shared_url) as (a, b):
+        scope = settings_scope(a.settings)
+        before = [
+            await NoteService(a).add(
+                scope,
+                NoteFields(text=f"リリース手順 {i}: tag, build, deploy step {i}", type="note"),
+            )
+            for i in range(4)
+        ]
+        await a.settle()
+        await b.settle()
+        old = b.index.spec.collection
+        assert await adopt_elsewhere(Rebuilder(b)) == "same"
+        status = await Rebuilder(a).rebuild()
+        assert status.state == "done", status
+        name = a.index.spec.collection
+        assert name != old and b.index.spec.collection == old  # B has not looked yet
+        assert await adopt_elsewhere(Rebuilder(b)) == "rebuilt"
+        assert b.index.spec.collection == name
+        assert (await catalog.live_info(b.db, b.settings)).collection == name
+        pids = [point_id("note", n.id) for n in before]
+        present = await b.index.present(pids)
+        assert all(present.get(p) is True for p in pids)
+        assert not (b.settings.index_path / "edge" / old).exists()  # its old copy is gone
+        # what A writes next reaches B's new index through the feed
+        later = await NoteService(a).add(
+            scope, NoteFields(text="ロールバック手順: revert the tag", type="note")
+        )
+        await a.settle()
+        await b.settle()
+        pid = point_id("note", later.id)
+        assert (await b.index.present([pid])).get(pid) is True
+        assert await adopt_elsewhere(Rebuilder(b)) == "same"
+        assert await adopt_elsewhere(Rebuilder(a)) == "same"  # nothing adopted back

@@ -58,6 +58,7 @@ from mcp_gateway.protocol.server import (
 from mcp_gateway.protocol.session_socket import Opening, serve_sessions
 from mcp_gateway.services import Services
 from mcp_gateway.services.app import open_app
+from mcp_gateway.services.index_follow import follow_adopted
 from mcp_gateway.ui import mount_ui, ui_mount
 
 log = logging.getLogger(__name__)
@@ -174,6 +175,8 @@ async def _serve_opened(
         if settings.index.graph_check_s > 0:
             every = settings.index.graph_check_s
             app.spawn(lambda: services.rebuild.watch_graph(every))
+        if settings.shared_store:  # an index another gateway adopted (kioku reindex)
+            app.spawn(lambda: follow_adopted(services.rebuild))
         local_http = local.streamable_http_app(
             stateless_http=True,
             json_response=True,

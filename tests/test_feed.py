@@ -301,3 +301,56 @@ async def test_a_reindex_on_one_gateway_is_followed_by_the_other(
         assert (await b.index.present([pid])).get(pid) is True
         assert await adopt_elsewhere(Rebuilder(b)) == "same"
         assert await adopt_elsewhere(Rebuilder(a)) == "same"  # nothing adopted back
+
+
+async def test_session_context_holds_every_gateways_writes(
+    tmp_path: Path, shared_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each gateway's data dir copy of session_context.md shows a lesson added on the
+    other (its follower asks for an export); the configured destinations are written by
+    one process of the deployment only (a lease), never raced by both."""
+    import anyio
+
+    from mcp_gateway.jobs import session_context as export
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    writers: set[Path] = set()
+    write_all = export.write_all
+
+    def recorded(content: str, primary: Path, destinations):  # type: ignore[no-untyped-def]
+        if destinations:
+            writers.add(primary)
+        return write_all(content, primary, destinations)
+
+    monkeypatch.setattr(export, "write_all", recorded)
+    async with AsyncExitStack() as stack:
+        apps = []
+        for name in ("a", "b"):
+            s = shared_settings(tmp_path, name, shared_url)
+            s = s.model_copy(
+                update={"export": s.export.model_copy(update={"destinations": [shared]})}
+            )
+            apps.append(await stack.enter_async_context(open_app(s)))
+        a, b = apps
+        scope = settings_scope(a.settings)
+        lessons = [
+            (b, "Thai: ตรวจสอบ rollback ก่อน deploy ทุกครั้ง"),
+            (a, "本番の DB 移行は必ず読み取り専用の時間帯に行う"),
+        ]
+        for app, text in lessons:  # b's own export is over before a's lesson exists
+            await NoteService(app).add(scope, NoteFields(text=text, type="lesson"))
+            await a.settle()
+            await b.settle()
+
+        def shows_both(path: Path) -> bool:
+            return path.exists() and all(t in path.read_text("utf-8") for _, t in lessons)
+
+        for app in (a, b):
+            with anyio.fail_after(60):
+                while not shows_both(app.settings.session_context_path):  # noqa: ASYNC110
+                    await anyio.sleep(0.2)
+        await a.settle()
+        await b.settle()
+        assert shows_both(shared / a.settings.session_context_path.name)
+    assert len(writers) == 1, writers

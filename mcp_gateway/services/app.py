@@ -219,6 +219,10 @@ async def open_app(settings: KiokuSettings, *, run_jobs: bool = True) -> AsyncIt
         )
         await app.jobs.start()
         stack.push_async_callback(app.jobs.close)
+        if app.follower is not None and run_jobs:
+            # what another gateway wrote reaches this data dir's session_context.md too
+            jobs = app.jobs
+            app.follower.changed = lambda: jobs.records_changed([], export=True)
         # before the jobs and the index close: a follow-up queues a job, writes a point
         stack.push_async_callback(app.writes.close)
         if run_jobs:

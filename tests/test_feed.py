@@ -354,3 +354,40 @@ async def test_session_context_holds_every_gateways_writes(
         await b.settle()
         assert shows_both(shared / a.settings.session_context_path.name)
     assert len(writers) == 1, writers
+
+
+async def test_reconcile_queues_embeddings_once_per_deployment(
+    tmp_path: Path, shared_url: str
+) -> None:
+    """Each gateway repairs its own index; queueing what has no vector (and forgetting
+    orphan vectors) is the work of the gateway holding the ``reconcile`` lease, and the
+    vector it gets reaches the other's index through the feed."""
+    async with two_gateways(tmp_path, shared_url) as (a, b):
+        scope = settings_scope(a.settings)
+        note = await NoteService(a).add(
+            scope, NoteFields(text="การย้ายฐานข้อมูลต้องทำช่วงกลางคืน", type="note")
+        )
+        await a.settle()
+        await b.settle()
+        pid = point_id("note", note.id)
+        # as after a crash that lost the vector and both points
+        await a.db.transaction(
+            lambda c: c.execute("DELETE FROM vectors WHERE source_id = ?", (note.id,))
+        )
+        await a.index.delete([pid])
+        await b.index.delete([pid])
+        reports = [await a.reconcile(), await b.reconcile()]
+        assert sorted(r.deployment for r in reports) == [False, True], reports
+        holder = next(r for r in reports if r.deployment)
+        other = next(r for r in reports if not r.deployment)
+        assert holder.queued == 1 and other.queued == 0
+        assert holder.rewritten >= 1 and other.rewritten >= 1  # both indexes repaired
+        # the next passes keep the same holder
+        again = [await a.reconcile(), await b.reconcile()]
+        assert [r.deployment for r in again] == [r.deployment for r in reports]
+        await a.settle()
+        await b.settle()
+        for app in (a, b):
+            assert app.follower is not None
+            await app.follower.catch_up()
+            assert (await app.index.present([pid])).get(pid) is True  # dense again

@@ -257,6 +257,7 @@ async def test_periodic_work_runs_in_one_gateway(
     assert window / period / 2 <= total <= window / period + 1, runs
 
 
+@pytest.mark.slow  # two gateways, a rebuild or waits on the jobs: ~15-20 s each
 async def test_a_reindex_on_one_gateway_is_followed_by_the_other(
     tmp_path: Path, shared_url: str
 ) -> None:
@@ -303,6 +304,7 @@ async def test_a_reindex_on_one_gateway_is_followed_by_the_other(
         assert await adopt_elsewhere(Rebuilder(a)) == "same"  # nothing adopted back
 
 
+@pytest.mark.slow  # two gateways, a rebuild or waits on the jobs: ~15-20 s each
 async def test_session_context_holds_every_gateways_writes(
     tmp_path: Path, shared_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -356,6 +358,7 @@ async def test_session_context_holds_every_gateways_writes(
     assert len(writers) == 1, writers
 
 
+@pytest.mark.slow  # two gateways, a rebuild or waits on the jobs: ~15-20 s each
 async def test_reconcile_queues_embeddings_once_per_deployment(
     tmp_path: Path, shared_url: str
 ) -> None:

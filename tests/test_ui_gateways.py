@@ -64,6 +64,7 @@ def page(gateway: HttpProc, cookie: str) -> httpx.Response:
     return httpx.get(base(gateway) + "/ui/", headers={"Cookie": cookie}, timeout=60)
 
 
+@pytest.mark.slow  # two `kioku serve --http` processes: ~45 s
 def test_codes_and_sign_outs_hold_on_every_gateway(
     gateways: tuple[HttpProc, HttpProc, dict[str, str]],
 ) -> None:

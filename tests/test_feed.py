@@ -302,6 +302,12 @@ async def test_a_reindex_on_one_gateway_is_followed_by_the_other(
         assert (await b.index.present([pid])).get(pid) is True
         assert await adopt_elsewhere(Rebuilder(b)) == "same"
         assert await adopt_elsewhere(Rebuilder(a)) == "same"  # nothing adopted back
+        # a model switch made elsewhere that this gateway does not embed with: it keeps
+        # serving its index (and says so in its log) instead of building a wrong one
+        await a.db.set_meta(catalog.ACTIVE_KEY, name + "-other")
+        await a.db.set_meta(catalog.MODEL_KEY, "some-other-model@3")
+        assert await adopt_elsewhere(Rebuilder(b)) == "mismatch"
+        assert b.index.spec.collection == name
 
 
 @pytest.mark.slow  # two gateways, a rebuild or waits on the jobs: ~15-20 s each

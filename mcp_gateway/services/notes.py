@@ -152,7 +152,7 @@ class NoteService:
         ``behind``: return once the note is committed; its lexical point and job follow
         just after (``writebehind``: the next search still finds it)."""
         app = self.app
-        note, created = await app.notes.add_or_existing(**fields.model_dump(), namespace=namespace)
+        note, created = await app.notes.add_or_existing(fields, namespace)
         if not created:
             return note, False
 
@@ -219,8 +219,8 @@ class NoteService:
         # then fail on its point
         await app.writes.caught_up((current.namespace,))
         stored = NoteFields.model_validate(current, from_attributes=True)
-        merged = stored.changed_by(changes).checked(self.rules).model_dump()
-        note, changed = await app.notes.update(current.id, merged)
+        merged = stored.changed_by(changes).checked(self.rules)
+        note, changed = await app.notes.update(current.id, NoteChanges(**merged.model_dump()))
         if "text" in changed or "solved_query" in changed:
             await app.indexer.put_lexical(note)
             await app.jobs.notes_changed([note], export=True)

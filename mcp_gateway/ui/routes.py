@@ -204,8 +204,7 @@ def ui_mount(
         ref = AppRef(ref)
     # a shared truth store keeps the browser's sign-in state (stores.signins): the
     # stores are open by now wherever several gateways can share one
-    db = ref.app.db if ref.app is not None else None
-    ui = Ui(settings, Keys.for_settings(settings, db), ref, verifier, allowed_hosts)
+    ui = Ui(settings, Keys.for_settings(settings, ref.app), ref, verifier, allowed_hosts)
     return Mount(ui.base, app=build_ui(ui))
 
 

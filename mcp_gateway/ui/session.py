@@ -38,8 +38,8 @@ from pathlib import Path
 
 from mcp_gateway.common import keyfile
 from mcp_gateway.common.settings import KiokuSettings
-from mcp_gateway.stores.db import Database
-from mcp_gateway.stores.signins import SharedSignins
+from mcp_gateway.services.app import AppContext
+from mcp_gateway.services.ui_signins import deployment_secret, shared_signins
 from mcp_gateway.ui.spent import SignInState, Spent
 
 log = logging.getLogger(__name__)
@@ -108,11 +108,11 @@ class Keys:
         self._spent = spent or Spent(None)
 
     @classmethod
-    def for_settings(cls, settings: KiokuSettings, db: Database | None = None) -> Keys:
-        """The data dir's key and state; with a shared truth store (``db``, opened),
+    def for_settings(cls, settings: KiokuSettings, app: AppContext | None = None) -> Keys:
+        """The data dir's key and state; with a shared truth store (``app``'s, opened),
         the deployment's (``stores.signins``)."""
-        if settings.shared_store and db is not None:
-            shared = SharedSignins(db)
+        shared = shared_signins(app) if settings.shared_store else None
+        if shared is not None:
             return cls(shared.secret(), token_digest(settings), shared)
         spent = Spent.for_data_dir(settings.data_dir)
         return cls(load_secret(settings.data_dir), token_digest(settings), spent)
@@ -191,11 +191,5 @@ def mint_signin_code(settings: KiokuSettings, grant: str) -> str:
     with contextlib.suppress(OSError):
         settings.data_dir.mkdir(parents=True, exist_ok=True)
     if settings.shared_store:
-        db = Database(settings.database)
-        db.open_sync()
-        try:
-            secret = SharedSignins(db).secret()
-        finally:
-            db.close_sync()
-        return Keys(secret).signin_code(grant)
+        return Keys(deployment_secret(settings)).signin_code(grant)
     return Keys(load_secret(settings.data_dir)).signin_code(grant)

@@ -14,7 +14,8 @@ SQLite file (``--backend sqlite``). Prints:
    (semantically searchable there: embedding on gateway 1 included); p50/p95. The
    semantic lag is split in two: ack to the vector stored (embedding, on gateway 1's
    in-process jobs) and stored to applied on gateway 2 (the vector feed);
-   ``--loaded-samples N`` probes again while ``--clients`` keep both gateways busy.
+   ``--loaded-samples N`` probes again while ``--clients`` keep both gateways busy
+   (``--load-one``: gateway 1 only, so gateway 2 follows by polling alone).
 
 3. ``--feed-cost``: what the feed's triggers cost the embedded default's add (the
    store's own add, no model), interleaved A/B on two fresh SQLite files, one with the
@@ -204,6 +205,7 @@ async def main() -> None:
     ap.add_argument("--adds", type=int, default=3000)
     ap.add_argument("--loaded-samples", type=int, default=0)
     ap.add_argument("--only-two", action="store_true", help="skip the one-gateway run")
+    ap.add_argument("--load-one", action="store_true", help="loaded probes: clients on gw1")
     args = ap.parse_args()
     if args.feed_cost:
         await feed_cost(args.adds)
@@ -228,7 +230,10 @@ async def main() -> None:
                             show_lag("idle", await lag(db, a, b_dir, args.lag_samples))
                             if args.loaded_samples:
                                 stop = asyncio.Event()
-                                busy = asyncio.create_task(load(gws, args.clients, 3600, stop))
+                                # --load-one: the clients on gateway 1 only, so gateway
+                                # 2 follows by its own polling (no search pulls the feed)
+                                on = gws[:1] if args.load_one else gws
+                                busy = asyncio.create_task(load(on, args.clients, 3600, stop))
                                 await asyncio.sleep(3)  # the load is on
                                 got = await lag(db, a, b_dir, args.loaded_samples)
                                 stop.set()

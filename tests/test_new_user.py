@@ -148,16 +148,24 @@ async def test_new_user_session_from_the_readme_snippet(tmp_path: Path) -> None:
             assert "CI breaks on 22" in kept.structured_content["text"]
 
             # item 7: the text shows the order, never a score that contradicts it; where
-            # a rule put a lower score first, the line says which rule
+            # a rule put a lower score first, the line says which rule. A record's id and
+            # a title without content are printed once (they were twice).
             await call(client, "add_note", type="lesson", priority="high", text=STAGING_HIGH)
             await call(client, "add_note", type="knowledge", text=STAGING_PLAIN)
-            for query in ("when is the staging database refreshed", "staging", "CI Node"):
+            queries = ("when is the staging database refreshed", "staging", "cap upload retries")
+            for query in queries:
                 found = await call(client, "search_memory", query=query)
                 shown = text_of(found)
                 assert "score=" not in shown and "distance=" not in shown, shown
                 hits = found.structured_content["results"]
                 heads = [x for x in shown.splitlines() if re.match(r"\[\d+\] ", x)]
                 assert [h.split()[1] for h in heads] == [h["id"] for h in hits], shown
+                records = [h for h in hits if h["kind"] == "record"]
+                for h in records:  # its id once, and a title without content once
+                    assert (
+                        shown.count(h["id"]) == 1 and f"{shown}\n".count(f"> {h['title']}\n") == 1
+                    )
+                assert query != queries[-1] or fix_id in [h["id"] for h in records], shown
                 for i in range(1, len(hits)):
                     if hits[i]["score"] > hits[i - 1]["score"]:
                         reason = heads[i - 1]

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from mcp_gateway.common.inputs import NoteFields
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.daemon import local_gateway as gw
 from mcp_gateway.services.app import open_app
@@ -197,7 +198,9 @@ def test_sigint_of_reindex_through_the_owner_keeps_it_serving(tmp_path: Path) ->
     async def prepare() -> None:
         async with open_app(KiokuSettings(data_dir=data, redis_url=None), run_jobs=False) as app:
             for i in range(n):  # committed and lexically indexed, never embedded
-                note = await app.notes.add(f"imported note {i}", "knowledge", namespace="default")
+                note = await app.notes.add(
+                    NoteFields(text=f"imported note {i}", type="knowledge"), namespace="default"
+                )
                 await app.indexer.put_lexical(note)
 
     asyncio.run(prepare())

@@ -24,8 +24,8 @@ from mcp_gateway.common.render import render_note, render_search
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.common.types import RebuildStatus, SearchResponse
 from mcp_gateway.daemon import local_gateway as gw
-from mcp_gateway.daemon.http_token import read_token, token_path
 from mcp_gateway.daemon.owner_state import read_owner
+from mcp_gateway.protocol.http_token import read_token, token_path
 
 
 def print_json(data: Any) -> None:

@@ -46,6 +46,7 @@ from mcp_gateway.daemon import httpguard, owner_watch, request_context
 from mcp_gateway.daemon import local_gateway as gw
 from mcp_gateway.daemon.admin import OwnerOnly, admin_app
 from mcp_gateway.daemon.owner_state import OwnerKind, OwnerState, info_path, read_owner
+from mcp_gateway.daemon.session_socket import Opening, serve_sessions
 from mcp_gateway.protocol.server import (
     check_http,
     create_server,
@@ -53,7 +54,6 @@ from mcp_gateway.protocol.server import (
     local_transport_security,
     transport_security,
 )
-from mcp_gateway.protocol.session_socket import Opening, serve_sessions
 from mcp_gateway.services import Services
 from mcp_gateway.services.app import open_app
 from mcp_gateway.ui import mount_ui, ui_mount

@@ -24,15 +24,12 @@ project, and owner settings set otherwise are named on stderr (``session_setting
 session's first ``initialize`` is answered from the owner's last answer while the daemon
 starts (``init_cache``).
 
-Why a session socket and not HTTP: ``bench/hop.py`` measured a trivial call at 3.2 ms
-through the old proxy -> HTTP -> stateless-MCP hop vs 1.4 ms over plain stdio. Why two
-plain threads (stdin -> socket in the main thread, socket -> stdout in one reader thread
-per connection) and blocking calls, not an event loop: each line crosses the proxy with
-one wake-up and one system call each way, where the anyio streams added a task switch,
-a reader (de)registration and locks per line. ``bench/proxy_hop.py`` (raw JSON-RPC, 30
-ms between calls, p50): a ping 2.02 -> 1.72 ms and an add 3.54 -> 3.08 ms, under two busy
-processes 1.93 -> 1.58 and 4.17 -> 3.67, against 1.31 and 2.76 straight to the socket
-(bench/LOG.md).
+Why a session socket and not HTTP: an HTTP request and a stateless MCP session per call
+cost a trivial call about twice what plain stdio does (``bench/hop.py``). Why two plain
+threads (stdin -> socket in the main thread, socket -> stdout in one reader thread per
+connection) and blocking calls, not an event loop: each line crosses the proxy with one
+wake-up and one system call each way, where async streams add a task switch, a reader
+(de)registration and locks per line (``bench/proxy_hop.py``; figures in bench/LOG.md).
 """
 
 from __future__ import annotations

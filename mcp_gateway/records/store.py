@@ -11,10 +11,11 @@ from __future__ import annotations
 import logging
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from mcp_gateway.common.access import Scope
 from mcp_gateway.common.errors import InvalidInput
+from mcp_gateway.common.inputs import RecordChanges, RecordFields
 from mcp_gateway.records import imports, queries
 from mcp_gateway.records import validate as v
 from mcp_gateway.records.model import (
@@ -43,33 +44,13 @@ class RecordStore(RecordReads):
         self.max_title_chars = max_title_chars
         self.max_content_bytes = max_content_bytes
 
-    async def add(
-        self,
-        type: str,
-        title: str,
-        content: str = "",
-        status: str = "open",
-        action_state: str = "actionable",
-        links: Sequence[str] = (),
-        project: str = "",
-        scope: Scope | None = None,
-    ) -> Record:
+    async def add(self, fields: RecordFields, scope: Scope | None = None) -> Record:
         """``add_or_existing`` without the flag: the new record, or the existing repeat."""
-        rec, _ = await self.add_or_existing(
-            type, title, content, status, action_state, links, project, scope
-        )
+        rec, _ = await self.add_or_existing(fields, scope)
         return rec
 
     async def add_or_existing(
-        self,
-        type: str,
-        title: str,
-        content: str = "",
-        status: str = "open",
-        action_state: str = "actionable",
-        links: Sequence[str] = (),
-        project: str = "",
-        scope: Scope | None = None,
+        self, fields: RecordFields, scope: Scope | None = None
     ) -> tuple[Record, bool]:
         """Create a record and its outgoing ``links`` (``RELATION:TARGET_ID``) atomically;
         returns it and True.
@@ -82,15 +63,15 @@ class RecordStore(RecordReads):
         record comes back with False, and only those of ``links`` it lacks are added to it
         (a repeated session re-sends what it wrote before; its status is left as it is).
         """
-        rtype = v.record_type(type)
-        code = v.project(project) if project.strip() else self.project
-        title = v.title(title, self.max_title_chars)
-        content = v.content(content, self.max_content_bytes)
-        st = v.status(status)
-        act = v.action_state(action_state)
+        rtype = v.record_type(fields.type)
+        code = v.project(fields.project) if fields.project.strip() else self.project
+        title = v.title(fields.title, self.max_title_chars)
+        content = v.content(fields.content, self.max_content_bytes)
+        st = v.status(fields.status)
+        act = v.action_state(fields.action_state)
         if st in CLOSING_STATUSES and act == "actionable":
             act = "done"
-        parsed = [v.parse_link(link) for link in links]
+        parsed = [v.parse_link(link) for link in fields.links]
 
         namespace = scope.write if scope else queries.DEFAULT_NAMESPACE
 
@@ -149,42 +130,36 @@ class RecordStore(RecordReads):
         return edge
 
     async def update(
-        self,
-        id: str,
-        title: str | None = None,
-        content: str | None = None,
-        status: str | None = None,
-        action_state: str | None = None,
-        scope: Scope | None = None,
+        self, id: str, changes: RecordChanges, scope: Scope | None = None
     ) -> RecordUpdated:
         """Change fields; each real change is a history entry, same values change nothing.
 
         Changing status to resolved/accepted also sets action_state to "done", unless
         this call sets action_state itself.
         """
-        if title is None and content is None and status is None and action_state is None:
-            raise InvalidInput("nothing to update: give title, content, status or action_state")
-        wanted: dict[str, str] = {}
-        if title is not None:
-            wanted["title"] = v.title(title, self.max_title_chars)
-        if content is not None:
-            wanted["content"] = v.content(content, self.max_content_bytes)
-        if status is not None:
-            wanted["status"] = v.status(status)
-        if action_state is not None:
-            wanted["action_state"] = v.action_state(action_state)
+        given = changes.model_dump(exclude_none=True)
+        if not given:
+            *some, last = RecordChanges.model_fields
+            raise InvalidInput(f"nothing to update: give {', '.join(some)} or {last}")
+        checks: dict[str, Callable[[str], str]] = {
+            "title": lambda text: v.title(text, self.max_title_chars),
+            "content": lambda text: v.content(text, self.max_content_bytes),
+            "status": v.status,
+            "action_state": v.action_state,
+        }
+        wanted = {field: checks[field](value) for field, value in given.items()}
         rid = v.record_id(id)
 
         def write(conn: sqlite3.Connection) -> RecordUpdated:
             rec = require(conn, rid, scope, write=True)
             current = rec.model_dump()
-            changes = {f: val for f, val in wanted.items() if current[f] != val}
-            closing = changes.get("status") in CLOSING_STATUSES
+            diff = {f: val for f, val in wanted.items() if current[f] != val}
+            closing = diff.get("status") in CLOSING_STATUSES
             if closing and "action_state" not in wanted and rec.action_state != "done":
-                changes["action_state"] = "done"
+                diff["action_state"] = "done"
             now = time.time()
             entries = []
-            for field, val in changes.items():
+            for field, val in diff.items():
                 queries.set_field(conn, rid, field, val, now)
                 entries.append(queries.add_history(conn, rid, field, current[field], val, now))
             return RecordUpdated(

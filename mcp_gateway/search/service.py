@@ -4,7 +4,7 @@ The search path is kept lean on purpose: a cached query embedding, a single batc
 Qdrant query for both channels, one ``SELECT ... IN`` for the texts. Between two
 writes, what a search already read (the answer, the texts, the recent lessons, what
 it derived from the query's words) is not computed again (``answers.py``,
-``note_reads.py``, ``query_memo.py``; docs/performance.md, rounds 5 and 13).
+``note_reads.py``, ``query_memo.py``; docs/performance.md).
 """
 
 from __future__ import annotations

@@ -19,16 +19,15 @@ from typing import Any
 from ulid import ULID
 
 from mcp_gateway.common.errors import NotFound
+from mcp_gateway.common.inputs import NoteChanges, NoteFields
 from mcp_gateway.common.types import Note
 from mcp_gateway.stores import notes_schema  # noqa: F401  (the tables this store owns)
 from mcp_gateway.stores.db import Database
 from mcp_gateway.stores.note_keys import backfill, normalised, text_key
 
-_COLUMNS = (
-    "id, text, type, priority, domain, solved_query, namespace, created_at, updated_at, "
-    "deleted, embedded_model"
-)
-EDITABLE = ("text", "type", "priority", "domain", "solved_query")
+# a row read whole is a Note: the columns are its fields
+_COLUMNS = ", ".join(Note.model_fields)
+EDITABLE = tuple(NoteChanges.model_fields)
 
 
 def _note(row: sqlite3.Row) -> Note:
@@ -69,52 +68,26 @@ class NoteStore:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    async def add(
-        self,
-        text: str,
-        type: str,
-        *,
-        priority: str = "",
-        domain: str = "",
-        solved_query: str = "",
-        namespace: str = "default",
-    ) -> Note:
+    async def add(self, fields: NoteFields, namespace: str = "default") -> Note:
         """Store a note, or return the identical live note already stored (same
         normalised text, type and namespace; see ``add_or_existing``)."""
-        note, _created = await self.add_or_existing(
-            text,
-            type,
-            priority=priority,
-            domain=domain,
-            solved_query=solved_query,
-            namespace=namespace,
-        )
+        note, _created = await self.add_or_existing(fields, namespace)
         return note
 
     async def add_or_existing(
-        self,
-        text: str,
-        type: str,
-        *,
-        priority: str = "",
-        domain: str = "",
-        solved_query: str = "",
-        namespace: str = "default",
+        self, fields: NoteFields, namespace: str = "default"
     ) -> tuple[Note, bool]:
-        """(note, True) for a new note; (the existing note, False) for an exact repeat."""
+        """(note, True) for a new note; (the existing note, False) for an exact repeat.
+        ``fields`` come checked (``NoteFields.checked``: the service's job)."""
         now = time.time()
         note = Note(
             id=str(ULID()),
-            text=text,
-            type=type,
-            priority=priority,  # type: ignore[arg-type]
-            domain=domain,
-            solved_query=solved_query,
+            **fields.model_dump(),
             namespace=namespace,
             created_at=now,
             updated_at=now,
         )
-        key, same = text_key(text), normalised(text)
+        key, same = text_key(note.text), normalised(note.text)
         row = note.model_dump(exclude={"embedded_model"})
         row["deleted"] = 0
         row["content_hash"] = key
@@ -124,7 +97,7 @@ class NoteStore:
             for found in conn.execute(
                 f"SELECT {_COLUMNS} FROM notes WHERE namespace = ? AND type = ? "
                 "AND content_hash = ? AND deleted = 0 ORDER BY id",
-                (namespace, type, key),
+                (namespace, note.type, key),
             ):
                 if normalised(found["text"]) == same:  # not just the same hash
                     return _note(found), False
@@ -151,8 +124,8 @@ class NoteStore:
         )
         return {row["id"]: _note(row) for row in rows}
 
-    async def update(self, note_id: str, changes: dict[str, Any]) -> tuple[Note, list[str]]:
-        """Apply ``changes`` (fields in ``EDITABLE``), keeping each old value in history.
+    async def update(self, note_id: str, changes: NoteChanges) -> tuple[Note, list[str]]:
+        """Apply ``changes`` (checked), keeping each old value in history.
 
         Returns the updated note and the names of the fields that really changed.
         """
@@ -163,7 +136,7 @@ class NoteStore:
             ).fetchone()
             if row is None:
                 raise NotFound(f"no note with id {note_id!r}", kind="note")
-            return _change(conn, row, changes, time.time())
+            return _change(conn, row, changes.given(), time.time())
 
         changed = await self.db.transaction(apply)
         return await self.get(note_id), changed

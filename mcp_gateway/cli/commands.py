@@ -16,7 +16,7 @@ from typing import Any
 
 import anyio
 
-from mcp_gateway.cli.client import RemoteMemory, connect, owner_client
+from mcp_gateway.cli.client import RemoteMemory, connect, owner_answers, owner_client
 from mcp_gateway.cli.progress import backlog_lines, follow
 from mcp_gateway.common.errors import InvalidInput
 from mcp_gateway.common.inputs import NoteChanges, NoteFields, NoteQuery, fill, wire
@@ -126,8 +126,8 @@ def _stat(value: Any) -> str:
 async def status(args: argparse.Namespace, settings: KiokuSettings) -> int:
     """Who owns the data dir, and the stores side by side; never starts anything."""
     paths = gw.GatewayPaths.for_settings(settings)
-    owner = read_owner(paths)
-    if owner is None:
+    # an owner still starting holds the lock but answers once its stores are open
+    if read_owner(paths) is None or not await owner_answers(settings):
         if args.json:
             print_json({"owner": None})
         else:

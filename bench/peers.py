@@ -121,6 +121,20 @@ def real_questions(seed: int) -> list[str]:
     return out
 
 
+def real_memories(n: int) -> list[str]:
+    """The conversational set's turns, one memory per turn with its session prefix (1,013
+    hand-written, en/ja/th, 15 words p50, up to ~30), in conversation order; past them the
+    same chats again with the dates a year later per pass, so every text is distinct."""
+    path = ROOT / "bench" / "quality" / "conv" / "memories.jsonl"
+    with open(path, encoding="utf-8") as f:
+        base = [json.loads(line)["text"] for line in f if line.strip()]
+    out = []
+    for i in range(n):
+        text, again = base[i % len(base)], i // len(base)
+        out.append(text.replace("[2026-", f"[{2026 + again}-", 1) if again else text)
+    return out
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
@@ -439,23 +453,56 @@ def stop_daemon(data_dir: Path) -> None:
         time.sleep(0.1)
 
 
+async def kioku_settled(src: Path, kdir: Path, timeout_s: float) -> float:
+    """Wait until kioku's owner has every note embedded exactly by every channel (``kioku
+    status``: nothing waiting, no draft left); the seconds it took."""
+    began = time.perf_counter()
+    cmd = [sys.executable, "-m", "mcp_gateway.cli", "status", "--json"]
+    while time.perf_counter() - began < timeout_s:
+        done = await anyio.run_process(cmd, env=_kioku_env(src, kdir), cwd=src, check=False)
+        with suppress(ValueError):
+            backlog = json.loads(done.stdout).get("backlog") or []
+            if backlog and all(b["waiting"] == 0 and b["drafts"] == 0 for b in backlog):
+                return time.perf_counter() - began
+        await anyio.sleep(5)
+    raise RuntimeError(f"kioku did not settle within {timeout_s:.0f} s")
+
+
+async def load_by_mcp(execute: Execute, texts: list[str], src: Path, kdir: Path) -> dict[str, Any]:
+    """--memories real: each text added through each server's own tool over MCP (kioku
+    ``add_note``, the peer ``qdrant-store``), interleaved, as a user's assistant adds them;
+    then until kioku has embedded them all. The adds' round trips are kept."""
+    out: dict[str, list[float]] = {"k_add": [], "p_add": []}
+    began = time.perf_counter()
+    for start in range(0, len(texts), 200):
+        ops = [add_op(side, t) for side, t in turns(texts[start : start + 200], 1)]
+        for op, ms in zip(ops, await execute(ops), strict=True):
+            out[op.key].append(ms)
+        print(f"  added {start + len(ops) // 2:,} ({time.perf_counter() - began:.0f} s)")
+    settled = await kioku_settled(src, kdir, timeout_s=1800)
+    print(f"  kioku settled {settled:.0f} s after the last add")
+    return {key: stats(v) for key, v in out.items()} | {"settled_s": settled}
+
+
 async def run_size(args: argparse.Namespace, n: int, peer_exe: Path, peer_env: dict[str, str],
                    qpool: list[str]) -> dict[str, Any]:  # fmt: skip
-    texts = memories(n, seed=n)
+    real = args.memories == "real"
+    texts = real_memories(n) if real else memories(n, seed=n)
     with tempfile.TemporaryDirectory(prefix="kioku-peers-", ignore_cleanup_errors=True) as tmp:
         kdir, pdir = Path(tmp) / "kioku", Path(tmp) / "peer"
         began = time.perf_counter()
-        spec = Path(tmp) / "texts.json"
-        spec.write_text(json.dumps(texts))
-        env = _kioku_env(args.kioku_src, kdir)
-        await anyio.run_process(
-            [sys.executable, __file__, "--load-kioku", str(kdir), str(spec), str(args.pool)],
-            env=env,
-            stdout=None,
-            stderr=None,
-        )
-        await anyio.to_thread.run_sync(load_peer, peer_exe, peer_env, pdir, texts, args.pool)
-        print(f"  loaded {n:,} memories into both in {time.perf_counter() - began:.0f} s")
+        if not real:
+            spec = Path(tmp) / "texts.json"
+            spec.write_text(json.dumps(texts))
+            env = _kioku_env(args.kioku_src, kdir)
+            await anyio.run_process(
+                [sys.executable, __file__, "--load-kioku", str(kdir), str(spec), str(args.pool)],
+                env=env,
+                stdout=None,
+                stderr=None,
+            )
+            await anyio.to_thread.run_sync(load_peer, peer_exe, peer_env, pdir, texts, args.pool)
+            print(f"  loaded {n:,} memories into both in {time.perf_counter() - began:.0f} s")
         results: dict[str, Any] = {}
         try:
             async with AsyncExitStack() as stack:
@@ -464,12 +511,18 @@ async def run_size(args: argparse.Namespace, n: int, peer_exe: Path, peer_env: d
                     execute = await open_ts(stack, params, args.cache)
                 else:
                     execute = await open_py(stack, params)
+                if real:
+                    results["load"] = await load_by_mcp(execute, texts, args.kioku_src, kdir)
                 # warm both (model pages, caches): not counted
                 await execute([search_op(s, q + " warm-up") for q in qpool[:10] for s in "kp"])
                 nq, na = args.queries, args.adds
                 for i, name in enumerate(("idle", "hog")):
                     qs = qpool[10 + i * nq : 10 + (i + 1) * nq]
-                    adds = [f"{t} (added {name})" for t in memories(na, seed=n + i + 1)]
+                    if real:  # the turns past the loaded ones
+                        more = real_memories(n + 2 * na)[n + i * na : n + (i + 1) * na]
+                    else:
+                        more = memories(na, seed=n + i + 1)
+                    adds = [f"{t} (added {name})" for t in more]
                     hog = start_hog() if name == "hog" else []
                     try:
                         if hog:
@@ -485,6 +538,14 @@ async def run_size(args: argparse.Namespace, n: int, peer_exe: Path, peer_env: d
 def report(n: int, res: dict[str, Any]) -> list[str]:
     lines = [f"\n== {n:,} memories (ms, client round trip over stdio) =="]
     rows = [("search, new query", "search"), ("add", "add"), ("ping", "ping")]
+    if "load" in res:  # --memories real: the memories' own adds over MCP
+        k, p, settled = res["load"]["k_add"], res["load"]["p_add"], res["load"]["settled_s"]
+        lines.append(
+            f"load add (MCP)          kioku p50 {k['p50']:6.1f} p95 {k['p95']:6.1f} "
+            f"p99 {k['p99']:7.1f} | peer p50 {p['p50']:6.1f} p95 {p['p95']:6.1f} "
+            f"p99 {p['p99']:7.1f} | kioku settled {settled:.0f} s after the last add"
+        )
+    res = {ph: r for ph, r in res.items() if ph != "load"}
     for ph, r in res.items():
         for label, key in rows:
             k, p = r[f"k_{key}"], r[f"p_{key}"]
@@ -535,7 +596,10 @@ async def main(args: argparse.Namespace) -> None:
         raise SystemExit(f"too many queries for the {args.questions} set: lower --queries")
     load = os.getloadavg()
     print(f"kioku from {args.kioku_src} {KIOKU_SET or ''}; peer mcp-server-qdrant (MiniLM int8)")
-    print(f"timed calls by the {CLIENTS[args.client]}; {args.questions} questions")
+    print(
+        f"timed calls by the {CLIENTS[args.client]}; {args.memories} memories, "
+        f"{args.questions} questions"
+    )
     print(
         f"load average at start {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} cpus"
     )
@@ -574,6 +638,15 @@ if __name__ == "__main__":
         default="template",
         help="template: the generator's 6-9-word questions (default); real: the "
         "conversational quality set's 359 hand-written ones (en/ja/th)",
+    )
+    ap.add_argument(
+        "--memories",
+        choices=["template", "real"],
+        default="template",
+        help="template: the generator's notes, loaded in-process with replicated vectors "
+        "(default); real: the conversational set's turns (past its 1,013, the same chats "
+        "a year later per pass), each added over MCP by each server's own tool, then "
+        "kioku waited on until every note is embedded exactly",
     )
     ap.add_argument("--kioku-src", type=Path, default=ROOT)
     ap.add_argument(

@@ -134,11 +134,13 @@ def fuse(
     params: RankingParams,
     latent: Sequence[IndexHit] | None = None,
     channels: Sequence[Sequence[IndexHit]] = (),
+    channel_weights: Sequence[float] = (),
 ) -> list[Candidate]:
     """Weighted fusion of the channels; keeps each channel's raw evidence.
 
     ``channels``: each further dense channel's hits (another model's cosine order),
-    added at ``channel_weight`` each. A note the main model has not embedded yet is
+    added at ``channel_weight`` each (or its own, ``channel_weights``, in the same
+    order). A note the main model has not embedded yet is
     judged on its lexical evidence and these channels together.
 
     ``latent`` (a list, possibly empty: the search has the latent-terms channel) takes
@@ -160,8 +162,9 @@ def fuse(
             cand = by_id.get(hit.id) or by_id.setdefault(hit.id, Candidate(hit.id, hit.payload))
             cand.latent_part = part
             cand.score += part
-    for hits in channels:
-        parts = _contributions(hits, params, params.channel_weight)
+    for i, hits in enumerate(channels):
+        weight = channel_weights[i] if i < len(channel_weights) else params.channel_weight
+        parts = _contributions(hits, params, weight)
         for rank, (hit, part) in enumerate(zip(hits, parts, strict=True), start=1):
             cand = by_id.get(hit.id) or by_id.setdefault(hit.id, Candidate(hit.id, hit.payload))
             cand.channel_part += part

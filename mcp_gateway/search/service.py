@@ -31,7 +31,7 @@ from mcp_gateway.index.base import Channels
 from mcp_gateway.index.live import LiveIndex
 from mcp_gateway.indexing.writebehind import WriteBehind
 from mcp_gateway.search.answers import AnswerCache
-from mcp_gateway.search.calibration import Calibration, for_model, shift_views
+from mcp_gateway.search.calibration import Calibration, for_model, query_script, shift_views
 from mcp_gateway.search.exact_terms import identifier_terms
 from mcp_gateway.search.fresh import FreshEmbedder
 from mcp_gateway.search.materialise import Materialiser
@@ -201,6 +201,7 @@ class SearchService:
             params,
             latent_hits if terms is not None else None,
             list(semantic.extra.values()),
+            [self.settings.channel_weights.get(n, params.channel_weight) for n in semantic.extra],
         )
         candidates = pin_exact(candidates, held)
         if self.records is not None and any(c.payload.get("current") is False for c in candidates):
@@ -317,8 +318,9 @@ class SearchService:
         out: dict[str, list[float]] = {}
         if self.settings.mode == "lexical":
             return out
+        script = query_script(query) if self.channels else ""
         for ce in self.channels:
-            if self.index.spec.channel(ce.channel.name) is None:
+            if self.index.spec.channel(ce.channel.name) is None or not ce.answers(script):
                 continue
             known = ce.embedder.peek(query)
             try:

@@ -31,6 +31,11 @@ KNOWN: dict[str, DenseChannel] = {
 SCRIPTS: dict[str, frozenset[str]] = {"minilm": frozenset({"latin"})}
 
 
+def channel_reads(name: str) -> frozenset[str] | None:
+    """The scripts a channel reads (queries and texts alike); None: every script."""
+    return SCRIPTS.get(name)
+
+
 def configured_channels(settings: EmbedderSettings) -> tuple[DenseChannel, ...]:
     """The configured channels, in order, once each."""
     return tuple(KNOWN[name] for name in dict.fromkeys(settings.channels))
@@ -43,7 +48,7 @@ class ChannelEmbedder:
 
     def answers(self, script: str) -> bool:
         """Whether this channel searches for a query written in ``script``."""
-        scripts = SCRIPTS.get(self.channel.name)
+        scripts = channel_reads(self.channel.name)
         return scripts is None or script in scripts
 
 

@@ -153,8 +153,9 @@ class SearchSettings(BaseModel):
     # alone (the keep rule otherwise asks the main model's distance or the words)
     channel_weight: float = Field(default=0.5, ge=0)
     channel_keep_rank: int = Field(default=10, ge=0)
-    # a channel's own weight over channel_weight, by channel name (e.g. {"minilm": 0.3})
-    channel_weights: dict[str, float] = Field(default_factory=dict)
+    # a channel's own weight over channel_weight, by channel name; MiniLM (English only,
+    # abstaining on Japanese and Thai texts) at 1.0 was best on dev (bench/LOG.md)
+    channel_weights: dict[str, float] = Field(default_factory=lambda: {"minilm": 1.0})
     # multiplier on sparse_weight for queries written in unspaced scripts (ja, th)
     unspaced_sparse_factor: float = Field(default=0.2, ge=0, le=1)
     # per-type cosine-distance cut-offs ("*" = any type) over the embedder's defaults;

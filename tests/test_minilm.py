@@ -10,10 +10,11 @@ from pathlib import Path
 
 import numpy as np
 
-from mcp_gateway.common.types import IndexFilter, SparseVector, point_id
+from mcp_gateway.common.types import IndexFilter, Note, SparseVector, point_id
 from mcp_gateway.embedders import minilm
 from mcp_gateway.embedders.channels import build_channel_embedders
 from mcp_gateway.embedders.minilm import MODEL_ID, MiniLM, token_ids
+from mcp_gateway.indexing.indexer import note_payload
 from mcp_gateway.search.service import SearchRequest
 from mcp_gateway.services.app import open_app
 from tests.test_channels import TEXTS, settings_for
@@ -75,3 +76,20 @@ async def test_channel_in_the_index_and_only_for_latin_queries(tmp_path: Path) -
             SearchRequest("copier gets stuck with shiny sheets", namespaces=("default",))
         )
         assert response.results and response.results[0].id == ids[0]
+        asked = app.channels[0].embedder
+        assert asked.peek("copier gets stuck with shiny sheets") is not None
+        japanese = "光沢紙を使うとプリンターが詰まる"
+        await app.search.search(SearchRequest(japanese, namespaces=("default",)))
+        assert asked.peek(japanese) is None  # never asked: the query is not Latin script
+
+
+def test_a_point_says_when_its_text_is_not_latin_script() -> None:
+    """The payload ``script`` the fusion reads to let MiniLM abstain (``ranking.fuse``)."""
+
+    def script(text: str) -> str | None:
+        note = Note(id="n", text=text, created_at=1.0, updated_at=1.0)
+        return note_payload(note).get("script")
+
+    assert script("Deploys go out on Tuesdays.") is None
+    assert script("デプロイは火曜日に Docker で行う") == "cjk"
+    assert script("ดีพลอยทุกวันอังคารหลังผ่าน smoke test") == "thai"

@@ -72,6 +72,7 @@ async def test_channel_in_the_index_and_only_for_latin_queries(tmp_path: Path) -
         (channel,) = build_channel_embedders(app.settings.embedder)
         assert channel.answers("latin") and not channel.answers("cjk")
         assert not channel.answers("thai")
+        assert not channel.fast  # ~4x USE a document: it follows with the job
         response = await app.search.search(
             SearchRequest("copier gets stuck with shiny sheets", namespaces=("default",))
         )

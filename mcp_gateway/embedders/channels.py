@@ -29,6 +29,10 @@ KNOWN: dict[str, DenseChannel] = {
 # the query scripts (``search.calibration.query_script``) a channel answers; absent: all.
 # MiniLM is English only: a Japanese or Thai query is mostly unknown pieces to it.
 SCRIPTS: dict[str, frozenset[str]] = {"minilm": frozenset({"latin"})}
+# the channels a new note gets with its first point (before its acknowledged write is
+# indexed); the others follow with its embedding job. MiniLM costs ~4x USE a document:
+# with it at the add, a 500-note burst took 25-35 s to acknowledge (bench/LOG.md)
+FAST = frozenset({"use"})
 
 
 def channel_reads(name: str) -> frozenset[str] | None:
@@ -45,6 +49,11 @@ def configured_channels(settings: EmbedderSettings) -> tuple[DenseChannel, ...]:
 class ChannelEmbedder:
     channel: DenseChannel
     embedder: Embedder
+
+    @property
+    def fast(self) -> bool:
+        """Whether a new note gets this channel's vector with its first point."""
+        return self.channel.name in FAST
 
     def answers(self, script: str) -> bool:
         """Whether this channel searches for a query written in ``script``."""

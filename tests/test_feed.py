@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from mcp_gateway.common.access import settings_scope
-from mcp_gateway.common.inputs import NoteFields, NoteQuery, RecordFields
+from mcp_gateway.common.inputs import NoteChanges, NoteFields, NoteQuery, RecordFields
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.common.types import point_id
 from mcp_gateway.jobs.solve_credit import SolveCredit
@@ -146,9 +146,9 @@ async def test_the_feed_holds_one_row_an_item_in_commit_order(
         from mcp_gateway.stores.notes import NoteStore
 
         notes, feed = NoteStore(db), ChangeFeed(db)
-        first = await notes.add("first", "note")
-        second = await notes.add("second", "note")
-        await notes.update(first.id, {"text": "first, edited"})
+        first = await notes.add(NoteFields(text="first", type="note"))
+        second = await notes.add(NoteFields(text="second", type="note"))
+        await notes.update(first.id, NoteChanges(text="first, edited"))
         await notes.mark_embedded({second.id: second.updated_at}, "some-model")
         rows = await feed.since(0)
         # the edit moved "first" past "second"; marking a note embedded is not a change

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import SecretStr
 
+from mcp_gateway.common.inputs import NoteFields
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.common.types import Note
 from mcp_gateway.records.model import Edge, Record, RecordGraph
@@ -204,9 +205,9 @@ async def test_pending_marks_follow_the_note_store(tmp_path: Path) -> None:
     await db.open()
     try:
         notes = NoteStore(db)
-        waiting = await notes.add("Pending check: not embedded yet", "note")
-        done = await notes.add("Pending check: embedded already", "note")
-        gone = await notes.add("Pending check: deleted", "note")
+        waiting = await notes.add(NoteFields(text="Pending check: not embedded yet", type="note"))
+        done = await notes.add(NoteFields(text="Pending check: embedded already", type="note"))
+        gone = await notes.add(NoteFields(text="Pending check: deleted", type="note"))
         await notes.mark_embedded({done.id: done.updated_at}, "test-model")
         await notes.set_deleted(gone.id, True)
         app: Any = SimpleNamespace(notes=notes)  # the one part of AppContext it reads

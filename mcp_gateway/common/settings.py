@@ -224,6 +224,9 @@ class QueueSettings(BaseModel):
     job_timeout_s: int = Field(default=300, ge=1)
     max_tries: int = Field(default=8, ge=1)
     reconcile_every_s: int = Field(default=300, ge=10)
+    # a worker refreshes its health key this often; the key lives one second longer
+    # (arq's), and `kioku worker --check` passes while a running worker of this host has one
+    health_check_interval_s: int = Field(default=30, ge=1)
 
 
 class LocalGatewaySettings(BaseModel):

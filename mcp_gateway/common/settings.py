@@ -56,6 +56,9 @@ class EmbedderSettings(BaseModel):
     # drafts, and reconcile has them embedded exactly afterwards (a burst is
     # searchable sooner, settled quality unchanged); 0 = never
     draft_backlog: int = Field(default=4, ge=0)
+    # at most this many drafts waiting for their exact pass: past it (a bulk import) a
+    # backlog is embedded exactly at once, each note one pass (0 = no limit)
+    draft_limit: int = Field(default=1000, ge=0)
     # the in-process runner's batcher embeds drafts exactly itself once no note has
     # come for this long (a few at a time, new notes first), so a burst settles within
     # a minute instead of at the next reconcile; 0 = leave them to reconcile

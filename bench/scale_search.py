@@ -40,6 +40,9 @@ import time
 
 import peers
 
+sys.path.append(str(_HERE))  # peers takes this folder off sys.path again
+from ingest import real_texts
+
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.search.service import SearchRequest
 from mcp_gateway.services.app import open_app
@@ -114,8 +117,6 @@ async def main(args: argparse.Namespace) -> None:
 
 async def measure_load(data: Path, n: int, texts: str) -> None:
     if texts == "real":
-        from ingest import real_texts
-
         await peers._load_kioku(data, real_texts(n), 500)
     else:
         await peers._load_kioku(data, peers.memories(n, 1), 500)

@@ -73,8 +73,8 @@ class EmbedderSettings(BaseModel):
     # local: document lanes sharing each batch (an OS thread each, of document_threads),
     # and how much lower than the process's their threads run (nice), so a query finds
     # a core while a burst or an import is embedded on the others (bench/LOG.md)
-    document_lanes: int = Field(default=1, ge=1, le=64)
-    document_nice: int = Field(default=0, ge=0, le=19)
+    document_lanes: int = Field(default=2, ge=1, le=64)
+    document_nice: int = Field(default=10, ge=0, le=19)
     openmp_wait_policy: Literal["brief", "passive", "active"] = "brief"
     ollama_host: str = "http://127.0.0.1:11434"
     ollama_model: str = "nomic-embed-text"

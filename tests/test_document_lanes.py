@@ -100,3 +100,17 @@ async def test_document_lanes_run_at_the_nice_asked_and_queries_at_the_process_n
         assert seen["query"] == {base}
     finally:
         await emb.aclose()
+
+
+async def test_a_draft_reads_a_long_text_s_first_window_and_the_exact_pass_all_of_it() -> None:
+    emb = local.LocalEmbedder(engine="onnx")
+    await emb.start()
+    try:
+        long = TEXTS[4]  # past one window
+        longer = long + " and then an unrelated ending about rate limits and retries" * 20
+        a, b = await emb.encode_documents([long, longer], draft=True)
+        assert np.allclose(a.dense, b.dense, atol=1e-6)  # the same first 510 tokens
+        x, y = await emb.encode_documents([long, longer])
+        assert float(np.dot(x.dense, y.dense)) < 0.9999  # the ending counts when exact
+    finally:
+        await emb.aclose()

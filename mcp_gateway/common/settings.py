@@ -108,7 +108,7 @@ class IndexSettings(BaseModel):
     reserve_free_mb: int = Field(default=48, ge=0)
     # Edge only: above exact_search_below, the owner has a separate process build an HNSW
     # graph and swaps it in (checked every graph_check_s; 0 = never automatically).
-    hnsw_ef: int = Field(default=512, ge=4, le=4096, description="HNSW search breadth")
+    hnsw_ef: int = Field(default=256, ge=4, le=4096, description="HNSW search breadth")
     # Edge only: how a new collection stores dense vectors. "turbo16" (16-bit TurboQuant)
     # is scanned ~2x faster than "float32" at the same ranking; an existing collection
     # keeps its own until `kioku reindex` (bench/LOG.md).

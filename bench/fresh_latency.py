@@ -36,6 +36,7 @@ import time
 import anyio
 from embcache import Cache, load_jsonl, memory_document
 
+from mcp_gateway.common.inputs import NoteFields
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.common.types import Note
 from mcp_gateway.embedders.cache import CachedQueryEmbedder
@@ -63,7 +64,9 @@ async def load(app: AppContext) -> list[Note]:
     notes: list[Note] = []
     for m in load_jsonl("memories.jsonl"):
         note, _ = await app.notes.add_or_existing(
-            memory_document(m), "knowledge" if m["kind"] == "record" else m["type"]
+            NoteFields(
+                text=memory_document(m), type="knowledge" if m["kind"] == "record" else m["type"]
+            )
         )
         notes.append(note)
     rows = [(n.id, content_hash(note_document(n)), cached(n)) for n in notes]

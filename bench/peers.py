@@ -136,6 +136,7 @@ def stats(ms: list[float]) -> dict[str, float]:
 async def _load_kioku(data_dir: Path, texts: list[str], pool_n: int) -> None:
     import numpy as np
 
+    from mcp_gateway.common.inputs import NoteFields
     from mcp_gateway.common.settings import KiokuSettings
     from mcp_gateway.indexing.indexer import note_point
     from mcp_gateway.services.app import open_app
@@ -154,7 +155,9 @@ async def _load_kioku(data_dir: Path, texts: list[str], pool_n: int) -> None:
         for start in range(0, len(texts), 1000):
             notes, points = [], []
             for i in range(start, min(len(texts), start + 1000)):
-                note = await app.notes.add(texts[i], "note", namespace=settings.namespace)
+                note = await app.notes.add(
+                    NoteFields(text=texts[i], type="note"), settings.namespace
+                )
                 base = pool[i % pool_n] + (
                     noise.normal(0, 0.02, pool.shape[1]) if i >= pool_n else 0
                 )

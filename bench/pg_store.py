@@ -31,6 +31,7 @@ from collections.abc import Awaitable, Callable
 
 import psycopg
 
+from mcp_gateway.common.inputs import NoteFields, RecordFields
 from mcp_gateway.records import RecordStore
 from mcp_gateway.stores.db import Database
 from mcp_gateway.stores.notes import NoteStore
@@ -81,7 +82,11 @@ async def main() -> None:
             for k, store in records.items():
                 for i, t in enumerate(seed):
                     # spread over types: an add compares titles within its type
-                    await store.add(("knowledge", "decision", "audit")[i % 3], t[:150], t)
+                    await store.add(
+                        RecordFields(
+                            type=("knowledge", "decision", "audit")[i % 3], title=t[:150], content=t
+                        )
+                    )
                 print(f"{k}: {args.records} records loaded", file=sys.stderr)
             notes = {k: NoteStore(db) for k, db in dbs.items()}
             ids: dict[str, list[str]] = {k: [] for k in dbs}
@@ -98,7 +103,7 @@ async def main() -> None:
                             ["lesson", "knowledge"], namespaces=["default"]
                         ),
                         "record add": lambda k=k, body=body: records[k].add(
-                            "fix", body[:100], body
+                            RecordFields(type="fix", title=body[:100], content=body)
                         ),
                         **{
                             f"record search {lang}": (
@@ -122,7 +127,7 @@ async def main() -> None:
 
 
 async def _add(store: NoteStore, body: str, ids: list[str]) -> None:
-    ids.append((await store.add(body, "knowledge")).id)
+    ids.append((await store.add(NoteFields(text=body, type="knowledge"))).id)
 
 
 if __name__ == "__main__":

@@ -172,7 +172,7 @@ async def reindex_time(settings: KiokuSettings, n: int) -> str:
         model, dim = app.embedder.model_id, app.embedder.dim
         for start in range(0, n, 500):
             notes = [
-                await app.notes.add(text(i), "note", namespace="default")
+                await app.notes.add(NoteFields(text=text(i), type="note"), namespace="default")
                 for i in range(start, min(n, start + 500))
             ]
             vecs = rng.standard_normal((len(notes), dim)).astype(np.float32)

@@ -11,7 +11,11 @@ SQLite file (``--backend sqlite``). Prints:
 2. feed lag, idle: a note added on gateway 1, then the time until gateway 2's *own*
    follower has applied it (its cursor in the truth store passes the note's change; no
    search asks it to catch up), and until gateway 2 has applied the note's dense vector
-   (semantically searchable there: embedding on gateway 1 included); p50/p95.
+   (semantically searchable there: embedding on gateway 1 included); p50/p95. The
+   semantic lag is split in two: ack to the vector stored (embedding, on gateway 1's
+   in-process jobs) and stored to applied on gateway 2 (the vector feed);
+   ``--loaded-samples N`` probes again while ``--clients`` keep both gateways busy
+   (``--load-one``: gateway 1 only, so gateway 2 follows by polling alone).
 
 3. ``--feed-cost``: what the feed's triggers cost the embedded default's add (the
    store's own add, no model), interleaved A/B on two fresh SQLite files, one with the
@@ -38,6 +42,7 @@ from collections.abc import Iterator
 
 from mcp import Client
 
+from mcp_gateway.common.inputs import NoteFields
 from mcp_gateway.stores.db import Database
 from tests.cluster import TOKEN, Deployment, Proc, hosts, throwaway_postgres
 from tests.http_server import http_client
@@ -59,10 +64,12 @@ def store(backend: str, root: Path) -> Iterator[str]:
         yield f"sqlite:///{root / 'kioku.sqlite3'}"
 
 
-async def client_loop(url: str, n: int, until: float, lat: dict[str, list[float]]) -> None:
+async def client_loop(
+    url: str, n: int, until: float, lat: dict[str, list[float]], stop: asyncio.Event | None = None
+) -> None:
     async with http_client(url, TOKEN) as client:
         i = 0
-        while time.monotonic() < until:
+        while time.monotonic() < until and not (stop and stop.is_set()):
             i += 1
             topic = TOPICS[(n + i) % len(TOPICS)]
             for tool, args in (
@@ -77,12 +84,16 @@ async def client_loop(url: str, n: int, until: float, lat: dict[str, list[float]
                 lat.setdefault(tool, []).append((time.perf_counter() - started) * 1000)
 
 
-async def load(gateways: list[Proc], clients: int, seconds: float) -> dict[str, float]:
+async def load(
+    gateways: list[Proc], clients: int, seconds: float, stop: asyncio.Event | None = None
+) -> dict[str, float]:
     lat: dict[str, list[float]] = {}
-    until = time.monotonic() + seconds
+    started = time.monotonic()
+    until = started + seconds
     await asyncio.gather(
-        *(client_loop(gateways[n % len(gateways)].url, n, until, lat) for n in range(clients))
+        *(client_loop(gateways[n % len(gateways)].url, n, until, lat, stop) for n in range(clients))
     )
+    seconds = time.monotonic() - started
     adds, searches = lat.get("add_note", []), lat.get("search_memory", [])
     return {
         "adds/s": len(adds) / seconds,
@@ -102,13 +113,13 @@ async def cursor_of(db: Database, data_dir: Path, key: str) -> int:
 
 async def lag(db: Database, a: Client, b_dir: Path, samples: int) -> dict[str, list[float]]:
     """ms from gateway 1's ack until gateway 2 applied the note, then its vector."""
-    out: dict[str, list[float]] = {"feed": [], "semantic": []}
+    out: dict[str, list[float]] = {"feed": [], "semantic": [], "embedded": [], "vector feed": []}
     for i in range(samples):
         text = f"lag probe {i}: {TOPICS[i % len(TOPICS)]} need a careful rollout plan"
         res = await a.call_tool("add_note", {"text": text})
         acked = time.perf_counter()
         note_id = (res.structured_content or {})["id"]
-        feed_done = vec_done = None
+        feed_done = vec_done = stored = None
         while vec_done is None:
             rows = await db.fetchall(
                 "SELECT (SELECT seq FROM changes WHERE kind = 'note' AND source_id = ?) AS c, "
@@ -120,14 +131,32 @@ async def lag(db: Database, a: Client, b_dir: Path, samples: int) -> dict[str, l
             if feed_done is None and c is not None:
                 if await cursor_of(db, b_dir, "index.feed_seq") >= int(c):
                     feed_done = now
+            if v is not None and stored is None:
+                stored = now
             if v is not None and await cursor_of(db, b_dir, "index.applied_seq") >= int(v):
                 vec_done = now
                 feed_done = feed_done or now
             await asyncio.sleep(0.01)
         out["feed"].append((feed_done - acked) * 1000)
         out["semantic"].append((vec_done - acked) * 1000)
+        assert stored is not None
+        out["embedded"].append((stored - acked) * 1000)
+        out["vector feed"].append((vec_done - stored) * 1000)
         await asyncio.sleep(0.3)  # idle between probes
     return out
+
+
+def show_lag(when: str, got: dict[str, list[float]]) -> None:
+    for kind, values in got.items():
+        show(
+            f"lag {when} {kind}",
+            {
+                "p50 ms": statistics.median(values),
+                "p95 ms": pct(values, 0.95),
+                "max ms": max(values),
+                "n": float(len(values)),
+            },
+        )
 
 
 def show(name: str, figures: dict[str, float]) -> None:
@@ -153,7 +182,9 @@ async def feed_cost(adds: int) -> None:
         order = list(stores.items()) if i % 2 else list(reversed(stores.items()))
         for name, notes in order:
             started = time.perf_counter()
-            await notes.add(f"note {i}: {TOPICS[i % len(TOPICS)]} " * 8, "note")
+            await notes.add(
+                NoteFields(text=f"note {i}: {TOPICS[i % len(TOPICS)]} " * 8, type="note")
+            )
             lat[name].append((time.perf_counter() - started) * 1000)
     for name, values in lat.items():
         figures = {q: pct(values, v) for q, v in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))}
@@ -172,13 +203,16 @@ async def main() -> None:
     ap.add_argument("--lag-samples", type=int, default=30)
     ap.add_argument("--feed-cost", action="store_true")
     ap.add_argument("--adds", type=int, default=3000)
+    ap.add_argument("--loaded-samples", type=int, default=0)
+    ap.add_argument("--only-two", action="store_true", help="skip the one-gateway run")
+    ap.add_argument("--load-one", action="store_true", help="loaded probes: clients on gw1")
     args = ap.parse_args()
     if args.feed_cost:
         await feed_cost(args.adds)
         return
     root = Path(tempfile.mkdtemp(prefix="kioku-scale-"))
     print(f"backend={args.backend} clients={args.clients} seconds={args.seconds}")
-    for n in (1, 2):
+    for n in (2,) if args.only_two else (1, 2):
         with store(args.backend, root / f"run{n}") as url, hosts(n, netns=False) as hs:
             (root / f"run{n}").mkdir(parents=True, exist_ok=True)
             deployment = Deployment(root / f"run{n}", url, None, "default")
@@ -190,21 +224,23 @@ async def main() -> None:
                     sqlite_file = root / "run2" / "kioku.sqlite3"
                     db = Database(url if args.backend == "postgres" else sqlite_file)
                     await db.open()
+                    b_dir = root / "run2/gw2/data"
                     try:
                         async with http_client(gws[0].url, TOKEN) as a:
-                            got = await lag(db, a, root / "run2/gw2/data", args.lag_samples)
+                            show_lag("idle", await lag(db, a, b_dir, args.lag_samples))
+                            if args.loaded_samples:
+                                stop = asyncio.Event()
+                                # --load-one: the clients on gateway 1 only, so gateway
+                                # 2 follows by its own polling (no search pulls the feed)
+                                on = gws[:1] if args.load_one else gws
+                                busy = asyncio.create_task(load(on, args.clients, 3600, stop))
+                                await asyncio.sleep(3)  # the load is on
+                                got = await lag(db, a, b_dir, args.loaded_samples)
+                                stop.set()
+                                show("loaded", await busy)
+                                show_lag("loaded", got)
                     finally:
                         await db.close()
-                    for kind, values in got.items():
-                        show(
-                            f"lag {kind}",
-                            {
-                                "p50 ms": statistics.median(values),
-                                "p95 ms": pct(values, 0.95),
-                                "max ms": max(values),
-                                "n": float(len(values)),
-                            },
-                        )
             finally:
                 deployment.close()
 

@@ -138,7 +138,7 @@ class HttpProc:
     @property
     def token(self) -> str | None:
         """The token generated into the data dir when none is configured (else None)."""
-        from mcp_gateway.daemon.http_token import read_token
+        from mcp_gateway.protocol.http_token import read_token
 
         return read_token(self.data_dir)
 

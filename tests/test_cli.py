@@ -258,3 +258,43 @@ def test_list_is_newest_written_first_imported_notes_included(tmp_path: Path) ->
     first = listed[0].split()[0]
     page = run(tmp_path, "list", "--limit", "1", "--after", first, data_dir=data).stdout
     assert page.startswith(listed[1].split()[0])
+
+
+def test_search_shows_the_order_and_why_never_a_contradicting_score(tmp_path: Path) -> None:
+    """Issue 33 item 7, through `kioku search`. Before: `[1] ... score=1.8019`, `[2] ...
+    score=1.8945`: the fused score contradicted the order the priority rule set. With the
+    rule that always puts high priority first, the lower-scored high-priority lesson
+    leads; the text says why and prints no score (`--json` keeps the scores)."""
+    data = tmp_path / "data"
+    rule = {"KIOKU_SEARCH__PRIORITY_RULE": "first"}
+    plain = run(
+        tmp_path,
+        "add",
+        "The staging database is refreshed nightly at 02:00 from production backups.",
+        "--type",
+        "knowledge",
+        data_dir=data,
+        **rule,
+    ).stdout.strip()
+    high = run(
+        tmp_path,
+        "add",
+        "Check the staging refresh log before touching staging data.",
+        "--type",
+        "lesson",
+        "--priority",
+        "high",
+        data_dir=data,
+        **rule,
+    ).stdout.strip()
+    query = "at what time is the staging database refreshed from backups"
+    as_json = run(tmp_path, "search", query, "--json", data_dir=data, **rule)
+    hits = json.loads(as_json.stdout)["results"]
+    assert [h["id"] for h in hits][:2] == [high, plain]
+    assert hits[0]["score"] < hits[1]["score"]  # the rule, not the score, put it first
+    shown = run(tmp_path, "search", query, data_dir=data, **rule)
+    assert shown.returncode == 0 and shown.stderr == "", shown.stderr
+    assert "score=" not in shown.stdout and "distance=" not in shown.stdout
+    heads = [x for x in shown.stdout.splitlines() if x.startswith("[")]
+    assert [h.split()[1] for h in heads] == [h["id"] for h in hits]
+    assert "high priority first" in heads[0] and "first" not in heads[1], heads

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from mcp_gateway import __version__
+from mcp_gateway.common.inputs import NoteChanges, NoteFields
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.protocol.server import create_server
 from mcp_gateway.services.app import AppContext
@@ -36,18 +37,28 @@ async def test_identical_note_returns_the_existing_id(harness: Harness) -> None:
 
 async def test_dedup_is_per_namespace_and_ignores_deleted_notes(harness: Harness) -> None:
     store: NoteStore = harness.app.notes
-    a, created = await store.add_or_existing("same words", "note", namespace="alice")
+    a, created = await store.add_or_existing(
+        NoteFields(text="same words", type="note"), namespace="alice"
+    )
     assert created
-    b, created = await store.add_or_existing("same words", "note", namespace="bob")
+    b, created = await store.add_or_existing(
+        NoteFields(text="same words", type="note"), namespace="bob"
+    )
     assert created and b.id != a.id
-    again, created = await store.add_or_existing("same  words", "note", namespace="alice")
+    again, created = await store.add_or_existing(
+        NoteFields(text="same  words", type="note"), namespace="alice"
+    )
     assert not created and again.id == a.id
     await store.set_deleted(a.id, True)
-    fresh, created = await store.add_or_existing("same words", "note", namespace="alice")
+    fresh, created = await store.add_or_existing(
+        NoteFields(text="same words", type="note"), namespace="alice"
+    )
     assert created and fresh.id != a.id
     # an edit moves the note's identity with its text
-    await store.update(fresh.id, {"text": "new words"})
-    moved, created = await store.add_or_existing("new words", "note", namespace="alice")
+    await store.update(fresh.id, NoteChanges(text="new words"))
+    moved, created = await store.add_or_existing(
+        NoteFields(text="new words", type="note"), namespace="alice"
+    )
     assert not created and moved.id == fresh.id
 
 

@@ -58,12 +58,12 @@ def _undeclared(folders: list[str], declared: set[str]) -> list[str]:
     for top, where in sorted(_top_level_imports(folders).items()):
         if top in sys.stdlib_module_names or top in OWN or top == "__future__":
             continue
-        if where in OPTIONAL:
-            declared = declared | _declared(OPTIONAL[where])
+        # an optional backend's extra counts for that module's imports only
+        allowed = declared | _declared(OPTIONAL[where]) if where in OPTIONAL else declared
         owners = {_normal(d) for d in dists.get(top, [])}
         if not owners:
             missing.append(f"{top} (imported by {where}) is installed by no distribution")
-        elif not owners & declared:
+        elif not owners & allowed:
             missing.append(f"{top} (imported by {where}) comes from {sorted(owners)}, undeclared")
     return missing
 

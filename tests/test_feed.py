@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from mcp_gateway.common.access import settings_scope
-from mcp_gateway.common.inputs import NoteFields, NoteQuery, RecordFields
+from mcp_gateway.common.inputs import NoteChanges, NoteFields, NoteQuery, RecordFields
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.common.types import point_id
 from mcp_gateway.jobs.solve_credit import SolveCredit
@@ -146,9 +146,9 @@ async def test_the_feed_holds_one_row_an_item_in_commit_order(
         from mcp_gateway.stores.notes import NoteStore
 
         notes, feed = NoteStore(db), ChangeFeed(db)
-        first = await notes.add("first", "note")
-        second = await notes.add("second", "note")
-        await notes.update(first.id, {"text": "first, edited"})
+        first = await notes.add(NoteFields(text="first", type="note"))
+        second = await notes.add(NoteFields(text="second", type="note"))
+        await notes.update(first.id, NoteChanges(text="first, edited"))
         await notes.mark_embedded({second.id: second.updated_at}, "some-model")
         rows = await feed.since(0)
         # the edit moved "first" past "second"; marking a note embedded is not a change
@@ -255,3 +255,148 @@ async def test_periodic_work_runs_in_one_gateway(
     # a renewal, e.g. an event loop stall here, but never doubles a period); two timers
     # without the lease would run it twice a period
     assert window / period / 2 <= total <= window / period + 1, runs
+
+
+@pytest.mark.slow  # two gateways, a rebuild or waits on the jobs: ~15-20 s each
+async def test_a_reindex_on_one_gateway_is_followed_by_the_other(
+    tmp_path: Path, shared_url: str
+) -> None:
+    """``kioku reindex`` on gateway A adopts a new collection for the deployment; B,
+    with its own embedded index, builds its own copy under that name (stored vectors),
+    keeps following the feed into it, and never adopts anything back."""
+    from mcp_gateway.index import catalog
+    from mcp_gateway.services.index_follow import adopt_elsewhere
+    from mcp_gateway.services.reindex import Rebuilder
+
+    async with two_gateways(tmp_path, shared_url) as (a, b):
+        scope = settings_scope(a.settings)
+        before = [
+            await NoteService(a).add(
+                scope,
+                NoteFields(text=f"リリース手順 {i}: tag, build, deploy step {i}", type="note"),
+            )
+            for i in range(4)
+        ]
+        await a.settle()
+        await b.settle()
+        old = b.index.spec.collection
+        assert await adopt_elsewhere(Rebuilder(b)) == "same"
+        status = await Rebuilder(a).rebuild()
+        assert status.state == "done", status
+        name = a.index.spec.collection
+        assert name != old and b.index.spec.collection == old  # B has not looked yet
+        assert await adopt_elsewhere(Rebuilder(b)) == "rebuilt"
+        assert b.index.spec.collection == name
+        assert (await catalog.live_info(b.db, b.settings)).collection == name
+        pids = [point_id("note", n.id) for n in before]
+        present = await b.index.present(pids)
+        assert all(present.get(p) is True for p in pids)
+        assert not (b.settings.index_path / "edge" / old).exists()  # its old copy is gone
+        # what A writes next reaches B's new index through the feed
+        later = await NoteService(a).add(
+            scope, NoteFields(text="ロールバック手順: revert the tag", type="note")
+        )
+        await a.settle()
+        await b.settle()
+        pid = point_id("note", later.id)
+        assert (await b.index.present([pid])).get(pid) is True
+        assert await adopt_elsewhere(Rebuilder(b)) == "same"
+        assert await adopt_elsewhere(Rebuilder(a)) == "same"  # nothing adopted back
+        # a model switch made elsewhere that this gateway does not embed with: it keeps
+        # serving its index (and says so in its log) instead of building a wrong one
+        await a.db.set_meta(catalog.ACTIVE_KEY, name + "-other")
+        await a.db.set_meta(catalog.MODEL_KEY, "some-other-model@3")
+        assert await adopt_elsewhere(Rebuilder(b)) == "mismatch"
+        assert b.index.spec.collection == name
+
+
+@pytest.mark.slow  # two gateways, a rebuild or waits on the jobs: ~15-20 s each
+async def test_session_context_holds_every_gateways_writes(
+    tmp_path: Path, shared_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each gateway's data dir copy of session_context.md shows a lesson added on the
+    other (its follower asks for an export); the configured destinations are written by
+    one process of the deployment only (a lease), never raced by both."""
+    import anyio
+
+    from mcp_gateway.jobs import session_context as export
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    writers: set[Path] = set()
+    write_all = export.write_all
+
+    def recorded(content: str, primary: Path, destinations):  # type: ignore[no-untyped-def]
+        if destinations:
+            writers.add(primary)
+        return write_all(content, primary, destinations)
+
+    monkeypatch.setattr(export, "write_all", recorded)
+    async with AsyncExitStack() as stack:
+        apps = []
+        for name in ("a", "b"):
+            s = shared_settings(tmp_path, name, shared_url)
+            s = s.model_copy(
+                update={"export": s.export.model_copy(update={"destinations": [shared]})}
+            )
+            apps.append(await stack.enter_async_context(open_app(s)))
+        a, b = apps
+        scope = settings_scope(a.settings)
+        lessons = [
+            (b, "Thai: ตรวจสอบ rollback ก่อน deploy ทุกครั้ง"),
+            (a, "本番の DB 移行は必ず読み取り専用の時間帯に行う"),
+        ]
+        for app, text in lessons:  # b's own export is over before a's lesson exists
+            await NoteService(app).add(scope, NoteFields(text=text, type="lesson"))
+            await a.settle()
+            await b.settle()
+
+        def shows_both(path: Path) -> bool:
+            return path.exists() and all(t in path.read_text("utf-8") for _, t in lessons)
+
+        for app in (a, b):
+            with anyio.fail_after(60):
+                while not shows_both(app.settings.session_context_path):  # noqa: ASYNC110
+                    await anyio.sleep(0.2)
+        await a.settle()
+        await b.settle()
+        assert shows_both(shared / a.settings.session_context_path.name)
+    assert len(writers) == 1, writers
+
+
+@pytest.mark.slow  # two gateways, a rebuild or waits on the jobs: ~15-20 s each
+async def test_reconcile_queues_embeddings_once_per_deployment(
+    tmp_path: Path, shared_url: str
+) -> None:
+    """Each gateway repairs its own index; queueing what has no vector (and forgetting
+    orphan vectors) is the work of the gateway holding the ``reconcile`` lease, and the
+    vector it gets reaches the other's index through the feed."""
+    async with two_gateways(tmp_path, shared_url) as (a, b):
+        scope = settings_scope(a.settings)
+        note = await NoteService(a).add(
+            scope, NoteFields(text="การย้ายฐานข้อมูลต้องทำช่วงกลางคืน", type="note")
+        )
+        await a.settle()
+        await b.settle()
+        pid = point_id("note", note.id)
+        # as after a crash that lost the vector and both points
+        await a.db.transaction(
+            lambda c: c.execute("DELETE FROM vectors WHERE source_id = ?", (note.id,))
+        )
+        await a.index.delete([pid])
+        await b.index.delete([pid])
+        reports = [await a.reconcile(), await b.reconcile()]
+        assert sorted(r.deployment for r in reports) == [False, True], reports
+        holder = next(r for r in reports if r.deployment)
+        other = next(r for r in reports if not r.deployment)
+        assert holder.queued == 1 and other.queued == 0
+        assert holder.rewritten >= 1 and other.rewritten >= 1  # both indexes repaired
+        # the next passes keep the same holder
+        again = [await a.reconcile(), await b.reconcile()]
+        assert [r.deployment for r in again] == [r.deployment for r in reports]
+        await a.settle()
+        await b.settle()
+        for app in (a, b):
+            assert app.follower is not None
+            await app.follower.catch_up()
+            assert (await app.index.present([pid])).get(pid) is True  # dense again

@@ -21,7 +21,7 @@ from mcp_gateway.common.access import settings_scope
 from mcp_gateway.common.inputs import NoteChanges
 from mcp_gateway.common.types import IndexFilter, SparseVector, point_id
 from mcp_gateway.index import catalog
-from mcp_gateway.index.edge import GRAPH_FILE
+from mcp_gateway.index.edge_graph import GRAPH_FILE
 from mcp_gateway.search.request import SearchRequest
 from mcp_gateway.services import Services
 from mcp_gateway.services.app import AppContext, open_app

@@ -24,7 +24,8 @@ import qdrant_edge as qe
 from mcp_gateway.common.errors import IndexMismatch, StoreUnavailable
 from mcp_gateway.common.types import IndexFilter, IndexPoint, SparseVector, point_id
 from mcp_gateway.index.base import DenseChannel, Index, IndexSpec
-from mcp_gateway.index.edge import MIN_GRAPH_GROWTH, EdgeIndex
+from mcp_gateway.index.edge import EdgeIndex
+from mcp_gateway.index.edge_graph import MIN_GRAPH_GROWTH
 from mcp_gateway.index.edge_types import PayloadCache, int_id
 from mcp_gateway.index.qdrant import open_qdrant_index
 from mcp_gateway.search.lexical import sparse_document, sparse_query

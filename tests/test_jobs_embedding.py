@@ -17,6 +17,7 @@ import anyio
 import numpy as np
 import pytest
 
+from mcp_gateway.common.inputs import NoteFields
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.common.types import Note
 from mcp_gateway.indexing.indexer import note_document
@@ -58,7 +59,7 @@ async def test_a_backlog_is_drafted_then_embedded_exactly(settings: KiokuSetting
     async with open_app(settings) as app:
         assert app.prefetcher is None
         assert app.embedder.makes_drafts
-        notes = [await app.notes.add(text, "note") for text in BURST]
+        notes = [await app.notes.add(NoteFields(text=text, type="note")) for text in BURST]
         await app.jobs.notes_changed(notes)  # one batch: a backlog
         await app.settle()
         drafts = await stored(app, notes)
@@ -80,7 +81,7 @@ async def test_a_backlog_is_drafted_then_embedded_exactly(settings: KiokuSetting
 
 async def test_a_note_or_two_are_embedded_exactly_at_once(settings: KiokuSettings) -> None:
     async with open_app(settings) as app:
-        notes = [await app.notes.add(text, "note") for text in BURST[:2]]
+        notes = [await app.notes.add(NoteFields(text=text, type="note")) for text in BURST[:2]]
         await app.jobs.notes_changed(notes)
         await app.settle()
         assert {draft for _, draft in (await stored(app, notes)).values()} == {False}
@@ -91,7 +92,7 @@ async def test_no_drafts_when_turned_off(settings: KiokuSettings) -> None:
         update={"embedder": settings.embedder.model_copy(update={"draft_backlog": 0})}
     )
     async with open_app(settings) as app:
-        notes = [await app.notes.add(text, "note") for text in BURST]
+        notes = [await app.notes.add(NoteFields(text=text, type="note")) for text in BURST]
         await app.jobs.notes_changed(notes)
         await app.settle()
         assert {draft for _, draft in (await stored(app, notes)).values()} == {False}
@@ -102,7 +103,7 @@ async def test_an_idle_batcher_embeds_the_drafts_exactly_without_reconcile(
 ) -> None:
     settings = with_embedder(settings, exact_after_idle_s=0.2)
     async with open_app(settings) as app:
-        notes = [await app.notes.add(text, "note") for text in BURST]
+        notes = [await app.notes.add(NoteFields(text=text, type="note")) for text in BURST]
         await app.jobs.notes_changed(notes)  # one batch: a backlog, drafted
         await app.settle()
         assert (await app.jobs.stats())["drafted"] == len(BURST)

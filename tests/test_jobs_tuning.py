@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import mcp_gateway.services.app as app_module
+from mcp_gateway.common.inputs import NoteChanges, NoteFields
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.common.types import IndexFilter, Note, SparseVector, point_id
 from mcp_gateway.jobs import priors, tasks, tuning
@@ -91,7 +92,9 @@ async def app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[
 
 
 async def _add(app, text: str, type_: str = "lesson", solved: str = "") -> Note:  # type: ignore[no-untyped-def]
-    n = await app.notes.add(text, type_, solved_query=solved, namespace=app.namespaces[0])
+    n = await app.notes.add(
+        NoteFields(text=text, type=type_, solved_query=solved), namespace=app.namespaces[0]
+    )
     await app.indexer.put_lexical(n)
     await app.jobs.notes_changed([n])  # inline: embeds into the truth store, then applies
     return n
@@ -130,7 +133,7 @@ async def test_rerank_prior_reaches_payload_and_survives_reembed(app) -> None:  
     assert boosted > 1.0
     # a text edit re-embeds the note (whole-point upsert): the prior must be kept
     edited, _ = await app.notes.update(
-        useful.id, {"text": "retry with backoff when the API answers 429 !"}
+        useful.id, NoteChanges(text="retry with backoff when the API answers 429 !")
     )
     await app.jobs.notes_changed([edited])
     assert await prior() == boosted

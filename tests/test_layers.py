@@ -10,10 +10,11 @@ The folders of ``mcp_gateway`` are the layers, top to bottom:
 
 Rules: nothing lives at the package root but ``__init__``; no import cycle; a layer
 imports only layers below it; ``common`` imports no other folder; no door opens a table
-or the index (they go through the services); only doors speak MCP; ``mcp_gateway``
-never imports ``workers``, and workers use the core, never a door or a service; the
-index backends sit below what writes into them; a door hands a use case its typed input
-(``common.inputs``), never loose fields.
+or the index (they go through the services); only doors speak MCP, and the MCP door
+(``protocol``) imports no other door; ``mcp_gateway`` never imports ``workers``, and
+workers use the core, never a door or a service; the index backends sit below what
+writes into them; a door hands a use case its typed input (``common.inputs``), never
+loose fields.
 """
 
 from __future__ import annotations
@@ -163,6 +164,17 @@ def test_no_door_opens_a_table_or_the_index() -> None:
         )
         for name, deps in graph().items()
         if folder(name) in DOORS
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_the_mcp_door_imports_no_other_door() -> None:
+    """``protocol`` (the MCP server, its tools, bearer auth) is what the processes in
+    ``daemon`` serve; it never reaches back into them, the CLI or the browser."""
+    offenders = {
+        name: sorted(d for d in deps if folder(d) in DOORS - {"protocol"})
+        for name, deps in graph().items()
+        if folder(name) == "protocol"
     }
     assert {k: v for k, v in offenders.items() if v} == {}
 

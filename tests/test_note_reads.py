@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from mcp_gateway.common.inputs import NoteChanges, NoteFields
 from mcp_gateway.common.settings import SearchSettings
 from mcp_gateway.search.note_reads import RecentNotes, ShownNotes
 from mcp_gateway.stores.db import Database
@@ -90,7 +91,10 @@ async def store(database_location: Path | str) -> AsyncIterator[NoteStore]:
 async def test_shown_notes_are_bounded_and_an_older_generation_reads_through(
     store: NoteStore,
 ) -> None:
-    ids = [(await store.add(f"note {i} " + "x" * 100, "note")).id for i in range(6)]
+    ids = [
+        (await store.add(NoteFields(text=f"note {i} " + "x" * 100, type="note"))).id
+        for i in range(6)
+    ]
     shown = ShownNotes(store, max_notes=4, max_chars=10_000)
     assert set(await shown.get_many(ids[:3], 1)) == set(ids[:3])
     assert set(await shown.get_many(ids[3:], 1)) == set(ids[3:])
@@ -100,7 +104,7 @@ async def test_shown_notes_are_bounded_and_an_older_generation_reads_through(
     assert set(shown.known(ids[3:5], 1) or {}) == set(ids[3:5])
     assert shown.known(ids[1:3], 1) is None and shown.known(ids[3:5], 2) is None
 
-    await store.update(ids[5], {"text": "edited"})
+    await store.update(ids[5], NoteChanges(text="edited"))
     # still generation 1: what was read at 1 stands (the write has not bumped it yet)
     assert (await shown.get_many([ids[5]], 1))[ids[5]].text != "edited"
     assert (await shown.get_many([ids[5]], 2))[ids[5]].text == "edited"
@@ -116,7 +120,7 @@ async def test_shown_notes_are_bounded_and_an_older_generation_reads_through(
 async def test_recent_notes_are_read_once_per_generation_and_filter_aware(
     store: NoteStore,
 ) -> None:
-    await store.add("a lesson about retries", "lesson")
+    await store.add(NoteFields(text="a lesson about retries", type="lesson"))
     recent = RecentNotes(store, SearchSettings())
     assert recent.known("", ("default",), "", 7) is None
     first = await recent.read("", ("default",), "", 7)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import subprocess
 import time
@@ -17,7 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from mcp_gateway.common.inputs import NoteFields
 from mcp_gateway.common.settings import KiokuSettings
+from mcp_gateway.daemon import local_gateway as gw
 from mcp_gateway.services.app import open_app
 from tests.realproc import (
     INITIALIZE,
@@ -195,7 +198,9 @@ def test_sigint_of_reindex_through_the_owner_keeps_it_serving(tmp_path: Path) ->
     async def prepare() -> None:
         async with open_app(KiokuSettings(data_dir=data, redis_url=None), run_jobs=False) as app:
             for i in range(n):  # committed and lexically indexed, never embedded
-                note = await app.notes.add(f"imported note {i}", "knowledge", namespace="default")
+                note = await app.notes.add(
+                    NoteFields(text=f"imported note {i}", type="knowledge"), namespace="default"
+                )
                 await app.indexer.put_lexical(note)
 
     asyncio.run(prepare())
@@ -270,3 +275,28 @@ async def test_stdio_session_settings_travel_to_a_running_daemon(tmp_path: Path)
             assert team_note in seen and other_note not in seen
     finally:
         stop(data)
+
+
+def test_status_beside_an_owner_still_starting_is_one_line(tmp_path: Path) -> None:
+    """Before: `kioku status` run while an editor's daemon was still opening its stores
+    (it holds the lock, its socket is bound but not listening yet) ended in an httpx
+    traceback ('Connection refused'). Now it waits for the owner as every other command
+    does (local_gateway.start_timeout_s), and one that never answers is one line. The
+    starting owner here is this test process: the lock held, the socket bound."""
+    data = tmp_path / "data"
+    paths = gateway_paths(data)
+    fd = gw.acquire(paths.lock, 0.0)
+    assert fd is not None
+    sock = gw.bind(paths.socket)
+    try:
+        done = cli(data, "status", KIOKU_LOCAL_GATEWAY__START_TIMEOUT_S="1")
+        assert done.returncode == 1 and done.stdout == "", done.stderr[-2000:]
+        assert done.stderr.strip().splitlines() == [
+            f"kioku: {data} is owned by another kioku process (pid {os.getpid()}, starting); "
+            "CLI commands and `kioku serve` talk to it. Stop it with `kioku stop` (or "
+            f"`kill {os.getpid()}`) to run this one instead (it does not answer on its socket)"
+        ]
+    finally:
+        sock.close()
+        os.close(fd)
+    assert json.loads(ok(data, "status", "--json")) == {"owner": None}

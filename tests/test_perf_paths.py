@@ -16,6 +16,7 @@ from typing import Any
 import anyio
 import pytest
 
+from mcp_gateway.common.inputs import NoteFields
 from mcp_gateway.common.types import IndexFilter, IndexPoint, SparseVector
 from mcp_gateway.embedders import lanes as engine_lanes
 from mcp_gateway.embedders import local
@@ -271,7 +272,9 @@ async def test_the_recency_read_stops_at_its_limit_however_many_lessons(tmp_path
 
     async def add_lessons(start: int, count: int) -> None:
         for i in range(start, start + count):
-            await notes.add(f"lesson {i}: pin the base image digest", "lesson")
+            await notes.add(
+                NoteFields(text=f"lesson {i}: pin the base image digest", type="lesson")
+            )
 
     await add_lessons(0, 50)
     few = await steps_for_recent()

@@ -15,6 +15,7 @@ import pytest
 
 from mcp_gateway.cli.client import owner_client
 from mcp_gateway.common.errors import StoreUnavailable
+from mcp_gateway.common.inputs import NoteFields, RecordFields
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.protocol.server import create_server
 from mcp_gateway.records import RecordStore
@@ -39,7 +40,9 @@ async def test_migrations_run_once_whoever_starts_first(pg_database: ScratchData
     try:
         rows = await dbs[0].fetchall("SELECT module, version FROM schema_versions")
         assert {r["module"] for r in rows} >= {"notes", "vectors", "records", "note_priors"}
-        note = await NoteStore(dbs[1]).add("written through the second opener", "knowledge")
+        note = await NoteStore(dbs[1]).add(
+            NoteFields(text="written through the second opener", type="knowledge")
+        )
         assert (await NoteStore(dbs[3]).get(note.id)).text == note.text
     finally:
         for db in dbs:
@@ -91,7 +94,9 @@ async def test_two_pools_share_the_same_rows(pg_database: ScratchDatabase) -> No
     await a.open()
     await b.open()
     try:
-        rec = await RecordStore(a, "MEM").add("audit", "数据库重启后连接池自动恢复")
+        rec = await RecordStore(a, "MEM").add(
+            RecordFields(type="audit", title="数据库重启后连接池自动恢复")
+        )
         hits = await RecordStore(b, "MEM").search("重启后")
         assert [h.id for h in hits] == [rec.id]
     finally:
@@ -108,16 +113,18 @@ async def test_a_server_restart_gives_clean_retryable_errors_then_recovers(
     await db.open()
     notes = NoteStore(db)
     try:
-        before = await notes.add("written before the restart", "knowledge")
+        before = await notes.add(NoteFields(text="written before the restart", type="knowledge"))
         await anyio.to_thread.run_sync(throwaway_cluster.stop)
         for _ in range(2):  # a broken pooled connection, then no server at all
             with pytest.raises(StoreUnavailable, match=r"unavailable.*Retry in a moment"):
-                await notes.add("written while the server is down", "knowledge")
+                await notes.add(
+                    NoteFields(text="written while the server is down", type="knowledge")
+                )
         with pytest.raises(StoreUnavailable):
             await notes.get(before.id)
         await anyio.to_thread.run_sync(throwaway_cluster.start)
         # the same Database: the pool reconnects by itself
-        after = await notes.add("written after the restart", "knowledge")
+        after = await notes.add(NoteFields(text="written after the restart", type="knowledge"))
         assert (await notes.get(before.id)).text == "written before the restart"
         assert [n.id for n in await notes.page()] == [before.id, after.id]
     finally:

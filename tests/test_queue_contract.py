@@ -23,7 +23,7 @@ from arq.worker import Worker
 
 import mcp_gateway.services.app as app_module
 from mcp_gateway.common.errors import EmbedderUnavailable
-from mcp_gateway.common.inputs import NoteFields
+from mcp_gateway.common.inputs import NoteChanges, NoteFields
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.common.types import point_id
 from mcp_gateway.embedders.base import Encoded
@@ -342,7 +342,7 @@ async def test_permanent_failure_is_recorded_and_isolated(
         await env.drain()
         assert embedder.calls == calls
         # ...until it changes (or a day has passed)
-        await env.app.notes.update(bad, {"text": "this POISON note, edited"})
+        await env.app.notes.update(bad, NoteChanges(text="this POISON note, edited"))
         assert (await env.app.reconcile()).queued == 1
 
 
@@ -357,7 +357,9 @@ async def test_reconcile_recovers_lost_jobs_and_points(
         # notes committed but never enqueued (as after a flushed Redis)
         lost = []
         for i in range(10):
-            note = await env.app.notes.add(f"lost job {i}", "note", namespace=env.app.namespaces[0])
+            note = await env.app.notes.add(
+                NoteFields(text=f"lost job {i}", type="note"), namespace=env.app.namespaces[0]
+            )
             await env.app.indexer.put_lexical(note)
             lost.append(note.id)
         await env.app.reconcile()  # the owner's: jobs never see the index

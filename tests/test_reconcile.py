@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from mcp_gateway.common.inputs import NoteChanges, NoteFields, RecordFields
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.common.types import IndexFilter, point_id
 from mcp_gateway.indexing.indexer import note_document, note_point
@@ -34,7 +35,9 @@ async def test_an_embedding_applied_during_a_pass_is_not_overwritten_lexically(
 ) -> None:
     async with open_app(settings) as app:
         # stored in the truth store only: no job queued, as after a flushed Redis
-        note = await app.notes.add("pin the base image digest in every Dockerfile", "lesson")
+        note = await app.notes.add(
+            NoteFields(text="pin the base image digest in every Dockerfile", type="lesson")
+        )
         pid = point_id("note", note.id)
         read, release = asyncio.Event(), asyncio.Event()
         real_get = app.indexer.vectors.get
@@ -69,7 +72,9 @@ async def test_an_edit_during_an_applier_pass_keeps_its_payload(settings: KiokuS
     """The applier writes whole points from notes it read before it writes them: an edit
     of the note's fields in between must not be overwritten with the old ones."""
     async with open_app(settings) as app:
-        note = await app.notes.add("the nightly export job times out after 30 minutes", "note")
+        note = await app.notes.add(
+            NoteFields(text="the nightly export job times out after 30 minutes", type="note")
+        )
         [encoded] = await app.embedder.encode_documents([note_document(note)])
         row = (note.id, content_hash(note_document(note)), list(encoded.dense), encoded.terms)
         read, release = asyncio.Event(), asyncio.Event()
@@ -86,7 +91,7 @@ async def test_an_edit_during_an_applier_pass_keeps_its_payload(settings: KiokuS
         await app.vectors.put("note", app.index.spec.model_id, [row])
         app.applier.wake()
         await asyncio.wait_for(read.wait(), 30)
-        edited, _ = await app.notes.update(note.id, {"domain": "batch"})
+        edited, _ = await app.notes.update(note.id, NoteChanges(domain="batch"))
         editing = asyncio.create_task(app.indexer.update_payload(edited))
         await asyncio.sleep(0.5)  # time for the edit to land first, if it does not wait
         release.set()
@@ -103,9 +108,11 @@ async def test_point_writes_use_the_note_as_stored_not_the_callers_copy(
     reconcile pass writes notes it read a page earlier: each write reads the note again
     under the lock, so the last committed state is what the index keeps."""
     async with open_app(settings) as app:
-        note = await app.notes.add("the staging database is reset every Monday", "note")
+        note = await app.notes.add(
+            NoteFields(text="the staging database is reset every Monday", type="note")
+        )
         await app.indexer.put_new_lexical(note)
-        edited, _ = await app.notes.update(note.id, {"domain": "staging"})
+        edited, _ = await app.notes.update(note.id, NoteChanges(domain="staging"))
         for stale_write in (app.indexer.update_payload, app.indexer.put_lexical):
             await stale_write(note)  # the copy from before the edit
             assert await app.index.count(IndexFilter(domains=("staging",))) == 1
@@ -125,7 +132,7 @@ async def test_a_payload_an_edit_never_wrote_is_rewritten(harness: Harness) -> N
     added = await harness.ok("add_note", text="the canary deploy needs the feature flag on")
     await harness.settle()
     app, pid = harness.app, point_id("note", added["id"])
-    await app.notes.update(added["id"], {"type": "lesson", "priority": "high", "domain": "ci"})
+    await app.notes.update(added["id"], NoteChanges(type="lesson", priority="high", domain="ci"))
     query = {"query": "canary deploy feature flag", "type": "lesson", "domain": "ci"}
     assert (await harness.ok("search_memory", **query))["results"] == []  # the stale point
 
@@ -141,7 +148,9 @@ async def test_a_solved_query_an_edit_never_indexed_is_indexed(harness: Harness)
     added = await harness.ok("add_note", text="pin the Node version in .nvmrc")
     await harness.settle()
     app, pid = harness.app, point_id("note", added["id"])
-    note, _ = await app.notes.update(added["id"], {"solved_query": "why does CI use node 16"})
+    note, _ = await app.notes.update(
+        added["id"], NoteChanges(solved_query="why does CI use node 16")
+    )
 
     report = await app.reconcile()
 
@@ -189,7 +198,9 @@ async def test_a_consistent_index_is_left_alone(harness: Harness) -> None:
 async def test_a_record_whose_embedding_was_lost_is_queued_again(harness: Harness) -> None:
     """Its point is there, lexical only, and no job will embed it (a flushed Redis)."""
     app = harness.app
-    rec = await app.records.add("decision", "Cache the tokenizer per worker")
+    rec = await app.records.add(
+        RecordFields(type="decision", title="Cache the tokenizer per worker")
+    )
     assert [r.id for r in await app.indexer.put_records([rec.id])] == [rec.id]  # not queued
     pid = point_id("record", rec.id)
     assert await app.index.present([pid]) == {pid: False}
@@ -216,5 +227,5 @@ async def test_a_point_from_before_the_text_hash_is_judged_on_its_other_fields(
     await app.index.upsert([old])
 
     assert (await app.reconcile()).refreshed == 0
-    await app.notes.update(note_id, {"priority": "high"})
+    await app.notes.update(note_id, NoteChanges(priority="high"))
     assert (await app.reconcile()).refreshed == 1

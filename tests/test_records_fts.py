@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mcp_gateway.common.errors import InvalidInput
+from mcp_gateway.common.inputs import RecordChanges, RecordFields
 from mcp_gateway.records import RecordStore
 from mcp_gateway.records.fts import (
     escape_like,
@@ -107,7 +108,9 @@ HOSTILE = [
 
 @pytest.mark.parametrize("query", HOSTILE)
 async def test_hostile_queries_are_clean(store: RecordStore, query: str) -> None:
-    await store.add("knowledge", "a:b NEAR title abc", content="x and y, OR not")
+    await store.add(
+        RecordFields(type="knowledge", title="a:b NEAR title abc", content="x and y, OR not")
+    )
     try:
         hits = await store.search(query)
     except InvalidInput as exc:
@@ -117,9 +120,11 @@ async def test_hostile_queries_are_clean(store: RecordStore, query: str) -> None
 
 
 async def test_ranking_and_content_match(store: RecordStore) -> None:
-    title_hit = await store.add("audit", "eviction bug in cache")
-    body_hit = await store.add("audit", "other", content="the eviction is slow")
-    await store.add("audit", "unrelated")
+    title_hit = await store.add(RecordFields(type="audit", title="eviction bug in cache"))
+    body_hit = await store.add(
+        RecordFields(type="audit", title="other", content="the eviction is slow")
+    )
+    await store.add(RecordFields(type="audit", title="unrelated"))
     hits = await store.search("eviction cache")
     assert [h.id for h in hits] == [title_hit.id, body_hit.id]
     assert hits[0].score > hits[1].score
@@ -128,17 +133,17 @@ async def test_ranking_and_content_match(store: RecordStore) -> None:
 
 
 async def test_type_filter(store: RecordStore) -> None:
-    await store.add("audit", "shared wording")
-    fix = await store.add("fix", "shared wording")
+    await store.add(RecordFields(type="audit", title="shared wording"))
+    fix = await store.add(RecordFields(type="fix", title="shared wording"))
     assert [h.id for h in await store.search("wording", type="fix")] == [fix.id]
     with pytest.raises(InvalidInput, match="valid values"):
         await store.search("wording", type="bug")
 
 
 async def test_japanese_and_thai(store: RecordStore) -> None:
-    ja = await store.add("decision", "データベースの移行手順を決定した")
-    th = await store.add("knowledge", "การย้ายฐานข้อมูลต้องสำรองก่อน")
-    await store.add("knowledge", "unrelated english text")
+    ja = await store.add(RecordFields(type="decision", title="データベースの移行手順を決定した"))
+    th = await store.add(RecordFields(type="knowledge", title="การย้ายฐานข้อมูลต้องสำรองก่อน"))
+    await store.add(RecordFields(type="knowledge", title="unrelated english text"))
     assert [h.id for h in await store.search("移行手順")] == [ja.id]
     assert [h.id for h in await store.search("移行")] == [ja.id]  # 2 chars: LIKE fallback
     assert [h.id for h in await store.search("ฐานข้อมูล")] == [th.id]
@@ -146,23 +151,29 @@ async def test_japanese_and_thai(store: RecordStore) -> None:
 
 
 async def test_like_fallback_escapes_wildcards(store: RecordStore) -> None:
-    await store.add("knowledge", "ab cd")
-    pct = await store.add("knowledge", "50% done")
+    await store.add(RecordFields(type="knowledge", title="ab cd"))
+    pct = await store.add(RecordFields(type="knowledge", title="50% done"))
     assert await store.search("a_") == []
     assert [h.id for h in await store.search("0%")] == [pct.id]
 
 
 async def test_index_follows_updates(store: RecordStore) -> None:
-    rec = await store.add("knowledge", "original wording")
-    await store.update(rec.id, title="replacement phrase")
+    rec = await store.add(RecordFields(type="knowledge", title="original wording"))
+    await store.update(rec.id, RecordChanges(title="replacement phrase"))
     assert await store.search("original") == []
     assert [h.id for h in await store.search("replacement")] == [rec.id]
 
 
 async def test_current_only_resolves_heads_once(store: RecordStore) -> None:
-    a = await store.add("decision", "deploy with rsync scripts")
-    b = await store.add("decision", "deploy with rsync plus docker", links=[f"supersedes:{a.id}"])
-    c = await store.add("decision", "deploy with compose", links=[f"supersedes:{b.id}"])
+    a = await store.add(RecordFields(type="decision", title="deploy with rsync scripts"))
+    b = await store.add(
+        RecordFields(
+            type="decision", title="deploy with rsync plus docker", links=[f"supersedes:{a.id}"]
+        )
+    )
+    c = await store.add(
+        RecordFields(type="decision", title="deploy with compose", links=[f"supersedes:{b.id}"])
+    )
     only = await store.search("rsync scripts", current_only=True)
     assert [(h.id, h.current) for h in only] == [(c.id, True)]
     both_old = await store.search("rsync", current_only=True)
@@ -172,8 +183,10 @@ async def test_current_only_resolves_heads_once(store: RecordStore) -> None:
 
 
 async def test_current_only_type_filter_applies_to_head(store: RecordStore) -> None:
-    canon = await store.add("knowledge", "canonical fact about pools")
-    await store.add("audit", "pool exhaustion seen", links=[f"duplicates:{canon.id}"])
+    canon = await store.add(RecordFields(type="knowledge", title="canonical fact about pools"))
+    await store.add(
+        RecordFields(type="audit", title="pool exhaustion seen", links=[f"duplicates:{canon.id}"])
+    )
     hits = await store.search("exhaustion", type="knowledge", current_only=True)
     assert [h.id for h in hits] == [canon.id]
     assert await store.search("exhaustion", type="audit", current_only=True) == []
@@ -185,7 +198,7 @@ async def test_a_title_is_found_by_its_own_text_before_normalisation(
     """Titles are stored NFC; a query typed with a compatibility ideograph (U+F900,
     NFC U+8C48) or a decomposed accent is normalised the same way (found by hypothesis)."""
     for title in ("0000\uf900", "cafe\u0301 menu"):
-        rec = await store.add("knowledge", title)
+        rec = await store.add(RecordFields(type="knowledge", title=title))
         assert [h.id for h in await store.search(title)] == [rec.id], title
 
 
@@ -203,7 +216,7 @@ async def test_any_substring_of_a_title_finds_it(title: str, data: st.DataObject
         await db.open()
         try:
             store = RecordStore(db, "MEM")
-            rec = await store.add("knowledge", title)
+            rec = await store.add(RecordFields(type="knowledge", title=title))
             try:
                 hits = await store.search(query, current_only=data.draw(st.booleans()))
             except InvalidInput:

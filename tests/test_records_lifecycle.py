@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from mcp_gateway.common.errors import Conflict, InvalidInput, NotFound
+from mcp_gateway.common.inputs import RecordFields
 from mcp_gateway.records import RecordStore, lifecycle
 from mcp_gateway.records.render import render_graph
 from mcp_gateway.stores.db import Database
@@ -48,9 +49,9 @@ def test_head_path_survives_a_corrupt_cycle() -> None:
 
 # -- store --------------------------------------------------------------------------------
 async def test_supersedes_chain_heads(store: RecordStore) -> None:
-    a = await store.add("decision", "A")
-    b = await store.add("decision", "B", links=[f"supersedes:{a.id}"])
-    c = await store.add("decision", "C", links=[f"supersedes:{b.id}"])
+    a = await store.add(RecordFields(type="decision", title="A"))
+    b = await store.add(RecordFields(type="decision", title="B", links=[f"supersedes:{a.id}"]))
+    c = await store.add(RecordFields(type="decision", title="C", links=[f"supersedes:{b.id}"]))
     va = await store.show(a.id)
     assert not va.lifecycle.current and va.lifecycle.head == c.id
     assert va.lifecycle.head_path == [a.id, b.id, c.id]
@@ -60,16 +61,20 @@ async def test_supersedes_chain_heads(store: RecordStore) -> None:
 
 
 async def test_newest_superseder_wins(store: RecordStore) -> None:
-    a = await store.add("decision", "A")
-    await store.add("decision", "B1", links=[f"supersedes:{a.id}"])
-    b2 = await store.add("decision", "B2", links=[f"supersedes:{a.id}"])
+    a = await store.add(RecordFields(type="decision", title="A"))
+    await store.add(RecordFields(type="decision", title="B1", links=[f"supersedes:{a.id}"]))
+    b2 = await store.add(RecordFields(type="decision", title="B2", links=[f"supersedes:{a.id}"]))
     assert (await store.show(a.id)).lifecycle.head == b2.id
 
 
 async def test_duplicates_and_mixed_chain(store: RecordStore) -> None:
-    canon = await store.add("knowledge", "canonical")
-    dup = await store.add("knowledge", "dup", links=[f"duplicates:{canon.id}"])
-    newer = await store.add("knowledge", "newer", links=[f"supersedes:{canon.id}"])
+    canon = await store.add(RecordFields(type="knowledge", title="canonical"))
+    dup = await store.add(
+        RecordFields(type="knowledge", title="dup", links=[f"duplicates:{canon.id}"])
+    )
+    newer = await store.add(
+        RecordFields(type="knowledge", title="newer", links=[f"supersedes:{canon.id}"])
+    )
     vd = await store.show(dup.id)
     assert vd.lifecycle.duplicates == [canon.id]
     assert vd.lifecycle.head_path == [dup.id, canon.id, newer.id]
@@ -77,14 +82,14 @@ async def test_duplicates_and_mixed_chain(store: RecordStore) -> None:
 
 
 async def test_cycles_refused(store: RecordStore) -> None:
-    a = await store.add("decision", "A")
-    b = await store.add("decision", "B", links=[f"supersedes:{a.id}"])
+    a = await store.add(RecordFields(type="decision", title="A"))
+    b = await store.add(RecordFields(type="decision", title="B", links=[f"supersedes:{a.id}"]))
     with pytest.raises(Conflict, match="cycle"):
         await store.link(a.id, "supersedes", b.id)
     with pytest.raises(Conflict, match="cycle"):  # mixed: B duplicates A while replacing A
         await store.link(b.id, "duplicates", a.id)
-    k1 = await store.add("knowledge", "k1")
-    k2 = await store.add("knowledge", "k2", links=[f"duplicates:{k1.id}"])
+    k1 = await store.add(RecordFields(type="knowledge", title="k1"))
+    k2 = await store.add(RecordFields(type="knowledge", title="k2", links=[f"duplicates:{k1.id}"]))
     with pytest.raises(Conflict, match="cycle"):
         await store.link(k1.id, "duplicates", k2.id)
     # other relations may go both ways
@@ -93,23 +98,29 @@ async def test_cycles_refused(store: RecordStore) -> None:
 
 
 async def test_cycle_through_links_of_a_new_record_writes_nothing(store: RecordStore) -> None:
-    a = await store.add("decision", "A")
-    b = await store.add("decision", "B", links=[f"duplicates:{a.id}"])
+    a = await store.add(RecordFields(type="decision", title="A"))
+    b = await store.add(RecordFields(type="decision", title="B", links=[f"duplicates:{a.id}"]))
     with pytest.raises(Conflict, match="cycle"):
         # A -> X (superseded), X -> B (duplicate), B -> A: a loop of replacements.
-        await store.add("decision", "X", links=[f"supersedes:{a.id}", f"duplicates:{b.id}"])
+        await store.add(
+            RecordFields(
+                type="decision", title="X", links=[f"supersedes:{a.id}", f"duplicates:{b.id}"]
+            )
+        )
     assert await store.list_current(types=["decision"]) == [await store.get(a.id)]
 
 
 async def test_self_duplicate_unknown_refused(store: RecordStore) -> None:
-    a = await store.add("audit", "A")
-    b = await store.add("fix", "B", links=[f"resolves:{a.id}"])
+    a = await store.add(RecordFields(type="audit", title="A"))
+    b = await store.add(RecordFields(type="fix", title="B", links=[f"resolves:{a.id}"]))
     with pytest.raises(Conflict, match="itself"):
         await store.link(a.id, "references", a.id)
     with pytest.raises(Conflict, match="already exists"):
         await store.link(b.id, "resolves", a.id)
     with pytest.raises(Conflict, match="already exists"):
-        await store.add("fix", "C", links=[f"resolves:{a.id}", f"resolves:{a.id}"])
+        await store.add(
+            RecordFields(type="fix", title="C", links=[f"resolves:{a.id}", f"resolves:{a.id}"])
+        )
     with pytest.raises(NotFound):
         await store.link(b.id, "verifies", "VERIFICATION-MEM-777")
     with pytest.raises(NotFound):
@@ -120,9 +131,13 @@ async def test_self_duplicate_unknown_refused(store: RecordStore) -> None:
 
 
 async def test_resolution_does_not_rewrite_the_audit(store: RecordStore) -> None:
-    audit = await store.add("audit", "leak")
-    fix = await store.add("fix", "close handle", links=[f"resolves:{audit.id}"])
-    ver = await store.add("verification", "soak test", links=[f"verifies:{fix.id}"])
+    audit = await store.add(RecordFields(type="audit", title="leak"))
+    fix = await store.add(
+        RecordFields(type="fix", title="close handle", links=[f"resolves:{audit.id}"])
+    )
+    ver = await store.add(
+        RecordFields(type="verification", title="soak test", links=[f"verifies:{fix.id}"])
+    )
     view = await store.show(audit.id)
     assert view.record.status == "open" and view.record.action_state == "actionable"
     assert view.lifecycle.resolved_by == [fix.id]
@@ -132,8 +147,8 @@ async def test_resolution_does_not_rewrite_the_audit(store: RecordStore) -> None
 
 
 async def test_contradicts_both_directions(store: RecordStore) -> None:
-    a = await store.add("knowledge", "A")
-    b = await store.add("knowledge", "B")
+    a = await store.add(RecordFields(type="knowledge", title="A"))
+    b = await store.add(RecordFields(type="knowledge", title="B"))
     await store.link(a.id, "contradicts", b.id)
     assert (await store.show(a.id)).lifecycle.contradicts == [b.id]
     vb = await store.show(b.id)
@@ -141,10 +156,16 @@ async def test_contradicts_both_directions(store: RecordStore) -> None:
 
 
 async def test_graph_tree(store: RecordStore) -> None:
-    audit = await store.add("audit", "leak")
-    fix = await store.add("fix", "close handle", links=[f"resolves:{audit.id}"])
-    ver = await store.add("verification", "soak test", links=[f"verifies:{fix.id}"])
-    other = await store.add("knowledge", "handles", links=[f"references:{audit.id}"])
+    audit = await store.add(RecordFields(type="audit", title="leak"))
+    fix = await store.add(
+        RecordFields(type="fix", title="close handle", links=[f"resolves:{audit.id}"])
+    )
+    ver = await store.add(
+        RecordFields(type="verification", title="soak test", links=[f"verifies:{fix.id}"])
+    )
+    other = await store.add(
+        RecordFields(type="knowledge", title="handles", links=[f"references:{audit.id}"])
+    )
     text = render_graph(await store.graph(audit.id))
     lines = text.splitlines()
     assert lines[0].startswith(audit.id)

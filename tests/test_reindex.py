@@ -43,7 +43,7 @@ async def add_notes(app: AppContext, texts: Sequence[str], *, embed: bool = True
             fields = NoteFields(text=text, type="knowledge")
             ids.append((await services.notes.store(fields, "default")).id)
         else:  # committed and lexically indexed, never embedded (a large import, say)
-            note = await app.notes.add(text, "knowledge", namespace="default")
+            note = await app.notes.add(NoteFields(text=text, type="knowledge"), namespace="default")
             await app.indexer.put_lexical(note)
             ids.append(note.id)
     return ids

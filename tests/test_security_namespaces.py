@@ -17,6 +17,7 @@ import pytest
 from mcp import Client
 
 from mcp_gateway.common.access import Scope
+from mcp_gateway.common.inputs import RecordFields
 from mcp_gateway.records import RecordStore
 from mcp_gateway.search.thresholds import THRESHOLDS_META_KEY, thresholds_key
 from mcp_gateway.stores.db import Database
@@ -168,7 +169,9 @@ async def test_one_tenant_cannot_starve_anothers_record_search(data: Path, gatew
             bob = RecordStore(db, "MEM")
             scope = Scope("bob", ("bob",))
             for i in range(1040):
-                await bob.add("audit", f"leak leak leak number {i}", scope=scope)
+                await bob.add(
+                    RecordFields(type="audit", title=f"leak leak leak number {i}"), scope=scope
+                )
         finally:
             await db.close()
         hits = await ok(alice, "record_search", query="leak", limit=5)
@@ -205,10 +208,13 @@ def test_current_only_resolves_a_long_chain_in_linear_work(tmp_path: Path) -> No
         try:
             store = RecordStore(db, "MEM")
             scope = Scope("bob", ("bob",))
-            prev = await store.add("decision", "use gadget v0", scope=scope)
+            prev = await store.add(
+                RecordFields(type="decision", title="use gadget v0"), scope=scope
+            )
             for i in range(1, 1500):
-                prev = await store.add("decision", f"use gadget v{i}",
-                                       links=[f"supersedes:{prev.id}"], scope=scope)  # fmt: skip
+                link = f"supersedes:{prev.id}"
+                fields = RecordFields(type="decision", title=f"use gadget v{i}", links=(link,))
+                prev = await store.add(fields, scope=scope)
             count = [0]
             db.conn.set_trace_callback(lambda _sql: count.__setitem__(0, count[0] + 1))
             hits = await store.search("gadget", current_only=True, limit=5, scope=scope)
@@ -232,7 +238,8 @@ def test_record_ids_keep_the_default_form_and_stay_unique(tmp_path: Path) -> Non
             store = RecordStore(db, "MEM")
             ids = []
             for n, ns in enumerate(("default", "alice", "ALICE", "a-l-i-c-e", "default")):
-                ids.append((await store.add("audit", f"x{n}", scope=Scope(ns, (ns,)))).id)
+                fields = RecordFields(type="audit", title=f"x{n}")
+                ids.append((await store.add(fields, scope=Scope(ns, (ns,)))).id)
             return ids
         finally:
             await db.close()

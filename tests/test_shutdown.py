@@ -14,6 +14,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from mcp_gateway.common.inputs import NoteFields
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.services.app import open_app
 from tests.realproc import db_rows, http_proc, wait_until
@@ -28,7 +29,9 @@ async def seed(data: Path, n: int) -> None:
     async with open_app(settings, run_jobs=False) as app:
         for i in range(n):
             await app.notes.add(
-                f"deploy step {i} of service {i % 7} retries after a timeout", "note"
+                NoteFields(
+                    text=f"deploy step {i} of service {i % 7} retries after a timeout", type="note"
+                )
             )
 
 

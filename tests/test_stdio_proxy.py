@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from mcp_gateway.common.settings import KiokuSettings
-from mcp_gateway.daemon.stdio_proxy import Proxy, _complete_lines
+from mcp_gateway.daemon.editor_pipes import complete_lines
+from mcp_gateway.daemon.stdio_proxy import Proxy
 from tests.http_server import KIOKU, kioku_env
 from tests.realproc import INITIALIZE, daemon_pid, kill_daemon, wait_until
 
@@ -255,12 +256,12 @@ def test_requests_from_a_file_and_an_editor_that_closed_our_stdout(tmp_path: Pat
 
 def test_lines_are_cut_from_reads_and_only_new_bytes_are_searched() -> None:
     buffer = bytearray()
-    assert _complete_lines(buffer, b'{"a":') == []
-    assert _complete_lines(buffer, b'1}\n{"b":2}\n{"c"') == [b'{"a":1}\n', b'{"b":2}\n']
-    assert _complete_lines(buffer, b":3}\n") == [b'{"c":3}\n'] and buffer == b""
+    assert complete_lines(buffer, b'{"a":') == []
+    assert complete_lines(buffer, b'1}\n{"b":2}\n{"c"') == [b'{"a":1}\n', b'{"b":2}\n']
+    assert complete_lines(buffer, b":3}\n") == [b'{"c":3}\n'] and buffer == b""
     for _ in range(200):  # a 13 MB line in 64 KiB reads: each read scanned once
-        assert _complete_lines(buffer, b"x" * 65536) == []
-    assert _complete_lines(buffer, b"\n") == [b"x" * (200 * 65536) + b"\n"]
+        assert complete_lines(buffer, b"x" * 65536) == []
+    assert complete_lines(buffer, b"\n") == [b"x" * (200 * 65536) + b"\n"]
 
 
 def _raw_proxy(data: Path) -> subprocess.Popen[bytes]:

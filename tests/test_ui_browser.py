@@ -309,6 +309,57 @@ def test_long_titles_history_and_the_chart_read_in_full(
     assert label_right <= view_w + 0.5 and len(label) == 5, widths  # "MM-DD", whole
 
 
+# longer than a box's two lines, in English and in Japanese (wide characters)
+OVERLONG = {
+    "en": "Uploads retry forever when the storage gateway answers 500 during a rolling "
+    "restart of the object store, and the mobile client never surfaces the error",
+    "ja": "ストレージゲートウェイがオブジェクトストアの再起動中に500を返すと、"
+    "アップロードが無限に再試行され、モバイルアプリはエラーを表示しない",
+}
+
+
+def test_a_title_longer_than_its_box_reads_whole_in_the_tooltip(
+    signed_in: Any, gateway: str, seeded: dict
+) -> None:
+    """Issue 33 item 8: a title longer than its box's two lines is readable whole in the
+    box's tooltip (its SVG <title>), and nothing in the box draws past its edge. Before:
+    cut at 34 columns, a line of wide Latin letters drew past the box's right edge."""
+    url = gateway + "/mcp"
+    audit = mcp(url, "record_add", type="audit", title=OVERLONG["en"])["record"]["id"]
+    fix = mcp(url, "record_add", type="fix", title=OVERLONG["ja"], link=f"resolves:{audit}")
+    signed_in.get(f"{gateway}/ui/records/{audit}")
+    screenshot(signed_in, "record-long-titles")
+    boxes = signed_in.execute_script(
+        "return [...document.querySelectorAll('#lifecycle .node')].map(n => {"
+        " const box = n.querySelector('rect').getBoundingClientRect();"
+        " const t = n.querySelector('.rtitle');"
+        " const parts = [...n.querySelectorAll('text'), t].map(e => {"
+        "  const r = e.getBoundingClientRect();"
+        "  return [e.textContent, Math.max(r.right - box.right, box.left - r.left,"
+        "   r.bottom - box.bottom, box.top - r.top)]; });"
+        " return [n.querySelector('title').textContent, t.textContent,"
+        "  Math.round(t.clientHeight / parseFloat(getComputedStyle(t).lineHeight)),"
+        "  t.scrollHeight > t.clientHeight, parts]; })"
+    )
+    shown = {b[0].split(": ", 1)[0]: b for b in boxes}
+    for rid, title in ((audit, OVERLONG["en"]), (fix["record"]["id"], OVERLONG["ja"])):
+        tip, text, lines, clamped, parts = shown[rid]
+        assert tip == f"{rid}: {title}" and text == title  # the tooltip: the whole title
+        assert lines == 2 and clamped, (rid, lines, clamped)  # two lines shown, the rest cut
+        assert all(past <= 0.5 for _, past in parts), parts  # drawn inside its box
+    # a click on the title (its middle) follows the box's link
+    node = signed_in.find_element(_by().CSS_SELECTOR, "#lifecycle .node.t-fix")
+    node.click()
+    _wait(signed_in, lambda d: d.current_url.endswith(f"/ui/records/{fix['record']['id']}"))
+    # a short title is shown whole, on one line
+    signed_in.get(f"{gateway}/ui/records/{seeded['audit']}")
+    short = signed_in.execute_script(
+        "const t = document.querySelector('#lifecycle .node.focus .rtitle');"
+        "return [t.textContent, t.scrollHeight > t.clientHeight];"
+    )
+    assert short == ["Deploy script ignores failed health checks", False], short
+
+
 def test_stored_script_does_not_execute(signed_in: Any, gateway: str, seeded: dict) -> None:
     By = _by()
     signed_in.implicitly_wait(0)  # the checks below look for absent elements

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import SecretStr
 
+from mcp_gateway.common.inputs import NoteFields
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.common.types import Note
 from mcp_gateway.records.model import Edge, Record, RecordGraph
@@ -204,9 +205,9 @@ async def test_pending_marks_follow_the_note_store(tmp_path: Path) -> None:
     await db.open()
     try:
         notes = NoteStore(db)
-        waiting = await notes.add("Pending check: not embedded yet", "note")
-        done = await notes.add("Pending check: embedded already", "note")
-        gone = await notes.add("Pending check: deleted", "note")
+        waiting = await notes.add(NoteFields(text="Pending check: not embedded yet", type="note"))
+        done = await notes.add(NoteFields(text="Pending check: embedded already", type="note"))
+        gone = await notes.add(NoteFields(text="Pending check: deleted", type="note"))
         await notes.mark_embedded({done.id: done.updated_at}, "test-model")
         await notes.set_deleted(gone.id, True)
         app: Any = SimpleNamespace(notes=notes)  # the one part of AppContext it reads
@@ -214,3 +215,32 @@ async def test_pending_marks_follow_the_note_store(tmp_path: Path) -> None:
         assert await adapter.pending_ids(app, ids) == {waiting.id}
     finally:
         await db.close()
+
+
+async def test_shared_sign_in_state_is_one_for_every_process(
+    database_location: Path | str,
+) -> None:
+    """Two processes on one truth store (two ``Database`` objects): one secret, a code
+    spent once, a sign-out seen by both (``stores.signins``)."""
+    from mcp_gateway.stores.db import Database
+    from mcp_gateway.stores.signins import SharedSignins
+
+    one, two = Database(database_location), Database(database_location)
+    await one.open()
+    await two.open()
+    try:
+        first, second = SharedSignins(one), SharedSignins(two)
+        secret = first.secret()
+        assert second.secret() == secret and len(secret) == 32
+        a, b = Keys(secret, spent=first), Keys(second.secret(), spent=second)
+        code = a.signin_code("default")
+        assert b.redeem(code) == "default" and a.redeem(code) is None
+        cookie, sess = a.new_session("default")
+        assert b.read_session(cookie) == sess
+        b.revoke(sess)
+        assert a.read_session(cookie) is None
+        # an expired code's row leaves with the next spend
+        assert a.redeem(a.signin_code("default", ttl_s=-1)) is None
+    finally:
+        await one.close()
+        await two.close()

@@ -24,6 +24,7 @@ import anyio
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
+from mcp_gateway.common.inputs import NoteFields  # noqa: E402
 from mcp_gateway.common.settings import KiokuSettings  # noqa: E402
 from mcp_gateway.search.answers import AnswerCache  # noqa: E402
 from mcp_gateway.search.service import SearchRequest  # noqa: E402
@@ -73,15 +74,15 @@ async def main(notes: int, channels: list[str]) -> None:
             notes_service = Services.over(app).notes
             ids = {}
             for text in texts:
-                fields = {"type": "knowledge", "priority": "", "domain": "", "solved_query": ""}
-                ids[text] = (await notes_service.store({**fields, "text": text}, "default")).id
+                fields = NoteFields(text=text, type="knowledge")
+                ids[text] = (await notes_service.store(fields, "default")).id
             await app.settle()
             while (await app.reconcile()).drafts:
                 await app.settle()
             print(f"{len(texts)} notes, channels {channels or 'none'}")
-            kept = app.search.channels
+            kept = app.search.vectors.channels
             for label, chans in (("without", ()), ("with", kept)):
-                app.search.channels = chans
+                app.search.vectors.channels = chans
                 app.search.answers = AnswerCache(0)
                 for query, target in PROBES.items():
                     found = await app.search.search(

@@ -35,9 +35,6 @@ from mcp_gateway.daemon import request_context
 
 log = logging.getLogger(__name__)
 
-# how long a CLI waits for an owner that holds the lock but is still starting
-_STARTING_WAIT_S = 60.0
-
 
 class Memory(Protocol):
     remote: bool
@@ -61,6 +58,19 @@ class RemoteMemory:
         self.context = request_context.context(settings) if settings is not None else {}
         self._told: set[str] = set()
 
+    async def _send(self, method: str, path: str, **kwargs: Any) -> Any:
+        """The owner's answer to one request; an owner that stops answering mid-way (it
+        was stopped, or crashed) is one line, not a traceback."""
+        try:
+            response = await self.client.request(method, path, **kwargs)
+        except httpx.TransportError as exc:
+            raise StoreUnavailable(
+                f"the running kioku stopped answering ({exc or type(exc).__name__}): "
+                "`kioku status` shows whether it still runs; its log is logs/gateway.log "
+                "in the data dir"
+            ) from None
+        return await self._json(response)
+
     async def _json(self, response: httpx.Response) -> Any:
         try:
             data = response.json()
@@ -81,7 +91,7 @@ class RemoteMemory:
 
     async def call(self, op: str, **args: Any) -> Any:
         body = {"op": op, "args": args, "context": self.context}
-        data = await self._json(await self.client.post("/api/call", json=body))
+        data = await self._send("POST", "/api/call", json=body)
         for item in data.get("ignored") or []:
             self._tell(item, data.get("pid"))
         return data["result"]
@@ -98,19 +108,19 @@ class RemoteMemory:
         )
 
     async def status(self) -> dict[str, Any]:
-        data: dict[str, Any] = await self._json(await self.client.get("/api/status"))
+        data: dict[str, Any] = await self._send("GET", "/api/status")
         return data
 
     async def stop(self) -> None:
-        await self._json(await self.client.post("/api/stop"))
+        await self._send("POST", "/api/stop")
 
     async def reindex(self, progress: Progress) -> RebuildStatus:
-        status = RebuildStatus(**await self._json(await self.client.post("/api/reindex")))
+        status = RebuildStatus(**await self._send("POST", "/api/reindex"))
         try:
             while status.state == "running":
                 progress(status)
                 await anyio.sleep(0.5)
-                status = RebuildStatus(**await self._json(await self.client.get("/api/reindex")))
+                status = RebuildStatus(**await self._send("GET", "/api/reindex"))
         except BaseException:
             # Ctrl-C: cancel the owner's rebuild; its live index keeps serving.
             with anyio.CancelScope(shield=True), anyio.move_on_after(10):
@@ -142,6 +152,23 @@ def for_one_command(settings: KiokuSettings) -> KiokuSettings:
     )
 
 
+async def owner_answers(settings: KiokuSettings) -> bool:
+    """Whether an owner answers on the data dir's socket, waiting for one that holds the
+    lock but is still starting (its socket listens once its stores are open); False
+    when nobody owns the data dir."""
+    paths = gw.GatewayPaths.for_settings(settings)
+    deadline = time.monotonic() + settings.local_gateway.start_timeout_s
+    while not await anyio.to_thread.run_sync(gw.can_connect, paths.socket):
+        if not gw.lock_held(paths.lock):
+            return False
+        if time.monotonic() > deadline:
+            from mcp_gateway.daemon.owner import busy_message
+
+            raise StoreUnavailable(busy_message(settings) + " (it does not answer on its socket)")
+        await anyio.sleep(0.1)
+    return True
+
+
 @asynccontextmanager
 async def connect(
     settings: KiokuSettings, *, configured_engine: bool = False
@@ -150,7 +177,7 @@ async def connect(
     (``configured_engine``: load the configured embedding engine even for one command:
     a rebuild embeds in bulk, and the doctor checks what an owner would run)."""
     paths = gw.GatewayPaths.for_settings(settings)
-    deadline = time.monotonic() + _STARTING_WAIT_S
+    deadline = time.monotonic() + settings.local_gateway.start_timeout_s
     while True:
         if await anyio.to_thread.run_sync(gw.can_connect, paths.socket):
             async with owner_client(settings) as client:

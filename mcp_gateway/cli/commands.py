@@ -16,7 +16,7 @@ from typing import Any
 
 import anyio
 
-from mcp_gateway.cli.client import RemoteMemory, connect, owner_client
+from mcp_gateway.cli.client import RemoteMemory, connect, owner_answers, owner_client
 from mcp_gateway.cli.progress import backlog_lines, follow
 from mcp_gateway.common.errors import InvalidInput
 from mcp_gateway.common.inputs import NoteChanges, NoteFields, NoteQuery, fill, wire
@@ -24,8 +24,8 @@ from mcp_gateway.common.render import render_note, render_search
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.common.types import RebuildStatus, SearchResponse
 from mcp_gateway.daemon import local_gateway as gw
-from mcp_gateway.daemon.http_token import read_token, token_path
 from mcp_gateway.daemon.owner_state import read_owner
+from mcp_gateway.protocol.http_token import read_token, token_path
 
 
 def print_json(data: Any) -> None:
@@ -126,8 +126,8 @@ def _stat(value: Any) -> str:
 async def status(args: argparse.Namespace, settings: KiokuSettings) -> int:
     """Who owns the data dir, and the stores side by side; never starts anything."""
     paths = gw.GatewayPaths.for_settings(settings)
-    owner = read_owner(paths)
-    if owner is None:
+    # an owner still starting holds the lock but answers once its stores are open
+    if read_owner(paths) is None or not await owner_answers(settings):
         if args.json:
             print_json({"owner": None})
         else:

@@ -25,7 +25,7 @@ from mcp_gateway.records.model import (
     RecordUpdated,
     RecordView,
 )
-from mcp_gateway.records.store import MAX_SEARCH_LIMIT
+from mcp_gateway.records.reads import MAX_SEARCH_LIMIT
 
 if TYPE_CHECKING:
     from mcp_gateway.cli.client import Memory

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict
 
 from mcp_gateway.common.errors import InvalidInput
 from mcp_gateway.common.settings import NoteSettings
-from mcp_gateway.common.validation import PRIORITIES, choice, clean_text, label
+from mcp_gateway.common.validation import PRIORITIES, choice, clean_text, label, one_line
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -136,6 +136,19 @@ def checked_query(query: str, max_chars: int) -> str:
     if len(text) > max_chars:  # NFC lengthens a few characters (U+0958 -> 2)
         raise too_long
     return text
+
+
+def checked_filter(
+    types: Sequence[str], *, type: str = "", domain: str = "", priority: str = ""
+) -> tuple[str, str, str]:
+    """A search's or a listing's note filter as (type, domain, priority): each empty
+    (any) or checked -- a type among ``types``, a domain on one line (lower-cased), a
+    priority among ``PRIORITIES``."""
+    return (
+        choice(type, "type", tuple(types)) if type else "",
+        one_line(domain, "domain", 64).lower() if domain else "",
+        choice(priority, "priority", PRIORITIES) if priority else "",
+    )
 
 
 # Other phrasings a search takes beside its query: each costs one query embedding.

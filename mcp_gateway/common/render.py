@@ -35,7 +35,8 @@ def _result_header(n: int, item: SearchResult, why: str) -> str:
     parts.append(item.created_at[:10])
     parts.append(why)
     head = " · ".join(p for p in parts if p)
-    return f"{head} {' '.join(item.tags)}".rstrip()
+    tags = [t for t in item.tags if t != f"[{item.id}]"]  # a record's id, already shown
+    return f"{head} {' '.join(tags)}".rstrip()
 
 
 def _why(items: list[SearchResult], start: int) -> list[str]:
@@ -86,7 +87,8 @@ def _render_items(
         lines.append(_result_header(n, item, why))
         if item.title:
             lines.append(quote(item.title))
-        lines.append(quote(item.text))
+        if item.text != item.title:  # a record without content: its title once
+            lines.append(quote(item.text))
         if item.also:
             ids = ", ".join(item.also)
             lines.append(f"(also {ids}: older notes saying the same in other words)")

@@ -29,10 +29,8 @@ import os
 import signal
 import socket
 import sys
-import time
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -44,10 +42,11 @@ from starlette.routing import Mount
 from mcp_gateway.common import fsperms
 from mcp_gateway.common.errors import KiokuError
 from mcp_gateway.common.settings import KiokuSettings
-from mcp_gateway.daemon import httpguard, request_context
+from mcp_gateway.daemon import httpguard, owner_watch, request_context
 from mcp_gateway.daemon import local_gateway as gw
 from mcp_gateway.daemon.admin import OwnerOnly, admin_app
 from mcp_gateway.daemon.owner_state import OwnerKind, OwnerState, info_path, read_owner
+from mcp_gateway.daemon.session_socket import Opening, serve_sessions
 from mcp_gateway.protocol.server import (
     check_http,
     create_server,
@@ -55,33 +54,14 @@ from mcp_gateway.protocol.server import (
     local_transport_security,
     transport_security,
 )
-from mcp_gateway.protocol.session_socket import Opening, serve_sessions
 from mcp_gateway.services import Services
 from mcp_gateway.services.app import open_app
+from mcp_gateway.services.index_follow import follow_adopted
 from mcp_gateway.ui import mount_ui, ui_mount
 
 log = logging.getLogger(__name__)
 
-EXIT_OK, EXIT_LOST_ELECTION, EXIT_STARTUP_FAILED, EXIT_DATA_DIR_GONE = 0, 0, 3, 4
-
-
-class _Activity:
-    """ASGI middleware counting requests for ``status`` and the idle shutdown."""
-
-    def __init__(self, app: Any, state: OwnerState) -> None:
-        self.app, self.state = app, state
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        self.state.in_flight += 1
-        self.state.requests += 1
-        try:
-            await self.app(scope, receive, send)
-        finally:
-            self.state.in_flight -= 1
-            self.state.last_request = time.monotonic()
+EXIT_OK, EXIT_LOST_ELECTION, EXIT_STARTUP_FAILED = 0, 0, 3
 
 
 def _uvicorn(app: Any, settings: KiokuSettings, *, unix: bool, **options: Any) -> uvicorn.Server:
@@ -174,6 +154,8 @@ async def _serve_opened(
         if settings.index.graph_check_s > 0:
             every = settings.index.graph_check_s
             app.spawn(lambda: services.rebuild.watch_graph(every))
+        if settings.shared_store:  # an index another gateway adopted (kioku reindex)
+            app.spawn(lambda: follow_adopted(services.rebuild))
         local_http = local.streamable_http_app(
             stateless_http=True,
             json_response=True,
@@ -192,7 +174,7 @@ async def _serve_opened(
         # 5 s by default, i.e. a reconnect between most of an assistant's calls.
         servers = [
             _uvicorn(
-                _Activity(Starlette(routes=routes), state),
+                owner_watch.Activity(Starlette(routes=routes), state),
                 settings,
                 unix=True,
                 timeout_keep_alive=3600,
@@ -211,7 +193,7 @@ async def _serve_opened(
             httpguard.limit_sessions(remote.session_manager, settings.http.max_sessions_per_grant)
             servers.append(
                 _uvicorn(
-                    _Activity(remote_http, state),
+                    owner_watch.Activity(remote_http, state),
                     settings,
                     unix=False,
                     host=settings.http.host,
@@ -225,92 +207,18 @@ async def _serve_opened(
                 listening.start_soon(_run_server, server, socks)
             async with anyio.create_task_group() as helpers:
                 if stdio is not None:
-                    helpers.start_soon(_until_done, stdio(services), state)
+                    helpers.start_soon(owner_watch.until_done, stdio(services), state)
                 if state.kind == "daemon" and settings.local_gateway.idle_exit_s > 0:
-                    helpers.start_soon(_watch_idle, state, settings.local_gateway.idle_exit_s)
-                helpers.start_soon(_watch_gone, state, gone)
-                await _watch_stop(state, servers)
+                    helpers.start_soon(
+                        owner_watch.watch_idle, state, settings.local_gateway.idle_exit_s
+                    )
+                helpers.start_soon(owner_watch.watch_gone, state, gone)
+                await owner_watch.watch_stop(state, servers)
                 helpers.cancel_scope.cancel()
 
 
 async def _run_server(server: uvicorn.Server, socks: list[socket.socket] | None) -> None:
     await server.serve(sockets=socks)
-
-
-async def _until_done(work: Awaitable[None], state: OwnerState) -> None:
-    try:
-        await work
-    finally:
-        state.stop.set()  # stdio closed: the editor went away
-
-
-async def _watch_idle(state: OwnerState, idle_s: float) -> None:
-    while not state.stop.is_set():
-        await anyio.sleep(min(max(idle_s / 4, 0.2), 5.0))
-        quiet = state.in_flight == 0 and state.sessions == 0
-        if quiet and time.monotonic() - state.last_request > idle_s:
-            log.info("no requests for %.0f s: shutting down", idle_s)
-            state.stop.set()
-
-
-# how often the owner checks that its data dir is still there (a stat and an fstat)
-GONE_CHECK_S = 1.0
-
-
-async def _watch_gone(state: OwnerState, gone: Callable[[], str | None]) -> None:
-    """End the process when the data dir, its lock or the owner's socket was removed:
-    nobody can reach this owner any more, and a later ``kioku serve`` starts another
-    one, so the work it would go on doing (a backlog's embedding at full CPU) is for
-    nobody. It ends at once, not through the graceful close: the stores' files are gone,
-    so closing them could only fail (the index's flush), and there is nothing to save."""
-    while not state.stop.is_set():
-        await anyio.sleep(GONE_CHECK_S)
-        reason = gone()
-        if reason is not None:
-            log.error("%s: exiting (nothing left to save)", reason)
-            from mcp_gateway.embedders.lanes import exit_now
-
-            exit_now(EXIT_DATA_DIR_GONE)
-
-
-def _gone_check(
-    settings: KiokuSettings, lock_fd: int, sockets: dict[Path, int]
-) -> Callable[[], str | None]:
-    """What ``_watch_gone`` asks: why the owner is unreachable now, or None. The owner's
-    sockets, where still there and its own, are removed before the answer."""
-
-    def gone() -> str | None:
-        reason = why()
-        if reason is not None:
-            for path, inode in sockets.items():
-                gw.unlink_if_ours(path, inode)
-        return reason
-
-    def why() -> str | None:
-        if not settings.data_dir.is_dir():
-            return f"the data dir {settings.data_dir} was removed"
-        if os.fstat(lock_fd).st_nlink == 0:
-            return f"the lock file in {settings.data_dir} was removed"
-        for path, inode in sockets.items():
-            try:
-                if os.stat(path).st_ino != inode:
-                    return f"the owner socket {path} was replaced"
-            except FileNotFoundError:
-                return f"the owner socket {path} was removed"
-        return None
-
-    return gone
-
-
-async def _watch_stop(state: OwnerState, servers: list[uvicorn.Server]) -> None:
-    """Stop every listener when asked (admin stop, idle, stdio gone) or when any one
-    of them stops (a signal handled by uvicorn)."""
-    while not state.stop.is_set() and not any(s.should_exit for s in servers):
-        with anyio.move_on_after(0.2):
-            await state.stop.wait()
-    state.stop.set()
-    for server in servers:
-        server.should_exit = True
 
 
 def run_owner(
@@ -357,7 +265,7 @@ def run_owner(
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda signum, _frame: log.info("signal %d: stopping", signum))
     try:
-        gone = _gone_check(settings, fd, inodes)
+        gone = owner_watch.gone_check(settings, fd, inodes)
         anyio.run(_serve, settings, (sock, session_sock), state, stdio, gone)
     except (KiokuError, BaseExceptionGroup) as exc:
         reason = _kioku_error(exc)

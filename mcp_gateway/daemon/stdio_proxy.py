@@ -24,15 +24,12 @@ project, and owner settings set otherwise are named on stderr (``session_setting
 session's first ``initialize`` is answered from the owner's last answer while the daemon
 starts (``init_cache``).
 
-Why a session socket and not HTTP: ``bench/hop.py`` measured a trivial call at 3.2 ms
-through the old proxy -> HTTP -> stateless-MCP hop vs 1.4 ms over plain stdio. Why two
-plain threads (stdin -> socket in the main thread, socket -> stdout in one reader thread
-per connection) and blocking calls, not an event loop: each line crosses the proxy with
-one wake-up and one system call each way, where the anyio streams added a task switch,
-a reader (de)registration and locks per line. ``bench/proxy_hop.py`` (raw JSON-RPC, 30
-ms between calls, p50): a ping 2.02 -> 1.72 ms and an add 3.54 -> 3.08 ms, under two busy
-processes 1.93 -> 1.58 and 4.17 -> 3.67, against 1.31 and 2.76 straight to the socket
-(bench/LOG.md).
+Why a session socket and not HTTP: an HTTP request and a stateless MCP session per call
+cost a trivial call about twice what plain stdio does (``bench/hop.py``). Why two plain
+threads (stdin -> socket in the main thread, socket -> stdout in one reader thread per
+connection) and blocking calls, not an event loop: each line crosses the proxy with one
+wake-up and one system call each way, where async streams add a task switch, a reader
+(de)registration and locks per line (``bench/proxy_hop.py``; figures in bench/LOG.md).
 """
 
 from __future__ import annotations
@@ -41,7 +38,6 @@ import contextlib
 import json
 import logging
 import os
-import select
 import socket
 import threading
 import time
@@ -50,6 +46,7 @@ from typing import Any
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.daemon import init_cache, peercred
 from mcp_gateway.daemon import local_gateway as gw
+from mcp_gateway.daemon.editor_pipes import CHUNK, EditorPipes, complete_lines
 from mcp_gateway.daemon.jsonrpc_peek import message_id, peek_id, response_id
 from mcp_gateway.daemon.local_gateway import GatewayUnavailable
 from mcp_gateway.daemon.session_settings import preamble, tell_ignored
@@ -66,7 +63,6 @@ _CONNECT_ATTEMPTS = 3
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 # A reply line can be larger (an export of a long record history); this bounds memory.
 MAX_REPLY_BYTES = 64 * 1024 * 1024
-_CHUNK = 1 << 16
 # after stdin's end, how often the proxy checks that someone still reads its stdout
 _STDOUT_CHECK_S = 0.2
 
@@ -84,9 +80,8 @@ class Proxy:
     def __init__(self, settings: KiokuSettings, stdin_fd: int = 0, stdout_fd: int = 1) -> None:
         self.settings = settings
         self.paths = gw.GatewayPaths.for_settings(settings)
-        self._in, self._out = stdin_fd, stdout_fd
+        self.pipes = EditorPipes(stdin_fd, stdout_fd)
         self._send_lock = threading.Lock()  # attach and send: one client line at a time
-        self._write_lock = threading.Lock()  # whole lines on stdout
         # guards what both threads touch: the connection's state, the requests in flight,
         # the replies to swallow, the replies being written
         self._state = threading.Condition()
@@ -96,7 +91,6 @@ class Proxy:
         self._in_flight: dict[str, Any] = {}  # json of the id -> the id
         self._swallow: set[str] = set()  # replies to replayed requests
         self._writing = 0
-        self._reader_gone = False
         self._preamble = preamble(settings)
         self._told = False
         # the client's initialize: its id's key and protocol version (init_cache)
@@ -244,7 +238,7 @@ class Proxy:
         if result is None:
             return False
         reply = {"jsonrpc": "2.0", "id": message.get("id"), "result": result}
-        self._write(json.dumps(reply, ensure_ascii=False, separators=(",", ":")).encode() + b"\n")
+        self.pipes.write(_line(reply))
         with self._send_lock:
             self._handshake = [line]
             try:
@@ -286,8 +280,8 @@ class Proxy:
     def _pump_replies(self, attached: _Attached) -> None:
         buffer = bytearray()
         try:
-            while chunk := attached.sock.recv(_CHUNK):
-                for line in _complete_lines(buffer, chunk):
+            while chunk := attached.sock.recv(CHUNK):
+                for line in complete_lines(buffer, chunk):
                     self._deliver(line)
                 if len(buffer) > MAX_REPLY_BYTES:
                     log.warning(
@@ -313,7 +307,7 @@ class Proxy:
                 self._in_flight.pop(key, None)
             self._writing += 1
         try:
-            self._write(line)
+            self.pipes.write(line)
         finally:
             with self._state:
                 self._writing -= 1
@@ -329,24 +323,7 @@ class Proxy:
 
     def _reply_error(self, req_id: Any, message: str, code: int = GATEWAY_UNAVAILABLE) -> None:
         reply = {"jsonrpc": "2.0", "id": req_id, "error": {"code": code, "message": message}}
-        self._write(json.dumps(reply, ensure_ascii=False, separators=(",", ":")).encode() + b"\n")
-
-    def _write(self, data: bytes) -> None:
-        """Write all of ``data``; concurrent writers never interleave their lines. Once
-        the reader has gone (the editor closed our stdout), lines are dropped: nobody is
-        left to read them, and stdin's end will stop the proxy."""
-        with self._write_lock:
-            if self._reader_gone:
-                return
-            view = memoryview(data)
-            try:
-                while view:
-                    try:
-                        view = view[os.write(self._out, view) :]
-                    except BlockingIOError:  # an editor that left our stdout non-blocking
-                        select.select([], [self._out], [])
-            except (BrokenPipeError, ConnectionResetError):
-                self._reader_gone = True
+        self.pipes.write(_line(reply))
 
     # -- the loop ---------------------------------------------------------------------
 
@@ -358,20 +335,13 @@ class Proxy:
         )
         self._starting.start()
         buffer = bytearray()
-        while chunk := self._read():
-            for line in _complete_lines(buffer, chunk):
+        while chunk := self.pipes.read():
+            for line in complete_lines(buffer, chunk):
                 if line.strip():
                     self.forward(line)
         if buffer.strip():
             self.forward(bytes(buffer))  # a last line without its newline
         self._drain()
-
-    def _read(self) -> bytes:
-        while True:
-            try:
-                return os.read(self._in, _CHUNK)
-            except BlockingIOError:  # an editor that left our stdin non-blocking
-                select.select([self._in], [], [])
 
     def _drain(self) -> None:
         """stdin closed: let the replies still owed reach stdout, then detach. Stop
@@ -385,38 +355,16 @@ class Proxy:
         with self._state:
             while not (attached.lost or (not self._in_flight and not self._writing)):
                 left = deadline - time.monotonic()
-                if left <= 0 or self._stdout_gone():
+                if left <= 0 or self.pipes.stdout_gone():
                     break
                 self._state.wait(min(left, _STDOUT_CHECK_S))
         self._lose(attached)
         if attached.reader is not None:
             attached.reader.join(timeout=5)
 
-    def _stdout_gone(self) -> bool:
-        """Whether our stdout's reader closed its end (a pipe reports an error then)."""
-        if self._reader_gone:
-            return True
-        poller = select.poll()
-        poller.register(self._out, select.POLLOUT)
-        for _, events in poller.poll(0):
-            if events & (select.POLLERR | select.POLLHUP | select.POLLNVAL):
-                self._reader_gone = True
-        return self._reader_gone
 
-
-def _complete_lines(buffer: bytearray, chunk: bytes) -> list[bytes]:
-    """Append ``chunk`` to ``buffer``; take out and return the lines it completed (with
-    their newlines). Only the new bytes are searched: a multi-megabyte line arriving in
-    64 KiB reads is scanned once, not once a read."""
-    searched = len(buffer)
-    buffer += chunk
-    lines = []
-    start = 0
-    while (end := buffer.find(b"\n", max(start, searched))) >= 0:
-        lines.append(bytes(buffer[start : end + 1]))
-        start = end + 1
-    del buffer[:start]
-    return lines
+def _line(message: dict[str, Any]) -> bytes:
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
 
 
 def _key(req_id: Any) -> str | None:

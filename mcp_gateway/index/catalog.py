@@ -64,17 +64,29 @@ def check_schema(info: LiveIndexInfo) -> None:
         )
 
 
-async def adopt(db: Database, spec: IndexSpec, *, applied_seq: int, suffix: str = "") -> None:
+async def adopt(
+    db: Database,
+    spec: IndexSpec,
+    *,
+    applied_seq: int,
+    suffix: str = "",
+    cursors_only: bool = False,
+) -> None:
     """Make ``spec`` the live collection, in one transaction. ``suffix``: the adopting
-    gateway's own cursors where several share the truth store (``indexing.applier``)."""
+    gateway's own cursors where several share the truth store (``indexing.applier``).
+    ``cursors_only``: another gateway adopted ``spec`` already; this one built its own
+    copy and sets only its cursors (never the deployment's choice back)."""
     values = {
-        ACTIVE_KEY: spec.collection,
-        MODEL_KEY: f"{spec.model_id}@{spec.dim}",
-        SCHEMA_KEY: SCHEMA,
         APPLIED_KEY + suffix: str(applied_seq),
         PRIORS_KEY + suffix: "0",
         **{applied_key(c.name) + suffix: str(applied_seq) for c in spec.channels},
     }
+    if not cursors_only:
+        values |= {
+            ACTIVE_KEY: spec.collection,
+            MODEL_KEY: f"{spec.model_id}@{spec.dim}",
+            SCHEMA_KEY: SCHEMA,
+        }
     await db.transaction(
         lambda c: c.executemany(
             "INSERT INTO meta(key, value) VALUES (?, ?) "

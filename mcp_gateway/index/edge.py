@@ -36,7 +36,6 @@ Facts this module relies on (qdrant-edge-py 0.9, verified by tests/test_index_co
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import shutil
 from collections.abc import Callable, Mapping, Sequence
@@ -60,6 +59,7 @@ from mcp_gateway.index.base import (
     channel_requests,
     sparse_queries,
 )
+from mcp_gateway.index.edge_graph import graph_due, read_marker, write_marker
 from mcp_gateway.index.edge_shard import open_shard
 from mcp_gateway.index.edge_types import (
     NamespaceCensus,
@@ -78,10 +78,6 @@ from mcp_gateway.index.edge_types import (
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-GRAPH_FILE = "kioku_graph.json"
-# A build is due again when this many points (at least) were added since the last graph.
-MIN_GRAPH_GROWTH = 1_000
 
 
 class EdgeIndex(ChannelSearch):
@@ -172,24 +168,12 @@ class EdgeIndex(ChannelSearch):
         )
         return shard
 
-    def _read_graph(self) -> tuple[int, int]:
-        """(points the graph covered, points written since), from the marker."""
-        try:
-            marker = json.loads((self.dir / GRAPH_FILE).read_text("utf-8"))
-            return int(marker["points"]), int(marker.get("written", 0))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            return 0, 0
-
-    def _write_graph(self) -> None:
-        marker = {"points": self.graph_points, "written": self.written_since_graph}
-        (self.dir / GRAPH_FILE).write_text(json.dumps(marker), "utf-8")
-
     async def open(self) -> None:
         async with self._lock:
             if self._shard is None:
                 self._payloads.changed()  # whatever was read before is not this shard's
                 self._shard = await anyio.to_thread.run_sync(self._open_sync)
-                marker = await anyio.to_thread.run_sync(self._read_graph)
+                marker = await anyio.to_thread.run_sync(read_marker, self.dir)
                 self.graph_points, self.written_since_graph = marker
                 log.debug("opened edge index %s", self.dir)
 
@@ -207,7 +191,7 @@ class EdgeIndex(ChannelSearch):
                         shard.flush()
                         if self.graph_points and self.dir.exists():
                             # a crash loses the count since the last close: a later build
-                            self._write_graph()
+                            write_marker(self.dir, self.graph_points, self.written_since_graph)
                     finally:
                         shard.close()
 
@@ -225,7 +209,7 @@ class EdgeIndex(ChannelSearch):
             shard.optimize()
             shard.flush()
             self.graph_points, self.written_since_graph = shard.info().points_count, 0
-            self._write_graph()
+            write_marker(self.dir, self.graph_points, self.written_since_graph)
 
         await self._run(_build)
 
@@ -234,9 +218,7 @@ class EdgeIndex(ChannelSearch):
         points (at least ``MIN_GRAPH_GROWTH``) added or written again since the last
         one was built (an edit, a prior, a re-embedding moves a point out of it)."""
         points = await self._run(lambda s: s.info().points_count)
-        growth = max(self._exact_below, MIN_GRAPH_GROWTH)
-        outside = max(points - self.graph_points, self.written_since_graph)
-        return points >= self._exact_below and outside >= growth
+        return graph_due(points, self.graph_points, self.written_since_graph, self._exact_below)
 
     # -- writes -------------------------------------------------------------------
 

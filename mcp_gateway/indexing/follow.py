@@ -23,6 +23,8 @@ Two ways in:
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Awaitable, Callable
 
 import anyio
 
@@ -52,6 +54,13 @@ class Follower:
         self._lock = anyio.Lock()  # one pass at a time; a second caller waits for it
         self.seq: int | None = None  # the cursor, once read
         self.applied = 0
+        # called after passes that applied notes or records, at most every
+        # ``changed_every_s`` (the owner asks for a session_context export: its data
+        # dir's copy then shows every gateway's writes, without one export per pass)
+        self.changed: Callable[[], Awaitable[None]] | None = None
+        self.changed_every_s = 5.0
+        self._owed = False
+        self._told = 0.0
 
     async def cursor(self) -> int:
         if self.seq is None:
@@ -63,6 +72,7 @@ class Follower:
         while True:
             try:
                 await self.apply_pending()  # vectors: the applier's own loop
+                await self._tell()
             except Exception as exc:  # the store may be restarting: retry, never die
                 log.warning("following the change feed failed (%s); retrying", exc)
                 await anyio.sleep(1.0)
@@ -80,7 +90,16 @@ class Follower:
                 await self.db.set_meta(self.key, str(self.seq))
                 done += len(rows)
             self.applied += done
-            return done
+        if done:
+            self._owed = True
+        return done
+
+    async def _tell(self) -> None:
+        if not self._owed or self.changed is None:
+            return
+        if time.monotonic() - self._told >= self.changed_every_s:
+            self._owed, self._told = False, time.monotonic()
+            await self.changed()
 
     async def catch_up(self) -> None:
         """Before a read: apply whatever was committed anywhere before it started."""

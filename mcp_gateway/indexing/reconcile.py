@@ -62,6 +62,7 @@ class ReconcileReport:
     drafts: int = 0  # draft vectors queued to be embedded exactly
     orphans_deleted: int = 0
     vectors_forgotten: int = 0
+    deployment: bool = True  # the truth store's part ran here (see ``reconcile``)
 
 
 async def reconcile(
@@ -72,9 +73,13 @@ async def reconcile(
     jobs: Scheduler,
     *,
     terms_wanted: bool = False,
+    deployment: bool = True,
 ) -> ReconcileReport:
-    """One pass; safe beside live traffic (the owner's writes keep going)."""
-    report = ReconcileReport()
+    """One pass; safe beside live traffic (the owner's writes keep going).
+    ``deployment=False`` (another gateway on the shared store holds the reconcile
+    lease): repair this index only; queueing embeddings and forgetting orphan vectors
+    is the holder's work, and their vectors reach this index through the feed."""
+    report = ReconcileReport(deployment=deployment)
     # Snapshot the index first: a note added after this is not in it, so it can never
     # be mistaken for an orphan below.
     existing = await index.ids()
@@ -112,21 +117,22 @@ async def reconcile(
     orphans = sorted(existing - expected)
     await index.delete(orphans)
     report.orphans_deleted = len(orphans)
-    report.vectors_forgotten = await indexer.vectors.forget_orphans()
-    # drafts (a burst's backlog, embedded on the faster pass) are embedded exactly now
-    again = await indexer.vectors.drafts(model, limit=AGAIN_PER_PASS)
-    report.drafts = len(again)
-    if terms_wanted:
-        again += await indexer.vectors.without_terms(model, limit=AGAIN_PER_PASS)
-    if again:
-        found = await notes.get_many([sid for kind, sid in again if kind == "note"])
-        known = {n.id for n in pending_notes}
-        pending_notes += [n for n in found.values() if n.id not in known]
-        pending_records += await records_lacking(records, again, pending_records)
-    pending_notes = await _not_failed_lately(notes, pending_notes)
-    await jobs.notes_changed(pending_notes)
-    await jobs.records_changed([r.id for r in pending_records], export=False)
-    report.queued = len(pending_notes) + len(pending_records)
+    if deployment:
+        report.vectors_forgotten = await indexer.vectors.forget_orphans()
+        # drafts (a burst's backlog, embedded on the faster pass) are embedded exactly now
+        again = await indexer.vectors.drafts(model, limit=AGAIN_PER_PASS)
+        report.drafts = len(again)
+        if terms_wanted:
+            again += await indexer.vectors.without_terms(model, limit=AGAIN_PER_PASS)
+        if again:
+            found = await notes.get_many([sid for kind, sid in again if kind == "note"])
+            known = {n.id for n in pending_notes}
+            pending_notes += [n for n in found.values() if n.id not in known]
+            pending_records += await records_lacking(records, again, pending_records)
+        pending_notes = await _not_failed_lately(notes, pending_notes)
+        await jobs.notes_changed(pending_notes)
+        await jobs.records_changed([r.id for r in pending_records], export=False)
+        report.queued = len(pending_notes) + len(pending_records)
     if report.rewritten or report.orphans_deleted:
         log.info(
             "reconcile: %d points rewritten (%d of them stale), %d queued for embedding, "

@@ -11,6 +11,7 @@ duplicate run writes the same row again.
 from __future__ import annotations
 
 import logging
+import uuid
 
 import anyio
 
@@ -21,8 +22,16 @@ from mcp_gateway.jobs.contract import EXPORT, TUNE, request_singleton, retry_or_
 from mcp_gateway.jobs.embedding import EmbedStats, embed_notes, embed_records
 from mcp_gateway.jobs.run import JobRun
 from mcp_gateway.search.neardup import Folder
+from mcp_gateway.stores.leases import Leases
 
 log = logging.getLogger(__name__)
+
+# With a shared truth store every gateway keeps its own data dir's session_context.md
+# current, and one process of the deployment (this lease's holder) writes the
+# configured destinations, so N gateways never race on one shared path.
+DESTINATIONS_LEASE = "export:destinations"
+DESTINATIONS_TTL_S = 600.0
+_HOLDER = uuid.uuid4().hex[:12]
 
 
 def index_job_id(note_id: str, updated_at: float) -> str:
@@ -61,13 +70,22 @@ async def export_session_context(run: JobRun, scope: Scope | None = None) -> str
     scope = scope or settings_scope(kc.settings)
     folder = Folder(kc.vectors, kc.embedder.model_id, kc.embedder.embed_documents)
     snap, content = await export.build(kc.notes, kc.settings.export, scope, kc.records, folder)
+    destinations = list(kc.settings.export.destinations)
+    if destinations and kc.settings.shared_store and not await _holds_destinations(run):
+        destinations = []
     await anyio.to_thread.run_sync(
-        export.write_all,
-        content,
-        kc.settings.session_context_path,
-        kc.settings.export.destinations,
+        export.write_all, content, kc.settings.session_context_path, destinations
     )
     return snap.last_note_id
+
+
+async def _holds_destinations(run: JobRun) -> bool:
+    try:
+        holder = f"{_HOLDER}:{run.context.settings.data_dir}"  # a process, a data dir
+        return await Leases(run.context.db, holder).acquire(DESTINATIONS_LEASE, DESTINATIONS_TTL_S)
+    except Exception as exc:  # the store is down: the next export tries again
+        log.warning("session_context destinations skipped: no lease (%s)", exc)
+        return False
 
 
 async def tune_thresholds(run: JobRun) -> dict[str, float]:

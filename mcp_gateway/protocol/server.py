@@ -17,9 +17,9 @@ from pydantic import SecretStr
 from mcp_gateway import __version__
 from mcp_gateway.common.errors import InvalidInput
 from mcp_gateway.common.settings import KiokuSettings
-from mcp_gateway.daemon.http_token import local_token, token_path
 from mcp_gateway.jobs import session_context as export
 from mcp_gateway.protocol.http_auth import GrantTokenVerifier, request_scope
+from mcp_gateway.protocol.http_token import local_token, token_path
 from mcp_gateway.protocol.note_tools import register_note_tools
 from mcp_gateway.protocol.record_tools import register_record_tools
 from mcp_gateway.search.neardup import Folder

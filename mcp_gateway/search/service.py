@@ -4,7 +4,7 @@ The search path is kept lean on purpose: a cached query embedding, a single batc
 Qdrant query for both channels, one ``SELECT ... IN`` for the texts. Between two
 writes, what a search already read (the answer, the texts, the recent lessons, what
 it derived from the query's words) is not computed again (``answers.py``,
-``note_reads.py``, ``query_memo.py``; docs/performance.md, rounds 5 and 13).
+``note_reads.py``, ``query_memo.py``; docs/performance.md).
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from typing import Any
 
 import anyio
 
-from mcp_gateway.common.errors import EmbedderUnavailable
 from mcp_gateway.common.settings import SearchSettings
 from mcp_gateway.common.types import (
     IndexFilter,
@@ -25,13 +24,13 @@ from mcp_gateway.common.types import (
     SearchResponse,
     SparseVector,
 )
-from mcp_gateway.embedders.base import Embedder, Encoded
+from mcp_gateway.embedders.base import Embedder
 from mcp_gateway.embedders.channels import ChannelEmbedder
 from mcp_gateway.index.base import Channels
 from mcp_gateway.index.live import LiveIndex
 from mcp_gateway.indexing.writebehind import WriteBehind
 from mcp_gateway.search.answers import AnswerCache
-from mcp_gateway.search.calibration import Calibration, for_model, shift_views
+from mcp_gateway.search.calibration import Calibration, for_model
 from mcp_gateway.search.exact_terms import identifier_terms
 from mcp_gateway.search.fresh import FreshEmbedder
 from mcp_gateway.search.materialise import Materialiser
@@ -39,6 +38,7 @@ from mcp_gateway.search.neardup import Folder, fold_results
 from mcp_gateway.search.note_reads import RecentAt, RecentNotes, ShownNotes
 from mcp_gateway.search.prefetch import Searches
 from mcp_gateway.search.query_memo import QueryMemo
+from mcp_gateway.search.query_vectors import QueryVectors
 from mcp_gateway.search.ranking import (
     RankingParams,
     best_of_views,
@@ -88,7 +88,6 @@ class SearchService:
         they committed before this search began (read-your-writes, ``indexing.follow``)."""
         self.catch_up = catch_up
         self.notes, self.index, self.embedder = notes, index, embedder
-        self.channels = tuple(channels)
         self.settings, self.thresholds, self.records = settings, thresholds, records
         self.fresh, self.writes, self.folder = fresh, writes, folder
         self.searches = Searches()
@@ -106,6 +105,16 @@ class SearchService:
         self.wide_shift = c.wide_shift if s.wide_shift is None else s.wide_shift
         self.newer_similarity = (
             c.newer_similarity if s.newer_similarity is None else s.newer_similarity
+        )
+        self.vectors = QueryVectors(
+            embedder,
+            index,
+            settings,
+            self.memo,
+            self.calibration,
+            self.language_shift,
+            self.wide_shift,
+            channels,
         )
         self.materialise = Materialiser(
             self.shown, index, records, self.newer_similarity, settings.newer_ratio
@@ -159,7 +168,7 @@ class SearchService:
         recent_at: RecentAt = (req.type, req.namespaces, req.domain, generation)
         known_recent = self.recent.known(*recent_at)
         recent: list[Note] = [] if known_recent is None else known_recent
-        cached = self._cached_query(query) if known_recent is not None else None
+        cached = self.vectors.cached(query) if known_recent is not None else None
         held: dict[str, tuple[IndexHit, int]] = {}
         # the look-up is lexical: the dense-only baseline (bench/quality) goes without
         exact = self.settings.exact_first and self.settings.mode != "dense"
@@ -171,8 +180,8 @@ class SearchService:
         if cached is not None:
             # a cached embedding and the recent list known: nothing to overlap, so one
             # index call and no task group (~0.2 ms of a ~3 ms search at 2k)
-            views, terms = cached[0], self._latent(cached[1])
-            more = await self._channel_queries(query)
+            views, terms = cached[0], self.vectors.latent(cached[1])
+            more = await self.vectors.channel_queries(query)
             semantic = await self._index_call(views, sparse, flt, limit, terms, more)
             sparse_hits, dense_ok = semantic.sparse, True
             if identifiers:
@@ -261,14 +270,14 @@ class SearchService:
 
         async def channel_queries() -> None:
             try:
-                more.update(await self._channel_queries(query))
+                more.update(await self.vectors.channel_queries(query))
             finally:
                 more_done.set()
 
         async with anyio.create_task_group() as tg:
             if recent_at is not None:
                 tg.start_soon(read_recent, recent_at)
-            if self.channels and self.settings.mode != "lexical":
+            if self.vectors.channels and self.settings.mode != "lexical":
                 tg.start_soon(channel_queries)  # beside the main model's, on their own lane
             else:
                 more_done.set()
@@ -279,10 +288,10 @@ class SearchService:
             views, terms, dense_ok = (
                 ([], None, False)
                 if self.settings.mode == "lexical"
-                else await self._embed_query(query)
+                else await self.vectors.embed(query)
             )
             combined = not sparse.is_empty() and not lexical_started
-            terms = self._latent(terms)
+            terms = self.vectors.latent(terms)
             await more_done.wait()
             semantic = await self._index_call(
                 views, sparse if combined else SparseVector([], []), flt, limit, terms, more
@@ -311,31 +320,13 @@ class SearchService:
             channel_queries=more,
         )
 
-    async def _channel_queries(self, query: str) -> dict[str, list[float]]:
-        """The query's vector from each further dense channel the index has (a channel
-        that is down is left out: the others still answer)."""
-        out: dict[str, list[float]] = {}
-        if self.settings.mode == "lexical":
-            return out
-        for ce in self.channels:
-            if self.index.spec.channel(ce.channel.name) is None:
-                continue
-            known = ce.embedder.peek(query)
-            try:
-                out[ce.channel.name] = (
-                    known.dense if known is not None else await ce.embedder.embed_query(query)
-                )
-            except EmbedderUnavailable as exc:
-                log.warning("the %s channel skipped a search: %s", ce.channel.name, exc)
-        return out
-
     async def _alternative_hits(
         self, alternatives: Sequence[str], flt: IndexFilter, limit: int
     ) -> list[IndexHit]:
         """Dense hits of the other phrasings (every view of each) in one index call."""
         views: list[list[float]] = []
         for alt in alternatives:
-            views.extend((await self._embed_query(alt))[0])
+            views.extend((await self.vectors.embed(alt))[0])
         if not views:
             return []
         found = await self.index.search_channels(
@@ -359,47 +350,9 @@ class SearchService:
                 held[hit.id] = (hit, held[hit.id][1] + 1 if hit.id in held else 1)
         return held
 
-    def _latent(self, terms: SparseVector | None) -> SparseVector | None:
-        # latent terms replace BM25 as the second channel where the index has them
-        if self.settings.mode != "hybrid" or not self.index.spec.latent:
-            return None
-        return terms
-
-    def _cached_query(self, query: str) -> tuple[list[list[float]], SparseVector | None] | None:
-        """The query's views and latent terms when its embedding is cached (no wait)."""
-        if self.settings.mode == "lexical" or not self._model_matches:
-            return None
-        encoded = self.embedder.peek(query)
-        return None if encoded is None else (self._views(query, encoded), encoded.terms)
-
-    def _views(self, query: str, encoded: Encoded) -> list[list[float]]:
-        c, weight, wide = self.calibration, self.language_shift, self.wide_shift
-        return self.memo.views(
-            query, encoded, lambda: shift_views(encoded.dense, query, c, weight, wide)
-        )
-
-    @property
-    def _model_matches(self) -> bool:
-        # the configured model differs from the live index's until `kioku reindex`
-        # adopts it: its query vectors would not compare with the stored ones
-        return self.embedder.model_id == self.index.spec.model_id
-
     @property
     def _carries(self) -> bool:
         return self.records is not None and self.settings.retired_carry > 0
-
-    async def _embed_query(self, query: str) -> tuple[list[list[float]], SparseVector | None, bool]:
-        """The query's dense views (one embedding, shifted once or twice) and its latent
-        terms (None: the embedder makes none)."""
-        if not self._model_matches:
-            return [], None, False
-        try:
-            encoded = await self.embedder.encode_query(query)
-        except EmbedderUnavailable as exc:
-            # Lexical search still answers; indexing catches up when the embedder is back.
-            log.warning("dense channel skipped: %s", exc)
-            return [], None, False
-        return self._views(query, encoded), encoded.terms, True
 
     def _params(self, query: str, thresholds: dict[str, float]) -> RankingParams:
         s = self.settings

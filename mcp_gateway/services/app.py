@@ -52,6 +52,7 @@ from mcp_gateway.search.thresholds import ThresholdCache
 from mcp_gateway.stores.activity import ActivityLog, open_activity_log
 from mcp_gateway.stores.changes import TRIGGERS, ChangeFeed
 from mcp_gateway.stores.db import Database
+from mcp_gateway.stores.leases import Leases
 from mcp_gateway.stores.notes import NoteStore
 from mcp_gateway.stores.vectors import VectorStore
 
@@ -127,9 +128,30 @@ class AppContext:
             channel.embedder.interrupt()
 
     async def reconcile(self) -> ReconcileReport:
+        """Repair this gateway's index; with a shared store, the work on the store
+        itself (queueing what has no vector, forgetting orphan vectors) only in the
+        holder of the ``reconcile`` lease: once per deployment, not once per gateway.
+        A gateway's first pass does it all the same: a gateway restarted after a kill
+        queues at once what its lost in-process jobs had not embedded."""
         terms = self.index.spec.latent and self.embedder.latent_terms
+        deployment = True
+        if self.settings.shared_store and self.reconciled.is_set():
+            ttl = self.settings.queue.reconcile_every_s * 1.5
+            try:  # the gateway id holds it: a restarted holder takes it back at once
+                deployment = await Leases(self.db, self.applier.suffix).acquire(
+                    RECONCILE_LEASE, ttl
+                )
+            except KiokuError as exc:
+                log.warning("reconcile: no lease (%s); repairing this index only", exc)
+                deployment = False
         return await reconcile(
-            self.index, self.indexer, self.notes, self.records, self.jobs, terms_wanted=terms
+            self.index,
+            self.indexer,
+            self.notes,
+            self.records,
+            self.jobs,
+            terms_wanted=terms,
+            deployment=deployment,
         )
 
 
@@ -219,6 +241,10 @@ async def open_app(settings: KiokuSettings, *, run_jobs: bool = True) -> AsyncIt
         )
         await app.jobs.start()
         stack.push_async_callback(app.jobs.close)
+        if app.follower is not None and run_jobs:
+            # what another gateway wrote reaches this data dir's session_context.md too
+            jobs = app.jobs
+            app.follower.changed = lambda: jobs.records_changed([], export=True)
         # before the jobs and the index close: a follow-up queues a job, writes a point
         stack.push_async_callback(app.writes.close)
         if run_jobs:
@@ -247,6 +273,7 @@ async def open_app(settings: KiokuSettings, *, run_jobs: bool = True) -> AsyncIt
 
 
 GATEWAY_ID_FILE = "gateway.id"
+RECONCILE_LEASE = "reconcile"
 
 
 async def _check_feed(db: Database) -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcp_gateway.common.errors import InvalidInput
-from mcp_gateway.common.inputs import NoteFields, NoteRules
+from mcp_gateway.common.inputs import NoteChanges, NoteFields, NoteRules, RecordChanges
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.common.validation import (
     clean_text,
@@ -30,8 +30,9 @@ from mcp_gateway.records.queries import record_id_for
 # 9999-12-31: a later time cannot be shown as a date
 LATEST = 253_402_300_799.0
 SHOWN_PROBLEMS = 20
-NOTE_HISTORY_FIELDS = ("text", "type", "priority", "domain", "solved_query", "deleted")
-RECORD_HISTORY_FIELDS = ("created", "link", "title", "content", "status", "action_state")
+# what a history entry may name: a field an update changes, or a lifecycle event
+NOTE_HISTORY_FIELDS = (*NoteChanges.model_fields, "deleted")
+RECORD_HISTORY_FIELDS = ("created", "link", *RecordChanges.model_fields)
 _IMPORT_DEFAULTS = {"type": "knowledge"}
 _ULID = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
 _RECORD_ID = re.compile(r"^([A-Z]+)-([A-Z0-9_]{1,16})-([0-9]{3,9})(?:\.([A-Z0-9]{1,24}))?$")

@@ -21,16 +21,12 @@ from mcp_gateway.common.inputs import (
     NoteQuery,
     NoteRules,
     checked_alternatives,
+    checked_filter,
     checked_query,
 )
 from mcp_gateway.common.render import iso
 from mcp_gateway.common.types import Note, SearchResponse
-from mcp_gateway.common.validation import (
-    PRIORITIES,
-    bounded_int,
-    choice,
-    one_line,
-)
+from mcp_gateway.common.validation import bounded_int
 from mcp_gateway.records.model import RECORD_TYPES
 from mcp_gateway.search.request import SearchRequest
 from mcp_gateway.services.app import AppContext
@@ -152,7 +148,7 @@ class NoteService:
         ``behind``: return once the note is committed; its lexical point and job follow
         just after (``writebehind``: the next search still finds it)."""
         app = self.app
-        note, created = await app.notes.add_or_existing(**fields.model_dump(), namespace=namespace)
+        note, created = await app.notes.add_or_existing(fields, namespace)
         if not created:
             return note, False
 
@@ -189,12 +185,13 @@ class NoteService:
         settings = self.app.settings
         alts = checked_alternatives(asked.alternatives, settings.search.max_query_chars)
         top = bounded_int(asked.top, "top", 1, settings.search.max_top)
-        type = choice(asked.type, "type", self.search_types()) if asked.type else ""
-        priority = choice(asked.priority, "priority", PRIORITIES) if asked.priority else ""
+        type, domain, priority = checked_filter(
+            self.search_types(), type=asked.type, domain=asked.domain, priority=asked.priority
+        )
         request = SearchRequest(
             query=checked_query(asked.query, settings.search.max_query_chars),
             type=type,
-            domain=one_line(asked.domain, "domain", 64).lower(),
+            domain=domain,
             top=settings.search.max_top if priority else top,
             namespaces=scope.read,
             alternatives=alts,
@@ -219,8 +216,8 @@ class NoteService:
         # then fail on its point
         await app.writes.caught_up((current.namespace,))
         stored = NoteFields.model_validate(current, from_attributes=True)
-        merged = stored.changed_by(changes).checked(self.rules).model_dump()
-        note, changed = await app.notes.update(current.id, merged)
+        merged = stored.changed_by(changes).checked(self.rules)
+        note, changed = await app.notes.update(current.id, NoteChanges(**merged.model_dump()))
         if "text" in changed or "solved_query" in changed:
             await app.indexer.put_lexical(note)
             await app.jobs.notes_changed([note], export=True)
@@ -252,8 +249,7 @@ class NoteService:
     ) -> NoteList:
         """Live notes the scope can read, newest first; ``after`` pages on."""
         limit = bounded_int(limit, "limit", 1, 1000)
-        if type:
-            type = choice(type, "type", self.app.settings.notes.types)
+        type, _, _ = checked_filter(self.app.settings.notes.types, type=type)
         notes = await self.app.notes.newest(
             namespaces=scope.read, type=type, before_id=after, limit=limit
         )

@@ -31,7 +31,7 @@ class RecordService:
 
     async def add(self, scope: Scope, fields: RecordFields) -> RecordAdded:
         records = self.app.records
-        rec, created = await records.add_or_existing(**fields.model_dump(), scope=scope)
+        rec, created = await records.add_or_existing(fields, scope)
         view = await records.show(rec.id, scope=scope)
         edges = [e for e in view.edges if e.source == rec.id]
         await self.changed([rec.id, *(e.target for e in edges)])
@@ -60,7 +60,7 @@ class RecordService:
         return RecordSearchResponse(query=query, type=type, current_only=current_only, hits=hits)
 
     async def update(self, scope: Scope, id: str, changes: RecordChanges) -> RecordUpdated:
-        out = await self.app.records.update(id, **changes.model_dump(), scope=scope)
+        out = await self.app.records.update(id, changes, scope)
         if any(c.field in _INDEXED_FIELDS for c in out.changes):
             await self.changed([out.record.id])
         return out

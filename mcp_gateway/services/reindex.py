@@ -43,6 +43,10 @@ from mcp_gateway.stores.vectors import content_hash
 
 log = logging.getLogger(__name__)
 
+# a shared Qdrant collection replaced by a rebuild lives this long after the swap:
+# three of the other gateways' checks (index_follow.FOLLOW_EVERY_S)
+SHARED_SWAP_GRACE_S = 15.0
+
 
 @dataclass(slots=True)
 class _Run:
@@ -82,20 +86,22 @@ class Rebuilder:
             spawn(self._go)
         return self.status
 
-    async def rebuild(self) -> RebuildStatus:
-        """Run a whole rebuild in the calling task; returns the final status."""
+    async def rebuild(self, adopted: str | None = None) -> RebuildStatus:
+        """Run a whole rebuild in the calling task; returns the final status.
+        ``adopted``: build this gateway's copy of the collection another gateway of
+        the deployment adopted (``services.index_follow``), adopting nothing itself."""
         if self.status.state == "running":
             return self.status
         self.run_state = _Run(RebuildStatus(state="running"))
-        return await self._go()
+        return await self._go(adopted)
 
-    async def _go(self) -> RebuildStatus:
+    async def _go(self, adopted: str | None = None) -> RebuildStatus:
         async with self._lock:
             st = self.run_state.status
             with anyio.CancelScope() as scope:
                 self._cancel = scope
                 try:
-                    await self._rebuild(st)
+                    await self._rebuild(st, adopted)
                     st.state = "done"
                 except Exception as exc:
                     st.state, st.message = "failed", str(exc)
@@ -115,12 +121,12 @@ class Rebuilder:
             and points >= settings.index.exact_search_below
         )
 
-    async def _rebuild(self, st: RebuildStatus) -> None:
+    async def _rebuild(self, st: RebuildStatus, adopted: str | None = None) -> None:
         app = self.app
         embedder = app.embedder
         live = app.index.current.spec.collection
         spec = IndexSpec(
-            catalog.next_collection(app.settings.index.collection, live),
+            adopted or catalog.next_collection(app.settings.index.collection, live),
             embedder.dim,
             embedder.model_id,
             latent=embedder.latent_terms,
@@ -147,7 +153,7 @@ class Rebuilder:
             )
         start_seq = await app.vectors.last_seq()
         target: Index | None = None
-        adopted = False
+        done = False
         embedded: dict[str, float] = {}  # the out-of-process build marks none
         try:
             if st.out_of_process:
@@ -170,12 +176,18 @@ class Rebuilder:
                     st_bump(st, "records_done"),
                     self._channels,
                 )
-            await catalog.adopt(app.db, spec, applied_seq=start_seq, suffix=app.applier.suffix)
-            adopted = True
+            await catalog.adopt(
+                app.db,
+                spec,
+                applied_seq=start_seq,
+                suffix=app.applier.suffix,
+                cursors_only=adopted is not None,
+            )
+            done = True
             await app.notes.mark_embedded(embedded, spec.model_id)
             old = app.index.swap(target)
         finally:
-            if not adopted:
+            if not done:
                 app.index.end_build()
                 app.index.take_journal()
                 with anyio.CancelScope(shield=True):
@@ -186,6 +198,10 @@ class Rebuilder:
                         catalog.remove_leftovers, app.settings, app.index.spec.collection
                     )
         with anyio.CancelScope(shield=True):
+            if app.settings.shared_store and app.settings.qdrant_url:
+                # one collection on the Qdrant server for every gateway: the others
+                # still search the old one until they follow (services.index_follow)
+                await anyio.sleep(SHARED_SWAP_GRACE_S)
             await old.destroy()
             await app.applier.apply_pending()
             await app.reconcile()

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 # the watched tables' migrations must be registered wherever this one is: a process
 # that opened a new database without them would fail creating the triggers
 from mcp_gateway.records import schema as _records_schema  # noqa: F401
-from mcp_gateway.stores import notes as _notes  # noqa: F401
+from mcp_gateway.stores import notes_schema as _notes_schema  # noqa: F401
 from mcp_gateway.stores.db import Database, register_migration
 
 # ``INSERT`` into ``changes`` at the counter's new value; ``{kind}``/``{sid}`` filled in

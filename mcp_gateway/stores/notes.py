@@ -11,134 +11,23 @@ identical adds racing each other still store one row.
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 import time
-import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
 from ulid import ULID
 
 from mcp_gateway.common.errors import NotFound
+from mcp_gateway.common.inputs import NoteChanges, NoteFields
 from mcp_gateway.common.types import Note
-from mcp_gateway.stores.db import Database, register_migration
+from mcp_gateway.stores import notes_schema  # noqa: F401  (the tables this store owns)
+from mcp_gateway.stores.db import Database
+from mcp_gateway.stores.note_keys import backfill, normalised, text_key
 
-register_migration(
-    "notes",
-    1,
-    """
-    CREATE TABLE notes (
-        id TEXT PRIMARY KEY,
-        text TEXT NOT NULL,
-        type TEXT NOT NULL,
-        priority TEXT NOT NULL DEFAULT '',
-        domain TEXT NOT NULL DEFAULT '',
-        solved_query TEXT NOT NULL DEFAULT '',
-        namespace TEXT NOT NULL DEFAULT 'default',
-        created_at REAL NOT NULL,
-        updated_at REAL NOT NULL,
-        deleted INTEGER NOT NULL DEFAULT 0,
-        embedded_model TEXT
-    );
-    CREATE INDEX notes_recent ON notes(namespace, type, deleted, created_at DESC);
-    CREATE INDEX notes_pending ON notes(embedded_model, deleted);
-    CREATE TABLE note_history (
-        note_id TEXT NOT NULL,
-        changed_at REAL NOT NULL,
-        field TEXT NOT NULL,
-        old_value TEXT,
-        new_value TEXT
-    );
-    CREATE INDEX note_history_note ON note_history(note_id, changed_at);
-    """,
-)
-
-register_migration(
-    "notes_dedup",
-    1,
-    """
-    ALTER TABLE notes ADD COLUMN content_hash TEXT;
-    CREATE INDEX notes_content ON notes(namespace, type, content_hash) WHERE deleted = 0;
-    -- rows written before this migration; filled in by the first add (see _backfill)
-    CREATE INDEX notes_unhashed ON notes(id) WHERE content_hash IS NULL;
-    """,
-)
-
-register_migration(
-    "notes_order",
-    1,
-    # Every search's recency read orders by (created_at, id): with id in the index too,
-    # SQLite walks each (namespace, type) run newest first and stops at the limit,
-    # instead of sorting every lesson and conclusion (10k notes: 2.0 -> 0.15 ms a read,
-    # bench/LOG.md).
-    """
-    DROP INDEX IF EXISTS notes_recent;
-    CREATE INDEX notes_recent ON notes(namespace, type, deleted, created_at DESC, id DESC);
-    """,
-)
-
-# PostgreSQL starts at the schema the three SQLite migrations above reach together. Ids
-# compare byte by byte (COLLATE "C"), as in SQLite and Python, whatever the database's
-# collation: id order pages and merges the same on both backends.
-register_migration(
-    "notes",
-    1,
-    """
-    CREATE TABLE notes (
-        id TEXT COLLATE "C" PRIMARY KEY,
-        text TEXT NOT NULL,
-        type TEXT NOT NULL,
-        priority TEXT NOT NULL DEFAULT '',
-        domain TEXT NOT NULL DEFAULT '',
-        solved_query TEXT NOT NULL DEFAULT '',
-        namespace TEXT NOT NULL DEFAULT 'default',
-        created_at DOUBLE PRECISION NOT NULL,
-        updated_at DOUBLE PRECISION NOT NULL,
-        deleted INTEGER NOT NULL DEFAULT 0,
-        embedded_model TEXT,
-        content_hash TEXT
-    );
-    CREATE INDEX notes_recent ON notes(namespace, type, deleted, created_at DESC, id DESC);
-    CREATE INDEX notes_pending ON notes(embedded_model, deleted);
-    CREATE INDEX notes_content ON notes(namespace, type, content_hash) WHERE deleted = 0;
-    CREATE INDEX notes_unhashed ON notes(id) WHERE content_hash IS NULL;
-    CREATE TABLE note_history (
-        note_id TEXT NOT NULL,
-        changed_at DOUBLE PRECISION NOT NULL,
-        field TEXT NOT NULL,
-        old_value TEXT,
-        new_value TEXT
-    );
-    CREATE INDEX note_history_note ON note_history(note_id, changed_at);
-    """,
-    dialect="postgres",
-)
-
-_COLUMNS = (
-    "id, text, type, priority, domain, solved_query, namespace, created_at, updated_at, "
-    "deleted, embedded_model"
-)
-EDITABLE = ("text", "type", "priority", "domain", "solved_query")
-
-
-def normalised(text: str) -> str:
-    """The text two notes must share to be the same note: NFC, whitespace runs as one
-    space (a re-sent note often differs only in line breaks or trailing spaces)."""
-    return " ".join(unicodedata.normalize("NFC", text).split())
-
-
-def text_key(text: str) -> str:
-    return hashlib.sha256(normalised(text).encode("utf-8")).hexdigest()
-
-
-def _backfill(conn: sqlite3.Connection) -> None:
-    rows = conn.execute("SELECT id, text FROM notes WHERE content_hash IS NULL").fetchall()
-    if rows:
-        conn.executemany(
-            "UPDATE notes SET content_hash = ? WHERE id = ?",
-            [(text_key(r["text"]), r["id"]) for r in rows],
-        )
+# a row read whole is a Note: the columns are its fields
+_COLUMNS = ", ".join(Note.model_fields)
+EDITABLE = tuple(NoteChanges.model_fields)
 
 
 def _note(row: sqlite3.Row) -> Note:
@@ -179,62 +68,36 @@ class NoteStore:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    async def add(
-        self,
-        text: str,
-        type: str,
-        *,
-        priority: str = "",
-        domain: str = "",
-        solved_query: str = "",
-        namespace: str = "default",
-    ) -> Note:
+    async def add(self, fields: NoteFields, namespace: str = "default") -> Note:
         """Store a note, or return the identical live note already stored (same
         normalised text, type and namespace; see ``add_or_existing``)."""
-        note, _created = await self.add_or_existing(
-            text,
-            type,
-            priority=priority,
-            domain=domain,
-            solved_query=solved_query,
-            namespace=namespace,
-        )
+        note, _created = await self.add_or_existing(fields, namespace)
         return note
 
     async def add_or_existing(
-        self,
-        text: str,
-        type: str,
-        *,
-        priority: str = "",
-        domain: str = "",
-        solved_query: str = "",
-        namespace: str = "default",
+        self, fields: NoteFields, namespace: str = "default"
     ) -> tuple[Note, bool]:
-        """(note, True) for a new note; (the existing note, False) for an exact repeat."""
+        """(note, True) for a new note; (the existing note, False) for an exact repeat.
+        ``fields`` come checked (``NoteFields.checked``: the service's job)."""
         now = time.time()
         note = Note(
             id=str(ULID()),
-            text=text,
-            type=type,
-            priority=priority,  # type: ignore[arg-type]
-            domain=domain,
-            solved_query=solved_query,
+            **fields.model_dump(),
             namespace=namespace,
             created_at=now,
             updated_at=now,
         )
-        key, same = text_key(text), normalised(text)
+        key, same = text_key(note.text), normalised(note.text)
         row = note.model_dump(exclude={"embedded_model"})
         row["deleted"] = 0
         row["content_hash"] = key
 
         def apply(conn: sqlite3.Connection) -> tuple[Note, bool]:
-            _backfill(conn)
+            backfill(conn)
             for found in conn.execute(
                 f"SELECT {_COLUMNS} FROM notes WHERE namespace = ? AND type = ? "
                 "AND content_hash = ? AND deleted = 0 ORDER BY id",
-                (namespace, type, key),
+                (namespace, note.type, key),
             ):
                 if normalised(found["text"]) == same:  # not just the same hash
                     return _note(found), False
@@ -261,8 +124,8 @@ class NoteStore:
         )
         return {row["id"]: _note(row) for row in rows}
 
-    async def update(self, note_id: str, changes: dict[str, Any]) -> tuple[Note, list[str]]:
-        """Apply ``changes`` (fields in ``EDITABLE``), keeping each old value in history.
+    async def update(self, note_id: str, changes: NoteChanges) -> tuple[Note, list[str]]:
+        """Apply ``changes`` (checked), keeping each old value in history.
 
         Returns the updated note and the names of the fields that really changed.
         """
@@ -273,7 +136,7 @@ class NoteStore:
             ).fetchone()
             if row is None:
                 raise NotFound(f"no note with id {note_id!r}", kind="note")
-            return _change(conn, row, changes, time.time())
+            return _change(conn, row, changes.given(), time.time())
 
         changed = await self.db.transaction(apply)
         return await self.get(note_id), changed

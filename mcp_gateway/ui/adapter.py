@@ -25,9 +25,8 @@ import anyio
 
 from mcp_gateway.common.access import Scope, settings_scope
 from mcp_gateway.common.errors import InvalidInput
-from mcp_gateway.common.inputs import NoteChanges, NoteQuery, fill
+from mcp_gateway.common.inputs import NoteChanges, NoteQuery, checked_filter, fill
 from mcp_gateway.common.types import Note, SearchResponse
-from mcp_gateway.common.validation import PRIORITIES, choice, one_line
 from mcp_gateway.jobs import failures
 from mcp_gateway.jobs import session_context as export
 from mcp_gateway.records.model import RecordGraph, RecordSearchHit, RecordView
@@ -84,11 +83,14 @@ async def browse(
 ) -> list[Note]:
     """Notes newest written first (``before``: the last id of the previous page), read
     through the note store like every other listing."""
+    type, domain, priority = checked_filter(
+        app.settings.notes.types, type=type, domain=domain, priority=priority
+    )
     return await app.notes.newest(
         namespaces=_namespaces(caller, namespace),
-        type=choice(type, "type", app.settings.notes.types) if type else "",
-        domain=one_line(domain, "domain", 64).lower() if domain else "",
-        priority=choice(priority, "priority", PRIORITIES) if priority else None,
+        type=type,
+        domain=domain,
+        priority=priority or None,
         deleted=deleted,
         before_id=before,
         limit=limit,

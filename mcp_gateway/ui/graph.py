@@ -20,7 +20,11 @@ from markupsafe import Markup
 from mcp_gateway.records.model import RELATIONS, Edge, Record, RecordGraph
 
 NODE_W, NODE_H, GAP_X, GAP_Y, PAD = 236, 78, 90, 26, 16
-TITLE_COLS = 34  # a title wraps onto two lines of this many columns
+# A title is HTML text in the box (a foreignObject): the browser wraps it in any script
+# (English at spaces, Japanese anywhere, Thai at its word breaks) and clamps it to two
+# lines with an ellipsis, in whatever font it has; the box's tooltip holds it whole.
+# (Cut to a number of columns here, a line of wide Latin letters drew past the box.)
+TITLE_INSET, TITLE_TOP, TITLE_H = 10, 24, 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,22 +59,6 @@ def layout(graph: RecordGraph) -> dict[str, Placed]:
         rows[col] = row + 1
         placed[rec.id] = Placed(rec, PAD + col * (NODE_W + GAP_X), PAD + row * (NODE_H + GAP_Y))
     return placed
-
-
-def _wrap2(text: str, width: int) -> tuple[str, str]:
-    """Two lines of ``width`` columns, the second clipped (the box's tooltip and the
-    record's page have the whole title). Breaks at a space when there is one (English);
-    Japanese and Thai break anywhere."""
-    whole = " ".join(text.split())
-    first = _clip(whole, width)
-    if first == whole:
-        return first, ""
-    first = first.removesuffix("…")
-    cut = first.rfind(" ")
-    if cut > len(first) // 2:
-        first = first[:cut]
-    rest = whole[len(first) :].strip()
-    return first, _clip(rest, width)
 
 
 def _clip(text: str, width: int) -> str:
@@ -143,7 +131,6 @@ def render(graph: RecordGraph, *, focus: str, head: str, base: str = "/ui") -> M
             classes.append("head")
         if rid == focus:
             classes.append("focus")
-        lines = _wrap2(rec.title, TITLE_COLS)
         state = f"{rec.type} · {rec.status} · {rec.action_state}"
         if rid in retired:
             state += " · retired"
@@ -154,25 +141,25 @@ def render(graph: RecordGraph, *, focus: str, head: str, base: str = "/ui") -> M
                 '<a href="{href}" class="{cls}"><title>{rid}: {title}</title>'
                 '<rect x="{x:.0f}" y="{y:.0f}" width="{w}" height="{h}" rx="6"/>'
                 '<text class="rid" x="{tx:.0f}" y="{y1:.0f}">{rid}</text>'
-                '<text class="rtitle" x="{tx:.0f}" y="{y2:.0f}">{line1}</text>'
-                '<text class="rtitle" x="{tx:.0f}" y="{y2b:.0f}">{line2}</text>'
+                '<foreignObject x="{tx:.0f}" y="{y2:.0f}" width="{tw}" height="{th}">'
+                '<div xmlns="http://www.w3.org/1999/xhtml" class="rtitle">{title}</div>'
+                "</foreignObject>"
                 '<text class="rstate" x="{tx:.0f}" y="{y3:.0f}">{state}</text></a>'
             ).format(
                 href=f"{base}/records/{rid}",
                 cls=" ".join(classes),
                 rid=rid,
                 title=rec.title,
-                line1=lines[0],
-                line2=lines[1],
                 state=_clip(state, 42),
                 x=p.x,
                 y=p.y,
                 w=NODE_W,
                 h=NODE_H,
-                tx=p.x + 10,
+                tx=p.x + TITLE_INSET,
                 y1=p.y + 18,
-                y2=p.y + 36,
-                y2b=p.y + 52,
+                y2=p.y + TITLE_TOP,
+                tw=NODE_W - 2 * TITLE_INSET,
+                th=TITLE_H,
                 y3=p.y + 69,
             )
         )

@@ -127,7 +127,7 @@ async def login(request: Request) -> Response:
 async def signin_link(request: Request) -> Response:
     """A one-time code minted by ``kioku ui`` (see session.py)."""
     ui = ui_of(request)
-    grant = ui.keys.redeem(request.query_params.get("code", ""))
+    grant = await anyio.to_thread.run_sync(ui.keys.redeem, request.query_params.get("code", ""))
     if grant is None:
         await anyio.sleep(_FAILED_SIGNIN_DELAY_S)
         return page(
@@ -144,7 +144,7 @@ async def signin_link(request: Request) -> Response:
 async def logout(request: Request, who: Viewer) -> Response:
     ui = ui_of(request)
     if who.session is not None:
-        ui.keys.revoke(who.session)
+        await anyio.to_thread.run_sync(ui.keys.revoke, who.session)
     response = RedirectResponse(f"{ui.base}/login", status_code=303)
     response.delete_cookie(ui.keys.cookie_name, path=ui.base + "/")
     return response
@@ -202,7 +202,9 @@ def ui_mount(
     """
     if not isinstance(ref, AppRef):
         ref = AppRef(ref)
-    ui = Ui(settings, Keys.for_settings(settings), ref, verifier, allowed_hosts)
+    # a shared truth store keeps the browser's sign-in state (stores.signins): the
+    # stores are open by now wherever several gateways can share one
+    ui = Ui(settings, Keys.for_settings(settings, ref.app), ref, verifier, allowed_hosts)
     return Mount(ui.base, app=build_ui(ui))
 
 

@@ -13,10 +13,14 @@ Two keys are derived from the secret:
   environment) mints codes the server accepts. A code is single-use and lives 2 minutes.
 
 Used codes and signed-out sessions are kept in the data dir (``spent``), shared by
-every mount and kept across restarts.
+every mount and kept across restarts. Gateways sharing a truth store (``database_url``)
+keep the secret, used codes and sign-outs in it instead (``stores.signins``): a cookie
+or a code from one gateway works on every other, a code works once in the whole
+deployment, and a sign-out on one gateway ends the session on all of them.
 
-Verified by tests/test_ui_units.py (tampering, expiry, reuse, token rotation) and
-tests/test_ui_door.py (reuse across mounts and restarts).
+Verified by tests/test_ui_units.py (tampering, expiry, reuse, token rotation),
+tests/test_ui_door.py (reuse across mounts and restarts) and
+tests/test_ui_gateways.py (two gateways on one PostgreSQL database).
 """
 
 from __future__ import annotations
@@ -34,7 +38,9 @@ from pathlib import Path
 
 from mcp_gateway.common import keyfile
 from mcp_gateway.common.settings import KiokuSettings
-from mcp_gateway.ui.spent import Spent
+from mcp_gateway.services.app import AppContext
+from mcp_gateway.services.ui_signins import deployment_secret, shared_signins
+from mcp_gateway.ui.spent import SignInState, Spent
 
 log = logging.getLogger(__name__)
 
@@ -88,9 +94,12 @@ class Session:
 class Keys:
     """Signs and checks session cookies, CSRF tokens and sign-in codes."""
 
-    def __init__(self, secret: bytes, tokens: bytes = b"", spent: Spent | None = None) -> None:
+    def __init__(
+        self, secret: bytes, tokens: bytes = b"", spent: SignInState | None = None
+    ) -> None:
         """``spent``: where used codes and sign-outs are kept (default: this process's
-        memory; ``for_settings`` uses the data dir's, shared by every mount)."""
+        memory; ``for_settings`` uses the data dir's, shared by every mount, or the
+        shared truth store's)."""
         self._session = hmac.new(secret, b"kioku-ui-session\0" + tokens, "sha256").digest()
         self._signin = hmac.new(secret, b"kioku-ui-signin", "sha256").digest()
         # cookie name differs per key: two kioku UIs on one host (cookies ignore the
@@ -99,7 +108,12 @@ class Keys:
         self._spent = spent or Spent(None)
 
     @classmethod
-    def for_settings(cls, settings: KiokuSettings) -> Keys:
+    def for_settings(cls, settings: KiokuSettings, app: AppContext | None = None) -> Keys:
+        """The data dir's key and state; with a shared truth store (``app``'s, opened),
+        the deployment's (``stores.signins``)."""
+        shared = shared_signins(app) if settings.shared_store else None
+        if shared is not None:
+            return cls(shared.secret(), token_digest(settings), shared)
         spent = Spent.for_data_dir(settings.data_dir)
         return cls(load_secret(settings.data_dir), token_digest(settings), spent)
 
@@ -172,7 +186,10 @@ class Keys:
 
 
 def mint_signin_code(settings: KiokuSettings, grant: str) -> str:
-    """A one-time code for ``grant``, from the data dir's key (``kioku ui``)."""
+    """A one-time code for ``grant``, from the data dir's key (``kioku ui``), or with a
+    shared truth store from the deployment's secret there (any gateway accepts it)."""
     with contextlib.suppress(OSError):
         settings.data_dir.mkdir(parents=True, exist_ok=True)
+    if settings.shared_store:
+        return Keys(deployment_secret(settings)).signin_code(grant)
     return Keys(load_secret(settings.data_dir)).signin_code(grant)

@@ -11,6 +11,9 @@ disk (SQLite's commit) before the browser gets its cookie. Rows leave with their
 
 A data dir that cannot hold the file (read-only) falls back to this process's memory,
 with a warning: codes then work once per process.
+
+Gateways sharing a truth store keep this state there instead (``stores.signins``):
+``SignInState`` is what both offer.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Protocol
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +35,16 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS used_codes (nonce TEXT PRIMARY KEY, expires REAL NOT NULL);"
     "CREATE TABLE IF NOT EXISTS revoked_sessions (sid TEXT PRIMARY KEY, expires REAL NOT NULL);"
 )
+
+
+class SignInState(Protocol):
+    """Where used sign-in codes and signed-out sessions are kept."""
+
+    def spend_code(self, nonce: str, expires: float) -> bool: ...
+
+    def revoke(self, sid: str, expires: float) -> None: ...
+
+    def revoked(self, sid: str) -> bool: ...
 
 
 class Spent:

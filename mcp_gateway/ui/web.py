@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import parse_qsl, quote, urlsplit
 
+import anyio
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from mcp.server.auth.provider import AccessToken
 from starlette.requests import Request
@@ -139,7 +140,9 @@ async def viewer(request: Request) -> Viewer | None:
             return None
         grant = token.client_id
     else:
-        session = ui.keys.read_session(request.cookies.get(ui.keys.cookie_name))
+        cookie = request.cookies.get(ui.keys.cookie_name)
+        # a store read (sign-outs): off the event loop
+        session = await anyio.to_thread.run_sync(ui.keys.read_session, cookie) if cookie else None
         if session is None:
             return None
         grant = session.grant

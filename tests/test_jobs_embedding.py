@@ -127,7 +127,7 @@ async def test_past_the_draft_limit_a_backlog_is_embedded_exactly_at_once(
     half = len(BURST) // 2
     settings = with_embedder(settings, draft_limit=half, batch_size=half, draft_backlog=2)
     async with open_app(settings) as app:
-        notes = [await app.notes.add(text, "note") for text in BURST]
+        notes = [await app.notes.add(NoteFields(text=text, type="note")) for text in BURST]
         first, second = notes[:half], notes[half:]
         await app.jobs.notes_changed(first)
         await app.settle()

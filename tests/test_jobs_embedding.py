@@ -130,3 +130,27 @@ async def test_an_idle_batcher_embeds_the_drafts_exactly_without_reconcile(
             assert not draft
             np.testing.assert_allclose(vector, await exact(app, note), atol=1e-5)
         assert not await app.vectors.drafts(app.embedder.model_id)
+
+
+async def test_past_the_draft_limit_a_backlog_is_embedded_exactly_at_once(
+    settings: KiokuSettings,
+) -> None:
+    # a bulk import: the first backlog is drafted (searchable sooner); once that many
+    # drafts wait for their exact pass, the next backlog gets one pass, the exact one
+    half = len(BURST) // 2
+    settings = with_embedder(settings, draft_limit=half, batch_size=half, draft_backlog=2)
+    async with open_app(settings) as app:
+        notes = [await app.notes.add(NoteFields(text=text, type="note")) for text in BURST]
+        first, second = notes[:half], notes[half:]
+        await app.jobs.notes_changed(first)
+        await app.settle()
+        await app.jobs.notes_changed(second)
+        await app.settle()
+        assert {draft for _, draft in (await stored(app, first)).values()} == {True}
+        assert await app.vectors.draft_count(app.embedder.model_id, 100) == len(first)
+        final = await stored(app, second)
+        for note in second:
+            vector, draft = final[note.id]
+            assert not draft
+            np.testing.assert_allclose(vector, await exact(app, note), atol=1e-5)
+        assert (await app.jobs.stats())["drafted"] == len(first)

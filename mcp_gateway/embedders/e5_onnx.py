@@ -207,11 +207,12 @@ class OnnxE5:
     ) -> tuple[np.ndarray, list[SparseVector] | None]:
         """Dense vectors [len(texts), dim] and, when ``terms`` and an autoencoder is
         loaded, each text's ``keep`` strongest latent terms, from one forward pass;
-        ``draft``: on the int8 graph where it is loaded (``makes_drafts``)."""
+        ``draft``: on the int8 graph where it is loaded (``makes_drafts``), each text's
+        first window only."""
         collect = terms and self._sae_features is not None
         found: list[list[np.ndarray]] | None = [[] for _ in texts] if collect else None
         graph = "int8" if draft and "int8" in self._graphs else self._graph_for(prefix)
-        vectors = self._embed(texts, prefix, threads, found, graph)
+        vectors = self._embed(texts, prefix, threads, found, graph, first_window=draft)
         if found is None:
             return vectors, None
         return vectors, [self._terms(states, threads, keep) for states in found]
@@ -236,9 +237,14 @@ class OnnxE5:
         threads: int,
         states: list[list[np.ndarray]] | None = None,
         graph: str | None = None,
+        first_window: bool = False,
     ) -> np.ndarray:
-        """Unit vectors; with ``states``, each text's own token states appended to its list."""
+        """Unit vectors; with ``states``, each text's own token states appended to its list;
+        ``first_window``: each text's first 510 tokens only (a draft: a 32 KB note's
+        draft then costs one window, not its ~20, and the exact pass reads it whole)."""
         windows = self._windows(texts, prefix)
+        if first_window:  # a text's windows come in order, one after the other
+            windows = [w for i, w in enumerate(windows) if i == 0 or windows[i - 1].text != w.text]
         sums = np.zeros((len(texts), self.dim), np.float64)
         weights = np.zeros(len(texts), np.float64)
         graph = graph or self._graph_for(prefix)

@@ -10,7 +10,7 @@ WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY mcp_gateway ./mcp_gateway
 COPY workers ./workers
-RUN pip install ".[postgres]" \
+RUN pip install ".[postgres,qdrant]" \
     && useradd --create-home --uid 10001 kioku \
     && mkdir -p /data && chown kioku:kioku /data
 

@@ -191,7 +191,7 @@ async def burst(
     )
     print(
         f"settled (no draft left) {settled_s:.1f} s after the first add "
-        f"({n / settled_s:.1f} notes/s drafted and exact, on one document thread)"
+        f"({n / settled_s:.1f} notes/s drafted and exact); load {os.getloadavg()[0]:.1f}"
     )
     print(
         f"search (new query, server side) during the burst{'' if busy else ' (burst done)'}: "

@@ -154,8 +154,9 @@ def test_the_proxy_sends_each_session_to_one_gateway(compose: dict[str, Any], se
     # go back there (stored from the response, matched on each request)
     assert "stick store-response res.hdr(mcp-session-id)" in text
     assert "stick on req.hdr(mcp-session-id)" in text
-    # the image the gateways run can open PostgreSQL
-    assert 'pip install ".[postgres]"' in (ROOT / "Dockerfile").read_text()
+    # the image the gateways run can open PostgreSQL and the Qdrant server (compose's
+    # KIOKU_QDRANT_URL): both are extras
+    assert 'pip install ".[postgres,qdrant]"' in (ROOT / "Dockerfile").read_text()
 
 
 def test_services_reach_each_other_by_the_urls_in_the_environment(services) -> None:

@@ -49,7 +49,7 @@ def _top_level_imports(folders: list[str]) -> dict[str, str]:
 
 
 # optional backends: (module, its extra); only that module may import the extra's packages
-OPTIONAL = {"mcp_gateway/stores/pg.py": "postgres"}
+OPTIONAL = {"mcp_gateway/stores/pg.py": "postgres", "mcp_gateway/index/qdrant.py": "qdrant"}
 
 
 def _undeclared(folders: list[str], declared: set[str]) -> list[str]:
@@ -77,12 +77,38 @@ def test_every_import_of_the_tests_is_declared_for_dev() -> None:
 
 
 def test_the_embedded_default_needs_no_optional_driver() -> None:
-    """Opening a SQLite store (the whole app's imports) loads no PostgreSQL driver."""
+    """Opening a SQLite store (the whole app's imports) loads no PostgreSQL driver and no
+    Qdrant client (both are extras)."""
     code = (
         "import sys, tempfile, pathlib\n"
         "import mcp_gateway.services.app, workers.settings\n"
         "from mcp_gateway.stores.db import Database\n"
         "db = Database(pathlib.Path(tempfile.mkdtemp()) / 'k.sqlite3'); db.open_sync()\n"
         "assert not [m for m in sys.modules if m.startswith('psycopg')], 'driver loaded'\n"
+        "assert not [m for m in sys.modules if m.startswith('qdrant_client')], 'client loaded'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, timeout=120)
+
+
+def test_a_qdrant_server_without_its_extra_says_how_to_install_it(tmp_path: Path) -> None:
+    """qdrant-client is the `qdrant` extra: configured without it, opening the index
+    names the extra (here the package is hidden from the import system)."""
+    code = (
+        "import sys, asyncio, pathlib\n"
+        "sys.modules['qdrant_client'] = None  # not installed\n"
+        "from mcp_gateway.common.errors import StoreUnavailable\n"
+        "from mcp_gateway.common.settings import KiokuSettings\n"
+        "from mcp_gateway.index.base import IndexSpec\n"
+        "from mcp_gateway.index.catalog import open_index\n"
+        f"s = KiokuSettings(data_dir=pathlib.Path({str(tmp_path)!r}), "
+        "qdrant_url='http://127.0.0.1:9')\n"
+        "try:\n"
+        "    asyncio.run(open_index(s, IndexSpec('c', 384, 'm')))\n"
+        "except StoreUnavailable as exc:\n"
+        "    print(exc)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, timeout=120, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "pip install 'kioku[qdrant]'" in done.stdout

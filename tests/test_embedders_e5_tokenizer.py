@@ -74,3 +74,25 @@ def test_every_metaspace_starts_a_piece(pair: tuple[UnigramTokenizer, E5]) -> No
     # What lets the port solve each ▁-run on its own (see the module docstring).
     vocab = e5_file.load(model_path("original")).vocab
     assert not [p for p in vocab.pieces if META in p[1:]]
+
+
+def test_the_piece_table_answers_as_a_dict_of_the_pieces_would() -> None:
+    # The tokenizer looks pieces up in arrays (``PieceTable``), not a dict of 250k
+    # strings: the same id for every piece (the first of equal pieces), none for "" or
+    # the unknown piece, and the same ids for every benchmark text.
+    vocab = e5_file.load(model_path("original")).vocab
+    pieces = vocab.pieces
+    ref = {p: i for i, p in reversed(list(enumerate(pieces)))}
+    ref.pop("", None)
+    if ref.get(pieces[vocab.unk]) == vocab.unk:
+        del ref[pieces[vocab.unk]]
+    tok = UnigramTokenizer(vocab)
+    assert [p for p, i in ref.items() if tok._pieces.get(p) != i] == []
+    assert tok._pieces.get("") is None and tok._pieces.get(pieces[vocab.unk]) is None
+    assert tok._pieces.get("▁no-such-piece-anywhere") is None
+
+    reference = UnigramTokenizer(vocab)
+    reference._pieces = ref  # type: ignore[assignment]  # the dict it replaced
+    memories = [json.loads(line)["text"] for line in (DATA / "memories.jsonl").open()]
+    for text in [*memories, *ODD]:
+        assert tok.encode(text) == reference.encode(text), text

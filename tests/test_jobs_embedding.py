@@ -45,6 +45,15 @@ def with_embedder(settings: KiokuSettings, **changes: object) -> KiokuSettings:
     return settings.model_copy(update={"embedder": settings.embedder.model_copy(update=changes)})
 
 
+async def opened_quiet(app: AppContext) -> AppContext:
+    """``app`` once its start-up reconcile has run: that pass runs beside the test's
+    first writes, and a note it finds without a vector it queues (its job then embeds
+    the note alone, exactly, or redoes a draft), so every count here could be one off;
+    the next pass is ``queue.reconcile_every_s`` (300 s) away."""
+    await app.reconciled.wait()
+    return app
+
+
 async def stored(app: AppContext, notes: Sequence[Note]) -> dict[str, tuple[list[float], bool]]:
     found = await app.vectors.get("note", app.embedder.model_id, [n.id for n in notes])
     return {sid: (v.vector, v.draft) for sid, v in found.items()}
@@ -57,6 +66,7 @@ async def exact(app: AppContext, note: Note) -> np.ndarray:
 
 async def test_a_backlog_is_drafted_then_embedded_exactly(settings: KiokuSettings) -> None:
     async with open_app(settings) as app:
+        await opened_quiet(app)
         assert app.prefetcher is None
         assert app.embedder.makes_drafts
         notes = [await app.notes.add(NoteFields(text=text, type="note")) for text in BURST]
@@ -81,6 +91,7 @@ async def test_a_backlog_is_drafted_then_embedded_exactly(settings: KiokuSetting
 
 async def test_a_note_or_two_are_embedded_exactly_at_once(settings: KiokuSettings) -> None:
     async with open_app(settings) as app:
+        await opened_quiet(app)
         notes = [await app.notes.add(NoteFields(text=text, type="note")) for text in BURST[:2]]
         await app.jobs.notes_changed(notes)
         await app.settle()
@@ -92,6 +103,7 @@ async def test_no_drafts_when_turned_off(settings: KiokuSettings) -> None:
         update={"embedder": settings.embedder.model_copy(update={"draft_backlog": 0})}
     )
     async with open_app(settings) as app:
+        await opened_quiet(app)
         notes = [await app.notes.add(NoteFields(text=text, type="note")) for text in BURST]
         await app.jobs.notes_changed(notes)
         await app.settle()
@@ -103,6 +115,7 @@ async def test_an_idle_batcher_embeds_the_drafts_exactly_without_reconcile(
 ) -> None:
     settings = with_embedder(settings, exact_after_idle_s=0.2)
     async with open_app(settings) as app:
+        await opened_quiet(app)
         notes = [await app.notes.add(NoteFields(text=text, type="note")) for text in BURST]
         await app.jobs.notes_changed(notes)  # one batch: a backlog, drafted
         await app.settle()
@@ -117,3 +130,27 @@ async def test_an_idle_batcher_embeds_the_drafts_exactly_without_reconcile(
             assert not draft
             np.testing.assert_allclose(vector, await exact(app, note), atol=1e-5)
         assert not await app.vectors.drafts(app.embedder.model_id)
+
+
+async def test_past_the_draft_limit_a_backlog_is_embedded_exactly_at_once(
+    settings: KiokuSettings,
+) -> None:
+    # a bulk import: the first backlog is drafted (searchable sooner); once that many
+    # drafts wait for their exact pass, the next backlog gets one pass, the exact one
+    half = len(BURST) // 2
+    settings = with_embedder(settings, draft_limit=half, batch_size=half, draft_backlog=2)
+    async with open_app(settings) as app:
+        notes = [await app.notes.add(NoteFields(text=text, type="note")) for text in BURST]
+        first, second = notes[:half], notes[half:]
+        await app.jobs.notes_changed(first)
+        await app.settle()
+        await app.jobs.notes_changed(second)
+        await app.settle()
+        assert {draft for _, draft in (await stored(app, first)).values()} == {True}
+        assert await app.vectors.draft_count(app.embedder.model_id, 100) == len(first)
+        final = await stored(app, second)
+        for note in second:
+            vector, draft = final[note.id]
+            assert not draft
+            np.testing.assert_allclose(vector, await exact(app, note), atol=1e-5)
+        assert (await app.jobs.stats())["drafted"] == len(first)

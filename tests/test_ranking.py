@@ -312,3 +312,32 @@ def test_a_note_not_embedded_yet_is_judged_on_its_words_and_the_channel() -> Non
     fused = fuse(dense, sparse, params, channels=[[hit("q", 0.5, dense=False), hit("a", 0.3)]])
     by_id = {c.point_id: c for c in fused}
     assert by_id["q"].score > by_id["p"].score
+
+
+def test_a_channel_abstains_on_a_memory_it_cannot_read() -> None:
+    """An English-only channel (``channel_reads``) gives a Japanese memory nothing; the
+    memory's semantic score is scaled by the weight the channel would have added, so
+    the channel neither lifts the English neighbour above it nor pushes it down."""
+    params = RankingParams()
+    dense = [hit("ja", 0.90, script="cjk"), hit("en", 0.86), hit("x", 0.70)]
+    english_only = [[hit("en", 0.60), hit("x", 0.30), hit("ja", 0.05, script="cjk")]]
+    blind = fuse(dense, [], params, channels=english_only)
+    assert ids(blind)[0] == "en"  # the channel pushed the answer down
+    fair = fuse(dense, [], params, channels=english_only, channel_reads=[frozenset({"latin"})])
+    assert ids(fair)[0] == "ja"
+    alone = {c.point_id: c.score for c in fuse(dense, [], params)}
+    scaled = {c.point_id: c.score for c in fair}
+    total = params.dense_weight + params.channel_weight
+    assert abs(scaled["ja"] - alone["ja"] * total / params.dense_weight) < 1e-9
+    # a channel that reads every script changes nothing
+    same = fuse(dense, [], params, channels=english_only, channel_reads=[None])
+    assert [c.score for c in same] == [c.score for c in blind]
+
+
+def test_a_channel_weight_of_its_own() -> None:
+    params = RankingParams()
+    dense = [hit("a", 0.9), hit("b", 0.8)]
+    channel = [[hit("b", 0.9), hit("a", 0.1)]]
+    light = {c.point_id: c.channel_part for c in fuse(dense, [], params, channels=channel)}
+    heavy = fuse(dense, [], params, channels=channel, channel_weights=[2 * params.channel_weight])
+    assert {c.point_id: c.channel_part for c in heavy}["b"] == 2 * light["b"]

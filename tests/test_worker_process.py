@@ -180,8 +180,14 @@ def test_each_worker_has_its_own_health_check(
 ) -> None:
     """Two workers on one host (as two replicas would be): SIGTERM of one leaves the
     other's check passing at once; a worker SIGKILLed leaves its key behind, but it
-    no longer counts; with none running, the check fails."""
+    no longer counts; with none running, the check fails.
+
+    A key lives one second past its refresh interval, so at the default 30 s a worker
+    slowed past that second (a loaded machine: model loads, two workers starting) let
+    its key lapse mid-test, and the survivor's check or the SIGKILLed key's count
+    failed. The interval is an hour here: no key expires while the test runs."""
     env = worker_env(make_settings(tmp_path, redis_db))
+    env["KIOKU_QUEUE__HEALTH_CHECK_INTERVAL_S"] = "3600"
     workers = [
         subprocess.Popen(kioku("worker"), env=env, stderr=subprocess.DEVNULL) for _ in range(2)
     ]

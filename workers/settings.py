@@ -37,7 +37,6 @@ def _job(name: str) -> Any:
 # Lock-busy retries of a singleton count as tries in arq; the contract bounds real
 # failures itself (``contract.run_singleton``), so arq's own limit is set out of reach.
 SINGLETON_MAX_TRIES = 1_000_000
-HEALTH_CHECK_INTERVAL_S = 30
 Hook = Callable[[dict[str, Any]], Awaitable[None]]
 
 
@@ -124,7 +123,7 @@ def worker_settings(
         "redis_settings": RedisSettings.from_dsn(settings.redis_url),
         "queue_name": names.queue,
         "health_check_key": names.health_key(host or socket.gethostname(), os.getpid()),
-        "health_check_interval": HEALTH_CHECK_INTERVAL_S,
+        "health_check_interval": settings.queue.health_check_interval_s,
         "max_jobs": settings.queue.max_jobs,
         "job_timeout": settings.queue.job_timeout_s,
         "max_tries": settings.queue.max_tries + 1,

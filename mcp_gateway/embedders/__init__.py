@@ -50,6 +50,8 @@ def build_embedder(settings: EmbedderSettings) -> Embedder:
             engine=settings.local_engine,
             query_threads=settings.query_threads,
             document_threads=settings.document_threads,
+            document_lanes=settings.document_lanes,
+            document_nice=settings.document_nice,
             wait_policy=settings.openmp_wait_policy,
             latent_terms=settings.latent_terms,
             int8_queries=settings.int8_queries,

@@ -14,12 +14,31 @@ from dataclasses import dataclass
 from mcp_gateway.common.settings import EmbedderSettings
 from mcp_gateway.embedders.base import Embedder
 from mcp_gateway.embedders.cache import CachedQueryEmbedder
+from mcp_gateway.embedders.minilm import DIM as MINILM_DIM
+from mcp_gateway.embedders.minilm import MODEL_ID as MINILM_MODEL
+from mcp_gateway.embedders.minilm import MiniLMEmbedder
 from mcp_gateway.embedders.use import DIM as USE_DIM
 from mcp_gateway.embedders.use import MODEL_ID as USE_MODEL
 from mcp_gateway.embedders.use import UseEmbedder
 from mcp_gateway.index.base import DenseChannel
 
-KNOWN: dict[str, DenseChannel] = {"use": DenseChannel("use", USE_MODEL, USE_DIM)}
+KNOWN: dict[str, DenseChannel] = {
+    "use": DenseChannel("use", USE_MODEL, USE_DIM),
+    "minilm": DenseChannel("minilm", MINILM_MODEL, MINILM_DIM),
+}
+# the query scripts (``search.calibration.query_script``) a channel answers; absent: all.
+# MiniLM is English only: a Japanese or Thai query is mostly unknown pieces to it.
+SCRIPTS: dict[str, frozenset[str]] = {"minilm": frozenset({"latin"})}
+# the channels a new note gets with its first point (before its acknowledged write is
+# indexed); the others follow with its embedding job. MiniLM costs ~4x USE a document:
+# with it at the add, a 500-note burst took 25-35 s to acknowledge against 12 s without
+# (bench/LOG.md)
+FAST = frozenset({"use"})
+
+
+def channel_reads(name: str) -> frozenset[str] | None:
+    """The scripts a channel reads (queries and texts alike); None: every script."""
+    return SCRIPTS.get(name)
 
 
 def configured_channels(settings: EmbedderSettings) -> tuple[DenseChannel, ...]:
@@ -32,13 +51,27 @@ class ChannelEmbedder:
     channel: DenseChannel
     embedder: Embedder
 
+    @property
+    def fast(self) -> bool:
+        """Whether a new note gets this channel's vector with its first point."""
+        return self.channel.name in FAST
+
+    def answers(self, script: str) -> bool:
+        """Whether this channel searches for a query written in ``script``."""
+        scripts = channel_reads(self.channel.name)
+        return scripts is None or script in scripts
+
 
 def build_channel_embedders(settings: EmbedderSettings) -> tuple[ChannelEmbedder, ...]:
     """One (not started) embedder per configured channel, behind a query cache unless
     its size is 0."""
     out = []
     for channel in configured_channels(settings):
-        embedder: Embedder = UseEmbedder(threads=settings.channel_threads)
+        embedder: Embedder
+        if channel.name == "minilm":
+            embedder = MiniLMEmbedder(threads=settings.channel_threads)
+        else:
+            embedder = UseEmbedder(threads=settings.channel_threads)
         if settings.query_cache_size > 0:
             embedder = CachedQueryEmbedder(embedder, settings.query_cache_size)
         out.append(ChannelEmbedder(channel, embedder))

@@ -15,22 +15,87 @@ memory of the quality benchmark (``tests/test_embedders_e5_onnx.py``).
 
 from __future__ import annotations
 
+from array import array
+from collections.abc import Iterator
+
+import numpy as np
+
 from mcp_gateway.embedders.e5_file import Vocabulary
 
 META = "\u2581"
-_CACHE_LIMIT = 200_000  # runs kept; a run is a word (or an unspaced ja/th stretch)
+# runs kept; a run is a word (or an unspaced ja/th stretch). A run solved again costs
+# tens of microseconds beside the milliseconds of its text's forward pass; a kept one
+# ~150 bytes, so the cache stays a few MB however many distinct words the notes hold.
+_CACHE_LIMIT = 20_000
+
+
+class PieceTable:
+    """piece -> id over the vocabulary's blob, without a Python object per piece.
+
+    A dict of 250k strings held ~45 MB (the strings, the ids, the table); this holds
+    ~6 MB: each piece's ``hash()`` in buckets (numbers in arrays), the first piece
+    whose hash and text both match answers, so equal pieces resolve to the first id, as
+    the C engine's hash table does. ``hash()`` of a string is per process, so the table
+    is built at load (~0.2 s).
+    """
+
+    def __init__(self, vocab: Vocabulary) -> None:
+        self._blob = vocab.blob
+        self._offsets = array("I", vocab.offsets.astype(np.uint32).tobytes())
+        blob, bounds = vocab.blob, self._offsets
+        n = len(vocab)
+        hashes = np.fromiter(
+            (hash(blob[bounds[i] : bounds[i + 1]].decode("utf-8", "replace")) for i in range(n)),
+            np.int64,
+            count=n,
+        )
+        self._mask = (1 << max(1, (2 * n).bit_length())) - 1
+        slots = hashes & self._mask
+        order = np.argsort(slots, kind="stable")  # by slot, then by id
+        starts = np.searchsorted(slots[order], np.arange(self._mask + 2))
+        self._starts = array("i", starts.astype(np.int32).tobytes())
+        self._hashes = array("q", hashes[order].tobytes())
+        self._ids = array("i", order.astype(np.int32).tobytes())
+
+    def get(self, piece: str) -> int | None:
+        h = hash(piece)
+        slot = h & self._mask
+        starts, hashes, ids, offsets = self._starts, self._hashes, self._ids, self._offsets
+        for k in range(starts[slot], starts[slot + 1]):
+            if hashes[k] == h:
+                i = ids[k]
+                if (
+                    i >= 0
+                    and self._blob[offsets[i] : offsets[i + 1]].decode("utf-8", "replace") == piece
+                ):
+                    return i
+        return None
+
+    def forget(self, piece: str) -> None:
+        """``piece`` (every id of that text) is never matched again."""
+        for k in list(self._matches(piece)):
+            self._ids[k] = -1
+
+    def _matches(self, piece: str) -> Iterator[int]:
+        h = hash(piece)
+        slot = h & self._mask
+        for k in range(self._starts[slot], self._starts[slot + 1]):
+            if self._hashes[k] == h:
+                i = self._ids[k]
+                if i >= 0:
+                    a, b = self._offsets[i], self._offsets[i + 1]
+                    if self._blob[a:b].decode("utf-8", "replace") == piece:
+                        yield k
 
 
 class UnigramTokenizer:
     def __init__(self, vocab: Vocabulary) -> None:
         self.bos, self.eos, self.pad, self.unk = vocab.bos, vocab.eos, vocab.pad, vocab.unk
-        # piece -> id, scores by id: 250k pieces as (id, score) tuples held ~30 MB more
-        # built from the end, so the first of equal pieces wins, as in the C hash table
-        self._pieces: dict[str, int] = {p: i for i, p in reversed(list(enumerate(vocab.pieces)))}
-        self._scores: list[float] = vocab.scores.tolist()
-        self._pieces.pop("", None)
-        if self._pieces.get(vocab.pieces[vocab.unk]) == vocab.unk:
-            del self._pieces[vocab.pieces[vocab.unk]]  # never matched: unknowns cost more
+        self._pieces = PieceTable(vocab)
+        self._pieces.forget("")
+        if self._pieces.get(vocab.piece(vocab.unk)) == vocab.unk:
+            self._pieces.forget(vocab.piece(vocab.unk))  # never matched: unknowns cost more
+        self._scores = array("f", vocab.scores.astype(np.float32).tobytes())
         self._unk_score = float(vocab.scores.min()) - 10.0
         self._max_bytes = vocab.max_piece_bytes
         self._table = vocab.normalise

@@ -96,8 +96,11 @@ class Lane:
     behind it are dropped once the caller is cancelled or the lane is ``stop``-ped.
     """
 
-    def __init__(self, name: str, threads: int) -> None:
-        self.name, self.threads = name, threads
+    def __init__(self, name: str, threads: int, nice: int = 0) -> None:
+        """``nice``: added to the lane thread's nice value when it starts (Linux: a
+        thread's own scheduling weight), so a document batch yields the core to a query
+        instead of sharing it; onnxruntime on one thread runs on the calling thread."""
+        self.name, self.threads, self.nice = name, threads, nice
         self._calls: queue.SimpleQueue[_Call | None] | None = None
         self._stopping = threading.Event()
         self.busy = False  # a call is running on the thread
@@ -122,6 +125,8 @@ class Lane:
         return await asyncio.wrap_future(done)
 
     def _serve(self, calls: queue.SimpleQueue[_Call | None]) -> None:
+        if self.nice > 0:
+            lower_thread_priority(self.nice)
         while (item := calls.get()) is not None:
             done, call = item
             if self._stopping.is_set():
@@ -147,6 +152,18 @@ class Lane:
 
 
 _lanes: weakref.WeakSet[Lane] = weakref.WeakSet()
+
+
+def lower_thread_priority(by: int) -> None:
+    """Raise the calling OS thread's nice value by ``by`` (Linux only: elsewhere the
+    value is the process's, and lowering the whole process would slow its queries)."""
+    if not sys.platform.startswith("linux"):
+        return
+    tid = threading.get_native_id()
+    try:
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + by))
+    except OSError as exc:  # a sandbox without setpriority: the lane runs at its default
+        logger.info("could not lower the %s lane's priority: %s", threading.current_thread(), exc)
 
 
 def engine_busy() -> bool:

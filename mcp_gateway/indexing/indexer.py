@@ -90,6 +90,7 @@ def note_payload(note: Note, prior: float | None = None) -> dict[str, Any]:
         # an edit's index write never reached (the write is after the commit)
         "text_hash": content_hash(note_document(note)),
     }
+    _add_script(payload, note_document(note))
     if prior is not None:
         payload["prior"] = prior
     return payload
@@ -165,7 +166,7 @@ def current_channels(rows: ChannelRows, sid: str, document: str) -> dict[str, li
 
 def record_payload(rec: Record, current: bool) -> dict[str, Any]:
     # ``current`` lets every search drop superseded and duplicate records in the index.
-    return {
+    payload: dict[str, Any] = {
         "kind": "record",
         "source_id": rec.id,
         "type": rec.type,
@@ -177,6 +178,19 @@ def record_payload(rec: Record, current: bool) -> dict[str, Any]:
         "current": current,
         "text_hash": content_hash(record_document(rec)),
     }
+    _add_script(payload, record_document(rec))
+    return payload
+
+
+SCRIPT_SAMPLE = 2000  # characters read to tell a text's script
+
+
+def _add_script(payload: dict[str, Any], text: str) -> None:
+    """A text not in Latin script says so (``script``): a channel that reads only Latin
+    script (MiniLM) abstains on it in the fusion (``ranking.fuse``)."""
+    script = lexical.script_of(text[:SCRIPT_SAMPLE])
+    if script != "latin":
+        payload["script"] = script
 
 
 def record_document(rec: Record) -> str:

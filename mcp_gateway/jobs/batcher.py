@@ -11,8 +11,9 @@ the configured model and its current text (``embedding``).
 
 Drafts (a burst's backlog, embedded first on the faster pass) are embedded exactly by
 the batcher itself once no note has come for ``embedder.exact_after_idle_s``, a few
-(``REDO_CHUNK``) a call so a new note waits at most one such call; reconcile remains
-the safety net (a process stopped first, a worker process, which has no batcher).
+(``REDO_CHUNK`` per document lane) a call so a new note waits at most one such call;
+reconcile remains the safety net (a process stopped first). An arq worker process runs
+one batcher too (``workers/settings.py``).
 Without this a burst settled at the next reconcile pass, up to 300 s later.
 """
 
@@ -27,8 +28,9 @@ from mcp_gateway.jobs.embedding import EmbedStats, embed_notes, embed_records
 
 log = logging.getLogger(__name__)
 
-# drafts embedded exactly per call while idle: ~0.2 s of one thread for short notes, so
-# a note that arrives meanwhile waits little more than its own batch's linger
+# drafts embedded exactly per call while idle, per document lane: ~0.2 s of one thread
+# for short notes, so a note that arrives meanwhile waits little more than its own
+# batch's linger
 REDO_CHUNK = 8
 
 
@@ -40,6 +42,7 @@ class Batcher:
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.idle_s = kc.settings.embedder.exact_after_idle_s
+        self.redo_chunk = REDO_CHUNK * kc.settings.embedder.document_lanes
         # drafts may be waiting: at start (a previous process's) and after a drafted batch
         self._drafts_left = self.idle_s > 0
         self._redoing = False  # idle long enough: redo until a note comes
@@ -95,13 +98,13 @@ class Batcher:
         return True
 
     async def _redo_drafts(self) -> None:
-        """Embed up to ``REDO_CHUNK`` drafts exactly; stop looking once none is left or
+        """Embed up to ``redo_chunk`` drafts exactly; stop looking once none is left or
         a call made no progress (a draft of a deleted note: reconcile forgets it)."""
         kc = self.kc
         if kc.stopping.is_set():
             self._drafts_left = False
             return
-        found = await kc.vectors.drafts(kc.embedder.model_id, limit=REDO_CHUNK)
+        found = await kc.vectors.drafts(kc.embedder.model_id, limit=self.redo_chunk)
         before = self.stats.embedded
         try:
             notes = [sid for kind, sid in found if kind == "note"]

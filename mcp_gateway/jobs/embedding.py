@@ -9,7 +9,10 @@ A batch with ``embedder.draft_backlog`` or more texts that have no vector at all
 burst's backlog: where the embedder makes drafts (the local engine's int8 graph, ~1.3x
 the passages a second) those are embedded as drafts, so the burst becomes searchable
 sooner, and stored as such; reconcile queues drafts again, and this step then embeds
-them exactly (bench/LOG.md "Fresh notes").
+them exactly (bench/LOG.md "Fresh notes"). Past ``embedder.draft_limit`` drafts waiting
+(a bulk import, not a burst) a backlog is embedded exactly at once: a draft and its
+redo cost ~1.4x the exact pass alone, so an import of thousands settles sooner, while
+its first ``draft_limit`` notes still become searchable on the draft pass.
 
 A stopping process (``JobContext.stopping``) starts no further chunk: what is left has
 no vector in the truth store, and the next start's reconcile queues it again.
@@ -66,6 +69,7 @@ async def _embed(kc: JobContext, kind: str, docs: dict[str, str], stats: EmbedSt
     hashes = {sid: content_hash(doc) for sid, doc in docs.items()}
     terms = kc.embedder.latent_terms
     backlog = kc.settings.embedder.draft_backlog
+    limit = kc.settings.embedder.draft_limit
     ids, size = list(docs), kc.settings.embedder.batch_size
     for start in range(0, len(ids), size):
         if kc.stopping.is_set():
@@ -82,6 +86,8 @@ async def _embed(kc: JobContext, kind: str, docs: dict[str, str], stats: EmbedSt
             if sid in known and (have[sid].draft or (terms and have[sid].terms is None))
         ]
         draft = kc.embedder.makes_drafts and 0 < backlog <= len(new)
+        if draft and limit:  # a bulk import past the limit: each note once, exactly
+            draft = await kc.vectors.draft_count(model, limit) < limit
         for todo, as_draft in ((new, draft), (again, False)):
             if not todo:
                 continue

@@ -204,6 +204,16 @@ def unspaced_share(text: str) -> float:
 _GROUPS = {_WORD: "latin", _CJK: "cjk", _SEA: "thai"}
 
 
+def script_of(text: str) -> str:
+    """The script group a text is written in: "cjk" or "thai" once a fifth of its letters
+    are (Japanese or Thai prose routinely carries Latin identifiers), else "latin"."""
+    shares = script_shares(text)
+    cjk, thai = shares.get("cjk", 0.0), shares.get("thai", 0.0)
+    if cjk + thai >= 0.2:
+        return "cjk" if cjk >= thai else "thai"
+    return "latin"
+
+
 def script_shares(text: str) -> dict[str, float]:
     """Share of letters per script group ("latin" = every spaced script, "cjk", "thai")."""
     kinds = [_script(ch) for ch in unicodedata.normalize("NFKC", text)]

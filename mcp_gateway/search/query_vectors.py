@@ -12,7 +12,7 @@ from mcp_gateway.common.types import SparseVector
 from mcp_gateway.embedders.base import Embedder, Encoded
 from mcp_gateway.embedders.channels import ChannelEmbedder
 from mcp_gateway.index.live import LiveIndex
-from mcp_gateway.search.calibration import Calibration, shift_views
+from mcp_gateway.search.calibration import Calibration, query_script, shift_views
 from mcp_gateway.search.query_memo import QueryMemo
 
 log = logging.getLogger(__name__)
@@ -41,8 +41,9 @@ class QueryVectors:
         out: dict[str, list[float]] = {}
         if self.settings.mode == "lexical":
             return out
+        script = query_script(query) if self.channels else ""
         for ce in self.channels:
-            if self.index.spec.channel(ce.channel.name) is None:
+            if self.index.spec.channel(ce.channel.name) is None or not ce.answers(script):
                 continue
             known = ce.embedder.peek(query)
             try:

@@ -134,11 +134,18 @@ def fuse(
     params: RankingParams,
     latent: Sequence[IndexHit] | None = None,
     channels: Sequence[Sequence[IndexHit]] = (),
+    channel_weights: Sequence[float] = (),
+    channel_reads: Sequence[Collection[str] | None] = (),
 ) -> list[Candidate]:
     """Weighted fusion of the channels; keeps each channel's raw evidence.
 
     ``channels``: each further dense channel's hits (another model's cosine order),
-    added at ``channel_weight`` each. A note the main model has not embedded yet is
+    added at ``channel_weight`` each (or its own, ``channel_weights``, in the same
+    order). ``channel_reads``: the text scripts (payload ``script``, absent: "latin")
+    each channel can read, None: all. A channel abstains on a memory it cannot read:
+    that memory's semantic score is scaled up by the weight the channel would have
+    added, so an English-only model neither lifts English memories above a Japanese
+    answer nor pushes the answer down. A note the main model has not embedded yet is
     judged on its lexical evidence and these channels together.
 
     ``latent`` (a list, possibly empty: the search has the latent-terms channel) takes
@@ -160,14 +167,20 @@ def fuse(
             cand = by_id.get(hit.id) or by_id.setdefault(hit.id, Candidate(hit.id, hit.payload))
             cand.latent_part = part
             cand.score += part
-    for hits in channels:
-        parts = _contributions(hits, params, params.channel_weight)
+    for i, hits in enumerate(channels):
+        weight = channel_weights[i] if i < len(channel_weights) else params.channel_weight
+        reads = channel_reads[i] if i < len(channel_reads) else None
+        if reads is not None:  # what it cannot read is not its evidence
+            hits = [h for h in hits if h.payload.get("script", "latin") in reads]
+        parts = _contributions(hits, params, weight)
         for rank, (hit, part) in enumerate(zip(hits, parts, strict=True), start=1):
             cand = by_id.get(hit.id) or by_id.setdefault(hit.id, Candidate(hit.id, hit.payload))
             cand.channel_part += part
             cand.score += part
             if cand.channel_rank is None or rank < cand.channel_rank:
                 cand.channel_rank = rank
+    if any(reads is not None for reads in channel_reads):
+        _abstain(by_id.values(), params, latent is not None, channel_weights, channel_reads)
     semantic = set(by_id) if latent is not None else set()
     second_weight = params.sparse_weight if latent is None else params.latent_weight
     sparse_parts = _contributions(sparse, params, params.sparse_weight)
@@ -190,6 +203,28 @@ def fuse(
         if params.priority_rule != "first" and cand.priority == "high":
             cand.score *= params.high_boost
     return sorted(by_id.values(), key=lambda c: c.score, reverse=True)
+
+
+def _abstain(
+    candidates: Collection[Candidate],
+    params: RankingParams,
+    has_latent: bool,
+    weights: Sequence[float],
+    reads: Sequence[Collection[str] | None],
+) -> None:
+    total = params.dense_weight + (params.latent_weight if has_latent else 0.0)
+    total += sum(
+        weights[i] if i < len(weights) else params.channel_weight for i in range(len(reads))
+    )
+    for cand in candidates:
+        script = cand.payload.get("script", "latin")
+        away = sum(
+            (weights[i] if i < len(weights) else params.channel_weight)
+            for i, r in enumerate(reads)
+            if r is not None and script not in r
+        )
+        if away and total > away:
+            cand.score *= total / (total - away)
 
 
 def pin_exact(

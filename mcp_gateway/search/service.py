@@ -25,7 +25,7 @@ from mcp_gateway.common.types import (
     SparseVector,
 )
 from mcp_gateway.embedders.base import Embedder
-from mcp_gateway.embedders.channels import ChannelEmbedder
+from mcp_gateway.embedders.channels import ChannelEmbedder, channel_reads
 from mcp_gateway.index.base import Channels
 from mcp_gateway.index.live import LiveIndex
 from mcp_gateway.indexing.writebehind import WriteBehind
@@ -210,6 +210,8 @@ class SearchService:
             params,
             latent_hits if terms is not None else None,
             list(semantic.extra.values()),
+            [self.settings.channel_weights.get(n, params.channel_weight) for n in semantic.extra],
+            [channel_reads(n) for n in semantic.extra],
         )
         candidates = pin_exact(candidates, held)
         if self.records is not None and any(c.payload.get("current") is False for c in candidates):

@@ -308,7 +308,7 @@ def _compose(
         index,
         vectors,
         points_lock,
-        fast={c.channel.name: c.embedder for c in channels},
+        fast={c.channel.name: c.embedder for c in channels if c.fast},
     )
     follower = Follower(db, ChangeFeed(db), indexer, applier, suffix) if suffix else None
     s = settings.search

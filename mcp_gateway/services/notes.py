@@ -7,6 +7,7 @@ call takes the caller's ``Scope``; a note outside it answers exactly like an unk
 
 from __future__ import annotations
 
+import builtins
 import time
 from typing import Any
 
@@ -257,6 +258,47 @@ class NoteService:
             notes=[note_view(n) for n in notes],
             next_after=notes[-1].id if len(notes) == limit else "",
         )
+
+    async def browse(
+        self,
+        scope: Scope,
+        *,
+        type: str = "",
+        domain: str = "",
+        priority: str = "",
+        deleted: bool = False,
+        before: str = "",
+        limit: int = 50,
+    ) -> builtins.list[Note]:
+        """The memory browser's listing: notes the scope reads (``deleted``: the deleted
+        ones instead), newest written first; ``before`` (the last id of the previous
+        page) pages on."""
+        type, domain, priority = checked_filter(
+            self.app.settings.notes.types, type=type, domain=domain, priority=priority
+        )
+        return await self.app.notes.newest(
+            namespaces=scope.read,
+            type=type,
+            domain=domain,
+            priority=priority or None,
+            deleted=deleted,
+            before_id=before,
+            limit=limit,
+        )
+
+    async def pending(self, ids: builtins.list[str]) -> set[str]:
+        """Which of the live notes ``ids`` still wait for their dense vector."""
+        found = await self.app.notes.get_many(ids)
+        return {nid for nid, note in found.items() if note.embedded_model is None}
+
+    async def every_live(self, scope: Scope) -> builtins.list[Note]:
+        """Every live note the scope reads, in id order (read in pages of 500)."""
+        out: builtins.list[Note] = []
+        after = ""
+        while page := await self.app.notes.page(after, 500):
+            out += [n for n in page if scope.can_read(n.namespace)]
+            after = page[-1].id
+        return out
 
     async def _log_search(
         self,

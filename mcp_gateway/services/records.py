@@ -10,6 +10,7 @@ from mcp_gateway.common.access import Scope
 from mcp_gateway.common.inputs import RecordChanges, RecordFields
 from mcp_gateway.records.model import (
     Edge,
+    Record,
     RecordAdded,
     RecordGraph,
     RecordLinked,
@@ -64,6 +65,10 @@ class RecordService:
         if any(c.field in _INDEXED_FIELDS for c in out.changes):
             await self.changed([out.record.id])
         return out
+
+    async def recent(self, scope: Scope, limit: int = 30) -> list[Record]:
+        """Current records the scope reads, newest first."""
+        return await self.app.records.list_current(limit=limit, namespaces=scope.read)
 
     async def graph(self, scope: Scope, id: str) -> RecordGraph:
         await self.app.records.show(id, scope=scope)  # the same not-found answer as show

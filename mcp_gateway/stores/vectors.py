@@ -258,6 +258,16 @@ class VectorStore:
         )
         return [(r["kind"], r["source_id"]) for r in rows]
 
+    async def draft_count(self, model: str, at_most: int) -> int:
+        """How many of ``model``'s vectors are drafts, counted up to ``at_most`` (a
+        bounded read through the partial index on drafts)."""
+        rows = await self.db.fetchall(
+            "SELECT COUNT(*) AS n FROM (SELECT 1 FROM vectors WHERE model = ? AND draft = 1 "
+            "LIMIT ?) AS found",
+            (model, at_most),
+        )
+        return int(rows[0]["n"])
+
     async def backlog_figures(
         self, model: str, since: float, within: int = 20_000
     ) -> dict[str, int]:

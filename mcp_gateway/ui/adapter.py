@@ -25,7 +25,7 @@ import anyio
 
 from mcp_gateway.common.access import Scope, settings_scope
 from mcp_gateway.common.errors import InvalidInput
-from mcp_gateway.common.inputs import NoteChanges, NoteQuery, checked_filter, fill
+from mcp_gateway.common.inputs import NoteChanges, NoteQuery, fill
 from mcp_gateway.common.types import Note, SearchResponse
 from mcp_gateway.jobs import failures
 from mcp_gateway.jobs import session_context as export
@@ -81,26 +81,22 @@ async def browse(
     before: str = "",
     limit: int = BROWSE_PAGE,
 ) -> list[Note]:
-    """Notes newest written first (``before``: the last id of the previous page), read
-    through the note store like every other listing."""
-    type, domain, priority = checked_filter(
-        app.settings.notes.types, type=type, domain=domain, priority=priority
-    )
-    return await app.notes.newest(
-        namespaces=_namespaces(caller, namespace),
+    """Notes newest written first (``before``: the last id of the previous page)."""
+    scope = Scope(caller.scope.write, _namespaces(caller, namespace))
+    return await NoteService(app).browse(
+        scope,
         type=type,
         domain=domain,
-        priority=priority or None,
+        priority=priority,
         deleted=deleted,
-        before_id=before,
+        before=before,
         limit=limit,
     )
 
 
 async def pending_ids(app: AppContext, ids: list[str]) -> set[str]:
     """Which of the notes ``ids`` still wait for their dense vector (live notes only)."""
-    found = await app.notes.get_many(ids)
-    return {nid for nid, note in found.items() if note.embedded_model is None}
+    return await NoteService(app).pending(ids)
 
 
 async def get_note(app: AppContext, caller: Caller, note_id: str) -> NoteView:
@@ -136,7 +132,7 @@ async def record_search(
 
 
 async def recent_records(app: AppContext, caller: Caller, limit: int = 30) -> list[Any]:
-    return await app.records.list_current(limit=limit, namespaces=caller.scope.read)
+    return await RecordService(app).recent(caller.scope, limit)
 
 
 async def record_view(app: AppContext, caller: Caller, record_id: str) -> RecordView:
@@ -157,13 +153,8 @@ async def activity(app: AppContext, since: float) -> list[dict[str, Any]]:
 
 
 async def live_notes(app: AppContext, caller: Caller) -> list[Note]:
-    """Every live note the caller may read (for never-retrieved; pages of 500)."""
-    out: list[Note] = []
-    after = ""
-    while page := await app.notes.page(after, 500):
-        out += [n for n in page if caller.scope.can_read(n.namespace)]
-        after = page[-1].id
-    return out
+    """Every live note the caller may read (for never-retrieved)."""
+    return await NoteService(app).every_live(caller.scope)
 
 
 async def job_failures(app: AppContext) -> dict[str, Any]:

@@ -1,0 +1,220 @@
+"""The daemon's resident memory as notes grow, through the real doors: a ``kioku serve``
+(the stdio proxy, which starts the owner daemon) takes ``add_note`` calls as an editor
+sends them; the owner's memory is read from ``/proc/<pid>/smaps_rollup`` at open (after
+the first search, so the model is loaded), after each step of notes once every one is
+embedded (``kioku status``'s backlog at zero), and after searches.
+
+    flock "${TMPDIR:-/tmp}/kioku-bench.lock" python bench/owner_memory.py \
+        [--notes 2000] [--step 1000] [--searches 300] [--src DIR] [--env KEY=VALUE ...]
+
+Notes are written from the quality set's memories, each repeated with a varying suffix
+(no two texts equal). Printed per stage, in MB: Rss, Pss, Anonymous (the process's own
+memory) and Rss less Anonymous (mapped files: the model, the index's segments, shared
+libraries; shared and reclaimable by the kernel), and the growth per 1,000 notes.
+``--src``: run another source tree (``git archive REV | tar -x -C DIR``) with this venv;
+``--env``: settings for the owner (``KIOKU_EMBEDDER__CHANNELS='["use"]'``).
+"""
+
+# ruff: noqa: E402
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+
+import argparse
+import json
+import os
+import select
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from typing import Any
+
+ROOT = _HERE.parent
+DATA = ROOT / "bench" / "quality" / "data"
+TYPES = {"lesson", "conclusion", "knowledge", "note"}
+
+
+def texts(n: int) -> list[tuple[str, str]]:
+    memories = [json.loads(line) for line in (DATA / "memories.jsonl").open(encoding="utf-8")]
+    out = []
+    for i in range(n):
+        m = memories[i % len(memories)]
+        kind = m.get("type") if m.get("type") in TYPES else "knowledge"
+        out.append((f"{m['text']} (copy {i // len(memories)})", kind))
+    return out
+
+
+def smaps(pid: int) -> dict[str, int]:
+    """The process's memory from smaps_rollup, in MB."""
+    values: dict[str, int] = {}
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:]:
+        key, _, rest = line.partition(":")
+        values[key] = int(rest.split()[0]) // 1024
+    return {
+        "rss": values["Rss"],
+        "pss": values["Pss"],
+        "anon": values["Anonymous"],
+        "file": values["Rss"] - values["Anonymous"],
+    }
+
+
+class Session:
+    """A ``kioku serve`` spoken to with raw JSON-RPC lines."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "mcp_gateway.cli", "serve"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            cwd=tempfile.gettempdir(),
+        )
+        self.next_id = 1
+        self.buffer = b""
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def request(self, method: str, params: dict[str, Any]) -> int:
+        self.next_id += 1
+        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        return self.next_id
+
+    def replies(self, want: set[int], timeout: float = 300.0) -> None:
+        assert self.proc.stdout is not None
+        deadline = time.monotonic() + timeout
+        while want:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no reply to {sorted(want)[:5]} in time")
+            ready, _, _ = select.select([self.proc.stdout], [], [], 0.1)
+            if not ready:
+                continue
+            chunk = os.read(self.proc.stdout.fileno(), 1 << 16)
+            if not chunk:
+                raise RuntimeError("kioku serve closed its stdout")
+            self.buffer += chunk
+            while b"\n" in self.buffer:
+                line, self.buffer = self.buffer.split(b"\n", 1)
+                message = json.loads(line)
+                if "error" in message or message.get("result", {}).get("isError"):
+                    raise RuntimeError(f"error reply: {message}")
+                want.discard(message.get("id"))
+
+    def call(self, tool: str, arguments: dict[str, Any]) -> int:
+        return self.request("tools/call", {"name": tool, "arguments": arguments})
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+def owner(env: dict[str, str]) -> tuple[int, dict[str, Any]]:
+    out = subprocess.run(
+        [sys.executable, "-m", "mcp_gateway.cli", "status", "--json"],
+        env=env,
+        capture_output=True,
+        check=True,
+        cwd=tempfile.gettempdir(),
+    )
+    data = json.loads(out.stdout)
+    return int(data["owner"]["pid"]), data
+
+
+def settle(env: dict[str, str], want: int) -> float:
+    began = time.monotonic()
+    while True:
+        _, data = owner(env)
+        backlog = data.get("backlog") or []
+        left = sum(int(b["waiting"]) + int(b["drafts"]) for b in backlog)
+        index = data["index"]
+        if not left and data["notes"]["total"] >= want and index["points"] >= want:
+            return time.monotonic() - began
+        time.sleep(3)
+
+
+def main(args: argparse.Namespace) -> None:
+    root = Path(tempfile.mkdtemp(prefix="kioku-owner-memory-"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KIOKU_")}
+    env.update(KIOKU_DATA_DIR=str(root / "data"), KIOKU_LOG_LEVEL="WARNING")
+    env["PYTHONPATH"] = str(args.src.resolve() if args.src else ROOT)
+    for pair in args.env:
+        key, _, value = pair.partition("=")
+        env[key] = value
+    queries = [json.loads(line)["query"] for line in (DATA / "queries.jsonl").open()]
+    load = [os.getloadavg()[0]]
+    rows: list[tuple[str, dict[str, int]]] = []
+    session = Session(env)
+    pid = 0
+    try:
+        init = session.request(
+            "initialize",
+            {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "owner-memory-bench", "version": "0"},
+            },
+        )
+        session.replies({init})
+        session.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        session.replies({session.call("search_memory", {"query": "deploy keys rotation"})})
+        pid, _ = owner(env)
+        time.sleep(2)
+        rows.append(("open (after one search)", smaps(pid)))
+        print(rows[-1], flush=True)
+        todo = texts(args.notes)
+        for start in range(0, len(todo), args.step):
+            began = time.monotonic()
+            pending: set[int] = set()
+            for text, kind in todo[start : start + args.step]:
+                pending.add(session.call("add_note", {"text": text, "type": kind}))
+                if len(pending) >= 16:
+                    session.replies(pending)
+            session.replies(pending)
+            added = time.monotonic() - began
+            done = start + len(todo[start : start + args.step])
+            waited = settle(env, done)
+            rows.append((f"{done} notes embedded", smaps(pid)))
+            print(f"{rows[-1]} (added in {added:.0f} s, settled {waited:.0f} s later)", flush=True)
+        for q in queries[: args.searches]:
+            session.replies({session.call("search_memory", {"query": q})})
+        rows.append((f"after {args.searches} searches", smaps(pid)))
+        print(rows[-1], flush=True)
+    finally:
+        session.close()
+        if pid:
+            os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
+                time.sleep(0.1)
+        shutil.rmtree(root, ignore_errors=True)
+    load.append(os.getloadavg()[0])
+    print(f"\nload {load[0]:.1f} before, {load[1]:.1f} after; MB")
+    print("| stage | Rss | Pss | anonymous | files |\n|---|---|---|---|---|")
+    for name, m in rows:
+        print(f"| {name} | {m['rss']} | {m['pss']} | {m['anon']} | {m['file']} |")
+    opened = rows[0][1]
+    notes = [(int(n.split()[0]), m) for n, m in rows if n.endswith("embedded")]
+    if notes:
+        n, last = notes[-1]
+        for key in ("rss", "anon"):
+            print(f"{key} growth per 1,000 notes: {(last[key] - opened[key]) / (n / 1000):.1f} MB")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--notes", type=int, default=2000)
+    parser.add_argument("--step", type=int, default=1000)
+    parser.add_argument("--searches", type=int, default=300)
+    parser.add_argument("--src", type=Path, default=None)
+    parser.add_argument("--env", action="append", default=[])
+    main(parser.parse_args())

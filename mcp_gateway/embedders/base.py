@@ -13,10 +13,15 @@ embeds those notes exactly once the owner's reconcile pass finds the drafts.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
+import anyio
+import anyio.to_thread
+
+from mcp_gateway.common.errors import EmbedderUnavailable
 from mcp_gateway.common.types import SparseVector
 
 
@@ -96,3 +101,51 @@ class DenseOnly:
 
     def interrupt(self) -> None:
         return None  # nothing runs in this process between calls
+
+
+class PinnedChannel(DenseOnly):
+    """A channel's embedder over a model loaded in a worker thread: one call at a time
+    (the model's threads are pinned, so two calls would only contend), refused once
+    interrupted. Subclasses give ``model_id``, ``dim``, ``label`` and ``load``."""
+
+    model_id: str
+    dim: int
+    label: str  # in errors: "the <label> channel is stopped or not started"
+
+    def __init__(self, threads: int = 1) -> None:
+        self.threads = threads
+        self._model: Any = None
+        self._limiter = anyio.CapacityLimiter(1)
+        self._stopped = threading.Event()
+
+    @staticmethod
+    def load(threads: int) -> Any:
+        """The model, loaded and warmed (runs in a worker thread)."""
+        raise NotImplementedError
+
+    async def start(self) -> None:
+        if self._model is None:
+            self._model = await anyio.to_thread.run_sync(self.load, self.threads)
+
+    def _encode(self, texts: Sequence[str]) -> list[list[float]]:
+        if self._stopped.is_set() or self._model is None:
+            raise EmbedderUnavailable(f"the {self.label} channel is stopped or not started")
+        vectors: list[list[float]] = self._model.encode(list(texts)).tolist()
+        return vectors
+
+    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        return await anyio.to_thread.run_sync(self._encode, texts, limiter=self._limiter)
+
+    async def embed_documents_now(self, texts: Sequence[str]) -> list[list[float]]:
+        return await self.embed_documents(texts)
+
+    async def embed_query(self, text: str) -> list[float]:
+        return (await self.embed_documents([text]))[0]
+
+    def interrupt(self) -> None:
+        self._stopped.set()
+
+    async def aclose(self) -> None:
+        self._model = None

@@ -12,19 +12,16 @@ it abstains on Japanese and Thai texts (``search/ranking.py``).
 from __future__ import annotations
 
 import importlib
-import threading
 import unicodedata
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import anyio
-import anyio.to_thread
 import numpy as np
 
 from mcp_gateway.common.errors import EmbedderUnavailable
-from mcp_gateway.embedders.base import DenseOnly
+from mcp_gateway.embedders.base import PinnedChannel
 
 MODEL_ID = "minilm/all-MiniLM-L6-v2-int8"
 DIM = 384
@@ -167,41 +164,10 @@ def _load(threads: int) -> Any:
     return model
 
 
-class MiniLMEmbedder(DenseOnly):
+class MiniLMEmbedder(PinnedChannel):
     """``Embedder`` over all-MiniLM-L6-v2; ``start`` loads the model in a worker thread."""
 
     model_id = MODEL_ID
     dim = DIM
-
-    def __init__(self, threads: int = 1) -> None:
-        self.threads = threads
-        self._model: Any = None
-        self._limiter = anyio.CapacityLimiter(1)
-        self._stopped = threading.Event()
-
-    async def start(self) -> None:
-        if self._model is None:
-            self._model = await anyio.to_thread.run_sync(_load, self.threads)
-
-    def _encode(self, texts: Sequence[str]) -> list[list[float]]:
-        if self._stopped.is_set() or self._model is None:
-            raise EmbedderUnavailable("the MiniLM channel is stopped or not started")
-        vectors: list[list[float]] = self._model.encode(list(texts)).tolist()
-        return vectors
-
-    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        if not texts:
-            return []
-        return await anyio.to_thread.run_sync(self._encode, texts, limiter=self._limiter)
-
-    async def embed_documents_now(self, texts: Sequence[str]) -> list[list[float]]:
-        return await self.embed_documents(texts)
-
-    async def embed_query(self, text: str) -> list[float]:
-        return (await self.embed_documents([text]))[0]
-
-    def interrupt(self) -> None:
-        self._stopped.set()
-
-    async def aclose(self) -> None:
-        self._model = None
+    label = "MiniLM"
+    load = staticmethod(_load)

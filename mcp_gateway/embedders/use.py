@@ -14,15 +14,10 @@ core), so both are required and one call runs at a time, on its own thread limit
 from __future__ import annotations
 
 import importlib
-import threading
-from collections.abc import Sequence
 from typing import Any
 
-import anyio
-import anyio.to_thread
-
 from mcp_gateway.common.errors import EmbedderUnavailable
-from mcp_gateway.embedders.base import DenseOnly
+from mcp_gateway.embedders.base import PinnedChannel
 
 MODEL_ID = "use/multilingual-v3"
 DIM = 512
@@ -43,41 +38,10 @@ def _load(threads: int) -> Any:
     return model
 
 
-class UseEmbedder(DenseOnly):
+class UseEmbedder(PinnedChannel):
     """``Embedder`` over USE v3; ``start`` loads the model in a worker thread."""
 
     model_id = MODEL_ID
     dim = DIM
-
-    def __init__(self, threads: int = 1) -> None:
-        self.threads = threads
-        self._model: Any = None
-        self._limiter = anyio.CapacityLimiter(1)  # one call at a time: threads pinned
-        self._stopped = threading.Event()
-
-    async def start(self) -> None:
-        if self._model is None:
-            self._model = await anyio.to_thread.run_sync(_load, self.threads)
-
-    def _encode(self, texts: Sequence[str]) -> list[list[float]]:
-        if self._stopped.is_set() or self._model is None:
-            raise EmbedderUnavailable("the USE channel is stopped or not started")
-        vectors: list[list[float]] = self._model.encode(list(texts)).tolist()
-        return vectors
-
-    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        if not texts:
-            return []
-        return await anyio.to_thread.run_sync(self._encode, texts, limiter=self._limiter)
-
-    async def embed_documents_now(self, texts: Sequence[str]) -> list[list[float]]:
-        return await self.embed_documents(texts)
-
-    async def embed_query(self, text: str) -> list[float]:
-        return (await self.embed_documents([text]))[0]
-
-    def interrupt(self) -> None:
-        self._stopped.set()
-
-    async def aclose(self) -> None:
-        self._model = None
+    label = "USE"
+    load = staticmethod(_load)

@@ -167,9 +167,12 @@ def fuse(
             cand = by_id.get(hit.id) or by_id.setdefault(hit.id, Candidate(hit.id, hit.payload))
             cand.latent_part = part
             cand.score += part
-    for i, hits in enumerate(channels):
-        weight = channel_weights[i] if i < len(channel_weights) else params.channel_weight
-        reads = channel_reads[i] if i < len(channel_reads) else None
+    weights = [
+        channel_weights[i] if i < len(channel_weights) else params.channel_weight
+        for i in range(len(channels))
+    ]
+    reads_of = [channel_reads[i] if i < len(channel_reads) else None for i in range(len(channels))]
+    for hits, weight, reads in zip(channels, weights, reads_of, strict=True):
         if reads is not None:  # what it cannot read is not its evidence
             hits = [h for h in hits if h.payload.get("script", "latin") in reads]
         parts = _contributions(hits, params, weight)
@@ -179,8 +182,8 @@ def fuse(
             cand.score += part
             if cand.channel_rank is None or rank < cand.channel_rank:
                 cand.channel_rank = rank
-    if any(reads is not None for reads in channel_reads):
-        _abstain(by_id.values(), params, latent is not None, channel_weights, channel_reads)
+    if any(reads is not None for reads in reads_of):
+        _abstain(by_id.values(), params, latent is not None, weights, reads_of)
     semantic = set(by_id) if latent is not None else set()
     second_weight = params.sparse_weight if latent is None else params.latent_weight
     sparse_parts = _contributions(sparse, params, params.sparse_weight)
@@ -212,19 +215,19 @@ def _abstain(
     weights: Sequence[float],
     reads: Sequence[Collection[str] | None],
 ) -> None:
-    total = params.dense_weight + (params.latent_weight if has_latent else 0.0)
-    total += sum(
-        weights[i] if i < len(weights) else params.channel_weight for i in range(len(reads))
-    )
+    """Scale up each candidate by the weight of the channels that cannot read its script
+    (one factor per script)."""
+    total = params.dense_weight + (params.latent_weight if has_latent else 0.0) + sum(weights)
+    factors: dict[str, float] = {}
     for cand in candidates:
         script = cand.payload.get("script", "latin")
-        away = sum(
-            (weights[i] if i < len(weights) else params.channel_weight)
-            for i, r in enumerate(reads)
-            if r is not None and script not in r
-        )
-        if away and total > away:
-            cand.score *= total / (total - away)
+        if script not in factors:
+            away = sum(
+                w for w, r in zip(weights, reads, strict=True) if r is not None and script not in r
+            )
+            factors[script] = total / (total - away) if away and total > away else 1.0
+        if factors[script] != 1.0:
+            cand.score *= factors[script]
 
 
 def pin_exact(

@@ -28,8 +28,7 @@ from typing import Literal
 import anyio
 
 from mcp_gateway.index import catalog
-from mcp_gateway.index.base import IndexSpec
-from mcp_gateway.services.reindex import Rebuilder
+from mcp_gateway.services.reindex import Rebuilder, embedder_spec
 
 log = logging.getLogger(__name__)
 
@@ -75,13 +74,7 @@ async def adopt_elsewhere(rebuilder: Rebuilder, warned: set[str] | None = None) 
         return "mismatch"
     log.info("another gateway adopted the index %s: following it", info.collection)
     if app.settings.qdrant_url:
-        spec = IndexSpec(
-            info.collection,
-            app.embedder.dim,
-            app.embedder.model_id,
-            latent=app.embedder.latent_terms,
-            channels=tuple(c.channel for c in app.channels),
-        )
+        spec = embedder_spec(app, info.collection)
         old = app.index.swap(await catalog.open_index(app.settings, spec))
         await old.close()  # the adopting gateway removes the collection itself
         await app.reconcile()

@@ -123,17 +123,11 @@ class Rebuilder:
 
     async def _rebuild(self, st: RebuildStatus, adopted: str | None = None) -> None:
         app = self.app
-        embedder = app.embedder
         live = app.index.current.spec.collection
-        spec = IndexSpec(
-            adopted or catalog.next_collection(app.settings.index.collection, live),
-            embedder.dim,
-            embedder.model_id,
-            latent=embedder.latent_terms,
-            # the configured further dense channels: one added is embedded below (the
-            # main model's vectors are read back, never embedded again), one dropped
-            # is simply not written
-            channels=tuple(c.channel for c in app.channels),
+        # the configured further dense channels: one added is embedded below (the main
+        # model's vectors are read back, never embedded again), one dropped is not written
+        spec = embedder_spec(
+            app, adopted or catalog.next_collection(app.settings.index.collection, live)
         )
         st.collection, st.model = spec.collection, spec.model_id
         st.notes_total = (await app.notes.counts())["total"]
@@ -326,6 +320,18 @@ class Rebuilder:
                     await self.rebuild()
             except Exception:
                 log.exception("graph check failed; retrying in %.0f s", every_s)
+
+
+def embedder_spec(app: AppContext, collection: str) -> IndexSpec:
+    """``collection`` as this gateway's embedder and configured channels would build it."""
+    embedder = app.embedder
+    return IndexSpec(
+        collection,
+        embedder.dim,
+        embedder.model_id,
+        latent=embedder.latent_terms,
+        channels=tuple(c.channel for c in app.channels),
+    )
 
 
 def st_bump(st: RebuildStatus, key: str) -> Callable[[int], None]:

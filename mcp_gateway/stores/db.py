@@ -19,10 +19,13 @@ schema (its own version numbers: it has no SQLite history to replay).
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import logging
+import os
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
@@ -85,21 +88,29 @@ class Database:
         try:
             if isinstance(self.path, Path):
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(
-                str(self.path), timeout=30.0, isolation_level=None, check_same_thread=False
-            )
-            conn.row_factory = sqlite3.Row
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute("PRAGMA foreign_keys=ON")
-            conn.execute("PRAGMA busy_timeout=30000")
-            self._conn = conn
-            self._migrate()
+            with _setup_lock(self.path):
+                self._connect_and_migrate()
         except sqlite3.OperationalError as exc:
             raise StoreUnavailable(
                 f"cannot open the database at {self.path}: {exc}. "
                 "Check that the data dir exists, is writable and the disk is not full."
             ) from exc
+
+    def _connect_and_migrate(self) -> None:
+        # Several processes may open a new data dir at once (two workers, a worker beside
+        # the owner): switching a new file to WAL answers "database is locked" without
+        # waiting, and two openers reading the versions before either applies a migration
+        # would both apply it ("table ... already exists"). Hence one opener at a time.
+        conn = sqlite3.connect(
+            str(self.path), timeout=30.0, isolation_level=None, check_same_thread=False
+        )
+        conn.row_factory = sqlite3.Row
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        conn.execute("PRAGMA busy_timeout=30000")
+        self._conn = conn
+        self._migrate()
 
     async def open(self) -> None:
         await anyio.to_thread.run_sync(self.open_sync)
@@ -212,6 +223,22 @@ class Database:
                 (key, value),
             )
         )
+
+
+@contextlib.contextmanager
+def _setup_lock(path: Path | str) -> Iterator[None]:
+    """An exclusive ``flock`` on ``<database>.setup.lock`` (0600) beside a database
+    file; nothing for an in-memory one. Not the database file itself: closing another
+    descriptor of it would drop SQLite's own POSIX locks."""
+    if not isinstance(path, Path):
+        yield
+        return
+    fd = os.open(f"{path}.setup.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def _rollback(conn: sqlite3.Connection) -> None:

@@ -96,7 +96,7 @@ def gone_check(
         if not settings.data_dir.is_dir():
             return f"the data dir {settings.data_dir} was removed"
         if os.fstat(lock_fd).st_nlink == 0:
-            return f"the lock file in {settings.data_dir} was removed"
+            return f"the lock file in the data dir {settings.data_dir} was removed"
         for path, inode in sockets.items():
             try:
                 if os.stat(path).st_ino != inode:

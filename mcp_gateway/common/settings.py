@@ -145,6 +145,10 @@ class SearchSettings(BaseModel):
     high_first_margin: float | None = Field(default=None, ge=0.0, le=2.0)
     # hits farther than this from the query's best dense hit are dropped (None: model's)
     keep_margin: float | None = Field(default=None, ge=0.0, le=2.0)
+    # what the margin drops: "drop" any hit; "fill": an answer it left shorter than top is
+    # filled after every kept hit with what it dropped (within the type's threshold, not
+    # high priority); "high": it drops high priority hits only
+    margin_rule: Literal["drop", "fill", "high"] = "drop"
     # weight of the query's language direction removed before the index call (None: model's)
     language_shift: float | None = Field(default=None, ge=0.0, le=2.0)
     # a second, wider-shifted query view scored by max cosine (None: model's; 0: off)

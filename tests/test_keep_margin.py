@@ -1,0 +1,62 @@
+"""The keep margin through the real search path: what it drops, per ``search.margin_rule``.
+
+The margin (a hit farther than ``keep_margin`` from the query's best dense hit is
+dropped) was kept for one job: unrelated high-priority lessons out of the answer
+(issue 11). On chat turns it also cut answers short: a conversation's turns sit close
+together, the turn that answers is often a little farther than the best one, and
+38 % of the conversational set's answers came back with fewer than 10 results
+(bench/LOG.md, Round 19). Under "high" (shipped) it drops high priority only.
+"""
+
+from __future__ import annotations
+
+from mcp_gateway.common.settings import KiokuSettings
+from mcp_gateway.protocol.server import create_server
+
+from .conftest import Harness, connected
+
+CHAT = [
+    "[2026-03-02 session 1] user: we're finally planning the Lisbon trip for late May",
+    "[2026-03-02 session 1] assistant: Exciting! How many days are you thinking?",
+    "[2026-03-02 session 1] user: six days, flying in on the 24th",
+    "[2026-03-02 session 1] assistant: Six days is enough for Lisbon plus a day trip to Sintra.",
+    "[2026-03-02 session 1] user: my partner wants to stay in Alfama, I'd rather be near Baixa",
+    "[2026-03-02 session 1] assistant: Both are central; Alfama is hillier and quieter at night.",
+    "[2026-03-09 session 2] user: we booked the hotel, Memmo Alfama, four nights",
+    "[2026-03-09 session 2] assistant: Nice choice, the terrace there has a great view.",
+    "[2026-03-09 session 2] user: the last two nights we'll be in Cascais by the beach",
+    "[2026-03-09 session 2] assistant: Cascais is 40 minutes by train from Cais do Sodre.",
+    "[2026-03-16 session 3] user: that sounds great!",
+    "[2026-03-16 session 3] assistant: Anything else to plan for the trip?",
+    "[2026-03-16 session 3] user: a fado dinner on the first evening, I already reserved it",
+    "[2026-03-16 session 3] assistant: Lovely, book a tram 28 ride early in the morning too.",
+]
+
+
+async def _answer(settings: KiokuSettings, rule: str, query: str, top: int) -> list[str]:
+    chosen = settings.search.model_copy(update={"margin_rule": rule})
+    apps: list = []  # type: ignore[type-arg]
+    server = create_server(settings.model_copy(update={"search": chosen}), on_app=apps.append)
+    async with connected(server) as client:
+        h = Harness(client, apps)
+        for text in CHAT:
+            await h.ok("add_note", text=text)
+        await h.settle()
+        data = await h.ok("search_memory", query=query, top=top)
+    return [r["text"] for r in data["results"]]
+
+
+async def test_the_margin_does_not_cut_a_conversations_answer_short(
+    settings: KiokuSettings,
+) -> None:
+    """Chat turns, none high priority: "high" and "fill" answer with every turn the
+    type's threshold keeps, the margin's answer among them ("fill": first, in its
+    order; "high": in the fused order, the best hit still first)."""
+    query = "which hotel did we book in Lisbon?"
+    cut = await _answer(settings, "drop", query, top=10)
+    assert cut[0].endswith("we booked the hotel, Memmo Alfama, four nights")
+    for rule in ("high", "fill"):
+        full = await _answer(settings, rule, query, top=10)
+        assert len(full) > len(cut) and set(cut) < set(full) and full[0] == cut[0], rule
+        if rule == "fill":
+            assert full[: len(cut)] == cut

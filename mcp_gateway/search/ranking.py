@@ -7,13 +7,11 @@ Order of operations (each step is measured in ``bench/LOG.md``):
    hits the semantic channels did not return (notes not embedded yet among them) and
    stays the lexical evidence of step 2;
 2. drop candidates that are neither close in the dense space (per-type distance
-   threshold and within ``keep_margin`` of the query's best) nor a strong lexical
-   match -- high priority included;
+   threshold, and for high priority also within ``keep_margin`` of the query's best;
+   ``margin_drops``) nor a strong lexical match;
 3. keep the best ``top``, then order: under the shipped "gated" rule a high-priority
    hit jumps the queue only when it is within ``high_first_margin`` of the query's
-   best dense distance; the others are boosted (low priority sorts last). An answer
-   left shorter than ``top`` is filled after them with what only the margin dropped
-   (``margin_fill``), high priority excepted;
+   best dense distance; the others are boosted (low priority sorts last);
 4. the newest lessons/conclusions not already present that pass the same keep rule
    form a separate ``recent`` part of the answer (never counted against ``top``).
 5. the newer of two notes that say nearly the same thing (dense cosine, per model)
@@ -58,14 +56,13 @@ class RankingParams:
     priority_rule: str = "gated"
     high_boost: float = 1.25
     high_first_margin: float = 0.0
-    # A candidate is kept when its distance is within the per-type threshold AND within
-    # ``keep_margin`` of the query's best distance, or it is a strong lexical match.
-    # High priority gets no exemption: an unrelated high lesson is noise like any other.
+    # A candidate is kept when its distance is within the per-type threshold, or it is
+    # a strong lexical match. A high-priority one must also be within ``keep_margin`` of
+    # the query's best distance: no exemption, the boost would lift an unrelated high
+    # lesson. ``margin_drops`` "all": every hit must (before Round 19: it cut a
+    # conversation's answers short, bench/LOG.md); recent lessons always must.
     keep_margin: float = 1.0
-    # "drop": the margin drops any candidate; "fill": an answer it left shorter than
-    # ``top`` is filled, after every kept hit, with what it dropped that is within its
-    # type's threshold and not high priority; "high": it drops high priority only
-    margin_rule: str = "drop"
+    margin_drops: str = "high"
 
     def threshold_for(self, type_: str) -> float:
         return self.thresholds.get(type_, self.thresholds.get("*", 1.0))
@@ -348,10 +345,10 @@ def passes_threshold(
     answer: bool = False,
 ) -> bool:
     """The keep rule. ``answer``: judging a ranked hit (not a recent lesson), where the
-    margin binds high priority only under ``margin_rule`` "high"."""
+    margin binds high priority only when ``margin_drops`` is "high"."""
     margin = params.keep_margin
-    if answer and params.margin_rule == "high" and cand.priority != "high":
-        margin = 2.0
+    if answer and params.margin_drops == "high" and cand.priority != "high":
+        margin = 2.0  # cosine distances end at 2: the type's threshold alone decides
     if (
         cand.distance is not None
         and cand.distance <= params.threshold_for(cand.type)
@@ -383,31 +380,12 @@ def select(
         if not c.exact and passes_threshold(c, params, best_sparse, best_distance, answer=True)
     ]
     rank = {ns: i for i, ns in enumerate(namespaces)}
-
-    def order(part: list[Candidate]) -> list[Candidate]:
-        return sorted(
-            part,
-            key=lambda c: (
-                -1 if c.exact else _priority_tier(c, params, best_distance),
-                0 if c.exact else rank.get(str(c.payload.get("namespace", "")), 0),
-            ),
-        )
-
-    answer = order(kept[:top])
-    if params.margin_rule == "fill" and len(answer) < top:
-        taken = {c.point_id for c in kept}
-        fill = [c for c in candidates if c.point_id not in taken and _fills(c, params)]
-        answer += order(fill[: top - len(answer)])
-    return answer
-
-
-def _fills(cand: Candidate, params: RankingParams) -> bool:
-    """A candidate the keep margin dropped that may still fill a short answer: close
-    enough by its type's threshold, and not high priority."""
-    return (
-        cand.priority != "high"
-        and cand.distance is not None
-        and cand.distance <= params.threshold_for(cand.type)
+    return sorted(
+        kept[:top],
+        key=lambda c: (
+            -1 if c.exact else _priority_tier(c, params, best_distance),
+            0 if c.exact else rank.get(str(c.payload.get("namespace", "")), 0),
+        ),
     )
 
 

@@ -103,16 +103,17 @@ def test_keep_margin_is_relative_to_the_querys_best_hit() -> None:
 # what the keep margin leaves of one query's hits: best 0.90, close 0.88 (within the 0.03
 # margin), tail and tail-high 0.85 (beyond it, within the type's threshold 0.5), gone
 # 0.40 (beyond the threshold); "tail" has the strongest latent evidence of all
-MARGIN_DROPS = [
-    ("all", 10, ["best", "close"]),  # before Round 19
-    ("high", 10, ["tail", "best", "close"]),  # fused order; the margin binds "high" only
-    ("high", 2, ["tail", "best"]),
+MARGIN_FILL = [
+    (False, 10, ["best", "close"]),  # before Round 19: the answer ends with the margin
+    (True, 10, ["best", "close", "tail"]),  # after every kept hit; high priority never
+    (True, 3, ["best", "close", "tail"]),
+    (True, 2, ["best", "close"]),  # nothing to fill: the answer is full
 ]
 
 
-@pytest.mark.parametrize(("drops", "top", "answer"), MARGIN_DROPS)
-def test_what_the_keep_margin_drops(drops: str, top: int, answer: list[str]) -> None:
-    params = RankingParams(thresholds={"*": 0.5}, keep_margin=0.03, margin_drops=drops)
+@pytest.mark.parametrize(("fill", "top", "answer"), MARGIN_FILL)
+def test_what_the_keep_margin_leaves(fill: bool, top: int, answer: list[str]) -> None:
+    params = RankingParams(thresholds={"*": 0.5}, keep_margin=0.03, margin_fill=fill)
     dense = [
         hit("best", 0.90),
         hit("close", 0.88),
@@ -125,7 +126,7 @@ def test_what_the_keep_margin_drops(drops: str, top: int, answer: list[str]) -> 
 
 
 def test_recent_lessons_keep_the_margin_whatever_the_rule() -> None:
-    params = RankingParams(thresholds={"*": 0.5}, keep_margin=0.03, margin_drops="high")
+    params = RankingParams(thresholds={"*": 0.5}, keep_margin=0.03, margin_fill=True)
     dense = [hit("a", 0.90, source_id="a"), hit("b", 0.80, source_id="b")]
     assert set(recent_floor(fuse(dense, [], params), params)) == {"a"}
 

@@ -7,11 +7,13 @@ Order of operations (each step is measured in ``bench/LOG.md``):
    hits the semantic channels did not return (notes not embedded yet among them) and
    stays the lexical evidence of step 2;
 2. drop candidates that are neither close in the dense space (per-type distance
-   threshold, and for high priority also within ``keep_margin`` of the query's best;
-   ``margin_drops``) nor a strong lexical match;
+   threshold and within ``keep_margin`` of the query's best) nor a strong lexical
+   match -- high priority included;
 3. keep the best ``top``, then order: under the shipped "gated" rule a high-priority
    hit jumps the queue only when it is within ``high_first_margin`` of the query's
-   best dense distance; the others are boosted (low priority sorts last);
+   best dense distance; the others are boosted (low priority sorts last). An answer
+   left shorter than ``top`` is filled after them with what only the margin dropped,
+   high priority excepted (``margin_fill``);
 4. the newest lessons/conclusions not already present that pass the same keep rule
    form a separate ``recent`` part of the answer (never counted against ``top``).
 5. the newer of two notes that say nearly the same thing (dense cosine, per model)
@@ -56,13 +58,15 @@ class RankingParams:
     priority_rule: str = "gated"
     high_boost: float = 1.25
     high_first_margin: float = 0.0
-    # A candidate is kept when its distance is within the per-type threshold, or it is
-    # a strong lexical match. A high-priority one must also be within ``keep_margin`` of
-    # the query's best distance: no exemption, the boost would lift an unrelated high
-    # lesson. ``margin_drops`` "all": every hit must (before Round 19: it cut a
-    # conversation's answers short, bench/LOG.md); recent lessons always must.
+    # A candidate is kept when its distance is within the per-type threshold AND within
+    # ``keep_margin`` of the query's best distance, or it is a strong lexical match.
+    # High priority gets no exemption: an unrelated high lesson is noise like any other.
     keep_margin: float = 1.0
-    margin_drops: str = "high"
+    # an answer the keep rule left shorter than ``top`` is filled, after every kept hit,
+    # with the candidates only the margin dropped (within their type's threshold), high
+    # priority excepted: the margin keeps unrelated high lessons out, and on chat turns it
+    # also cut answers short (bench/LOG.md, Round 19)
+    margin_fill: bool = True
 
     def threshold_for(self, type_: str) -> float:
         return self.thresholds.get(type_, self.thresholds.get("*", 1.0))
@@ -338,21 +342,12 @@ def _created(cand: Candidate) -> float:
 
 
 def passes_threshold(
-    cand: Candidate,
-    params: RankingParams,
-    best_sparse: float,
-    best_distance: float,
-    answer: bool = False,
+    cand: Candidate, params: RankingParams, best_sparse: float, best_distance: float
 ) -> bool:
-    """The keep rule. ``answer``: judging a ranked hit (not a recent lesson), where the
-    margin binds high priority only when ``margin_drops`` is "high"."""
-    margin = params.keep_margin
-    if answer and params.margin_drops == "high" and cand.priority != "high":
-        margin = 2.0  # cosine distances end at 2: the type's threshold alone decides
     if (
         cand.distance is not None
         and cand.distance <= params.threshold_for(cand.type)
-        and cand.distance <= best_distance + margin
+        and cand.distance <= best_distance + params.keep_margin
     ):
         return True
     if cand.channel_rank is not None and cand.channel_rank <= params.channel_keep_rank:
@@ -377,15 +372,33 @@ def select(
     kept = pinned + [
         c
         for c in candidates
-        if not c.exact and passes_threshold(c, params, best_sparse, best_distance, answer=True)
+        if not c.exact and passes_threshold(c, params, best_sparse, best_distance)
     ]
     rank = {ns: i for i, ns in enumerate(namespaces)}
-    return sorted(
-        kept[:top],
-        key=lambda c: (
-            -1 if c.exact else _priority_tier(c, params, best_distance),
-            0 if c.exact else rank.get(str(c.payload.get("namespace", "")), 0),
-        ),
+
+    def order(part: list[Candidate]) -> list[Candidate]:
+        return sorted(
+            part,
+            key=lambda c: (
+                -1 if c.exact else _priority_tier(c, params, best_distance),
+                0 if c.exact else rank.get(str(c.payload.get("namespace", "")), 0),
+            ),
+        )
+
+    answer = order(kept[:top])
+    if params.margin_fill and len(answer) < top:
+        taken = {c.point_id for c in kept}
+        fill = [c for c in candidates if c.point_id not in taken and _fills(c, params)]
+        answer += order(fill[: top - len(answer)])
+    return answer
+
+
+def _fills(cand: Candidate, params: RankingParams) -> bool:
+    """Dropped by the margin alone: within its type's threshold, and not high priority."""
+    return (
+        cand.priority != "high"
+        and cand.distance is not None
+        and cand.distance <= params.threshold_for(cand.type)
     )
 
 

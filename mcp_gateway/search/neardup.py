@@ -12,10 +12,10 @@ port 5432 and port 6432): they never fold, so a search that found one by its
 identifier shows that one.
 
 The threshold was measured, not guessed (``bench/quality/neardup``: hand-written
-near-duplicate and merely related pairs in en/ja/th; docs/ranking.md). A note without
-a stored vector for its current text (its embedding job has not run yet: the context
-is written at once after an add) is embedded here with ``embed`` when given, else
-shown on its own.
+near-duplicate and related pairs in en/ja/th, chosen on one half, scored on the other;
+docs/ranking.md). A note without a stored vector for its current text (its embedding
+job has not run yet: the context is written at once after an add) is embedded here
+with ``embed`` when given, else shown on its own.
 """
 
 from __future__ import annotations
@@ -35,9 +35,9 @@ from mcp_gateway.stores.vectors import StoredVector, content_hash
 
 log = logging.getLogger(__name__)
 
-# e5 (multilingual-e5-small): merely related pairs reach 0.932, near-duplicates start at
-# 0.912 (median 0.965); 0.95 keeps a 0.018 margin above every related pair and folds
-# 29 of 36 near-duplicates (bench/quality/neardup/measure.py, docs/ranking.md).
+# e5 (multilingual-e5-small), chosen on the dev half of bench/quality/neardup/pairs.jsonl
+# (measure.py: least cost, a wrong fold counting as two missed ones); on the test half it
+# folds 36 of 46 near-duplicates and 7 of 45 related pairs (docs/ranking.md).
 FOLD_SIMILARITY = 0.95
 
 

@@ -25,13 +25,12 @@ from mcp_gateway.common.inputs import (
     checked_filter,
     checked_query,
 )
-from mcp_gateway.common.render import iso
+from mcp_gateway.common.render import iso, preview
 from mcp_gateway.common.types import Note, SearchResponse
 from mcp_gateway.common.validation import bounded_int
 from mcp_gateway.records.model import RECORD_TYPES
 from mcp_gateway.search.request import SearchRequest
 from mcp_gateway.services.app import AppContext
-from mcp_gateway.stores.activity import preview
 
 
 class AddNoteResult(BaseModel):

@@ -238,7 +238,7 @@ async def test_periodic_work_runs_in_one_gateway(
 
     from mcp_gateway.jobs import inprocess
 
-    period, window = 0.5, 3.0
+    period, window = 0.25, 1.5
     monkeypatch.setattr(inprocess, "periodic_jobs", lambda settings: [("rerank", period, True)])
     runs: dict[int, int] = {}
     enough = asyncio.Event()

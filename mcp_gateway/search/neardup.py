@@ -27,6 +27,7 @@ from typing import Protocol
 
 import numpy as np
 
+from mcp_gateway.common.errors import EmbedderUnavailable
 from mcp_gateway.common.types import Note, SearchResult
 from mcp_gateway.indexing.indexer import note_document
 from mcp_gateway.search.exact_terms import token_like
@@ -113,6 +114,11 @@ class Folder:
             try:
                 fresh = await self.embed([note_document(n) for n in missing])
                 raw.update({n.id: v for n, v in zip(missing, fresh, strict=True)})
+            except EmbedderUnavailable as exc:
+                # a one-shot CLI command's export at its close (the embedder stopping),
+                # an Ollama down: the next export folds them; not worth a traceback on
+                # the user's terminal after `kioku add`
+                log.info("%d notes listed unfolded: %s", len(missing), exc)
             except Exception:
                 log.warning("near-duplicates not folded: embedding failed", exc_info=True)
         unit: dict[str, np.ndarray] = {}

@@ -8,11 +8,16 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from mcp_gateway.search.neardup import FOLD_SIMILARITY, marks
 from tests.conftest import Harness
+from tests.test_owner import ok
 
 PAIRS = Path(__file__).resolve().parents[1] / "bench" / "quality" / "neardup" / "pairs.jsonl"
+# issue 33's first force-push wording, and a rewording (cosine 0.975, bench/LOG.md round 18)
+FORCE_PUSH_OLD = "Never force-push to main: rebase locally and open a pull request."
+FORCE_PUSH_NEW = "Do not force-push to main; rebase locally and open a pull request."
 
 
 async def test_threshold_is_the_one_the_dev_pairs_choose(harness: Harness) -> None:
@@ -147,3 +152,28 @@ async def test_a_word_of_the_query_keeps_its_note_out_of_a_fold(harness: Harness
     for word, nid in ids.items():
         got = await harness.ok("search_memory", query=word, top=5)
         assert nid in [r["id"] for r in got["results"]], word
+
+
+# slow: five one-shot CLI processes, each loading the model
+@pytest.mark.slow
+def test_the_cli_folds_a_reworded_lesson_in_search_and_context(tmp_path: Path) -> None:
+    """Through the CLI, processes as a user runs them: the first wording of issue 33's
+    force-push lesson and a rewording that folds under the measured threshold (the
+    issue's own second wording, 0.945, does not: docs/ranking.md) are one entry in a
+    search and in session_context.md, the newest wording shown, the older id named and
+    still readable with ``kioku show``."""
+    data = tmp_path / "data"
+    older = ok(data, "add", FORCE_PUSH_OLD, "--type", "lesson").strip()
+    newer = ok(data, "add", FORCE_PUSH_NEW, "--type", "lesson").strip()
+    other = ok(data, "add", "Use pnpm instead of npm; the lockfile is pnpm-lock.yaml.",
+               "--type", "lesson").strip()  # fmt: skip
+    found = ok(data, "search", "can I force push to main?")
+    assert f"(also {older}: older notes saying the same" in found, found
+    assert newer in found and "open a pull request." in found
+    assert "Never force-push to main: rebase" not in found  # the older wording is folded
+    ok(data, "context")
+    context = (data / "session_context.md").read_text(encoding="utf-8")
+    entry = next(line for line in context.splitlines() if line.startswith(f"- `{newer}`"))
+    assert f"also `{older}`" in entry, context
+    assert f"- `{other}`" in context and f"- `{older}`" not in context
+    assert FORCE_PUSH_OLD in ok(data, "show", older)  # nothing deleted

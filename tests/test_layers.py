@@ -223,6 +223,51 @@ def test_the_mcp_door_imports_no_other_door() -> None:
     assert {k: v for k, v in offenders.items() if v} == {}
 
 
+def test_the_browser_imports_no_process_door() -> None:
+    """``ui`` (the memory browser) is what the daemon and ``kioku serve`` mount; it never
+    reaches back into them or the CLI (``kioku ui`` is a CLI command, ``cli.ui_launch``)."""
+    offenders = {
+        name: sorted(d for d in deps if folder(d) in {"daemon", "cli"})
+        for name, deps in graph().items()
+        if folder(name) == "ui"
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+# Folders that still import each other, each pair (alphabetical) with why; the list may
+# only shrink.
+MUTUAL_LEFT = {
+    ("index", "search"),  # index.qdrant ranks with search.ranking's fusion
+    ("indexing", "jobs"),  # reconcile queues jobs; the embedding job writes points' text
+    ("records", "stores"),  # the records store opens stores.db; stores.changes reads records
+}
+
+
+def mutual_folders(edges: dict[str, set[str]]) -> set[tuple[str, str]]:
+    pairs = {
+        (a, b)
+        for name, deps in edges.items()
+        for d in deps
+        if (a := folder(name)) and (b := folder(d)) and a != b and name.startswith("mcp_gateway")
+    }
+    return {(a, b) for a, b in pairs if (b, a) in pairs and a < b}
+
+
+def test_no_two_folders_import_each_other() -> None:
+    """A folder is a room: two that import each other are one room in two places (the
+    daemon and the browser did; search and indexing did)."""
+    assert mutual_folders(graph()) - MUTUAL_LEFT == set()
+    assert MUTUAL_LEFT - mutual_folders(graph()) == set(), "one is gone: drop it from the list"
+
+
+def test_the_check_sees_folders_importing_each_other() -> None:
+    edges = {
+        "mcp_gateway.ui.web": {"mcp_gateway.daemon.x"},
+        "mcp_gateway.daemon.x": {"mcp_gateway.ui"},
+    }
+    assert mutual_folders(edges) == {("daemon", "ui")}
+
+
 def test_gateway_never_imports_workers() -> None:
     offenders = {
         name: sorted(d for d in deps if d == "workers" or d.startswith("workers."))

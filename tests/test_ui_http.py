@@ -277,11 +277,12 @@ def session_context_in_browser(base: str, token: str) -> str:
     return html.unescape(raw.group(1))
 
 
-def test_the_session_context_is_one_document_at_every_door(base: str) -> None:
+def test_the_session_context_is_one_document_at_every_door(base: str, data_dir: Path) -> None:
     """Before: the browser merged every namespace a grant may read under one set of
     headings and folded no near-duplicates, and showed the owner the last exported
     file; the MCP resource rendered the grant's own namespace, then each shared one under
-    its own heading. Both doors now call one use case."""
+    its own heading. Every door now calls one use case, and ``kioku context`` writes the
+    owner's."""
     alice, team = GRANTS["alice"]["token"], GRANTS["team"]["token"]
     url = base + "/mcp"
     for token, text in (
@@ -291,9 +292,15 @@ def test_the_session_context_is_one_document_at_every_door(base: str) -> None:
     ):
         mcp(url, "add_note", token=token, text=text, type="lesson", priority="high")
     mcp(url, "record_add", token=team, type="decision", title="Team uses pnpm workspaces")
+    written = subprocess.run(
+        [KIOKU, "context"], env=kioku_env(data_dir), capture_output=True, text=True, timeout=120
+    )
+    assert written.returncode == 0, written.stderr
     for token in (TOKEN, alice):
         served = session_context_over_mcp(url, token)
         assert session_context_in_browser(base, token) == served
+        if token == TOKEN:  # the data dir's own scope: the file the next session reads
+            assert (data_dir / "session_context.md").read_text("utf-8") == served
     shared = served.index("## Shared namespace `team`")  # alice's, the last of the loop
     assert served.index("> Alice lesson") < shared < served.index("> Team lesson")
     assert "Owner lesson" not in served and "> Team uses pnpm workspaces" in served

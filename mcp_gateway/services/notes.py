@@ -215,8 +215,7 @@ class NoteService:
         # written): the index changes below need it there, or the edit would commit and
         # then fail on its point
         await app.writes.caught_up((current.namespace,))
-        stored = NoteFields.model_validate(current, from_attributes=True)
-        merged = stored.changed_by(changes).checked(self.rules)
+        merged = current.changed_by(changes).checked(self.rules)  # a Note is its fields
         note, changed = await app.notes.update(current.id, NoteChanges(**merged.model_dump()))
         if "text" in changed or "solved_query" in changed:
             await app.indexer.put_lexical(note)

@@ -11,15 +11,13 @@ from mcp_gateway.common.types import IndexHit
 from mcp_gateway.search.calibration import MODELS, for_model, query_script, shift_query, shift_views
 from mcp_gateway.search.ranking import (
     Candidate,
-    Head,
     RankingParams,
     best_of_views,
-    carry_to_heads,
     fuse,
-    newer_first,
     recent_floor,
     select,
 )
+from mcp_gateway.search.reorder import Head, carry_to_heads, newer_first
 
 
 def hit(pid: str, score: float, **payload: Any) -> IndexHit:

@@ -188,7 +188,7 @@ class SearchSettings(BaseModel):
     retired_carry: float = Field(default=1.0, ge=0, le=1)
     # a note moves above an older note of the same type that it resembles this closely
     # (dense cosine; None: the model's measured value, 0: off) when it has at least
-    # newer_ratio of that note's score (ranking.newer_first; bench/LOG.md)
+    # newer_ratio of that note's score (reorder.newer_first; bench/LOG.md)
     newer_similarity: float | None = Field(default=None, ge=0.0, le=1.0)
     newer_ratio: float = Field(default=0.8, ge=0.0, le=1.0)
     # a memory that alone holds an identifier of the query (a digit, joiner or inner

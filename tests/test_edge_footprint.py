@@ -1,0 +1,130 @@
+"""What an embedded shard keeps resident once it is opened again (``edge_shard._dense``):
+its dense vectors are mapped, not read in, and a shard an older kioku made (vectors read
+in at every open) still opens and answers.
+
+Real engine, real files; resident memory is read from ``/proc/self/smaps`` (Linux).
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pytest
+import qdrant_edge as qe
+
+from mcp_gateway.common.types import IndexFilter, IndexPoint, SparseVector, point_id
+from mcp_gateway.index.base import DENSE, LATENT, SPARSE, IndexSpec
+from mcp_gateway.index.edge import EdgeIndex
+from mcp_gateway.index.edge_shard import STORAGE
+from mcp_gateway.search.lexical import sparse_document
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="Linux /proc")
+
+DIM = 384
+POINTS = 300
+# the engine's plain segment stores dense vectors in 32 MB chunks: read in, one chunk is
+# resident whatever the points; mapped, only the pages searches read (300 x ~0.8 KB)
+MAPPED_MAX_MB = 4.0
+
+
+def resident_mb(under: Path, part: str) -> float:
+    """Resident MB of this process's mappings of files under ``under`` whose path has
+    ``part``."""
+    total, counting = 0, False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        head = line.split(maxsplit=5)
+        if len(head) >= 5 and "-" in head[0] and ":" not in head[0]:
+            path = head[5] if len(head) > 5 else ""
+            counting = path.startswith(str(under)) and part in path
+        elif counting and line.startswith("Rss:"):
+            total += int(line.split()[1])
+    return total / 1024
+
+
+def vectors(n: int) -> np.ndarray:
+    v = np.random.default_rng(7).standard_normal((n, DIM)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def points(dense: np.ndarray) -> list[IndexPoint]:
+    return [
+        IndexPoint(
+            point_id("note", f"N-{i}"),
+            {"kind": "note", "source_id": f"N-{i}", "type": "note", "namespace": "default"},
+            sparse_document(f"observation {i} about service {i % 13}"),
+            [float(x) for x in dense[i]],
+        )
+        for i in range(len(dense))
+    ]
+
+
+async def top(index: EdgeIndex, query: np.ndarray) -> list[str]:
+    hits, _ = await index.search([float(x) for x in query], SparseVector((), ()), IndexFilter(), 5)
+    return [h.id for h in hits]
+
+
+@pytest.mark.parametrize("storage", ["turbo16", "float32"])
+async def test_a_reopened_shard_reads_in_only_the_dense_pages_searched(
+    tmp_path: Path, storage: str
+) -> None:
+    spec = IndexSpec("c", dim=DIM, model_id="test", latent=False)
+    dense = vectors(POINTS)
+    index = EdgeIndex(spec, tmp_path, dense_storage=storage)
+    await index.open()
+    await index.upsert(points(dense))
+    before = await top(index, dense[5])
+    await index.close()
+
+    index = EdgeIndex(spec, tmp_path, dense_storage=storage)
+    await index.open()
+    try:
+        assert resident_mb(tmp_path, "vector_storage-dense") < MAPPED_MAX_MB
+        assert await top(index, dense[5]) == before  # exact search read every vector
+        assert before[0] == point_id("note", "N-5")
+        assert resident_mb(tmp_path, "vector_storage-dense") < MAPPED_MAX_MB
+    finally:
+        await index.close()
+
+
+async def test_a_shard_made_with_vectors_read_in_still_opens(tmp_path: Path) -> None:
+    """Before round 19 a shard's dense vectors were read in at every open (the engine's
+    default placement). Such a shard opens under the new config and answers the same;
+    its segment keeps reading them in (the engine keeps a segment's placement) until
+    `kioku reindex` builds a new collection, which is made like the one above."""
+    dense = vectors(POINTS)
+    directory = tmp_path / "c"
+    config = qe.EdgeConfig(
+        vectors={
+            DENSE: qe.EdgeVectorParams(
+                size=DIM, distance=qe.Distance.Cosine, datatype=STORAGE["turbo16"]
+            )
+        },
+        sparse_vectors={
+            SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf),
+            LATENT: qe.EdgeSparseVectorParams(full_scan_threshold=1),
+        },
+    )
+    old = qe.EdgeShard.create(str(directory), config)
+    old.update(
+        qe.UpdateOperation.upsert_points(
+            [
+                qe.Point(str(uuid.UUID(p.id)), {DENSE: list(p.dense or ())}, p.payload)
+                for p in points(dense)
+            ]
+        )
+    )
+    old.close()
+    assert resident_mb(tmp_path, "vector_storage-dense") == 0
+
+    index = EdgeIndex(IndexSpec("c", dim=DIM, model_id="test", latent=True), tmp_path)
+    await index.open()
+    try:
+        assert index.spec.latent and index.dense_storage == "turbo16"
+        assert resident_mb(tmp_path, "vector_storage-dense") > MAPPED_MAX_MB  # read in
+        assert (await top(index, dense[9]))[0] == point_id("note", "N-9")
+        await index.upsert(points(vectors(POINTS + 1))[POINTS:])  # and takes writes
+        assert await index.count() == POINTS + 1
+    finally:
+        await index.close()

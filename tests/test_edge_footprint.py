@@ -1,6 +1,7 @@
-"""What an embedded shard keeps resident once it is opened again (``edge_shard._dense``):
-its dense vectors are mapped, not read in, and a shard an older kioku made (vectors read
-in at every open) still opens and answers.
+"""What an embedded shard keeps resident once it is opened again: its dense vectors are
+mapped, not read in (``edge_shard._dense``), and only the payload indexes its filters
+use exist (``edge_types.INDEXED_FIELDS``); a shard an older kioku made (vectors read in
+at every open, four more indexes) still opens, loses those indexes and answers.
 
 Real engine, real files; resident memory is read from ``/proc/self/smaps`` (Linux).
 """
@@ -15,9 +16,18 @@ import pytest
 import qdrant_edge as qe
 
 from mcp_gateway.common.types import IndexFilter, IndexPoint, SparseVector, point_id
-from mcp_gateway.index.base import DENSE, LATENT, SPARSE, IndexSpec
+from mcp_gateway.index.base import (
+    BOOL_FIELDS,
+    DENSE,
+    FLOAT_FIELDS,
+    KEYWORD_FIELDS,
+    LATENT,
+    SPARSE,
+    IndexSpec,
+)
 from mcp_gateway.index.edge import EdgeIndex
 from mcp_gateway.index.edge_shard import STORAGE
+from mcp_gateway.index.edge_types import CURRENT_MIRROR, INDEXED_FIELDS, with_mirror
 from mcp_gateway.search.lexical import sparse_document
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="Linux /proc")
@@ -52,7 +62,16 @@ def points(dense: np.ndarray) -> list[IndexPoint]:
     return [
         IndexPoint(
             point_id("note", f"N-{i}"),
-            {"kind": "note", "source_id": f"N-{i}", "type": "note", "namespace": "default"},
+            {
+                "kind": "note",
+                "source_id": f"N-{i}",
+                "type": "note" if i % 2 else "lesson",
+                "namespace": "default",
+                "visible": "default",
+                "current": True,
+                "priority": "normal",
+                "created_at": float(i),
+            },
             sparse_document(f"observation {i} about service {i % 13}"),
             [float(x) for x in dense[i]],
         )
@@ -60,9 +79,15 @@ def points(dense: np.ndarray) -> list[IndexPoint]:
     ]
 
 
-async def top(index: EdgeIndex, query: np.ndarray) -> list[str]:
-    hits, _ = await index.search([float(x) for x in query], SparseVector((), ()), IndexFilter(), 5)
+async def top(index: EdgeIndex, query: np.ndarray, flt: IndexFilter | None = None) -> list[str]:
+    dense = [float(x) for x in query]
+    hits, _ = await index.search(dense, SparseVector((), ()), flt or IndexFilter(), 5)
     return [h.id for h in hits]
+
+
+def indexed(index: EdgeIndex) -> set[str]:
+    assert index._shard is not None
+    return set(index._shard.info().payload_schema)
 
 
 @pytest.mark.parametrize("storage", ["turbo16", "float32"])
@@ -84,15 +109,17 @@ async def test_a_reopened_shard_reads_in_only_the_dense_pages_searched(
         assert await top(index, dense[5]) == before  # exact search read every vector
         assert before[0] == point_id("note", "N-5")
         assert resident_mb(tmp_path, "vector_storage-dense") < MAPPED_MAX_MB
+        assert indexed(index) == set(INDEXED_FIELDS)
     finally:
         await index.close()
 
 
 async def test_a_shard_made_with_vectors_read_in_still_opens(tmp_path: Path) -> None:
     """Before round 19 a shard's dense vectors were read in at every open (the engine's
-    default placement). Such a shard opens under the new config and answers the same;
-    its segment keeps reading them in (the engine keeps a segment's placement) until
-    `kioku reindex` builds a new collection, which is made like the one above."""
+    default placement) and ten payload fields were indexed. Such a shard opens under
+    the new config, drops the indexes no filter uses and answers the same, filters
+    included; its segment keeps reading its vectors in (the engine keeps a segment's
+    placement) until `kioku reindex` builds a new collection, made like the one above."""
     dense = vectors(POINTS)
     directory = tmp_path / "c"
     config = qe.EdgeConfig(
@@ -107,10 +134,16 @@ async def test_a_shard_made_with_vectors_read_in_still_opens(tmp_path: Path) -> 
         },
     )
     old = qe.EdgeShard.create(str(directory), config)
+    schemas = {f: qe.PayloadSchemaType.Keyword for f in (*KEYWORD_FIELDS, CURRENT_MIRROR)}
+    schemas.update({f: qe.PayloadSchemaType.Bool for f in BOOL_FIELDS})
+    schemas.update({f: qe.PayloadSchemaType.Float for f in FLOAT_FIELDS})
+    for name, schema in schemas.items():
+        old.update(qe.UpdateOperation.create_field_index(name, schema))
+    assert len(old.info().payload_schema) == 10
     old.update(
         qe.UpdateOperation.upsert_points(
             [
-                qe.Point(str(uuid.UUID(p.id)), {DENSE: list(p.dense or ())}, p.payload)
+                qe.Point(str(uuid.UUID(p.id)), {DENSE: list(p.dense or ())}, with_mirror(p.payload))
                 for p in points(dense)
             ]
         )
@@ -123,7 +156,11 @@ async def test_a_shard_made_with_vectors_read_in_still_opens(tmp_path: Path) -> 
     try:
         assert index.spec.latent and index.dense_storage == "turbo16"
         assert resident_mb(tmp_path, "vector_storage-dense") > MAPPED_MAX_MB  # read in
+        assert indexed(index) == set(INDEXED_FIELDS)
         assert (await top(index, dense[9]))[0] == point_id("note", "N-9")
+        lessons = IndexFilter(types=("lesson",), namespaces=("default",), current_only=True)
+        assert (await top(index, dense[9], lessons))[0] != point_id("note", "N-9")
+        assert (await top(index, dense[8], lessons))[0] == point_id("note", "N-8")
         await index.upsert(points(vectors(POINTS + 1))[POINTS:])  # and takes writes
         assert await index.count() == POINTS + 1
     finally:

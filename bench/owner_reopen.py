@@ -116,9 +116,10 @@ def main(args: argparse.Namespace) -> None:
         p95 = t[int(0.95 * (len(t) - 1))]
         p50, mean = statistics.median(t), statistics.mean(t)
         print(f"| {side.name} | {p50:.1f} | {p95:.1f} | {mean:.1f} |")
-    if len(sides) == 2:
-        a, b = (statistics.median(s.times) for s in sides)
-        print(f"p50 ratio {sides[1].name}/{sides[0].name}: {b / a:.2f}")
+    first = statistics.median(sides[0].times)
+    for side in sides[1:]:
+        ratio = statistics.median(side.times) / first
+        print(f"p50 ratio {side.name}/{sides[0].name}: {ratio:.2f}")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import qdrant_edge as qe
 
+import mcp_gateway.index.edge as edge_module
 from mcp_gateway.common.types import IndexFilter, IndexPoint, SparseVector, point_id
 from mcp_gateway.index.base import (
     BOOL_FIELDS,
@@ -118,8 +119,9 @@ async def test_a_shard_made_with_vectors_read_in_still_opens(tmp_path: Path) -> 
     """Before round 19 a shard's dense vectors were read in at every open (the engine's
     default placement) and ten payload fields were indexed. Such a shard opens under
     the new config, drops the indexes no filter uses and answers the same, filters
-    included; its segment keeps reading its vectors in (the engine keeps a segment's
-    placement) until `kioku reindex` builds a new collection, made like the one above."""
+    included; its segment keeps reading its vectors in at open (the engine keeps a
+    segment's placement; `kioku reindex` builds a new collection, made like the one
+    above), and they are given back once it is open."""
     dense = vectors(POINTS)
     directory = tmp_path / "c"
     config = qe.EdgeConfig(
@@ -155,7 +157,9 @@ async def test_a_shard_made_with_vectors_read_in_still_opens(tmp_path: Path) -> 
     await index.open()
     try:
         assert index.spec.latent and index.dense_storage == "turbo16"
-        assert resident_mb(tmp_path, "vector_storage-dense") > MAPPED_MAX_MB  # read in
+        # its segment read them in at open (the engine keeps a segment's placement);
+        # edge_pages gave them back
+        assert resident_mb(tmp_path, "vector_storage-dense") < MAPPED_MAX_MB
         assert indexed(index) == set(INDEXED_FIELDS)
         assert (await top(index, dense[9]))[0] == point_id("note", "N-9")
         lessons = IndexFilter(types=("lesson",), namespaces=("default",), current_only=True)
@@ -163,5 +167,46 @@ async def test_a_shard_made_with_vectors_read_in_still_opens(tmp_path: Path) -> 
         assert (await top(index, dense[8], lessons))[0] == point_id("note", "N-8")
         await index.upsert(points(vectors(POINTS + 1))[POINTS:])  # and takes writes
         assert await index.count() == POINTS + 1
+    finally:
+        await index.close()
+
+
+async def test_what_opening_read_in_is_given_back(tmp_path: Path) -> None:
+    """Opening reads the WAL and each payload index's files in whole (~5 MB an index,
+    however few the points); ``edge_pages.page_out`` gives those pages back."""
+    spec = IndexSpec("c", dim=DIM, model_id="test", latent=False)
+    dense = vectors(POINTS)
+    index = EdgeIndex(spec, tmp_path)
+    await index.open()
+    await index.upsert(points(dense))
+    await index.close()
+
+    index = EdgeIndex(spec, tmp_path)
+    await index.open()
+    try:
+        assert resident_mb(tmp_path, "/c/") < 2 * MAPPED_MAX_MB  # 6 indexes read in: ~30
+        flt = IndexFilter(types=("note",), namespaces=("default",), current_only=True)
+        assert (await top(index, dense[7], flt))[0] == point_id("note", "N-7")
+    finally:
+        await index.close()
+
+
+@pytest.mark.parametrize("every_s", [0.0, 3600.0])
+async def test_writes_give_back_their_wal_pages(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, every_s: float
+) -> None:
+    monkeypatch.setattr(edge_module, "PAGE_OUT_EVERY_S", every_s)
+    index = EdgeIndex(IndexSpec("c", dim=DIM, model_id="test", latent=False), tmp_path)
+    await index.open()
+    try:
+        batch = points(vectors(2 * POINTS))
+        for start in range(0, len(batch), 10):
+            await index.upsert(batch[start : start + 10])
+        wal = resident_mb(tmp_path, "/wal/")
+        if every_s:
+            assert wal > 0.5  # each write's pages stay resident
+        else:
+            assert wal < 0.1
+        assert await index.count() == len(batch)
     finally:
         await index.close()

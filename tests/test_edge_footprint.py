@@ -192,21 +192,27 @@ async def test_what_opening_read_in_is_given_back(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("every_s", [0.0, 3600.0])
-async def test_writes_give_back_their_wal_pages(
+async def test_writes_give_back_their_pages_but_the_searched_ones(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, every_s: float
 ) -> None:
+    """Written pages (WAL, sparse vectors) are given back after writes; the dense
+    vectors every search scans stay resident."""
     monkeypatch.setattr(edge_module, "PAGE_OUT_EVERY_S", every_s)
     index = EdgeIndex(IndexSpec("c", dim=DIM, model_id="test", latent=False), tmp_path)
     await index.open()
     try:
-        batch = points(vectors(2 * POINTS))
+        dense = vectors(2 * POINTS)
+        batch = points(dense)
         for start in range(0, len(batch), 10):
             await index.upsert(batch[start : start + 10])
-        wal = resident_mb(tmp_path, "/wal/")
+        await top(index, dense[3])  # reads every dense vector
+        await index.upsert(batch[:1])
+        wal, sparse = resident_mb(tmp_path, "/wal/"), resident_mb(tmp_path, "-sparse/")
         if every_s:
-            assert wal > 0.5  # each write's pages stay resident
+            assert wal > 0.5 and sparse > 0.05  # each write's pages stay resident
         else:
-            assert wal < 0.1
+            assert wal < 0.1 and sparse < 0.02
+        assert resident_mb(tmp_path, "vector_storage-dense") > 0.3  # 600 x 772 bytes
         assert await index.count() == len(batch)
     finally:
         await index.close()

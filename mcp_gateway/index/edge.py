@@ -61,7 +61,7 @@ from mcp_gateway.index.base import (
     sparse_queries,
 )
 from mcp_gateway.index.edge_graph import graph_due, read_marker, write_marker
-from mcp_gateway.index.edge_pages import PAGE_OUT_EVERY_S, page_out
+from mcp_gateway.index.edge_pages import PAGE_OUT_EVERY_S, SEARCHED, page_out
 from mcp_gateway.index.edge_shard import open_shard
 from mcp_gateway.index.edge_types import (
     NamespaceCensus,
@@ -118,7 +118,7 @@ class EdgeIndex(ChannelSearch):
         self._write_guard = write_guard
         self._payloads = PayloadCache()
         self._census = NamespaceCensus(self._payloads)
-        self._paged_at = 0.0  # when the WAL's pages were last given back
+        self._paged_at = 0.0  # when written pages were last given back
 
     # -- plumbing -----------------------------------------------------------------
 
@@ -153,17 +153,17 @@ class EdgeIndex(ChannelSearch):
                 return fn(shard)
             finally:
                 cache.changed()
-                self._page_out_wal()
+                self._page_out_written()
 
         return await self._run(write)
 
-    def _page_out_wal(self) -> None:
-        """Give back the WAL pages writes left resident, at most every
-        ``PAGE_OUT_EVERY_S`` (``edge_pages``)."""
+    def _page_out_written(self) -> None:
+        """Give back the pages writes left resident (WAL, sparse vectors, payloads), at
+        most every ``PAGE_OUT_EVERY_S`` (``edge_pages``)."""
         now = time.monotonic()
         if now - self._paged_at >= PAGE_OUT_EVERY_S:
             self._paged_at = now
-            page_out(self.dir, ("/wal/",))
+            page_out(self.dir, keep=SEARCHED)
 
     def _check_dim(self, vector: Sequence[float]) -> None:
         if len(vector) != self.spec.dim:

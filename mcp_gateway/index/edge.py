@@ -61,7 +61,7 @@ from mcp_gateway.index.base import (
     sparse_queries,
 )
 from mcp_gateway.index.edge_graph import graph_due, read_marker, write_marker
-from mcp_gateway.index.edge_pages import PAGE_OUT_EVERY_S, SEARCHED, page_out
+from mcp_gateway.index.edge_pages import GRAPHS, PAGE_OUT_EVERY_S, SEARCHED, page_out
 from mcp_gateway.index.edge_shard import open_shard
 from mcp_gateway.index.edge_types import (
     NamespaceCensus,
@@ -179,7 +179,7 @@ class EdgeIndex(ChannelSearch):
             self.dir, self.spec, self._optimizers, self._hnsw, self.dense_storage
         )
         # what opening read in (WAL, payload indexes, sparse vectors) is not read again
-        page_out(self.dir)
+        page_out(self.dir, keep=GRAPHS)
         self._paged_at = time.monotonic()
         return shard
 

@@ -6,16 +6,18 @@ payload index's files (~5 MB each) and the sparse vectors it builds its in-memor
 inverted index from; every write leaves its WAL pages resident, and the sparse vectors'
 and payloads' stores append each version of a point (a note is written about three
 times: lexical, draft, exact). The engine needs little of that again (the WAL is only
-appended to; the indexes it built live in memory), so
-``MADV_PAGEOUT`` asks the kernel to reclaim those pages: it writes back what is dirty
-and frees the rest; a page used again is read back in (the dense vectors a search scans,
-once). The hint never changes what a mapping holds, so a range that changed between
-reading ``/proc/self/maps`` and the call only loses pages it gets back on use.
+appended to; the indexes it built live in memory), so ``MADV_PAGEOUT`` asks the kernel
+to reclaim those pages: it writes back what is dirty and frees the rest; a page used
+again is read back in. The hint never changes what a mapping holds, so a range that
+changed between reading ``/proc/self/maps`` and the call only loses pages it gets back
+on use.
 
-At open everything is given back; after writes (at most every ``PAGE_OUT_EVERY_S``)
-all but what every search reads (``SEARCHED``). Measured (bench/LOG.md, round 19): a
-shard of 10k notes opened 193 MB of mapped files resident, 32 MB after this; after 200
-searches 59 MB against 213, search time the same.
+At open, all is given back but the HNSW graphs a graphed collection's searches walk
+(``GRAPHS``; a plain segment's dense vectors are read back by its first exact scan);
+after writes (at most every ``PAGE_OUT_EVERY_S``), all but what every search reads
+(``SEARCHED``). Measured (bench/LOG.md, round 19): a shard of 10k notes opened with
+193 MB of mapped files resident, 32 MB after this; after 200 searches 59 MB against 213,
+search time the same.
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ PAGE_OUT_EVERY_S = 30.0
 # what every search reads, kept resident between writes: the dense vectors (the plain
 # segment's exact scan reads them all) and their HNSW graphs; further dense channels'
 # vector names start with "dense" too
-SEARCHED = ("/vector_storage-dense", "/vector_index-dense")
+GRAPHS = ("/vector_index-dense",)
+SEARCHED = ("/vector_storage-dense", *GRAPHS)
 
 _madvise = None
 if sys.platform == "linux":

@@ -11,7 +11,9 @@ Order of operations (each step is measured in ``bench/LOG.md``):
    match -- high priority included;
 3. keep the best ``top``, then order: under the shipped "gated" rule a high-priority
    hit jumps the queue only when it is within ``high_first_margin`` of the query's
-   best dense distance; the others are boosted (low priority sorts last);
+   best dense distance; the others are boosted (low priority sorts last). An answer
+   left shorter than ``top`` is filled after them with what only the margin dropped,
+   high priority excepted (``margin_fill``);
 4. the newest lessons/conclusions not already present that pass the same keep rule
    form a separate ``recent`` part of the answer (never counted against ``top``).
 5. the newer of two notes that say nearly the same thing (dense cosine, per model)
@@ -60,6 +62,11 @@ class RankingParams:
     # ``keep_margin`` of the query's best distance, or it is a strong lexical match.
     # High priority gets no exemption: an unrelated high lesson is noise like any other.
     keep_margin: float = 1.0
+    # an answer the keep rule left shorter than ``top`` is filled, after every kept hit,
+    # with the candidates only the margin dropped (within their type's threshold), high
+    # priority excepted: the margin keeps unrelated high lessons out, and on chat turns it
+    # also cut answers short (bench/LOG.md, Round 19)
+    margin_fill: bool = True
 
     def threshold_for(self, type_: str) -> float:
         return self.thresholds.get(type_, self.thresholds.get("*", 1.0))
@@ -368,12 +375,30 @@ def select(
         if not c.exact and passes_threshold(c, params, best_sparse, best_distance)
     ]
     rank = {ns: i for i, ns in enumerate(namespaces)}
-    return sorted(
-        kept[:top],
-        key=lambda c: (
-            -1 if c.exact else _priority_tier(c, params, best_distance),
-            0 if c.exact else rank.get(str(c.payload.get("namespace", "")), 0),
-        ),
+
+    def order(part: list[Candidate]) -> list[Candidate]:
+        return sorted(
+            part,
+            key=lambda c: (
+                -1 if c.exact else _priority_tier(c, params, best_distance),
+                0 if c.exact else rank.get(str(c.payload.get("namespace", "")), 0),
+            ),
+        )
+
+    answer = order(kept[:top])
+    if params.margin_fill and len(answer) < top:
+        taken = {c.point_id for c in kept}
+        fill = [c for c in candidates if c.point_id not in taken and _fills(c, params)]
+        answer += order(fill[: top - len(answer)])
+    return answer
+
+
+def _fills(cand: Candidate, params: RankingParams) -> bool:
+    """Dropped by the margin alone: within its type's threshold, and not high priority."""
+    return (
+        cand.priority != "high"
+        and cand.distance is not None
+        and cand.distance <= params.threshold_for(cand.type)
     )
 
 

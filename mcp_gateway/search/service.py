@@ -367,6 +367,7 @@ class SearchService:
             high_boost=s.high_boost,
             high_first_margin=self.high_first_margin,
             keep_margin=self.keep_margin,
+            margin_fill=s.margin_fill,
             lexical_keep_ratio=s.lexical_keep_ratio,
             rrf_k=s.rrf_k,
             dense_weight=s.dense_weight,

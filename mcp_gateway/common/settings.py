@@ -115,6 +115,10 @@ class IndexSettings(BaseModel):
     # keeps its own until `kioku reindex` (bench/LOG.md).
     dense_storage: Literal["turbo16", "float32"] = "turbo16"
     graph_check_s: float = Field(default=60.0, ge=0)
+    # Edge only: hit payloads kept between writes, the most recently used (~0.75 KB
+    # each: 24k ~18 MB); at 100k notes a search meets ~160 notes, so this holds the
+    # last ~150 searches' (docs/performance.md, "Scale")
+    payload_cache_size: int = Field(default=24_000, ge=0)
 
 
 class NoteSettings(BaseModel):

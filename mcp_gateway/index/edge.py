@@ -59,11 +59,11 @@ from mcp_gateway.index.base import (
     channel_requests,
     sparse_queries,
 )
+from mcp_gateway.index.edge_cache import PayloadCache
 from mcp_gateway.index.edge_graph import graph_due, read_marker, write_marker
 from mcp_gateway.index.edge_shard import open_shard
 from mcp_gateway.index.edge_types import (
     NamespaceCensus,
-    PayloadCache,
     Payloads,
     Scored,
     best_scored,
@@ -93,11 +93,13 @@ class EdgeIndex(ChannelSearch):
         hnsw: qe.HnswIndexConfig | None = None,
         write_guard: Callable[[], None] | None = None,
         dense_storage: str = "turbo16",
+        payload_cache_size: int = 24_000,
     ) -> None:
         """``write_guard`` runs before every write, in the write's own worker thread
         (``diskguard.space_guard``: refuse a write on a nearly full disk, one thread hop
         instead of two). ``dense_storage``: how a new shard stores dense vectors
-        (``edge_shard.STORAGE``); an existing one keeps its own, read at ``open``."""
+        (``edge_shard.STORAGE``); an existing one keeps its own, read at ``open``.
+        ``payload_cache_size``: hit payloads kept between writes (``edge_cache``)."""
         self.spec = spec
         self.dir = Path(path) / spec.collection
         self._exact_below = exact_search_below
@@ -114,7 +116,7 @@ class EdgeIndex(ChannelSearch):
         self._drained: anyio.Event | None = None
         self._threads = anyio.CapacityLimiter(8)
         self._write_guard = write_guard
-        self._payloads = PayloadCache()
+        self._payloads = PayloadCache(payload_cache_size)
         self._census = NamespaceCensus(self._payloads)
 
     # -- plumbing -----------------------------------------------------------------
@@ -329,7 +331,7 @@ class EdgeIndex(ChannelSearch):
             results = [scored(found) for found in batch]
             # The channels mostly find the same notes (2k notes: ~95 distinct of 250
             # hits): one payload read for those, not one per hit (-0.8 ms p50 a search),
-            # and only for those not read since the last write (edge_types.PayloadCache).
+            # and only for those not read since the last write (edge_cache.PayloadCache).
             ids = {pid for found in results for pid, _ in found}
             return results, self._payloads.read(shard, ids), unfiltered
 

@@ -67,11 +67,13 @@ from mcp_gateway.index.edge_types import (
     Payloads,
     Scored,
     best_scored,
+    best_view_cosine,
     build_filter,
     hits,
     present,
     scored,
     stored_payloads,
+    view_requests,
     with_mirror,
 )
 
@@ -295,7 +297,7 @@ class EdgeIndex(ChannelSearch):
         census = self._census if flt.namespaces and not flt.current_only else None
         everywhere = dataclasses.replace(flt, namespaces=())
 
-        def _search(shard: qe.EdgeShard) -> tuple[list[Scored], Payloads, bool]:
+        def _search(shard: qe.EdgeShard) -> tuple[list[Scored], list[Scored], Payloads, bool]:
             # the namespace condition excludes nothing when the shard holds no other
             # namespace: left out, and ``hits`` keeps the answer to the namespaces
             unfiltered = census is not None and census.covered_by(shard, flt.namespaces)
@@ -306,16 +308,11 @@ class EdgeIndex(ChannelSearch):
                 # With a graph, hnsw_ef sets recall (docs/performance.md, "Scale");
                 # without one, a non-exact search scans the plain segments anyway.
                 params = qe.SearchParams(exact=exact, hnsw_ef=None if exact else self._hnsw_ef)
-            for using, view in [(DENSE, v) for v in views] + extra:
-                requests.append(
-                    qe.QueryRequest(
-                        limit=limit,
-                        query=qe.Query.Nearest(list(view), using=using),
-                        filter=qfilter,
-                        with_payload=False,
-                        params=params,
-                    )
-                )
+                # every view of the query in one traversal of the graph (edge_types)
+                requests += view_requests(views, DENSE, qfilter, params, limit) if views else []
+            n_views = len(requests)
+            for using, view in extra:
+                requests += view_requests([view], using, qfilter, params, limit)
             for name, vec in sparse_requests:
                 requests.append(
                     qe.QueryRequest(
@@ -329,19 +326,21 @@ class EdgeIndex(ChannelSearch):
                 )
             batch = shard.query_batch(qe.QueryBatchRequest(requests))
             results = [scored(found) for found in batch]
+            if n_views < len(views):  # one request for all views: its scores as cosines
+                results[0] = best_view_cosine(results[0])
             # The channels mostly find the same notes (2k notes: ~95 distinct of 250
             # hits): one payload read for those, not one per hit (-0.8 ms p50 a search),
             # and only for those not read since the last write (edge_cache.PayloadCache).
             ids = {pid for found in results for pid, _ in found}
-            return results, self._payloads.read(shard, ids), unfiltered
+            return results[:n_views], results[n_views:], self._payloads.read(shard, ids), unfiltered
 
-        results, found, unfiltered = await self._run(_search)
+        view_results, results, found, unfiltered = await self._run(_search)
         only = frozenset(flt.namespaces) if unfiltered else None
-        dense_hits = hits(best_scored(results[: len(views)], limit), found, only)
-        n_dense = len(views) + len(extra)
+        dense_hits = hits(best_scored(view_results, limit), found, only)
+        n_dense = len(extra)
         by_channel = {
             name[len(CHANNEL_PREFIX) :]: hits(found_hits, found, only)
-            for (name, _), found_hits in zip(extra, results[len(views) : n_dense], strict=True)
+            for (name, _), found_hits in zip(extra, results[:n_dense], strict=True)
         }
         by_name = dict(zip((n for n, _ in sparse_requests), results[n_dense:], strict=True))
         return Channels(

@@ -167,8 +167,9 @@ async def cache_mb(app: Any, queries: list[str]) -> float:
 
 
 async def dense_recall(app: Any, queries: list[str], n: int) -> str:
-    """The dense channel's top-10 and top-50 (the search's candidate depth) as searched,
-    against exact search, for each query's first view, with the search's filter."""
+    """The dense channel's top-10 and top-50 (the search's candidate depth) as the
+    search asks for it (every view of the query, each note by its best view) against
+    exact search, with the search's filter."""
     from mcp_gateway.common.types import IndexFilter, SparseVector
 
     index = app.index.current
@@ -180,11 +181,12 @@ async def dense_recall(app: Any, queries: list[str], n: int) -> str:
         cached = app.search.vectors.cached(q)
         if cached is None:
             continue
-        view = cached[0][0]
-        got = await index.search_channels(view, SparseVector([], []), flt, 50)
+        view, more = cached[0][0], cached[0][1:]
+        none = SparseVector([], [])
+        got = await index.search_channels(view, none, flt, 50, more_dense=more)
         index._exact_below = n + 1
         try:
-            exact = await index.search_channels(view, SparseVector([], []), flt, 50)
+            exact = await index.search_channels(view, none, flt, 50, more_dense=more)
         finally:
             index._exact_below = exact_below
         found, truth = [h.id for h in got.dense], [h.id for h in exact.dense]

@@ -90,7 +90,7 @@ class EdgeIndex(ChannelSearch):
         spec: IndexSpec,
         path: Path,
         exact_search_below: int = 20_000,
-        hnsw_ef: int = 256,
+        hnsw_ef: int = 352,
         optimizers: qe.EdgeOptimizersConfig | None = None,
         hnsw: qe.HnswIndexConfig | None = None,
         write_guard: Callable[[], None] | None = None,

@@ -84,8 +84,7 @@ async def measure(
         reads_ms: list[float] = []
         if phases:
             app.index.search_channels = timed_call  # type: ignore[method-assign]
-            from mcp_gateway.index import edge_cache
-
+            edge_cache = cache_module()
             real_read = edge_cache.PayloadCache.read
 
             def timed_read(self: Any, shard: Any, ids: Any) -> Any:
@@ -146,14 +145,24 @@ async def main(args: argparse.Namespace) -> None:
             print(f"{n:>8,} {label:<17}{pcts(ms):>24}   x{ratio:.2f}")
 
 
+def cache_module() -> Any:
+    """The module of the index's payload cache (``edge_types`` before round 19, when
+    this bench runs against an older tree)."""
+    import importlib
+
+    try:
+        return importlib.import_module("mcp_gateway.index.edge_cache")
+    except ImportError:
+        return importlib.import_module("mcp_gateway.index.edge_types")
+
+
 async def cache_mb(app: Any, queries: list[str]) -> float:
     """MB the index's payload cache holds once the searches over ``queries`` have run:
     emptied, filled again by them under tracemalloc, then what its module allocated
     and still holds (the payloads, their ids, the cache's own table)."""
     import tracemalloc
 
-    from mcp_gateway.index import edge_cache
-
+    edge_cache = cache_module()
     app.index.current._payloads.changed()
     tracemalloc.start()
     try:

@@ -114,7 +114,8 @@ async def measure(
             index = app.index.current
             if hasattr(index, "_payloads"):
                 mb = await cache_mb(app, queries)
-                print(f"  payload cache: {mb:.1f} MB for {len(index._payloads):,} payloads")
+                kept = len(index._payloads._kept["payloads"])
+                print(f"  payload cache: {mb:.1f} MB for {kept:,} payloads")
         if recall:
             print(f"  dense channel vs exact search: {await dense_recall(app, queries, n)}")
         return times

@@ -77,4 +77,3 @@ async def test_views_through_the_graph_score_as_exact_search(tmp_path: Path) -> 
             assert graph.dense[0].score == pytest.approx(best, abs=2e-3)
     finally:
         await index.close()
-

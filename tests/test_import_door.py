@@ -70,7 +70,7 @@ def test_import_applies_mcps_text_policy(tmp_path: Path) -> None:
         {**NOTE, "text": "Deploys\x1b[2J need\x00 the VPN\x07"},
         {**RECORD, "title": HOSTILE_TITLE, "content": "step 1\x00\x1b]52;c;AAAA\x07"},
     )
-    assert "imported 1 notes" in ok(data, "import", str(source))
+    assert "imported 1 note " in ok(data, "import", str(source))
     items = [json.loads(x) for x in ok(data, "export").splitlines()[1:]]
     note = next(i for i in items if i["kind"] == "note")
     record = next(i for i in items if i["kind"] == "record")
@@ -172,7 +172,7 @@ async def test_the_owner_checks_what_it_is_sent(tmp_path: Path) -> None:
                 assert answer.status_code == 400, answer.text
                 assert words in answer.json()["error"]["message"]
             good = export_file(tmp_path / "good.jsonl", NOTE)
-            assert "imported 1 notes" in ok(data, "import", str(good))  # through the owner
+            assert "imported 1 note " in ok(data, "import", str(good))  # through the owner
     finally:
         stop(data)
     log = gateway_paths(data).log.read_text("utf-8", errors="replace")

@@ -22,6 +22,7 @@ from mcp_gateway.common.inputs import (
     fill,
     wire,
 )
+from mcp_gateway.common.types import Note, Priority
 from mcp_gateway.jobs.solve_credit import is_solution, result_ids
 from mcp_gateway.services import Services, api
 from mcp_gateway.services.notes import NoteService
@@ -41,6 +42,21 @@ def test_checked_cleans_every_field_and_names_the_first_at_fault() -> None:
         NoteFields(text="x", type="nope", priority="nope").checked(RULES)
     with pytest.raises(InvalidInput, match="over the 64-byte limit"):
         NoteFields(text="x", solved_query="q" * 65).checked(RULES)
+
+
+def test_a_stored_note_is_its_fields_and_what_the_store_gives_it() -> None:
+    """``Note`` takes its own fields from ``NoteFields`` (one list of them), in the order
+    the tools' output schema has always shown: id, the note's fields, the store's."""
+    assert issubclass(Note, NoteFields)
+    assert list(Note.model_fields) == [
+        "id", *NoteFields.model_fields, "namespace", "created_at", "updated_at", "deleted",
+        "embedded_model",
+    ]  # fmt: skip
+    assert Note.model_fields["priority"].annotation == Priority  # as stored: one of three
+    note = Note(id="n", text="t", created_at=1.0, updated_at=1.0, content_hash="h")
+    note.deleted = True  # a read model: a row's extra columns ignored, fields settable
+    # an update merges the changes into the stored note's fields, then checks them
+    assert note.changed_by(NoteChanges(text="u")).checked(RULES) == NoteFields(text="u")
 
 
 def test_changes_keep_what_is_not_given() -> None:

@@ -10,7 +10,8 @@ The folders of ``mcp_gateway`` are the layers, top to bottom:
 
 Rules: nothing lives at the package root but ``__init__``; no import cycle; a layer
 imports only layers below it; ``common`` imports no other folder; no door opens a table
-or the index (they go through the services); only doors speak MCP, and the MCP door
+or the index, by import or through the app (they go through the services; one of them
+renders the session context); only doors speak MCP, and the MCP door
 (``protocol``) imports no other door; ``mcp_gateway`` never imports ``workers``, and
 workers use the core, never a door or a service; the index backends sit below what
 writes into them; a door hands a use case its typed input (``common.inputs``), never
@@ -154,18 +155,61 @@ def test_doors_reach_the_core_through_known_paths() -> None:
 
 def test_no_door_opens_a_table_or_the_index() -> None:
     """Doors read and write through the services (one scope check, one owner per
-    table); the activity log is a file of events, which the browser's insights read."""
-    readable = {"mcp_gateway.stores.activity"}
+    table): no door imports a store or the index."""
     offenders = {
-        name: sorted(
-            d
-            for d in deps
-            if folder(d) in {"stores", "index", "indexing", "rebuild"} and d not in readable
-        )
+        name: sorted(d for d in deps if folder(d) in {"stores", "index", "indexing", "rebuild"})
         for name, deps in graph().items()
         if folder(name) in DOORS
     }
     assert {k: v for k, v in offenders.items() if v} == {}
+
+
+# What the open app holds below the services: a door that reaches one of these through
+# ``app.<name>`` (or ``services.app.<name>``) opens a store without importing it.
+APP_INTERNALS = {
+    "db", "notes", "records", "vectors", "index", "activity", "embedder", "indexer",
+    "search", "thresholds", "applier", "job_context", "writes", "follower", "prefetcher",
+}  # fmt: skip
+
+
+def app_reaches(tree: ast.AST) -> list[str]:
+    """``app.notes``-like attribute reads: the app's stores reached from outside the
+    services."""
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Attribute) and node.attr in APP_INTERNALS):
+            continue
+        owner = node.value
+        name = owner.attr if isinstance(owner, ast.Attribute) else getattr(owner, "id", "")
+        if name == "app":
+            found.append(f"line {node.lineno}: app.{node.attr}")
+    return found
+
+
+def test_no_door_reaches_a_store_through_the_app() -> None:
+    bad = {
+        name: reaches
+        for name, path in modules().items()
+        if folder(name) in DOORS and (reaches := app_reaches(ast.parse(path.read_text("utf-8"))))
+    }
+    assert bad == {}
+
+
+def test_the_check_sees_a_store_reached_through_the_app() -> None:
+    tree = ast.parse("app.activity.read_sync(0)\nservices.app.notes.get('x')\napp.settings")
+    assert app_reaches(tree) == ["line 1: app.activity", "line 2: app.notes"]
+    assert app_reaches(ast.parse("services.notes.get(scope, 'x')")) == []
+
+
+def test_one_use_case_renders_the_session_context() -> None:
+    """``services.context`` is the only way out of the core to the session context, so
+    the MCP resource, the browser and the exported file show one rendering."""
+    users = {
+        name
+        for name, deps in graph().items()
+        if "mcp_gateway.jobs.session_context" in deps and folder(name) not in {"jobs", None}
+    }
+    assert users == {"mcp_gateway.services.context"}
 
 
 def test_the_mcp_door_imports_no_other_door() -> None:
@@ -177,6 +221,51 @@ def test_the_mcp_door_imports_no_other_door() -> None:
         if folder(name) == "protocol"
     }
     assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_the_browser_imports_no_process_door() -> None:
+    """``ui`` (the memory browser) is what the daemon and ``kioku serve`` mount; it never
+    reaches back into them or the CLI (``kioku ui`` is a CLI command, ``cli.ui_launch``)."""
+    offenders = {
+        name: sorted(d for d in deps if folder(d) in {"daemon", "cli"})
+        for name, deps in graph().items()
+        if folder(name) == "ui"
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+# Folders that still import each other, each pair (alphabetical) with why; the list may
+# only shrink.
+MUTUAL_LEFT = {
+    ("index", "search"),  # index.qdrant ranks with search.ranking's fusion
+    ("indexing", "jobs"),  # reconcile queues jobs; the embedding job writes points' text
+    ("records", "stores"),  # the records store opens stores.db; stores.changes reads records
+}
+
+
+def mutual_folders(edges: dict[str, set[str]]) -> set[tuple[str, str]]:
+    pairs = {
+        (a, b)
+        for name, deps in edges.items()
+        for d in deps
+        if (a := folder(name)) and (b := folder(d)) and a != b and name.startswith("mcp_gateway")
+    }
+    return {(a, b) for a, b in pairs if (b, a) in pairs and a < b}
+
+
+def test_no_two_folders_import_each_other() -> None:
+    """A folder is a room: two that import each other are one room in two places (the
+    daemon and the browser did; search and indexing did)."""
+    assert mutual_folders(graph()) - MUTUAL_LEFT == set()
+    assert MUTUAL_LEFT - mutual_folders(graph()) == set(), "one is gone: drop it from the list"
+
+
+def test_the_check_sees_folders_importing_each_other() -> None:
+    edges = {
+        "mcp_gateway.ui.web": {"mcp_gateway.daemon.x"},
+        "mcp_gateway.daemon.x": {"mcp_gateway.ui"},
+    }
+    assert mutual_folders(edges) == {("daemon", "ui")}
 
 
 def test_gateway_never_imports_workers() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mcp_gateway.search import lexical
+from mcp_gateway.embedders import lexical
 from mcp_gateway.search.query_memo import QueryMemo
 
 

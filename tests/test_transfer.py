@@ -70,7 +70,7 @@ def test_import_server_memory_graph_and_markdown_folder(tmp_path: Path) -> None:
         ),
         "utf-8",
     )
-    assert "imported 1 notes" in ok(data, "import", str(graph))
+    assert "imported 1 note " in ok(data, "import", str(graph))
     assert "imported 0 notes" in ok(data, "import", str(graph))
     found = ok(data, "search", "billing api pagination")
     assert "paginates with cursors" in found and "uses postgres" in found
@@ -100,7 +100,7 @@ def test_import_replacing_a_text_refreshes_its_dedup_key(tmp_path: Path) -> None
         graph.write_text(json.dumps({**line, "observations": [observation]}), "utf-8")
 
     entity("paginates with cursors")
-    assert "imported 1 notes" in ok(data, "import", str(graph))
+    assert "imported 1 note " in ok(data, "import", str(graph))
     ok(data, "add", "Deploys to staging need the VPN")  # every stored text has its key now
     entity("paginates with offsets")
     assert "(1 updated)" in ok(data, "import", str(graph))

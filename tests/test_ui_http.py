@@ -4,6 +4,8 @@ request says exactly what it carries; tests/test_ui_browser.py does the same in 
 
 from __future__ import annotations
 
+import asyncio
+import html
 import json
 import re
 import subprocess
@@ -14,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from .http_server import KIOKU, http_gateway, kioku_env
+from .http_server import KIOKU, http_client, http_gateway, kioku_env
 from .realproc import wait_until
 from .ui_support import TOKEN, mcp
 
@@ -252,3 +254,53 @@ def test_another_namespaces_id_answers_exactly_like_an_unknown_one(
         ):
             _same_answer(c, method, template, (notes["bob"], unknown_note))
         _same_answer(c, "GET", "/ui/records/{}", (bob_record, unknown_record))
+
+
+def session_context_over_mcp(url: str, token: str) -> str:
+    """``kioku://session_context`` read through the MCP door over streamable HTTP."""
+
+    async def read() -> str:
+        async with http_client(url, token) as client:
+            res = await client.read_resource("kioku://session_context")
+            return "\n".join(getattr(c, "text", "") for c in res.contents)
+
+    return asyncio.run(read())
+
+
+def session_context_in_browser(base: str, token: str) -> str:
+    """The plain text of the memory browser's context page, for the same grant."""
+    with signed_in(base, token) as c:
+        page = c.get("/ui/context")
+    assert page.status_code == 200
+    raw = re.search(r'<pre class="raw">(.*?)</pre>', page.text, re.S)
+    assert raw, "no plain text on the context page"
+    return html.unescape(raw.group(1))
+
+
+def test_the_session_context_is_one_document_at_every_door(base: str, data_dir: Path) -> None:
+    """Before: the browser merged every namespace a grant may read under one set of
+    headings and folded no near-duplicates, and showed the owner the last exported
+    file; the MCP resource rendered the grant's own namespace, then each shared one under
+    its own heading. Every door now calls one use case, and ``kioku context`` writes the
+    owner's."""
+    alice, team = GRANTS["alice"]["token"], GRANTS["team"]["token"]
+    url = base + "/mcp"
+    for token, text in (
+        (TOKEN, "Owner lesson: pin the base image digest."),
+        (alice, "Alice lesson: run the linter before pushing."),
+        (team, "Team lesson: deploys need a second reviewer."),
+    ):
+        mcp(url, "add_note", token=token, text=text, type="lesson", priority="high")
+    mcp(url, "record_add", token=team, type="decision", title="Team uses pnpm workspaces")
+    written = subprocess.run(
+        [KIOKU, "context"], env=kioku_env(data_dir), capture_output=True, text=True, timeout=120
+    )
+    assert written.returncode == 0, written.stderr
+    for token in (TOKEN, alice):
+        served = session_context_over_mcp(url, token)
+        assert session_context_in_browser(base, token) == served
+        if token == TOKEN:  # the data dir's own scope: the file the next session reads
+            assert (data_dir / "session_context.md").read_text("utf-8") == served
+    shared = served.index("## Shared namespace `team`")  # alice's, the last of the loop
+    assert served.index("> Alice lesson") < shared < served.index("> Team lesson")
+    assert "Owner lesson" not in served and "> Team uses pnpm workspaces" in served

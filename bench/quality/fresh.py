@@ -41,7 +41,7 @@ from tune import MODEL_IDS, channels, evaluate, load, table  # noqa: E402
 
 from mcp_gateway.common.settings import SearchSettings  # noqa: E402
 from mcp_gateway.common.types import IndexHit  # noqa: E402
-from mcp_gateway.search import lexical  # noqa: E402
+from mcp_gateway.embedders import lexical  # noqa: E402
 from mcp_gateway.search.calibration import for_model  # noqa: E402
 from mcp_gateway.search.fresh import PRIOR_MS_PER_BYTE, FreshLimits, choose  # noqa: E402
 from mcp_gateway.search.ranking import RankingParams  # noqa: E402

@@ -29,7 +29,7 @@ from tune import MODEL_IDS, channels, load  # noqa: E402
 
 from mcp_gateway.common.settings import SearchSettings  # noqa: E402
 from mcp_gateway.common.types import IndexHit  # noqa: E402
-from mcp_gateway.search import lexical  # noqa: E402
+from mcp_gateway.embedders import lexical  # noqa: E402
 from mcp_gateway.search.calibration import for_model, query_script  # noqa: E402
 from mcp_gateway.search.ranking import Candidate, RankingParams, _contributions, select  # noqa: E402
 

@@ -29,8 +29,7 @@ sys.path.insert(0, str(HERE))
 from embcache import load_jsonl, memory_document  # noqa: E402
 from metrics import score  # noqa: E402
 
-from mcp_gateway.embedders import local  # noqa: E402
-from mcp_gateway.search import lexical  # noqa: E402
+from mcp_gateway.embedders import lexical, local  # noqa: E402
 
 MEMS, QUERIES = load_jsonl("memories.jsonl"), load_jsonl("queries.jsonl")
 KEYS = [m["key"] for m in MEMS]

@@ -326,8 +326,10 @@ async def import_(args: argparse.Namespace, settings: KiokuSettings) -> int:
     async with connect(settings) as memory:
         report = await memory.call("transfer.import", items=items)
         print(
-            f"imported {report['notes_added']} notes ({report['notes_updated']} updated), "
-            f"{report['records_added']} records, {report['links_added']} links; "
+            f"imported {counted(report['notes_added'], 'note')} "
+            f"({report['notes_updated']} updated), "
+            f"{counted(report['records_added'], 'record')}, "
+            f"{counted(report['links_added'], 'link')}; "
             f"{report['skipped']} already present",
             flush=True,
         )
@@ -350,3 +352,8 @@ async def records(args: argparse.Namespace, settings: KiokuSettings) -> int:
 
     async with connect(settings) as memory:
         return await run_records_command(args, memory)
+
+
+def counted(n: int, noun: str) -> str:
+    """``1 note``, ``2 notes``: a count as a reader says it."""
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"

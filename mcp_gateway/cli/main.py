@@ -261,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _dispatch(args: argparse.Namespace, settings: KiokuSettings) -> int:
     if args.command == "ui":
-        from mcp_gateway.ui.launch import serve_ui
+        from mcp_gateway.cli.ui_launch import serve_ui
 
         return serve_ui(
             settings,

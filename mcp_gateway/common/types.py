@@ -11,7 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
+
+from mcp_gateway.common.inputs import NoteFields
 
 Priority = Literal["", "high", "low"]
 Kind = Literal["note", "record"]
@@ -82,13 +84,18 @@ class IndexHit:
     payload: dict[str, Any] = field(default_factory=dict)
 
 
-class Note(BaseModel):
+class _Identified(BaseModel):
     id: str
-    text: str
-    type: str = "note"
+
+
+class Note(NoteFields, _Identified):
+    """A stored note: its own fields (``NoteFields``, the one model of them; the priority
+    as stored, one of ``Priority``), then what the store gives it. Fields in the order
+    id, the note's own fields, the rest (the bases, last first)."""
+
+    model_config = ConfigDict(frozen=False, extra="ignore")
+
     priority: Priority = ""
-    domain: str = ""
-    solved_query: str = ""
     namespace: str = "default"
     created_at: float
     updated_at: float

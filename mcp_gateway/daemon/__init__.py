@@ -1,2 +1,3 @@
 """The owner process and the local daemon: election, the stdio proxy, the admin
-API, socket and HTTP hardening."""
+API. The HTTP hardening it shares with the memory browser is ``protocol.httpguard``; the
+socket peer checks are ``common.peercred``."""

@@ -39,9 +39,8 @@ from pathlib import Path
 
 import anyio
 
-from mcp_gateway.common import fsperms
+from mcp_gateway.common import fsperms, peercred
 from mcp_gateway.common.settings import KiokuSettings
-from mcp_gateway.daemon import peercred
 
 log = logging.getLogger(__name__)
 

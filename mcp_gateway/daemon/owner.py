@@ -42,11 +42,12 @@ from starlette.routing import Mount
 from mcp_gateway.common import fsperms
 from mcp_gateway.common.errors import KiokuError
 from mcp_gateway.common.settings import KiokuSettings
-from mcp_gateway.daemon import httpguard, owner_watch, request_context
 from mcp_gateway.daemon import local_gateway as gw
+from mcp_gateway.daemon import owner_watch, request_context
 from mcp_gateway.daemon.admin import OwnerOnly, admin_app
 from mcp_gateway.daemon.owner_state import OwnerKind, OwnerState, info_path, read_owner
 from mcp_gateway.daemon.session_socket import Opening, serve_sessions
+from mcp_gateway.protocol import httpguard
 from mcp_gateway.protocol.server import (
     check_http,
     create_server,

@@ -38,11 +38,10 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.message import SessionMessage
 
-from mcp_gateway.common import compat
+from mcp_gateway.common import compat, peercred
 from mcp_gateway.common.access import Scope
 from mcp_gateway.common.errors import InvalidInput
 from mcp_gateway.daemon import local_gateway as gw
-from mcp_gateway.daemon import peercred
 from mcp_gateway.daemon.jsonrpc_peek import peek_id
 from mcp_gateway.daemon.owner_state import OwnerState
 from mcp_gateway.daemon.request_context import scope_of

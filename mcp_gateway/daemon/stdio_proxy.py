@@ -43,8 +43,9 @@ import threading
 import time
 from typing import Any
 
+from mcp_gateway.common import peercred
 from mcp_gateway.common.settings import KiokuSettings
-from mcp_gateway.daemon import init_cache, peercred
+from mcp_gateway.daemon import init_cache
 from mcp_gateway.daemon import local_gateway as gw
 from mcp_gateway.daemon.editor_pipes import CHUNK, EditorPipes, complete_lines
 from mcp_gateway.daemon.jsonrpc_peek import message_id, peek_id, response_id

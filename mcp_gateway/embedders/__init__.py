@@ -1,4 +1,6 @@
-"""Embedding providers: the in-process multilingual model (default) or an Ollama server."""
+"""Embedding providers: the in-process multilingual model (default) or an Ollama server;
+and ``lexical``, the BM25 sparse vectors of a text, which the indexer writes and search
+queries with."""
 
 from __future__ import annotations
 

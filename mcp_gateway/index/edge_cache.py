@@ -88,7 +88,7 @@ class PayloadCache:
         self._lock = threading.Lock()
         self._epoch = 0
         # "payloads": engine id -> (str id, payload); "vectors": str id -> dense vector
-        # of a ranked note (ranking.newer_first)
+        # of a ranked note (reorder.newer_first)
         self._kept: dict[str, OrderedDict[Any, Any]] = self._empty()
 
     @staticmethod

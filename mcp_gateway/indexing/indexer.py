@@ -18,11 +18,11 @@ import anyio.to_thread
 
 from mcp_gateway.common.errors import EmbedderUnavailable
 from mcp_gateway.common.types import IndexPoint, Note, SparseVector, point_id
+from mcp_gateway.embedders import lexical
 from mcp_gateway.embedders.base import Embedder
 from mcp_gateway.index.base import Index, IndexSpec, visible_value
 from mcp_gateway.records import RecordStore
 from mcp_gateway.records.model import Record
-from mcp_gateway.search import lexical
 from mcp_gateway.stores.db import Database, register_migration
 from mcp_gateway.stores.notes import NoteStore
 from mcp_gateway.stores.vectors import StoredVector, VectorStore, content_hash

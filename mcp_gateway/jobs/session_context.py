@@ -3,10 +3,12 @@
 High-priority lessons, the newest lessons and conclusions, profile notes, and (from the
 records store) current decisions and actionable records. Written atomically (temp file
 + rename) to the data dir and to every configured destination, so a reader never sees
-half a file. Also served as the MCP resource/prompt ``kioku://session_context``,
-rendered for the caller's own scope (``build``): a token sees its own namespace's
-context, then -- under headings naming them -- the namespaces it may also read, and
-never another tenant's. Every stored text, record titles included, is a ``> `` quote.
+half a file. The same rendering is served as the MCP resource/prompt
+``kioku://session_context`` and on the memory browser's context page, for the caller's
+own scope (``for_reader``; the doors reach it through ``services.context``): a reader
+sees its own namespace's context, then -- under headings naming them -- the namespaces
+it may also read, and never another tenant's. Every stored text, record titles
+included, is a ``> `` quote.
 A destination that is a symlink is not followed (it could point anywhere).
 """
 
@@ -23,6 +25,7 @@ from mcp_gateway.common.fsperms import write_atomic
 from mcp_gateway.common.render import iso, quote
 from mcp_gateway.common.settings import ExportSettings
 from mcp_gateway.common.types import Note
+from mcp_gateway.jobs.context import JobContext
 from mcp_gateway.search.neardup import Folder
 from mcp_gateway.stores.notes import NoteStore
 
@@ -168,6 +171,13 @@ async def build(
         if ns != scope.write
     ]
     return own, render(own, shared)
+
+
+async def for_reader(kc: JobContext, scope: Scope) -> tuple[ContextSnapshot, str]:
+    """The context ``scope`` reads, its near-duplicates folded and its current records
+    listed: what the export writes and every door shows."""
+    folder = Folder(kc.vectors, kc.embedder.model_id, kc.embedder.embed_documents)
+    return await build(kc.notes, kc.settings.export, scope, kc.records, folder)
 
 
 def write_all(content: str, primary: Path, destinations: Sequence[Path]) -> list[Path]:

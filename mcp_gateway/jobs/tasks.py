@@ -21,7 +21,6 @@ from mcp_gateway.jobs import session_context as export
 from mcp_gateway.jobs.contract import EXPORT, TUNE, request_singleton, retry_or_fail, run_singleton
 from mcp_gateway.jobs.embedding import EmbedStats, embed_notes, embed_records
 from mcp_gateway.jobs.run import JobRun
-from mcp_gateway.search.neardup import Folder
 from mcp_gateway.stores.leases import Leases
 
 log = logging.getLogger(__name__)
@@ -68,8 +67,7 @@ async def export_session_context(run: JobRun, scope: Scope | None = None) -> str
     namespace, then the ones it may read) and copy it to every configured destination."""
     kc = run.context
     scope = scope or settings_scope(kc.settings)
-    folder = Folder(kc.vectors, kc.embedder.model_id, kc.embedder.embed_documents)
-    snap, content = await export.build(kc.notes, kc.settings.export, scope, kc.records, folder)
+    snap, content = await export.for_reader(kc, scope)
     destinations = list(kc.settings.export.destinations)
     if destinations and kc.settings.shared_store and not await _holds_destinations(run):
         destinations = []

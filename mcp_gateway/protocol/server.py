@@ -17,12 +17,10 @@ from pydantic import SecretStr
 from mcp_gateway import __version__
 from mcp_gateway.common.errors import InvalidInput
 from mcp_gateway.common.settings import KiokuSettings
-from mcp_gateway.jobs import session_context as export
 from mcp_gateway.protocol.http_auth import GrantTokenVerifier, request_scope
 from mcp_gateway.protocol.http_token import local_token, token_path
 from mcp_gateway.protocol.note_tools import register_note_tools
 from mcp_gateway.protocol.record_tools import register_record_tools
-from mcp_gateway.search.neardup import Folder
 from mcp_gateway.services import Services
 from mcp_gateway.services.app import AppContext, open_app
 
@@ -101,12 +99,7 @@ async def _context_for_caller(settings: KiokuSettings, opened: list[Services]) -
     the settings' namespace: each tenant reads its own context (issue 10)."""
     if not opened:
         return "# Session context (kioku)\n\n_Nothing recorded yet._\n"
-    app = opened[-1].app
-    folder = Folder(app.vectors, app.embedder.model_id, app.embedder.embed_documents)
-    _snap, content = await export.build(
-        app.notes, settings.export, request_scope(settings), app.records, folder
-    )
-    return content
+    return await opened[-1].context.render(request_scope(settings))
 
 
 def is_loopback(host: str) -> bool:

@@ -114,15 +114,14 @@ def resolve_heads(
     return [(heads[h], m, s) for h, (m, s) in best.items() if h in heads]
 
 
+# what a hit shows of its record: the fields both models name
+_HIT_FIELDS = set(RecordSearchHit.model_fields) & set(Record.model_fields)
+
+
 def search_hit(rec: Record, matched_id: str, score: float, current: bool) -> RecordSearchHit:
     return RecordSearchHit(
-        id=rec.id,
-        type=rec.type,
-        status=rec.status,
-        action_state=rec.action_state,
-        title=rec.title,
+        **rec.model_dump(include=_HIT_FIELDS),
         current=current,
         matched_id=matched_id,
         score=score,
-        created_at=rec.created_at,
     )

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import itertools
 
-from mcp_gateway.search.lexical import compounds, term_id
+from mcp_gateway.embedders.lexical import compounds, term_id
 
 # At most this many tokens are checked per query (one small index call each).
 MAX_TERMS = 4

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from mcp_gateway.common.types import SparseVector
-from mcp_gateway.search import lexical
+from mcp_gateway.embedders import lexical
 
 
 @dataclass(slots=True)

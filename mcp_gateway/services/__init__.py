@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mcp_gateway.services.app import AppContext
+from mcp_gateway.services.context import ContextService
 from mcp_gateway.services.maintenance import MaintenanceService
 from mcp_gateway.services.notes import NoteService
 from mcp_gateway.services.records import RecordService
@@ -19,6 +20,7 @@ class Services:
     notes: NoteService
     records: RecordService
     maintenance: MaintenanceService
+    context: ContextService
     rebuild: Rebuilder
     transfer: TransferService
 
@@ -41,6 +43,7 @@ class Services:
             notes=NoteService(app),
             records=RecordService(app),
             maintenance=MaintenanceService(app),
+            context=ContextService(app),
             rebuild=Rebuilder(app),
             transfer=TransferService(app),
         )

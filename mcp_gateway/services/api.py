@@ -33,7 +33,7 @@ OPERATIONS: dict[str, tuple[str, str, bool]] = {
     "records.graph": ("records", "graph", True),
     "stats": ("maintenance", "stats", False),
     "doctor": ("maintenance", "doctor", False),
-    "export_context": ("maintenance", "export_context", False),
+    "export_context": ("context", "export", False),
     "reconcile": ("maintenance", "reconcile", False),
     "transfer.export": ("transfer", "export", False),
     "transfer.import": ("transfer", "import_items", False),

@@ -1,13 +1,15 @@
-"""Operating the memory: statistics, health checks, export, reconcile."""
+"""Operating the memory: statistics, health checks, reconcile, the activity log and
+the jobs that failed for good."""
 
 from __future__ import annotations
 
 import time
 from typing import Any
 
+import anyio
+
 from mcp_gateway.index.catalog import live_info
-from mcp_gateway.jobs import tasks
-from mcp_gateway.jobs.run import JobRun
+from mcp_gateway.jobs import failures
 from mcp_gateway.services.app import AppContext
 
 # the backlog's rate: vectors written over the last minute
@@ -114,9 +116,14 @@ class MaintenanceService:
         )
         return checks
 
-    async def export_context(self) -> str:
-        await tasks.export_session_context(JobRun(self.app.job_context))
-        return str(self.app.settings.session_context_path)
+    async def activity(self, since: float) -> list[dict[str, Any]]:
+        """Activity-log entries since ``since`` (every namespace's: the caller cuts them)."""
+        log = self.app.activity
+        return await anyio.to_thread.run_sync(lambda: list(log.read_sync(since)))
+
+    async def job_failures(self, limit: int = 20) -> dict[str, Any]:
+        """Permanent job failures, newest first."""
+        return await failures.summary(self.app.db, limit=limit)
 
     async def reconcile(self) -> dict[str, int]:
         report = await self.app.reconcile()

@@ -25,13 +25,12 @@ from mcp_gateway.common.inputs import (
     checked_filter,
     checked_query,
 )
-from mcp_gateway.common.render import iso
+from mcp_gateway.common.render import iso, preview
 from mcp_gateway.common.types import Note, SearchResponse
 from mcp_gateway.common.validation import bounded_int
 from mcp_gateway.records.model import RECORD_TYPES
 from mcp_gateway.search.request import SearchRequest
 from mcp_gateway.services.app import AppContext
-from mcp_gateway.stores.activity import preview
 
 
 class AddNoteResult(BaseModel):
@@ -216,8 +215,7 @@ class NoteService:
         # written): the index changes below need it there, or the edit would commit and
         # then fail on its point
         await app.writes.caught_up((current.namespace,))
-        stored = NoteFields.model_validate(current, from_attributes=True)
-        merged = stored.changed_by(changes).checked(self.rules)
+        merged = current.changed_by(changes).checked(self.rules)  # a Note is its fields
         note, changed = await app.notes.update(current.id, NoteChanges(**merged.model_dump()))
         if "text" in changed or "solved_query" in changed:
             await app.indexer.put_lexical(note)

@@ -61,13 +61,7 @@ register_migration(
     """,
 )
 
-PREVIEW_CHARS = 120
 SETTLE_S = 0.005
-
-
-def preview(text: str) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…"
 
 
 class ActivityLog:

@@ -4,8 +4,10 @@
   ``Mount("/ui", ...)`` route for any Starlette app; ``mount_ui(starlette_app, ...)``
   inserts it into an MCP server's app. Pass the opened ``AppContext``, or an ``AppRef``
   whose ``set`` is given to ``create_server(on_app=...)`` when the server opens it.
-- ``launch.serve_ui(settings)`` is ``kioku ui``: join (or start) the data dir's local
-  gateway, serve the UI on a loopback port and open the browser with a one-time link.
+
+``kioku ui`` (join or start the data dir's local gateway, serve the UI on a loopback
+port, open the browser with a one-time link) is a client of the daemon and lives with
+the CLI (``cli.ui_launch``): the browser is what the daemon serves, never a caller of it.
 """
 
 from __future__ import annotations

@@ -4,8 +4,9 @@ Every page goes through these functions, and every change goes through the same 
 cases as the MCP tools (``services.NoteService`` / ``RecordService``: same validation,
 same index and job follow-ups, same activity-log entries), and every read of one note
 or record goes through the services' single access rule, so an id the caller may not
-read answers exactly like an unknown one. Reads that the services do not offer
-(filtered browsing with deleted notes, pending state, the log) are plain queries here.
+read answers exactly like an unknown one. The browser's other reads (filtered browsing,
+pending state, the activity log, job failures, the session context) are use cases too:
+no page opens a store.
 
 The caller's scope is passed explicitly (``Caller``): the MCP tools read it from the
 request's access token, the browser from its session's grant; both end in the same
@@ -21,19 +22,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import anyio
-
 from mcp_gateway.common.access import Scope, settings_scope
 from mcp_gateway.common.errors import InvalidInput
 from mcp_gateway.common.inputs import NoteChanges, NoteQuery, fill
+from mcp_gateway.common.render import preview
 from mcp_gateway.common.types import Note, SearchResponse
-from mcp_gateway.jobs import failures
-from mcp_gateway.jobs import session_context as export
 from mcp_gateway.records.model import RecordGraph, RecordSearchHit, RecordView
 from mcp_gateway.services.app import AppContext
+from mcp_gateway.services.context import ContextService
+from mcp_gateway.services.maintenance import MaintenanceService
 from mcp_gateway.services.notes import NoteService, NoteView
 from mcp_gateway.services.records import RecordService
-from mcp_gateway.stores.activity import preview
 
 BROWSE_PAGE = 50
 
@@ -149,7 +148,7 @@ async def record_graph(app: AppContext, caller: Caller, record_id: str) -> Recor
 
 
 async def activity(app: AppContext, since: float) -> list[dict[str, Any]]:
-    return await anyio.to_thread.run_sync(lambda: list(app.activity.read_sync(since)))
+    return await MaintenanceService(app).activity(since)
 
 
 async def live_notes(app: AppContext, caller: Caller) -> list[Note]:
@@ -159,7 +158,7 @@ async def live_notes(app: AppContext, caller: Caller) -> list[Note]:
 
 async def job_failures(app: AppContext) -> dict[str, Any]:
     """Permanent job failures, newest first."""
-    return await failures.summary(app.db, limit=20)
+    return await MaintenanceService(app).job_failures(limit=20)
 
 
 def is_owner(app: AppContext, caller: Caller) -> bool:
@@ -167,17 +166,11 @@ def is_owner(app: AppContext, caller: Caller) -> bool:
     return caller.scope == settings_scope(app.settings)
 
 
-async def session_context(app: AppContext, caller: Caller) -> tuple[str, str]:
-    """(markdown, where it came from). The owner sees the file the next session reads;
-    another grant sees the same document rendered live for its own namespaces."""
-    if is_owner(app, caller):
-        path = anyio.Path(app.settings.session_context_path)
-        if await path.exists():
-            return await path.read_text(encoding="utf-8"), str(app.settings.session_context_path)
-    snap = await export.collect(
-        app.notes, app.settings.export, caller.scope.read, records=app.records
-    )
-    return export.render(snap), "rendered now for your namespaces"
+async def session_context(app: AppContext, caller: Caller) -> str:
+    """The caller's session context, rendered now: the document ``kioku://session_context``
+    serves its grant (and, for the data dir's own scope, what ``session_context.md`` holds
+    once the export has run)."""
+    return await ContextService(app).render(caller.scope)
 
 
 def preview_text(text: str) -> str:

@@ -60,7 +60,5 @@ async def helping(request: Request, who: Viewer) -> Response:
 
 
 async def context(request: Request, who: Viewer) -> Response:
-    text, source = await adapter.session_context(app_of(request), who.caller)
-    return page(
-        request, "context.html", who=who, html=markdown.render(text), source=source, raw=text
-    )
+    text = await adapter.session_context(app_of(request), who.caller)
+    return page(request, "context.html", who=who, html=markdown.render(text), raw=text)

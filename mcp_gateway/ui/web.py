@@ -29,7 +29,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from mcp_gateway.common.access import grant_scopes
 from mcp_gateway.common.settings import KiokuSettings
-from mcp_gateway.daemon import httpguard
+from mcp_gateway.protocol import httpguard
 from mcp_gateway.services.app import AppContext
 from mcp_gateway.ui.adapter import Caller
 from mcp_gateway.ui.session import Keys, Session

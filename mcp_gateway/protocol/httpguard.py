@@ -25,8 +25,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from mcp_gateway.common import compat
-from mcp_gateway.daemon import peercred
+from mcp_gateway.common import compat, peercred
 
 log = logging.getLogger(__name__)
 

@@ -37,7 +37,7 @@ from mcp_gateway.common.access import DEFAULT_GRANT, grant_scopes
 from mcp_gateway.common.errors import InvalidInput
 from mcp_gateway.common.keyfile import OWNER_HEADER
 from mcp_gateway.common.settings import KiokuSettings
-from mcp_gateway.daemon import httpguard
+from mcp_gateway.protocol import httpguard
 from mcp_gateway.ui import signin_page
 from mcp_gateway.ui.session import SIGNIN_TTL_S, mint_signin_code, ui_host
 

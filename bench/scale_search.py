@@ -56,7 +56,12 @@ def pcts(ms: list[float]) -> str:
 
 
 async def measure(
-    data: Path, n: int, queries: list[str], texts: str = "template", phases: bool = False
+    data: Path,
+    n: int,
+    queries: list[str],
+    texts: str = "template",
+    phases: bool = False,
+    recall: bool = False,
 ) -> dict[str, list[float]]:
     if texts != "kept":
         await measure_load(data, n, texts)
@@ -79,9 +84,8 @@ async def measure(
         reads_ms: list[float] = []
         if phases:
             app.index.search_channels = timed_call  # type: ignore[method-assign]
-            from mcp_gateway.index import edge_types
-
-            real_read = edge_types.PayloadCache.read
+            edge_cache = cache_module()
+            real_read = edge_cache.PayloadCache.read
 
             def timed_read(self: Any, shard: Any, ids: Any) -> Any:
                 t = time.perf_counter()
@@ -90,7 +94,7 @@ async def measure(
                 finally:
                     reads_ms.append((time.perf_counter() - t) * 1000)
 
-            edge_types.PayloadCache.read = timed_read  # type: ignore[method-assign]
+            edge_cache.PayloadCache.read = timed_read  # type: ignore[method-assign]
         for label, top in (("new query", 5), ("cached embedding", 4)):
             index_ms.clear()
             reads_ms.clear()
@@ -106,7 +110,14 @@ async def measure(
                     f"reads p50 {statistics.median(reads_ms):.2f} ms"
                 )
         if phases:
-            edge_types.PayloadCache.read = real_read  # type: ignore[method-assign]
+            edge_cache.PayloadCache.read = real_read  # type: ignore[method-assign]
+            index = app.index.current
+            if hasattr(index, "_payloads"):
+                mb = await cache_mb(app, queries)
+                kept = len(index._payloads._kept["payloads"])
+                print(f"  payload cache: {mb:.1f} MB for {kept:,} payloads")
+        if recall:
+            print(f"  dense channel vs exact search: {await dense_recall(app, queries, n)}")
         return times
 
 
@@ -120,10 +131,12 @@ async def main(args: argparse.Namespace) -> None:
             data = Path(args.keep) / f"{args.texts}-{n}"
             if not data.exists():
                 await measure_load(data, n, args.texts)
-            results[n] = await measure(data, n, queries, "kept", args.phases)
+            results[n] = await measure(data, n, queries, "kept", args.phases, args.recall)
         else:
             with tempfile.TemporaryDirectory() as tmp:
-                results[n] = await measure(Path(tmp) / "data", n, queries, args.texts, args.phases)
+                results[n] = await measure(
+                    Path(tmp) / "data", n, queries, args.texts, args.phases, args.recall
+                )
         print(f"  load {os.getloadavg()[0]:.1f}", flush=True)
     first = args.sizes[0]
     print(f"\nin-process search, {len(queries)} queries, ms p50 / p95 / p99 (ratio of p50)")
@@ -131,6 +144,68 @@ async def main(args: argparse.Namespace) -> None:
         for label, ms in times.items():
             ratio = statistics.median(ms) / statistics.median(results[first][label])
             print(f"{n:>8,} {label:<17}{pcts(ms):>24}   x{ratio:.2f}")
+
+
+def cache_module() -> Any:
+    """The module of the index's payload cache (``edge_types`` before round 19, when
+    this bench runs against an older tree)."""
+    import importlib
+
+    try:
+        return importlib.import_module("mcp_gateway.index.edge_cache")
+    except ImportError:
+        return importlib.import_module("mcp_gateway.index.edge_types")
+
+
+async def cache_mb(app: Any, queries: list[str]) -> float:
+    """MB the index's payload cache holds once the searches over ``queries`` have run:
+    emptied, filled again by them under tracemalloc, then what its module allocated
+    and still holds (the payloads, their ids, the cache's own table)."""
+    import tracemalloc
+
+    edge_cache = cache_module()
+    app.index.current._payloads.changed()
+    tracemalloc.start()
+    try:
+        for q in queries:  # another top: not answered from the answer cache
+            await app.search.search(SearchRequest(query=q, top=3, namespaces=("default",)))
+        only = [tracemalloc.Filter(True, edge_cache.__file__)]
+        stats = tracemalloc.take_snapshot().filter_traces(only).statistics("filename")
+        return sum(stat.size for stat in stats) / 1e6
+    finally:
+        tracemalloc.stop()
+
+
+async def dense_recall(app: Any, queries: list[str], n: int) -> str:
+    """The dense channel's top-10 and top-50 (the search's candidate depth) as the
+    search asks for it (every view of the query, each note by its best view) against
+    exact search, with the search's filter."""
+    from mcp_gateway.common.types import IndexFilter, SparseVector
+
+    index = app.index.current
+    flt = IndexFilter(namespaces=("default",), current_only=True)
+    at10: list[float] = []
+    at50: list[float] = []
+    exact_below = index._exact_below
+    for q in queries:
+        cached = app.search.vectors.cached(q)
+        if cached is None:
+            continue
+        view, more = cached[0][0], cached[0][1:]
+        none = SparseVector([], [])
+        got = await index.search_channels(view, none, flt, 50, more_dense=more)
+        index._exact_below = n + 1
+        try:
+            exact = await index.search_channels(view, none, flt, 50, more_dense=more)
+        finally:
+            index._exact_below = exact_below
+        found, truth = [h.id for h in got.dense], [h.id for h in exact.dense]
+        at10.append(len(set(found[:10]) & set(truth[:10])) / max(1, len(truth[:10])))
+        at50.append(len(set(found) & set(truth)) / max(1, len(truth)))
+    return (
+        f"recall@10 {statistics.mean(at10):.3f}, @50 {statistics.mean(at50):.3f} "
+        f"({len(at10)} queries)"
+    )
 
 
 async def measure_load(data: Path, n: int, texts: str) -> None:
@@ -146,5 +221,8 @@ if __name__ == "__main__":
     ap.add_argument("--queries", type=int, default=150)
     ap.add_argument("--texts", choices=["template", "real"], default="template")
     ap.add_argument("--phases", action="store_true", help="time the index calls too")
+    ap.add_argument(
+        "--recall", action="store_true", help="the dense channel's recall@10/@50 vs exact"
+    )
     ap.add_argument("--keep", default="", help="a folder to keep the loaded data dirs in")
     asyncio.run(main(ap.parse_args()))

@@ -26,8 +26,9 @@ from mcp_gateway.common.types import IndexFilter, IndexPoint, SparseVector, poin
 from mcp_gateway.embedders.lexical import sparse_document, sparse_query
 from mcp_gateway.index.base import DenseChannel, Index, IndexSpec
 from mcp_gateway.index.edge import EdgeIndex
+from mcp_gateway.index.edge_cache import PayloadCache
 from mcp_gateway.index.edge_graph import MIN_GRAPH_GROWTH
-from mcp_gateway.index.edge_types import PayloadCache, int_id
+from mcp_gateway.index.edge_types import int_id
 from mcp_gateway.index.qdrant import open_qdrant_index
 
 DIM = 16
@@ -253,7 +254,7 @@ async def test_idempotent_upsert(index: Index) -> None:
 
 async def test_every_write_shows_in_the_next_search(index: Index) -> None:
     """Hits' payloads are current after each kind of write: the edge index keeps the
-    payloads searches read until the next write (``edge_types.PayloadCache``)."""
+    payloads searches read until the next write (``edge_cache.PayloadCache``)."""
     vec = unit()
 
     async def found() -> dict[str, Any]:

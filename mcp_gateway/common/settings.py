@@ -109,12 +109,19 @@ class IndexSettings(BaseModel):
     reserve_free_mb: int = Field(default=48, ge=0)
     # Edge only: above exact_search_below, the owner has a separate process build an HNSW
     # graph and swaps it in (checked every graph_check_s; 0 = never automatically).
-    hnsw_ef: int = Field(default=256, ge=4, le=4096, description="HNSW search breadth")
+    # one traversal takes every view of a query (index/edge_types.view_requests): at
+    # 352 its recall@10 against exact search is two traversals' at 256 (0.986 vs 0.985,
+    # 100k real-text notes) for ~0.8x the time (bench/LOG.md, round 19)
+    hnsw_ef: int = Field(default=352, ge=4, le=4096, description="HNSW search breadth")
     # Edge only: how a new collection stores dense vectors. "turbo16" (16-bit TurboQuant)
     # is scanned ~2x faster than "float32" at the same ranking; an existing collection
     # keeps its own until `kioku reindex` (bench/LOG.md).
     dense_storage: Literal["turbo16", "float32"] = "turbo16"
     graph_check_s: float = Field(default=60.0, ge=0)
+    # Edge only: hit payloads kept between writes, the most recently used (~0.75 KB
+    # each: 24k ~18 MB); at 100k notes a search meets ~160 notes, so this holds the
+    # last ~150 searches' (docs/performance.md, "Scale")
+    payload_cache_size: int = Field(default=24_000, ge=0)
 
 
 class NoteSettings(BaseModel):

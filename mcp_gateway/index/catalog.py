@@ -118,6 +118,7 @@ async def open_index(settings: KiokuSettings, spec: IndexSpec) -> Index:
             settings.index.exact_search_below,
             hnsw_ef=settings.index.hnsw_ef,
             dense_storage=settings.index.dense_storage,
+            payload_cache_size=settings.index.payload_cache_size,
             # mmapped writes die of SIGBUS on a full disk: refuse them before (diskguard)
             write_guard=space_guard(settings.index_path, settings.index.reserve_free_mb << 20),
         )

@@ -60,20 +60,22 @@ from mcp_gateway.index.base import (
     channel_requests,
     sparse_queries,
 )
+from mcp_gateway.index.edge_cache import PayloadCache
 from mcp_gateway.index.edge_graph import graph_due, read_marker, write_marker
 from mcp_gateway.index.edge_pages import GRAPHS, PAGE_OUT_EVERY_S, SEARCHED, page_out
 from mcp_gateway.index.edge_shard import open_shard
 from mcp_gateway.index.edge_types import (
     NamespaceCensus,
-    PayloadCache,
     Payloads,
     Scored,
     best_scored,
+    best_view_cosine,
     build_filter,
     hits,
     present,
     scored,
     stored_payloads,
+    view_requests,
     with_mirror,
 )
 
@@ -90,16 +92,18 @@ class EdgeIndex(ChannelSearch):
         spec: IndexSpec,
         path: Path,
         exact_search_below: int = 20_000,
-        hnsw_ef: int = 256,
+        hnsw_ef: int = 352,
         optimizers: qe.EdgeOptimizersConfig | None = None,
         hnsw: qe.HnswIndexConfig | None = None,
         write_guard: Callable[[], None] | None = None,
         dense_storage: str = "turbo16",
+        payload_cache_size: int = 24_000,
     ) -> None:
         """``write_guard`` runs before every write, in the write's own worker thread
         (``diskguard.space_guard``: refuse a write on a nearly full disk, one thread hop
         instead of two). ``dense_storage``: how a new shard stores dense vectors
-        (``edge_shard.STORAGE``); an existing one keeps its own, read at ``open``."""
+        (``edge_shard.STORAGE``); an existing one keeps its own, read at ``open``.
+        ``payload_cache_size``: hit payloads kept between writes (``edge_cache``)."""
         self.spec = spec
         self.dir = Path(path) / spec.collection
         self._exact_below = exact_search_below
@@ -116,7 +120,7 @@ class EdgeIndex(ChannelSearch):
         self._drained: anyio.Event | None = None
         self._threads = anyio.CapacityLimiter(8)
         self._write_guard = write_guard
-        self._payloads = PayloadCache()
+        self._payloads = PayloadCache(payload_cache_size)
         self._census = NamespaceCensus(self._payloads)
         self._paged_at = 0.0  # when written pages were last given back
 
@@ -308,7 +312,7 @@ class EdgeIndex(ChannelSearch):
         census = self._census if flt.namespaces and not flt.current_only else None
         everywhere = dataclasses.replace(flt, namespaces=())
 
-        def _search(shard: qe.EdgeShard) -> tuple[list[Scored], Payloads, bool]:
+        def _search(shard: qe.EdgeShard) -> tuple[list[Scored], list[Scored], Payloads, bool]:
             # the namespace condition excludes nothing when the shard holds no other
             # namespace: left out, and ``hits`` keeps the answer to the namespaces
             unfiltered = census is not None and census.covered_by(shard, flt.namespaces)
@@ -319,16 +323,11 @@ class EdgeIndex(ChannelSearch):
                 # With a graph, hnsw_ef sets recall (docs/performance.md, "Scale");
                 # without one, a non-exact search scans the plain segments anyway.
                 params = qe.SearchParams(exact=exact, hnsw_ef=None if exact else self._hnsw_ef)
-            for using, view in [(DENSE, v) for v in views] + extra:
-                requests.append(
-                    qe.QueryRequest(
-                        limit=limit,
-                        query=qe.Query.Nearest(list(view), using=using),
-                        filter=qfilter,
-                        with_payload=False,
-                        params=params,
-                    )
-                )
+                # every view of the query in one traversal of the graph (edge_types)
+                requests += view_requests(views, DENSE, qfilter, params, limit) if views else []
+            n_views = len(requests)
+            for using, view in extra:
+                requests += view_requests([view], using, qfilter, params, limit)
             for name, vec in sparse_requests:
                 requests.append(
                     qe.QueryRequest(
@@ -342,19 +341,21 @@ class EdgeIndex(ChannelSearch):
                 )
             batch = shard.query_batch(qe.QueryBatchRequest(requests))
             results = [scored(found) for found in batch]
+            if n_views < len(views):  # one request for all views: its scores as cosines
+                results[0] = best_view_cosine(results[0])
             # The channels mostly find the same notes (2k notes: ~95 distinct of 250
             # hits): one payload read for those, not one per hit (-0.8 ms p50 a search),
-            # and only for those not read since the last write (edge_types.PayloadCache).
+            # and only for those not read since the last write (edge_cache.PayloadCache).
             ids = {pid for found in results for pid, _ in found}
-            return results, self._payloads.read(shard, ids), unfiltered
+            return results[:n_views], results[n_views:], self._payloads.read(shard, ids), unfiltered
 
-        results, found, unfiltered = await self._run(_search)
+        view_results, results, found, unfiltered = await self._run(_search)
         only = frozenset(flt.namespaces) if unfiltered else None
-        dense_hits = hits(best_scored(results[: len(views)], limit), found, only)
-        n_dense = len(views) + len(extra)
+        dense_hits = hits(best_scored(view_results, limit), found, only)
+        n_dense = len(extra)
         by_channel = {
             name[len(CHANNEL_PREFIX) :]: hits(found_hits, found, only)
-            for (name, _), found_hits in zip(extra, results[len(views) : n_dense], strict=True)
+            for (name, _), found_hits in zip(extra, results[:n_dense], strict=True)
         }
         by_name = dict(zip((n for n, _ in sparse_requests), results[n_dense:], strict=True))
         return Channels(

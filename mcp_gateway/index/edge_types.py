@@ -8,11 +8,9 @@ that filters use; it is stripped from returned payloads (``index/edge.py``).
 from __future__ import annotations
 
 import math
-import threading
 import uuid
-from array import array
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import qdrant_edge as qe
 
@@ -25,6 +23,9 @@ from mcp_gateway.index.base import (
     match_any_terms,
     needs_current_condition,
 )
+
+if TYPE_CHECKING:
+    from mcp_gateway.index.edge_cache import PayloadCache
 
 CURRENT_MIRROR = "_current"
 # The fields this backend's filters (``build_filter``) and the namespace census's facet
@@ -106,6 +107,40 @@ def scored(points: Sequence[qe.ScoredPoint]) -> Scored:
     return [(int_id(p.id), p.score) for p in points]
 
 
+def view_requests(
+    views: Sequence[Sequence[float]],
+    using: str,
+    qfilter: qe.Filter | None,
+    params: qe.SearchParams,
+    limit: int,
+) -> list[qe.QueryRequest]:
+    """A dense channel's requests for its query views. An exact scan: one request a
+    view (the batch scores them in one pass over the points). Through the graph: one
+    request for all of them (``RecommendBestScore``: each point scored by its best
+    view, in one traversal; one per view cost each a whole traversal, ~2 ms at 100k).
+    Its scores are the engine's transform of that cosine: ``best_view_cosine``."""
+    if len(views) == 1 or params.exact:
+        queries = [qe.Query.Nearest(list(v), using=using) for v in views]
+    else:
+        best = qe.RecommendQuery([list(v) for v in views], [])
+        queries = [qe.Query.RecommendBestScore(best, using=using)]
+    return [
+        qe.QueryRequest(limit=limit, query=q, filter=qfilter, with_payload=False, params=params)
+        for q in queries
+    ]
+
+
+def best_view_cosine(found: Scored) -> Scored:
+    """The cosines behind a ``RecommendBestScore`` answer with no negative example: the
+    engine reports ``0.5 * (x / (1 + |x|) + 1)`` of the best view's cosine ``x``
+    (its "scaled fast sigmoid"), a monotone map, so the order is the cosine's."""
+    out: Scored = []
+    for pid, score in found:
+        f = 2.0 * score - 1.0
+        out.append((pid, f / (1.0 - abs(f))))
+    return out
+
+
 def best_scored(views: Sequence[Scored], limit: int) -> Scored:
     """Several query views' hits merged by each point's best score, best first (the
     ints merged before any hit is built: ``ranking.best_of_views`` on raw results)."""
@@ -117,93 +152,6 @@ def best_scored(views: Sequence[Scored], limit: int) -> Scored:
             if score > best.get(pid, -math.inf):
                 best[pid] = score
     return sorted(best.items(), key=lambda item: item[1], reverse=True)[:limit]
-
-
-class PayloadCache:
-    """Payloads that searches read, kept until the next write to the shard.
-
-    Search hits come back without payloads, and reading them is most of a search's
-    engine time (2k notes: ~100 distinct hits, ~1.4 ms of ~3 ms; the engine converts
-    every payload and builds a UUID per id). Between writes, searches keep meeting the
-    same notes, so a read costs only the ids not seen since the last write.
-
-    Every write calls ``changed`` before and after it runs; a read stores what it got
-    only if no write began or ended while it ran, so the cache never holds a payload
-    older than the last write. Thread-safe: reads and writes run in worker threads."""
-
-    def __init__(self, size: int = 10_000) -> None:
-        self.size = size
-        self._lock = threading.Lock()
-        self._epoch = 0
-        # "payloads": engine id -> (str id, payload); "vectors": str id -> dense vector
-        # of a ranked note (reorder.newer_first)
-        self._kept: dict[str, dict[Any, Any]] = {"payloads": {}, "vectors": {}}
-
-    def changed(self) -> None:
-        with self._lock:
-            self._epoch += 1
-            self._kept = {"payloads": {}, "vectors": {}}
-
-    @property
-    def epoch(self) -> int:
-        """Moves whenever a write begins or ends."""
-        with self._lock:
-            return self._epoch
-
-    def _known(self, kind: str, ids: Iterable[Any]) -> tuple[int, dict[Any, Any], list[Any]]:
-        """The epoch, what is kept of ``ids``, and the ids to read."""
-        with self._lock:
-            epoch, kept = self._epoch, self._kept[kind]
-        known: dict[Any, Any] = {}
-        missing: list[Any] = []
-        for i in ids:
-            found = kept.get(i)
-            if found is None:
-                missing.append(i)
-            else:
-                known[i] = found
-        return epoch, known, missing
-
-    def _keep(self, kind: str, epoch: int, fresh: Mapping[Any, Any]) -> None:
-        """Keep ``fresh`` unless a write began or ended since ``epoch`` was read."""
-        with self._lock:
-            if self._epoch != epoch:
-                return
-            if len(self._kept[kind]) + len(fresh) > self.size:
-                self._kept[kind] = {}
-            self._kept[kind].update(fresh)
-
-    def known_vectors(self, ids: Sequence[str]) -> tuple[dict[str, Sequence[float]], list[str]]:
-        """The dense vectors of ``ids`` read since the last write, and the ids to read."""
-        _, known, missing = self._known("vectors", ids)
-        return known, missing
-
-    def read_vectors(
-        self, shard: qe.EdgeShard, ids: list[Any], name: str
-    ) -> dict[str, Sequence[float]]:
-        """The ``name`` vectors of ``ids`` that have one, from the shard; kept like payloads
-        (as float32 arrays: the shard stores no more, and a Python list of 384 floats
-        takes 12 KB against 1.5 KB, times up to ``size`` kept vectors)."""
-        epoch = self._known("vectors", ())[0]
-        found: dict[str, Sequence[float]] = {}
-        for r in shard.retrieve(ids, False, [name]):
-            vector: Any = r.vector.get(name) if isinstance(r.vector, dict) else None
-            if vector is not None:
-                found[str(r.id)] = array("f", vector)
-        self._keep("vectors", epoch, found)
-        return found
-
-    def read(self, shard: qe.EdgeShard, ids: set[int]) -> Payloads:
-        """Payloads of ``ids`` (point ids as ints); one missing from the shard is absent."""
-        epoch, known, missing = self._known("payloads", ids)
-        if not missing:
-            return known
-        fresh = {
-            int_id(p.id): (str(p.id), without_mirror(p.payload))
-            for p in shard.retrieve([uuid.UUID(int=i) for i in missing], True, False)
-        }
-        self._keep("payloads", epoch, fresh)
-        return {**known, **fresh}
 
 
 def stored_payloads(shard: qe.EdgeShard, ids: list[Any]) -> dict[str, dict[str, Any]]:

@@ -285,6 +285,7 @@ def run_owner(
     info = {**state.public(), "settings": request_context.owner_view(settings)}
     gw.write_private(info_path(paths), json.dumps(info))
     log.info("kioku %s pid %d owns %s", kind, state.pid, settings.data_dir)
+
     def stopping(signum: int, _frame: object) -> None:
         log.info("signal %d: stopping", signum)
         state.signalled = True  # a flag only: _watch_signal acts on it in the loop

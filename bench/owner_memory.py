@@ -64,6 +64,37 @@ def smaps(pid: int) -> dict[str, int]:
     }
 
 
+def mappings(pid: int, data: Path) -> dict[str, int]:
+    """Resident MB per kind of mapping (the index's files by what they hold, the model,
+    shared libraries, the heap, other anonymous memory), from ``/proc/<pid>/smaps``."""
+    out: dict[str, int] = {}
+    name = ""
+    for line in Path(f"/proc/{pid}/smaps").read_text().splitlines():
+        head = line.split(maxsplit=5)
+        if len(head) >= 5 and "-" in head[0] and ":" not in head[0]:
+            name = _kind(head[5] if len(head) > 5 else "", data)
+        elif line.startswith("Rss:"):
+            out[name] = out.get(name, 0) + int(line.split()[1])
+    return {k: v // 1024 for k, v in sorted(out.items(), key=lambda kv: -kv[1]) if v >= 1024}
+
+
+def _kind(path: str, data: Path) -> str:
+    if not path:
+        return "anonymous"
+    if path.startswith("["):
+        return path
+    if path.startswith(str(data)):
+        rest = Path(path).relative_to(data).parts
+        if "wal" in rest:
+            return "index: wal"
+        if "segments" in rest:
+            return "index: " + "/".join(rest[rest.index("segments") + 2 :][:1])
+        return "data: " + rest[-1]
+    if ".so" in path:
+        return "shared libraries"
+    return "file: " + Path(path).name
+
+
 class Session:
     """A ``kioku serve`` spoken to with raw JSON-RPC lines."""
 
@@ -185,10 +216,14 @@ def main(args: argparse.Namespace) -> None:
             waited = settle(env, done)
             rows.append((f"{done} notes embedded", smaps(pid)))
             print(f"{rows[-1]} (added in {added:.0f} s, settled {waited:.0f} s later)", flush=True)
+            if args.mappings:
+                print("   ", mappings(pid, root / "data"), flush=True)
         for q in queries[: args.searches]:
             session.replies({session.call("search_memory", {"query": q})})
         rows.append((f"after {args.searches} searches", smaps(pid)))
         print(rows[-1], flush=True)
+        if args.mappings:
+            print("   ", mappings(pid, root / "data"), flush=True)
     finally:
         session.close()
         if pid:
@@ -196,6 +231,8 @@ def main(args: argparse.Namespace) -> None:
             deadline = time.monotonic() + 30
             while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
                 time.sleep(0.1)
+        if args.keep:
+            shutil.move(str(root / "data"), str(args.keep))
         shutil.rmtree(root, ignore_errors=True)
     load.append(os.getloadavg()[0])
     print(f"\nload {load[0]:.1f} before, {load[1]:.1f} after; MB")
@@ -217,4 +254,6 @@ if __name__ == "__main__":
     parser.add_argument("--searches", type=int, default=300)
     parser.add_argument("--src", type=Path, default=None)
     parser.add_argument("--env", action="append", default=[])
+    parser.add_argument("--keep", type=Path, default=None, help="keep the data dir here")
+    parser.add_argument("--mappings", action="store_true", help="print smaps per mapping kind")
     main(parser.parse_args())

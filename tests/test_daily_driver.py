@@ -200,7 +200,7 @@ async def test_search_text_shows_the_order_and_why_not_scores(settings: KiokuSet
 
 
 def test_search_text_names_the_newer_of_two_alike_notes() -> None:
-    """The other rule that puts a lower score first (``ranking.newer_first``): the text
+    """The other rule that puts a lower score first (``reorder.newer_first``): the text
     names the older note it was moved above; a plain relevance order names nothing."""
     from mcp_gateway.common.render import render_search
     from mcp_gateway.common.types import SearchResponse, SearchResult

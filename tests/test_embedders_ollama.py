@@ -40,6 +40,8 @@ class StubOllama:
 
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
+        # "slow" answers once this is set (or after 60 s): a timeout test never races it
+        self.release = threading.Event()
         self.app = Starlette(routes=[Route("/api/embed", self.embed, methods=["POST"])])
 
     async def embed(self, request: Request) -> JSONResponse:
@@ -54,7 +56,7 @@ class StubOllama:
         if model == "broken":
             return JSONResponse({"error": "llama runner process has terminated"}, status_code=500)
         if model == "slow":
-            await asyncio.sleep(1.5)
+            await asyncio.to_thread(self.release.wait, 60)
         if model == "short":
             inputs = inputs[:-1]
         scale = 3.0 if model == "unnormalised" else 1.0
@@ -177,14 +179,18 @@ async def test_server_error_maps(ollama_stub: tuple[StubOllama, str]) -> None:
 
 
 async def test_timeout_maps(ollama_stub: tuple[StubOllama, str]) -> None:
-    _, url = ollama_stub
+    # The stub holds the answer until the test releases it: the error can only come from
+    # the client's own timeout (it raced a 1.5 s answer, with a wall-clock bound, before).
+    state, url = ollama_stub
     emb = OllamaEmbedder(url, model="slow", timeout_s=0.3)
-    began = time.monotonic()
-    with pytest.raises(EmbedderUnavailable) as info:
-        await emb.embed_query("a")
-    assert time.monotonic() - began < 1.4
-    assert "did not answer within 0.3 s" in str(info.value)
-    await emb.aclose()
+    state.release.clear()
+    try:
+        with pytest.raises(EmbedderUnavailable) as info:
+            await asyncio.wait_for(emb.embed_query("a"), 30)
+        assert "did not answer within 0.3 s" in str(info.value)
+    finally:
+        state.release.set()
+        await emb.aclose()
 
 
 async def test_unreachable_server_maps() -> None:

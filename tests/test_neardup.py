@@ -1,5 +1,5 @@
-"""Near-duplicate folding (issue 33, item 3): the threshold holds on the labelled pairs
-it was chosen on, and session_context shows near-duplicates as one entry, through the
+"""Near-duplicate folding (issue 33, item 3): the threshold is the one the labelled dev
+pairs choose, and session_context shows near-duplicates as one entry, through the
 MCP resource."""
 
 from __future__ import annotations
@@ -8,26 +8,38 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
-from mcp_gateway.search.neardup import FOLD_SIMILARITY
+from mcp_gateway.search.neardup import FOLD_SIMILARITY, marks
 from tests.conftest import Harness
+from tests.test_owner import ok
 
 PAIRS = Path(__file__).resolve().parents[1] / "bench" / "quality" / "neardup" / "pairs.jsonl"
+# issue 33's first force-push wording, and a rewording (cosine 0.975, bench/LOG.md round 18)
+FORCE_PUSH_OLD = "Never force-push to main: rebase locally and open a pull request."
+FORCE_PUSH_NEW = "Do not force-push to main; rebase locally and open a pull request."
 
 
-async def test_threshold_separates_the_labelled_pairs_with_a_margin(harness: Harness) -> None:
-    """Every merely related pair (en/ja/th) stays at least 0.01 below the threshold;
-    most near-duplicates fold. A new model or threshold must be measured again."""
+async def test_threshold_is_the_one_the_dev_pairs_choose(harness: Harness) -> None:
+    """The rule of bench/quality/neardup/measure.py on the dev pairs (en/ja/th), with
+    the installed model: the threshold costs least, a wrong fold counting as two missed
+    ones (a new model or threshold must be measured again). A pair folds as notes fold:
+    the same identifiers and numbers, and the cosine at least the threshold."""
     pairs = [json.loads(line) for line in PAIRS.read_text("utf-8").splitlines() if line]
-    assert {p["lang"] for p in pairs} == {"en", "ja", "th"}
-    texts = [t for p in pairs for t in (p["a"], p["b"])]
+    dev = [p for p in pairs if p["split"] == "dev"]
+    assert {p["lang"] for p in dev} == {"en", "ja", "th"}
+    texts = [t for p in dev for t in (p["a"], p["b"])]
     vecs = np.asarray(await harness.app.embedder.embed_documents(texts), dtype=np.float64)
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-    sims = [float(vecs[2 * i] @ vecs[2 * i + 1]) for i in range(len(pairs))]
-    related = [s for p, s in zip(pairs, sims, strict=True) if p["label"] == "related"]
-    dups = [s for p, s in zip(pairs, sims, strict=True) if p["label"] == "dup"]
-    assert max(related) <= FOLD_SIMILARITY - 0.01, max(related)
-    assert sum(s >= FOLD_SIMILARITY for s in dups) >= 0.75 * len(dups)
+    sims = [float(vecs[2 * i] @ vecs[2 * i + 1]) for i in range(len(dev))]
+
+    def cost(t: float) -> float:
+        folded = {i: marks(p["a"]) == marks(p["b"]) and sims[i] >= t for i, p in enumerate(dev)}
+        missed = sum(not folded[i] for i, p in enumerate(dev) if p["label"] == "dup")
+        return missed + 2 * sum(folded[i] for i, p in enumerate(dev) if p["label"] == "related")
+
+    grid = [round(0.90 + 0.005 * i, 3) for i in range(19)]
+    assert min(reversed(grid), key=cost) == FOLD_SIMILARITY, [(t, cost(t)) for t in grid]
 
 
 async def test_session_context_folds_near_duplicates_into_the_newest(harness: Harness) -> None:
@@ -140,3 +152,28 @@ async def test_a_word_of_the_query_keeps_its_note_out_of_a_fold(harness: Harness
     for word, nid in ids.items():
         got = await harness.ok("search_memory", query=word, top=5)
         assert nid in [r["id"] for r in got["results"]], word
+
+
+# slow: five one-shot CLI processes, each loading the model
+@pytest.mark.slow
+def test_the_cli_folds_a_reworded_lesson_in_search_and_context(tmp_path: Path) -> None:
+    """Through the CLI, processes as a user runs them: the first wording of issue 33's
+    force-push lesson and a rewording that folds under the measured threshold (the
+    issue's own second wording, 0.945, does not: docs/ranking.md) are one entry in a
+    search and in session_context.md, the newest wording shown, the older id named and
+    still readable with ``kioku show``."""
+    data = tmp_path / "data"
+    older = ok(data, "add", FORCE_PUSH_OLD, "--type", "lesson").strip()
+    newer = ok(data, "add", FORCE_PUSH_NEW, "--type", "lesson").strip()
+    other = ok(data, "add", "Use pnpm instead of npm; the lockfile is pnpm-lock.yaml.",
+               "--type", "lesson").strip()  # fmt: skip
+    found = ok(data, "search", "can I force push to main?")
+    assert f"(also {older}: older notes saying the same" in found, found
+    assert newer in found and "open a pull request." in found
+    assert "Never force-push to main: rebase" not in found  # the older wording is folded
+    ok(data, "context")
+    context = (data / "session_context.md").read_text(encoding="utf-8")
+    entry = next(line for line in context.splitlines() if line.startswith(f"- `{newer}`"))
+    assert f"also `{older}`" in entry, context
+    assert f"- `{other}`" in context and f"- `{older}`" not in context
+    assert FORCE_PUSH_OLD in ok(data, "show", older)  # nothing deleted

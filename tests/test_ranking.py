@@ -5,20 +5,19 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 
 from mcp_gateway.common.types import IndexHit
 from mcp_gateway.search.calibration import MODELS, for_model, query_script, shift_query, shift_views
 from mcp_gateway.search.ranking import (
     Candidate,
-    Head,
     RankingParams,
     best_of_views,
-    carry_to_heads,
     fuse,
-    newer_first,
     recent_floor,
     select,
 )
+from mcp_gateway.search.reorder import Head, carry_to_heads, newer_first
 
 
 def hit(pid: str, score: float, **payload: Any) -> IndexHit:
@@ -97,6 +96,37 @@ def test_keep_margin_is_relative_to_the_querys_best_hit() -> None:
     params = RankingParams(thresholds={"*": 0.5}, keep_margin=0.03)
     dense = [hit("best", 0.90), hit("close", 0.88), hit("tail", 0.85, priority="high")]
     assert ids(select(fuse(dense, [], params), params, top=10)) == ["best", "close"]
+
+
+# what the keep margin leaves of one query's hits: best 0.90, close 0.88 (within the 0.03
+# margin), tail and tail-high 0.85 (beyond it, within the type's threshold 0.5), gone
+# 0.40 (beyond the threshold); "tail" has the strongest latent evidence of all
+MARGIN_FILL = [
+    (False, 10, ["best", "close"]),  # before Round 19: the answer ends with the margin
+    (True, 10, ["best", "close", "tail"]),  # after every kept hit; high priority never
+    (True, 3, ["best", "close", "tail"]),
+    (True, 2, ["best", "close"]),  # nothing to fill: the answer is full
+]
+
+
+@pytest.mark.parametrize(("fill", "top", "answer"), MARGIN_FILL)
+def test_what_the_keep_margin_leaves(fill: bool, top: int, answer: list[str]) -> None:
+    params = RankingParams(thresholds={"*": 0.5}, keep_margin=0.03, margin_fill=fill)
+    dense = [
+        hit("best", 0.90),
+        hit("close", 0.88),
+        hit("tail", 0.85),
+        hit("tail-high", 0.85, priority="high"),
+        hit("gone", 0.40),
+    ]
+    latent = [hit("tail", 9.0), hit("best", 1.0), hit("close", 1.0), hit("gone", 1.0)]
+    assert ids(select(fuse(dense, [], params, latent), params, top)) == answer
+
+
+def test_recent_lessons_keep_the_margin_whatever_the_rule() -> None:
+    params = RankingParams(thresholds={"*": 0.5}, keep_margin=0.03, margin_fill=True)
+    dense = [hit("a", 0.90, source_id="a"), hit("b", 0.80, source_id="b")]
+    assert set(recent_floor(fuse(dense, [], params), params)) == {"a"}
 
 
 def test_recent_floor_keeps_only_notes_this_query_found() -> None:

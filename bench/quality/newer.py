@@ -1,4 +1,4 @@
-"""A newer note that says nearly what an older one says comes first (``ranking.newer_first``).
+"""A newer note that says nearly what an older one says comes first (``reorder.newer_first``).
 
 Round 11. Notes have no ``supersedes`` edge: when a fact changes (Node 18 -> 20, npm ->
 pnpm), the assistant writes a new note and the old one stays live; both match a question
@@ -30,7 +30,8 @@ sys.path.insert(0, str(HERE))
 from metrics import score  # noqa: E402
 from redirect import Experiment  # noqa: E402
 
-from mcp_gateway.search.ranking import carry_to_heads, fuse, newer_first, select  # noqa: E402
+from mcp_gateway.search.ranking import fuse, select  # noqa: E402
+from mcp_gateway.search.reorder import carry_to_heads, newer_first  # noqa: E402
 
 DAY = 86_400.0
 

@@ -1,4 +1,4 @@
-"""Retired records hand their evidence to their lifecycle heads (``ranking.carry_to_heads``).
+"""Retired records hand their evidence to their lifecycle heads (``reorder.carry_to_heads``).
 
 Round 10. The index used to drop superseded and duplicate records from every search
 (``current_only``), so a query in the old wording of a changed decision ("are deploys
@@ -29,7 +29,8 @@ from metrics import score  # noqa: E402
 from tune import Corpus, channels, replaced_by  # noqa: E402
 
 from mcp_gateway.records.lifecycle import heads  # noqa: E402
-from mcp_gateway.search.ranking import Head, carry_to_heads, fuse, select  # noqa: E402
+from mcp_gateway.search.ranking import fuse, select  # noqa: E402
+from mcp_gateway.search.reorder import Head, carry_to_heads  # noqa: E402
 
 
 def head_of(c: Corpus) -> dict[str, str]:

@@ -145,6 +145,10 @@ class SearchSettings(BaseModel):
     high_first_margin: float | None = Field(default=None, ge=0.0, le=2.0)
     # hits farther than this from the query's best dense hit are dropped (None: model's)
     keep_margin: float | None = Field(default=None, ge=0.0, le=2.0)
+    # an answer the margin left shorter than top is filled, after every kept hit, with the
+    # hits only the margin dropped (within the type's threshold, not high priority);
+    # false: the answer ends where the margin does (before Round 19; bench/LOG.md)
+    margin_fill: bool = True
     # weight of the query's language direction removed before the index call (None: model's)
     language_shift: float | None = Field(default=None, ge=0.0, le=2.0)
     # a second, wider-shifted query view scored by max cosine (None: model's; 0: off)
@@ -184,7 +188,7 @@ class SearchSettings(BaseModel):
     retired_carry: float = Field(default=1.0, ge=0, le=1)
     # a note moves above an older note of the same type that it resembles this closely
     # (dense cosine; None: the model's measured value, 0: off) when it has at least
-    # newer_ratio of that note's score (ranking.newer_first; bench/LOG.md)
+    # newer_ratio of that note's score (reorder.newer_first; bench/LOG.md)
     newer_similarity: float | None = Field(default=None, ge=0.0, le=1.0)
     newer_ratio: float = Field(default=0.8, ge=0.0, le=1.0)
     # a memory that alone holds an identifier of the query (a digit, joiner or inner

@@ -38,6 +38,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import shutil
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -60,6 +61,7 @@ from mcp_gateway.index.base import (
     sparse_queries,
 )
 from mcp_gateway.index.edge_graph import graph_due, read_marker, write_marker
+from mcp_gateway.index.edge_pages import GRAPHS, PAGE_OUT_EVERY_S, SEARCHED, page_out
 from mcp_gateway.index.edge_shard import open_shard
 from mcp_gateway.index.edge_types import (
     NamespaceCensus,
@@ -116,6 +118,7 @@ class EdgeIndex(ChannelSearch):
         self._write_guard = write_guard
         self._payloads = PayloadCache()
         self._census = NamespaceCensus(self._payloads)
+        self._paged_at = 0.0  # when written pages were last given back
 
     # -- plumbing -----------------------------------------------------------------
 
@@ -150,8 +153,17 @@ class EdgeIndex(ChannelSearch):
                 return fn(shard)
             finally:
                 cache.changed()
+                self._page_out_written()
 
         return await self._run(write)
+
+    def _page_out_written(self) -> None:
+        """Give back the pages writes left resident (WAL, sparse vectors, payloads), at
+        most every ``PAGE_OUT_EVERY_S`` (``edge_pages``)."""
+        now = time.monotonic()
+        if now - self._paged_at >= PAGE_OUT_EVERY_S:
+            self._paged_at = now
+            page_out(self.dir, keep=SEARCHED)
 
     def _check_dim(self, vector: Sequence[float]) -> None:
         if len(vector) != self.spec.dim:
@@ -166,6 +178,9 @@ class EdgeIndex(ChannelSearch):
         shard, self.spec, self.dense_storage = open_shard(
             self.dir, self.spec, self._optimizers, self._hnsw, self.dense_storage
         )
+        # what opening read in (WAL, payload indexes, sparse vectors) is not read again
+        page_out(self.dir, keep=GRAPHS)
+        self._paged_at = time.monotonic()
         return shard
 
     async def open(self) -> None:

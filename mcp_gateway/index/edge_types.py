@@ -21,11 +21,21 @@ from mcp_gateway.index.base import (
     BOOL_FIELDS,
     FLOAT_FIELDS,
     KEYWORD_FIELDS,
+    VISIBLE,
     match_any_terms,
     needs_current_condition,
 )
 
 CURRENT_MIRROR = "_current"
+# The fields this backend's filters (``build_filter``) and the namespace census's facet
+# read: each gets a keyword index. The engine reads every index's files in whole when a
+# shard opens (~5 MB each, however few the points; ``memory=Cold`` does not change that
+# for a plain segment) and keeps a map per index in memory, so only these are indexed.
+INDEXED_FIELDS = ("kind", "type", "domain", "namespace", VISIBLE, CURRENT_MIRROR)
+# indexed by shards made before round 19 and never filtered on here: dropped at open
+DROPPED_INDEXES = tuple(
+    f for f in (*KEYWORD_FIELDS, *BOOL_FIELDS, *FLOAT_FIELDS) if f not in INDEXED_FIELDS
+)
 
 
 def _current_mirror(value: Any) -> str:
@@ -56,13 +66,12 @@ def _any(key: str, values: tuple[str, ...]) -> qe.FieldCondition:
 
 
 def create_payload_indexes(shard: qe.EdgeShard) -> None:
-    """The payload indexes filters use. Idempotent: re-creating one is a no-op."""
-    for name in (*KEYWORD_FIELDS, CURRENT_MIRROR):
+    """The payload indexes filters use, and no other. Idempotent: re-creating one is a
+    no-op; an index a shard no longer needs is dropped once (through the WAL)."""
+    for name in INDEXED_FIELDS:
         shard.update(qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Keyword))
-    for name in BOOL_FIELDS:
-        shard.update(qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Bool))
-    for name in FLOAT_FIELDS:
-        shard.update(qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Float))
+    for name in set(shard.info().payload_schema).intersection(DROPPED_INDEXES):
+        shard.update(qe.UpdateOperation.delete_field_index(name))
 
 
 def build_filter(flt: IndexFilter | None) -> qe.Filter | None:
@@ -127,7 +136,7 @@ class PayloadCache:
         self._lock = threading.Lock()
         self._epoch = 0
         # "payloads": engine id -> (str id, payload); "vectors": str id -> dense vector
-        # of a ranked note (ranking.newer_first)
+        # of a ranked note (reorder.newer_first)
         self._kept: dict[str, dict[Any, Any]] = {"payloads": {}, "vectors": {}}
 
     def changed(self) -> None:

@@ -38,7 +38,7 @@ class Calibration:
     # its best cosine over the two views (see ``shift_views``)
     wide_shift: float = 0.0
     # a newer note this alike (dense cosine) an older one of the same type goes above
-    # it (ranking.newer_first; 0: off, e.g. for models whose cosines were not measured)
+    # it (reorder.newer_first; 0: off, e.g. for models whose cosines were not measured)
     newer_similarity: float = 0.0
     measured: bool = True
     directions: Mapping[str, str] = field(default_factory=dict)

@@ -11,7 +11,8 @@ import anyio
 from mcp_gateway.common.types import Note, SearchResult
 from mcp_gateway.index.live import LiveIndex
 from mcp_gateway.search.note_reads import ShownNotes
-from mcp_gateway.search.ranking import Candidate, newer_first
+from mcp_gateway.search.ranking import Candidate
+from mcp_gateway.search.reorder import newer_first
 from mcp_gateway.search.request import RecordLookup
 from mcp_gateway.search.results import kind_of, note_result, record_result
 

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from mcp_gateway.common.types import point_id
-from mcp_gateway.search.ranking import Candidate, Head
+from mcp_gateway.search.ranking import Candidate
+from mcp_gateway.search.reorder import Head
 
 
 class RecordLookup(Protocol):

@@ -42,12 +42,12 @@ from mcp_gateway.search.query_vectors import QueryVectors
 from mcp_gateway.search.ranking import (
     RankingParams,
     best_of_views,
-    carry_to_heads,
     fuse,
     pin_exact,
     recent_floor,
     select,
 )
+from mcp_gateway.search.reorder import carry_to_heads
 from mcp_gateway.search.request import RecordLookup, SearchRequest, retired_heads
 from mcp_gateway.search.results import note_result
 from mcp_gateway.search.thresholds import ThresholdCache
@@ -367,6 +367,7 @@ class SearchService:
             high_boost=s.high_boost,
             high_first_margin=self.high_first_margin,
             keep_margin=self.keep_margin,
+            margin_fill=s.margin_fill,
             lexical_keep_ratio=s.lexical_keep_ratio,
             rrf_k=s.rrf_k,
             dense_weight=s.dense_weight,

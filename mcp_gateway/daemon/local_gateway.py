@@ -29,6 +29,7 @@ import errno
 import fcntl
 import logging
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -61,8 +62,6 @@ STREAM_GONE: tuple[type[BaseException], ...] = (
 )
 # The MCP session socket of the stdio proxies, same directory and length as gateway.sock.
 SESSION_SOCKET = "session.sock"
-# How long a freshly spawned daemon retries the lock while a previous owner shuts down.
-LOCK_WAIT_S = 3.0
 
 
 def supported() -> bool:
@@ -149,9 +148,11 @@ def owner_pid(paths: GatewayPaths) -> int | None:
     return int(text) if text.isdigit() and lock_held(paths.lock) else None
 
 
-def acquire(path: Path, wait_s: float) -> int | None:
+def acquire(path: Path, wait_s: float, *, write_pid: bool = True) -> int | None:
     """Take the lock (retrying up to ``wait_s``); the fd stays open while we own it.
-    OSError when the data dir is not writable."""
+    The lock file then names this process, or nobody yet (``write_pid=False``: the
+    spawner names its child, ``spawn_daemon``). OSError when the data dir is not
+    writable."""
     fsperms.secure_data_dir(path.parent)
     fd = fsperms.open_private(path, os.O_RDWR | os.O_CREAT)
     deadline = time.monotonic() + wait_s
@@ -164,9 +165,26 @@ def acquire(path: Path, wait_s: float) -> int | None:
                 return None
             time.sleep(0.05)
             continue
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
+        os.ftruncate(fd, 0)  # never a previous owner's pid beside a held lock
+        if write_pid:
+            name_owner(fd, os.getpid())
         return fd
+
+
+def name_owner(fd: int, pid: int) -> None:
+    """Write the owner's pid into the lock file (``owner_pid`` reads it)."""
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{pid}\n".encode(), 0)
+
+
+def adopt(fd: int) -> bool:
+    """The daemon's side of ``spawn_daemon``: whether the inherited ``fd`` holds the lock
+    (a ``flock`` on the same open file succeeds at once)."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    return True
 
 
 def can_connect(path: Path) -> bool:
@@ -184,27 +202,42 @@ def can_connect(path: Path) -> bool:
         return True
 
 
-def spawn_daemon(settings: KiokuSettings, paths: GatewayPaths) -> subprocess.Popen[bytes]:
-    """Start a detached daemon; it exits at once (code 0) if another one won."""
-    fsperms.secure_data_dir(paths.log.parent)
-    fd = fsperms.open_private(paths.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
-    with os.fdopen(fd, "ab") as logfile:
-        # New session: the daemon outlives the editor that happened to start it. Its
-        # stdout is not ours: the proxy's stdout carries the protocol.
-        return subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "mcp_gateway.daemon.owner",
-                "--data-dir",
-                str(settings.data_dir),
-            ],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=logfile,
-            start_new_session=True,
-            close_fds=True,
-        )
+def spawn_daemon(settings: KiokuSettings, paths: GatewayPaths) -> subprocess.Popen[bytes] | None:
+    """Take the lock and start a detached daemon that inherits it (``--lock-fd``); None
+    when another process holds the lock. The lock and the child's pid in the lock file
+    are there before the child runs a line, so ``kioku stop`` finds and stops an owner
+    still importing or loading its model (it used to take the lock itself, seconds of
+    imports later, and a stop meanwhile found nobody)."""
+    fd = acquire(paths.lock, 0.0, write_pid=False)
+    if fd is None:
+        return None
+    try:
+        fsperms.secure_data_dir(paths.log.parent)
+        log_fd = fsperms.open_private(paths.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        with os.fdopen(log_fd, "ab") as logfile:
+            # New session: the daemon outlives the editor that happened to start it. Its
+            # stdout is not ours: the proxy's stdout carries the protocol.
+            child = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "mcp_gateway.daemon.owner",
+                    "--data-dir",
+                    str(settings.data_dir),
+                    "--lock-fd",
+                    str(fd),
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=logfile,
+                start_new_session=True,
+                close_fds=True,
+                pass_fds=(fd,),
+            )
+        name_owner(fd, child.pid)
+    finally:
+        os.close(fd)  # the child's copy holds the lock now (or nobody's, on failure)
+    return child
 
 
 CANNOT_START = "kioku gateway cannot start: "
@@ -214,30 +247,39 @@ class GatewayUnavailable(Exception):
     pass
 
 
+class GatewayStopped(GatewayUnavailable):
+    """The daemon this caller started was stopped (``kioku stop``) before it answered."""
+
+
 def ensure_daemon(settings: KiokuSettings, paths: GatewayPaths) -> None:
     """Return once a daemon accepts connections on the session socket; start one if none
     owns the lock. Blocking (polls every 50 ms): call it from a thread in async code, one
-    call at a time per caller (a second daemon started meanwhile exits at once)."""
+    call at a time per caller. A daemon started here and stopped before it answered is
+    not started again by this call (``GatewayStopped``): the stop was meant for it."""
     deadline = time.monotonic() + settings.local_gateway.start_timeout_s
     child = None
     while time.monotonic() < deadline:
         if can_connect(paths.session_socket):
             return
-        if not lock_held(paths.lock):
-            if child is not None and child.poll() not in (None, 0):
-                raise GatewayUnavailable(
-                    f"the kioku gateway for {settings.data_dir} failed to start "
-                    f"(log: {paths.log}): {start_failure(paths)}"
+        if child is not None and child.poll() is not None and not lock_held(paths.lock):
+            if child.returncode in (0, -signal.SIGTERM, -signal.SIGINT):
+                raise GatewayStopped(
+                    f"the kioku gateway for {settings.data_dir} was stopped while it "
+                    "started (`kioku stop`); the next request starts it again"
                 )
-            if child is None or child.poll() is not None:
-                log.info("starting the kioku gateway for %s", settings.data_dir)
-                try:
-                    child = spawn_daemon(settings, paths)
-                except OSError as exc:
-                    raise GatewayUnavailable(
-                        f"cannot start the kioku gateway: {exc.filename} is not "
-                        f"writable ({exc.strerror}); the data dir must be writable"
-                    ) from exc
+            raise GatewayUnavailable(
+                f"the kioku gateway for {settings.data_dir} failed to start "
+                f"(log: {paths.log}): {start_failure(paths)}"
+            )
+        if child is None and not lock_held(paths.lock):
+            log.info("starting the kioku gateway for %s", settings.data_dir)
+            try:
+                child = spawn_daemon(settings, paths)  # None: another one took the lock
+            except OSError as exc:
+                raise GatewayUnavailable(
+                    f"cannot start the kioku gateway: {exc.filename} is not "
+                    f"writable ({exc.strerror}); the data dir must be writable"
+                ) from exc
         time.sleep(0.05)
     raise GatewayUnavailable(
         f"the kioku gateway for {settings.data_dir} did not become ready within "

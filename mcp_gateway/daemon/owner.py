@@ -112,19 +112,36 @@ async def _serve(
 
     async with anyio.create_task_group() as outer:
         outer.start_soon(sessions)
-        try:
-            await _serve_opened(
-                settings, sock, state, stdio, gone, services, local, opening, stop_sessions
-            )
-        except BaseException as exc:
-            reason = _kioku_error(exc)
-            # the requests held while the stores opened get the reason, not a broken line
-            opening.fail(str(reason) if reason is not None else "the owner stopped")
-            with anyio.move_on_after(1, shield=True):
-                await opening.answered()
-            raise
-        finally:
-            await stop_sessions()
+        with anyio.CancelScope() as serving:
+            outer.start_soon(_watch_signal, state, opening, serving)
+            try:
+                await _serve_opened(
+                    settings, sock, state, stdio, gone, services, local, opening, stop_sessions
+                )
+            except BaseException as exc:
+                reason = _kioku_error(exc)
+                # the requests held while the stores opened get the reason, not a broken line
+                opening.fail(str(reason) if reason is not None else "the owner stopped")
+                with anyio.move_on_after(1, shield=True):
+                    await opening.answered()
+                raise
+            finally:
+                state.stop.set()  # ends the signal watcher too
+                await stop_sessions()
+
+
+async def _watch_signal(state: OwnerState, opening: Opening, serving: anyio.CancelScope) -> None:
+    """SIGTERM or SIGINT (``run_owner``'s handler): stop. While the stores still open
+    that cancels the opening, which nothing else would end (the listeners that handle
+    signals once serving do not run yet: an editor's daemon told to stop while loading
+    its model used to come up and serve anyway)."""
+    while not state.stop.is_set():
+        if state.signalled:
+            state.stop.set()
+            if not opening.is_open:
+                serving.cancel()
+            return
+        await anyio.sleep(0.05)
 
 
 async def _serve_opened(
@@ -227,14 +244,19 @@ def run_owner(
     kind: OwnerKind,
     *,
     stdio: Callable[[Services], Awaitable[None]] | None = None,
+    lock_fd: int | None = None,
 ) -> int:
-    """Own the data dir until stopped; the exit code for the process."""
+    """Own the data dir until stopped; the exit code for the process. ``lock_fd``: the
+    lock its spawner took for it (``local_gateway.spawn_daemon``)."""
     paths = gw.GatewayPaths.for_settings(settings)
-    try:
-        fd = gw.acquire(paths.lock, gw.LOCK_WAIT_S if kind == "daemon" else 0.0)
-    except OSError as exc:
-        log.error("%s%s is not writable (%s)", gw.CANNOT_START, paths.lock, exc.strerror)
-        return EXIT_STARTUP_FAILED
+    if lock_fd is not None:
+        fd: int | None = lock_fd if gw.adopt(lock_fd) else None
+    else:
+        try:
+            fd = gw.acquire(paths.lock, 0.0)
+        except OSError as exc:
+            log.error("%s%s is not writable (%s)", gw.CANNOT_START, paths.lock, exc.strerror)
+            return EXIT_STARTUP_FAILED
     if fd is None:
         if kind == "daemon":
             log.info("another kioku owns %s; leaving it to that one", settings.data_dir)
@@ -263,8 +285,13 @@ def run_owner(
     info = {**state.public(), "settings": request_context.owner_view(settings)}
     gw.write_private(info_path(paths), json.dumps(info))
     log.info("kioku %s pid %d owns %s", kind, state.pid, settings.data_dir)
+
+    def stopping(signum: int, _frame: object) -> None:
+        log.info("signal %d: stopping", signum)
+        state.signalled = True  # a flag only: _watch_signal acts on it in the loop
+
     for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda signum, _frame: log.info("signal %d: stopping", signum))
+        signal.signal(sig, stopping)
     try:
         gone = owner_watch.gone_check(settings, fd, inodes)
         anyio.run(_serve, settings, (sock, session_sock), state, stdio, gone)
@@ -338,6 +365,7 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m mcp_gateway.daemon.owner")
     parser.add_argument("--data-dir", required=True)
+    parser.add_argument("--lock-fd", type=int, help="the data dir's lock, taken by the spawner")
     args = parser.parse_args(argv)
     fsperms.private_umask()  # logs, SQLite, index: owner-only whatever the parent's umask
     settings = load_settings(data_dir=args.data_dir)
@@ -348,7 +376,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     # Stateless mode "terminates" a transport after every request: not news.
     logging.getLogger("mcp.server.streamable_http").setLevel(logging.WARNING)
-    return run_owner(settings, "daemon")
+    return run_owner(settings, "daemon", lock_fd=args.lock_fd)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,8 @@ class OwnerState:
     sessions: int = 0
     last_request: float = field(default_factory=time.monotonic)
     stop: anyio.Event = field(default_factory=anyio.Event)
+    # SIGTERM or SIGINT came (set by the signal handler; ``owner._watch_signal``)
+    signalled: bool = False
 
     def public(self) -> dict[str, Any]:
         return {

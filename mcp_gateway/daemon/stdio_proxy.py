@@ -97,6 +97,9 @@ class Proxy:
         # the client's initialize: its id's key and protocol version (init_cache)
         self._init: tuple[str, str] | None = None
         self._starting: threading.Thread | None = None
+        # the start run() began was stopped (kioku stop): the requests that waited on it
+        # get that, and the next one starts a fresh daemon
+        self._stopped: gw.GatewayStopped | None = None
 
     def ensure_daemon(self) -> None:
         gw.ensure_daemon(self.settings, self.paths)
@@ -107,6 +110,8 @@ class Proxy:
         except GatewayUnavailable as exc:
             # Keep serving: each request gets this error, and a later one may succeed.
             log.error("%s", exc)
+            if isinstance(exc, gw.GatewayStopped):
+                self._stopped = exc
 
     # -- the connection ---------------------------------------------------------------
 
@@ -133,6 +138,9 @@ class Proxy:
         starting, self._starting = self._starting, None
         if starting is not None:
             starting.join()  # the daemon run() began starting; one start at a time
+            stopped, self._stopped = self._stopped, None
+            if stopped is not None:
+                raise stopped
         for attempt in range(_CONNECT_ATTEMPTS):
             try:
                 sock = self._connect()

@@ -13,7 +13,6 @@ embeds those notes exactly once the owner's reconcile pass finds the drafts.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -23,6 +22,7 @@ import anyio.to_thread
 
 from mcp_gateway.common.errors import EmbedderUnavailable
 from mcp_gateway.common.types import SparseVector
+from mcp_gateway.embedders.lanes import Lane, stop_and_wait
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,19 +104,25 @@ class DenseOnly:
 
 
 class PinnedChannel(DenseOnly):
-    """A channel's embedder over a model loaded in a worker thread: one call at a time
-    (the model's threads are pinned, so two calls would only contend), refused once
-    interrupted. Subclasses give ``model_id``, ``dim``, ``label`` and ``load``."""
+    """A channel's embedder over a model loaded in a worker thread. Its calls run one at
+    a time on its own lane (``lanes.Lane``: the model's threads are pinned, so two calls
+    would only contend), ``STEP`` texts per engine call with a stop check between, and
+    are refused once interrupted: a stopping owner neither waits for a batch nor exits
+    under one (``lanes.exit_if_busy``). Subclasses give ``model_id``, ``dim``, ``label``
+    and ``load``."""
 
     model_id: str
     dim: int
     label: str  # in errors: "the <label> channel is stopped or not started"
+    # texts per engine call: a stop waits for at most these (MiniLM, 256-token texts,
+    # one thread, 2 loaded cores: 0.5-0.7 s a call of 4 and as many texts a second as
+    # calls of 16, which took 2.7 s each; bench/LOG.md round 19)
+    STEP = 4
 
     def __init__(self, threads: int = 1) -> None:
         self.threads = threads
         self._model: Any = None
-        self._limiter = anyio.CapacityLimiter(1)
-        self._stopped = threading.Event()
+        self._lane = Lane(f"channel-{self.label}", threads)
 
     @staticmethod
     def load(threads: int) -> Any:
@@ -128,15 +134,22 @@ class PinnedChannel(DenseOnly):
             self._model = await anyio.to_thread.run_sync(self.load, self.threads)
 
     def _encode(self, texts: Sequence[str]) -> list[list[float]]:
-        if self._stopped.is_set() or self._model is None:
-            raise EmbedderUnavailable(f"the {self.label} channel is stopped or not started")
-        vectors: list[list[float]] = self._model.encode(list(texts)).tolist()
-        return vectors
+        model = self._model
+        # similar lengths in one call: padding is most of the cost of a mixed batch
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out: list[list[float]] = [[] for _ in texts]
+        for start in range(0, len(order), self.STEP):
+            if self._lane.stopping or model is None:
+                raise EmbedderUnavailable(f"the {self.label} channel is stopped or not started")
+            taken = order[start : start + self.STEP]
+            for i, vector in zip(taken, model.encode([texts[i] for i in taken]), strict=True):
+                out[i] = vector.tolist()
+        return out
 
     async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
             return []
-        return await anyio.to_thread.run_sync(self._encode, texts, limiter=self._limiter)
+        return await self._lane.run(self._encode, list(texts))
 
     async def embed_documents_now(self, texts: Sequence[str]) -> list[list[float]]:
         return await self.embed_documents(texts)
@@ -145,7 +158,9 @@ class PinnedChannel(DenseOnly):
         return (await self.embed_documents([text]))[0]
 
     def interrupt(self) -> None:
-        self._stopped.set()
+        self._lane.stop()
 
     async def aclose(self) -> None:
+        await stop_and_wait([self._lane])
         self._model = None
+        self._lane.close()

@@ -15,6 +15,7 @@ import os
 import queue
 import sys
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -142,8 +143,22 @@ class Lane:
                 self.busy = False
 
     def stop(self) -> None:
-        """Start no further call (the one in progress finishes on the daemon thread)."""
+        """Start no further call (the one in progress finishes on the daemon thread,
+        sooner where it checks ``stopping`` between its texts)."""
         self._stopping.set()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping.is_set()
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Block until no call runs on the thread (True) or ``timeout`` has passed."""
+        deadline = time.monotonic() + timeout
+        while self.busy:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.01)
+        return True
 
     def close(self) -> None:
         if self._calls is not None:
@@ -152,6 +167,28 @@ class Lane:
 
 
 _lanes: weakref.WeakSet[Lane] = weakref.WeakSet()
+
+# how long closing an embedder waits for its lanes' calls in progress: a call checks for
+# stop between texts (or a channel's ``STEP``), so this is reached only by one long
+# single call (a query lane's batch)
+CLOSE_WAIT_S = 2.0
+
+
+async def stop_and_wait(lanes: list[Lane]) -> None:
+    """Stop ``lanes`` and wait (``CLOSE_WAIT_S`` at most) until none runs a call. A
+    process that exits normally must not finalise under an engine call: its C++
+    destructors then run under that call and abort ("terminate called without an
+    active exception", seen after an in-process run with the channels) or the call runs
+    on a freed session. The owner does not wait past the bound (``exit_if_busy``)."""
+    import anyio.to_thread
+
+    for lane in lanes:
+        lane.stop()
+    deadline = time.monotonic() + CLOSE_WAIT_S
+    for lane in lanes:
+        left = max(0.0, deadline - time.monotonic())
+        if lane.busy and not await anyio.to_thread.run_sync(lane.wait_idle, left):
+            logger.info("the %s lane is still in an engine call at close", lane.name)
 
 
 def lower_thread_priority(by: int) -> None:

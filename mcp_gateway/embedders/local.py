@@ -53,7 +53,7 @@ from mcp_gateway.common.errors import EmbedderUnavailable
 from mcp_gateway.common.types import SparseVector
 from mcp_gateway.embedders import e5_int8, e5_latent, e5_onnx
 from mcp_gateway.embedders.base import Encoded
-from mcp_gateway.embedders.lanes import Lane, load_openmp
+from mcp_gateway.embedders.lanes import Lane, load_openmp, stop_and_wait
 
 logger = logging.getLogger(__name__)
 
@@ -240,17 +240,21 @@ class LocalEmbedder:
         out: list[Encoded | None] = [None] * len(texts)
         taken = itertools.count()  # next() is atomic: each text goes to one lane
 
-        def pull(threads: int) -> None:
-            while (i := next(taken)) < len(texts):
+        def pull(lane: Lane) -> None:
+            # a stopping owner does not wait for these texts, but the lane's core is
+            # better given back to the close than spent on vectors nobody will store
+            while not lane.stopping and (i := next(taken)) < len(texts):
                 dense, found = model.encode(
-                    [texts[i]], "passage: ", threads, terms=terms, **options
+                    [texts[i]], "passage: ", lane.threads, terms=terms, **options
                 )
                 vector = np.asarray(dense, dtype=np.float32)[0].tolist()
                 out[i] = Encoded(vector, found[0] if found is not None else None)
             if self.engine == "onnx":  # heap back after a batch, as on one lane
                 e5_onnx.trim_heap()
 
-        await asyncio.gather(*(lane.run(pull, lane.threads) for lane in lanes))
+        await asyncio.gather(*(lane.run(pull, lane) for lane in lanes))
+        if any(e is None for e in out):  # a lane stopped in the middle
+            raise EmbedderUnavailable("the local embedder is stopping")
         return [e for e in out if e is not None]
 
     async def encode_query(self, text: str) -> Encoded:
@@ -301,6 +305,7 @@ class LocalEmbedder:
     async def aclose(self) -> None:
         # A call still running in a thread holds its own reference; the engine frees the
         # model when the last reference goes.
+        await stop_and_wait([self._query_lane, *self._doc_lanes])
         self._model = None
         self._query_lane.close()
         for lane in self._doc_lanes:

@@ -14,7 +14,11 @@ polled every ``--poll-ms`` sees each note's first dense vector (a draft or the e
 applied, without asking the owner anything. Lag = seen - ack (the reply's arrival), so it
 overstates by up to one poll. Settled: every live note marked, no draft left, and every
 embedding model the owner's ``kioku status`` lists (each channel) holding a vector for
-every note.
+every note. Beside the wall-clock lag, the lag in kioku's CPU seconds (the owner's and the
+two proxies', from ``/proc``, sampled at each poll): on a shared machine the owner gets a
+varying share of the cores, which stretches the wall-clock lag of one run and not the
+other's; the CPU-seconds lag moves much less with it, and halved it estimates the lag on
+two free cores (an estimate, not a measurement).
 
 A second session (another editor) sends new-query ``search_memory`` calls (real
 questions, never repeated) every ``--search-gap-ms`` from the first add until every note
@@ -39,6 +43,7 @@ _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 
 import argparse
+import bisect
 import json
 import os
 import random
@@ -195,10 +200,12 @@ class Watch(threading.Thread):
     """Polls the truth store read-only: when each note was first seen marked as having
     its dense vector in the index, and when everything settled."""
 
-    def __init__(self, db: Path, models: list[str], poll_s: float) -> None:
+    def __init__(self, db: Path, models: list[str], poll_s: float, pids: list[int]) -> None:
         super().__init__(daemon=True, name="watch")
-        self.db, self.models, self.poll_s = db, models, poll_s
+        self.db, self.models, self.poll_s, self.pids = db, models, poll_s, pids
         self.seen: dict[str, float] = {}
+        # (time, CPU seconds of the owner and the proxies) at each poll
+        self.cpu: list[tuple[float, float]] = []
         self.settled_at = 0.0
         self.expected = 0  # notes acknowledged so far (set by the adder)
         self.stop = threading.Event()
@@ -214,6 +221,7 @@ class Watch(threading.Thread):
 
     def _poll(self, conn: sqlite3.Connection) -> None:
         now = time.perf_counter()
+        self.cpu.append((now, sum(cpu_s(pid) for pid in self.pids)))
         try:
             marked = conn.execute(
                 "SELECT id FROM notes WHERE embedded_model IS NOT NULL AND deleted = 0"
@@ -248,7 +256,11 @@ class Run:
     by: dict[str, int] = field(default_factory=dict)
     during: list[float] = field(default_factory=list)
     after: list[float] = field(default_factory=list)
-    owner_cpu: float = 0.0
+    owner_cpu: float = 0.0  # first add to settled and the searches after
+    cpu_searchable: float = 0.0  # first add to the last note searchable
+    # kioku's CPU seconds (owner and proxies) from each ack to its note searchable: the
+    # lag in work done, which a busier machine stretches less than the wall-clock lag
+    cpu_lags: list[float] = field(default_factory=list)
     jobs: dict[str, Any] = field(default_factory=dict)
 
 
@@ -270,7 +282,8 @@ def burst(args: argparse.Namespace, label: str, src: Path, inflight: int, asks: 
         info = status(env)
         pid = int(info["owner"]["pid"])
         models = [b["model"] for b in info.get("backlog") or []] or [info["embedder"]]
-        watch = Watch(root / "data" / "kioku.sqlite3", models, args.poll_ms / 1000)
+        pids = [pid, adder.proc.pid, searcher.proc.pid]
+        watch = Watch(root / "data" / "kioku.sqlite3", models, args.poll_ms / 1000, pids)
         time.sleep(1.0)  # the owner's start-up work (reconcile at start) out of the way
         run.load = (os.getloadavg()[0], 0.0)
         cpu0 = cpu_s(pid)
@@ -309,6 +322,15 @@ def burst(args: argparse.Namespace, label: str, src: Path, inflight: int, asks: 
         watch.join()
         searching.join()
         run.owner_cpu = cpu_s(pid) - cpu0
+        times, spent = zip(*watch.cpu, strict=True)
+
+        def cpu_at(t: float) -> float:
+            return spent[max(0, bisect.bisect_right(times, t) - 1)]
+
+        run.cpu_lags = [
+            cpu_at(watch.seen[n]) - cpu_at(t) for n, t in acked.items() if n in watch.seen
+        ]
+        run.cpu_searchable = cpu_at(max(watch.seen.values())) - cpu_at(run.first_add)
         missing = [nid for nid in acked if nid not in watch.seen]
         if missing:
             print(f"  {len(missing)} notes never seen searchable in {args.settle_limit:.0f} s")
@@ -355,7 +377,9 @@ def report(run: Run, notes: int) -> None:
         + ", ".join(f"{k} {v}" for k, v in run.by.items())
         + f"; search during p50 {pct(run.during, 0.5):.1f} p95 {pct(run.during, 0.95):.1f} ms "
         f"(n={len(run.during)}), settled p50 {pct(run.after, 0.5):.1f} p95 "
-        f"{pct(run.after, 0.95):.1f} ms; owner CPU {run.owner_cpu:.1f} s; jobs "
+        f"{pct(run.after, 0.95):.1f} ms; owner CPU {run.owner_cpu:.1f} s; kioku CPU to "
+        f"searchable {run.cpu_searchable:.1f} s, CPU-seconds from ack to searchable p50 "
+        f"{pct(run.cpu_lags, 0.5):.2f} p95 {pct(run.cpu_lags, 0.95):.2f}; jobs "
         f"{ {k: run.jobs.get(k) for k in ('batches', 'embedder_calls', 'drafted')} }",
         flush=True,
     )
@@ -365,7 +389,8 @@ def table(runs: list[Run]) -> None:
     print(
         "\n| run | in flight | load | adds/s | ack p50 / p95 ms | searchable p50 / p95 / p99 s "
         "| all searchable s | settled s | search during p50 / p95 ms | settled p50 / p95 ms "
-        "| owner CPU s |\n|---|---|---|---|---|---|---|---|---|---|---|"
+        "| owner CPU s | kioku CPU-s ack -> searchable p50 / p95 |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|"
     )
     for r in runs:
         adds = len(r.acks) / max(1e-9, r.last_ack - r.first_add)
@@ -374,7 +399,8 @@ def table(runs: list[Run]) -> None:
             f"{pct(r.acks, 0.5):.1f} / {pct(r.acks, 0.95):.1f} | {pct(r.lags, 0.5):.2f} / "
             f"{pct(r.lags, 0.95):.2f} / {pct(r.lags, 0.99):.2f} | {r.all_searchable:.1f} | "
             f"{r.settled:.1f} | {pct(r.during, 0.5):.1f} / {pct(r.during, 0.95):.1f} | "
-            f"{pct(r.after, 0.5):.1f} / {pct(r.after, 0.95):.1f} | {r.owner_cpu:.1f} |"
+            f"{pct(r.after, 0.5):.1f} / {pct(r.after, 0.95):.1f} | {r.owner_cpu:.1f} | "
+            f"{pct(r.cpu_lags, 0.5):.2f} / {pct(r.cpu_lags, 0.95):.2f} |"
         )
 
 

@@ -4,8 +4,10 @@ semantically searchable p95 <= 3 s after each ack, every channel settled <= 60 s
 A real ``kioku serve`` (the stdio proxy an editor starts; it starts the owner daemon) in
 a fresh data dir takes ``--notes`` ``add_note`` calls from one client, raw JSON-RPC
 lines: ``--inflight 1`` sends the next add once the last is acknowledged (an assistant
-calling one tool at a time), ``--inflight 4`` keeps four outstanding. The notes are the
-quality sets' memories (``bench/ingest.py --real``'s texts) with their own types.
+calling one tool at a time), ``--inflight 4`` keeps four outstanding; ``--rate R`` sends
+at most R a second (the add rate moves with the machine's load, and a slower burst
+queues less: an A/B at one fixed rate compares what the code does with the same input).
+The notes are the quality sets' memories (``bench/ingest.py --real``'s texts) with their own types.
 
 When a note is semantically searchable is read from outside the owner: the owner marks a
 note (``notes.embedded_model``) in the same pass that upserts its dense vector into the
@@ -305,8 +307,10 @@ def burst(args: argparse.Namespace, label: str, src: Path, inflight: int, asks: 
         searching = threading.Thread(target=search_during, daemon=True)
         run.first_add = time.perf_counter()
         searching.start()
-        for note in notes:
+        for i, note in enumerate(notes):
             window.acquire()
+            if args.rate:  # a fixed pace: runs compared at the same add rate
+                time.sleep(max(0.0, run.first_add + i / args.rate - time.perf_counter()))
             replies.append(adder.tool("add_note", note))
         for reply in replies:
             adder.wait(reply)
@@ -426,6 +430,7 @@ if __name__ == "__main__":
     parser.add_argument("--inflight", type=int, nargs="+", default=[1, 4])
     parser.add_argument("--src", action="append", default=[], help="NAME=DIR, repeatable")
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--rate", type=float, default=0.0, help="adds/s at most (0: no cap)")
     parser.add_argument("--queries", type=int, default=40)
     parser.add_argument("--search-gap-ms", type=float, default=200.0)
     parser.add_argument("--poll-ms", type=float, default=50.0)

@@ -9,7 +9,8 @@ A batch with ``embedder.draft_backlog`` or more texts that have no vector at all
 burst's backlog: where the embedder makes drafts (the local engine's int8 graph, ~1.3x
 the passages a second) those are embedded as drafts, so the burst becomes searchable
 sooner, and stored as such; reconcile queues drafts again, and this step then embeds
-them exactly (bench/LOG.md "Fresh notes"). Past ``embedder.draft_limit`` drafts waiting
+them exactly (bench/LOG.md "Fresh notes"); the drafts are stored a few at a time as the
+lanes finish them (``_drafts``). Past ``embedder.draft_limit`` drafts waiting
 (a bulk import, not a burst) a backlog is embedded exactly at once: a draft and its
 redo cost ~1.4x the exact pass alone, so an import of thousands settles sooner, while
 its first ``draft_limit`` notes still become searchable on the draft pass.

@@ -17,10 +17,12 @@ import anyio
 import numpy as np
 import pytest
 
+from mcp_gateway.common.errors import EmbedderUnavailable
 from mcp_gateway.common.inputs import NoteFields
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.common.types import Note
 from mcp_gateway.indexing.indexer import note_document
+from mcp_gateway.jobs.embedding import DRAFTS_STORED_TOGETHER, EmbedStats, embed_notes
 from mcp_gateway.services.app import AppContext, open_app
 from tests.conftest import without_prefetcher
 
@@ -154,3 +156,73 @@ async def test_past_the_draft_limit_a_backlog_is_embedded_exactly_at_once(
             assert not draft
             np.testing.assert_allclose(vector, await exact(app, note), atol=1e-5)
         assert (await app.jobs.stats())["drafted"] == len(first)
+
+
+async def test_a_backlog_s_drafts_are_stored_a_few_at_a_time_as_they_are_done(
+    settings: KiokuSettings,
+) -> None:
+    """A note of a drafted chunk is stored once its own few are embedded, not once the
+    whole chunk is (bench/LOG.md, "burst over MCP"), and its draft is the one it gets
+    embedded alone."""
+    texts = [f"{text} (note {i})" for i in range(3) for text in BURST]  # 18: one chunk
+    async with open_app(settings) as app:
+        await opened_quiet(app)
+        puts: list[tuple[int, int]] = []  # (rows, draft calls done by then)
+        done = 0
+        put, encode = app.vectors.put, app.embedder.encode_documents
+
+        async def recording_put(kind: str, model: str, rows: Sequence, draft: bool = False):
+            if draft:
+                puts.append((len(rows), done))
+            return await put(kind, model, rows, draft=draft)
+
+        async def counting(texts: Sequence[str], *, now: bool = False, draft: bool = False):
+            nonlocal done
+            out = await encode(texts, now=now, draft=draft)
+            done += draft
+            return out
+
+        app.vectors.put = recording_put  # type: ignore[method-assign]
+        app.embedder.encode_documents = counting  # type: ignore[method-assign]
+        notes = [await app.notes.add(NoteFields(text=text, type="note")) for text in texts]
+        await app.jobs.notes_changed(notes)  # one batch of 18 new notes: a backlog
+        await app.settle()
+        assert sum(rows for rows, _ in puts) == len(texts)
+        assert len(puts) == -(-len(texts) // DRAFTS_STORED_TOGETHER)
+        assert max(rows for rows, _ in puts) <= DRAFTS_STORED_TOGETHER
+        assert puts[0][1] < len(puts)  # the first stored while later ones were embedded
+        app.embedder.encode_documents = encode  # type: ignore[method-assign]
+        drafts = await stored(app, notes)
+        assert {draft for _, draft in drafts.values()} == {True}
+        for note in notes[:: DRAFTS_STORED_TOGETHER + 1]:
+            [alone] = await app.embedder.encode_documents([note_document(note)], draft=True)
+            np.testing.assert_allclose(drafts[note.id][0], alone.dense, atol=1e-5)
+
+
+async def test_a_failing_draft_call_raises_its_own_error_and_stops_the_others(
+    settings: KiokuSettings,
+) -> None:
+    """The batcher tells a transient error (the chunk waits and is retried) from a poison
+    note (retried one by one) by the error's type: the drafts' several calls must raise
+    it as it is, not wrapped in a group."""
+    async with open_app(settings) as app:
+        await opened_quiet(app)
+        encode = app.embedder.encode_documents
+        calls = 0
+
+        async def failing(texts: Sequence[str], *, now: bool = False, draft: bool = False):
+            nonlocal calls
+            calls += 1
+            if draft and any("poison" in t for t in texts):
+                raise EmbedderUnavailable("the engine went away")
+            return await encode(texts, now=now, draft=draft)
+
+        app.job_context.embedder.encode_documents = failing  # type: ignore[method-assign]
+        texts = ["poison pill note", *BURST, *(f"{t} again" for t in BURST)]
+        notes = [await app.notes.add(NoteFields(text=text, type="note")) for text in texts]
+        with pytest.raises(EmbedderUnavailable):
+            await embed_notes(app.job_context, [n.id for n in notes], EmbedStats())
+        await anyio.sleep(1.0)  # a call left running would store its drafts meanwhile
+        assert calls == -(-len(texts) // DRAFTS_STORED_TOGETHER)
+        # the poison's call failed before any other returned: none of theirs was stored
+        assert await app.vectors.draft_count(app.embedder.model_id, 100) == 0

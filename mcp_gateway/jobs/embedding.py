@@ -9,7 +9,8 @@ A batch with ``embedder.draft_backlog`` or more texts that have no vector at all
 burst's backlog: where the embedder makes drafts (the local engine's int8 graph, ~1.3x
 the passages a second) those are embedded as drafts, so the burst becomes searchable
 sooner, and stored as such; reconcile queues drafts again, and this step then embeds
-them exactly (bench/LOG.md "Fresh notes"). Past ``embedder.draft_limit`` drafts waiting
+them exactly (bench/LOG.md "Fresh notes"); the drafts are stored a few at a time as the
+lanes finish them (``_drafts``). Past ``embedder.draft_limit`` drafts waiting
 (a bulk import, not a burst) a backlog is embedded exactly at once: a draft and its
 redo cost ~1.4x the exact pass alone, so an import of thousands settles sooner, while
 its first ``draft_limit`` notes still become searchable on the draft pass.
@@ -24,12 +25,17 @@ and the edit queued its own job.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mcp_gateway.indexing.indexer import note_document, record_document
 from mcp_gateway.jobs.context import JobContext
 from mcp_gateway.stores.vectors import content_hash
+
+# a backlog's drafts stored this many at a time (``_drafts``): a note of a 32-text chunk
+# waited for all 32 (~0.3 s on two idle cores, seconds on busy ones) before any was stored
+DRAFTS_STORED_TOGETHER = 4
 
 
 @dataclass(slots=True)
@@ -88,20 +94,61 @@ async def _embed(kc: JobContext, kind: str, docs: dict[str, str], stats: EmbedSt
         draft = kc.embedder.makes_drafts and 0 < backlog <= len(new)
         if draft and limit:  # a bulk import past the limit: each note once, exactly
             draft = await kc.vectors.draft_count(model, limit) < limit
-        for todo, as_draft in ((new, draft), (again, False)):
-            if not todo:
-                continue
-            texts = [docs[sid] for sid in todo]
-            encode = kc.embedder.encode_documents
-            encoded = await (encode(texts, draft=True) if as_draft else encode(texts))
-            stats.embedder_calls += 1
-            rows = [
-                (sid, hashes[sid], e.dense, e.terms) for sid, e in zip(todo, encoded, strict=True)
-            ]
-            await kc.vectors.put(kind, model, rows, draft=as_draft)
-            stats.embedded += len(todo)
-            stats.drafted += len(todo) if as_draft else 0
-            kc.vectors_written()
+        stats.embedder_calls += bool(new) + bool(again)  # passes, however they are cut
+        if new and draft:  # each few drafts stored as soon as they are done
+            await _drafts(kc, kind, {sid: docs[sid] for sid in new}, hashes, stats)
+        elif new:
+            await _store(kc, kind, new, docs, hashes, stats)
+        if again:
+            await _store(kc, kind, again, docs, hashes, stats)
+
+
+async def _store(
+    kc: JobContext,
+    kind: str,
+    todo: list[str],
+    docs: dict[str, str],
+    hashes: dict[str, str],
+    stats: EmbedStats,
+    *,
+    draft: bool = False,
+) -> None:
+    """Embed ``todo`` in one embedder call (the draft pass or the exact one) and store it."""
+    texts = [docs[sid] for sid in todo]
+    encode = kc.embedder.encode_documents
+    encoded = await (encode(texts, draft=True) if draft else encode(texts))
+    rows = [(sid, hashes[sid], e.dense, e.terms) for sid, e in zip(todo, encoded, strict=True)]
+    await kc.vectors.put(kind, kc.embedder.model_id, rows, draft=draft)
+    stats.embedded += len(todo)
+    stats.drafted += len(todo) if draft else 0
+    kc.vectors_written()
+
+
+async def _drafts(
+    kc: JobContext, kind: str, docs: dict[str, str], hashes: dict[str, str], stats: EmbedStats
+) -> None:
+    """A backlog's drafts, stored ``DRAFTS_STORED_TOGETHER`` at a time as they are done
+    instead of once the whole chunk is: the calls are queued on the lanes at once, in
+    order, and each lane takes the next text as it frees (so none waits at a call's
+    end), and a note is searchable once its own few are embedded, not its chunk's 32
+    (bench/LOG.md, "burst over MCP"). Every text is embedded alone either way, so its
+    vector does not depend on how the chunk is cut. A failing call cancels the rest and
+    its error is raised as it is (the batcher tells a transient one from a poison note)."""
+    ids = list(docs)
+    parts = [
+        ids[i : i + DRAFTS_STORED_TOGETHER] for i in range(0, len(ids), DRAFTS_STORED_TOGETHER)
+    ]
+    calls = [
+        asyncio.ensure_future(_store(kc, kind, part, docs, hashes, stats, draft=True))
+        for part in parts
+    ]
+    try:
+        await asyncio.gather(*calls)
+    except BaseException:
+        for call in calls:
+            call.cancel()
+        await asyncio.gather(*calls, return_exceptions=True)
+        raise
 
 
 async def embed_notes(kc: JobContext, note_ids: Sequence[str], stats: EmbedStats) -> None:

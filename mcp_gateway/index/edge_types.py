@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import qdrant_edge as qe
 
@@ -23,9 +23,6 @@ from mcp_gateway.index.base import (
     match_any_terms,
     needs_current_condition,
 )
-
-if TYPE_CHECKING:
-    from mcp_gateway.index.edge_cache import PayloadCache
 
 CURRENT_MIRROR = "_current"
 # The fields this backend's filters (``build_filter``) and the namespace census's facet
@@ -172,6 +169,15 @@ def present(shard: qe.EdgeShard, ids: list[Any], name: str) -> dict[str, bool]:
     return {pid: pid in with_vector for pid in known}
 
 
+class Epoched(Protocol):
+    """What the census needs of the payload cache (``edge_cache.PayloadCache``)."""
+
+    @property
+    def epoch(self) -> int:
+        """Moves whenever a write to the shard begins or ends."""
+        ...
+
+
 class NamespaceCensus:
     """Which namespaces the shard's points belong to, asked again after every write.
 
@@ -187,7 +193,7 @@ class NamespaceCensus:
 
     MAX_VALUES = 1000  # more namespaces than this: never leave the condition out
 
-    def __init__(self, payloads: PayloadCache) -> None:
+    def __init__(self, payloads: Epoched) -> None:
         self._payloads = payloads
         # (the epoch it was taken at, the namespaces present): one object, so a
         # thread never reads one census's epoch with another's namespaces

@@ -111,7 +111,7 @@ class IndexSettings(BaseModel):
     # graph and swaps it in (checked every graph_check_s; 0 = never automatically).
     # one traversal takes every view of a query (index/edge_types.view_requests): at
     # 352 its recall@10 against exact search is two traversals' at 256 (0.986 vs 0.985,
-    # 100k real-text notes) for ~0.8x the time (bench/LOG.md, round 19)
+    # 100k real-text notes) for ~0.8x the time (bench/LOG.md, "scale at 100k")
     hnsw_ef: int = Field(default=352, ge=4, le=4096, description="HNSW search breadth")
     # Edge only: how a new collection stores dense vectors. "turbo16" (16-bit TurboQuant)
     # is scanned ~2x faster than "float32" at the same ranking; an existing collection
@@ -154,7 +154,8 @@ class SearchSettings(BaseModel):
     keep_margin: float | None = Field(default=None, ge=0.0, le=2.0)
     # an answer the margin left shorter than top is filled, after every kept hit, with the
     # hits only the margin dropped (within the type's threshold, not high priority);
-    # false: the answer ends where the margin does (before Round 19; bench/LOG.md)
+    # false: the answer ends where the margin does, the rule before the fill
+    # (bench/LOG.md, "conversational quality")
     margin_fill: bool = True
     # weight of the query's language direction removed before the index call (None: model's)
     language_shift: float | None = Field(default=None, ge=0.0, le=2.0)

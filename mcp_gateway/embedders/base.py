@@ -116,7 +116,7 @@ class PinnedChannel(DenseOnly):
     label: str  # in errors: "the <label> channel is stopped or not started"
     # texts per engine call: a stop waits for at most these (MiniLM, 256-token texts,
     # one thread, 2 loaded cores: 0.5-0.7 s a call of 4 and as many texts a second as
-    # calls of 16, which took 2.7 s each; bench/LOG.md round 19)
+    # calls of 16, which took 2.7 s each; bench/LOG.md, "owner lifecycle")
     STEP = 4
 
     def __init__(self, threads: int = 1) -> None:

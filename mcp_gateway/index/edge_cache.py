@@ -58,7 +58,7 @@ def compact(payload: Mapping[str, Any] | None) -> dict[str, Any]:
     """``payload`` as searches see it (no search mirror), its keys and repeated values
     shared with every other payload kept. It runs for every note a search reads from
     the engine: ~4-5 us a payload on a loaded core against ~0.2 for a plain copy, for
-    half the memory (bench/LOG.md, round 19)."""
+    half the memory (bench/LOG.md, "scale at 100k")."""
     if not payload:
         return {}
     names, repeated = _shared.shape(tuple(payload))

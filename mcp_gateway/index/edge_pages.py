@@ -15,7 +15,7 @@ on use.
 At open, all is given back but the HNSW graphs a graphed collection's searches walk
 (``GRAPHS``; a plain segment's dense vectors are read back by its first exact scan);
 after writes (at most every ``PAGE_OUT_EVERY_S``), all but what every search reads
-(``SEARCHED``). Measured (bench/LOG.md, round 19): a shard of 10k notes opened with
+(``SEARCHED``). Measured (bench/LOG.md, "footprint at 10k"): a shard of 10k notes opened with
 193 MB of mapped files resident, 32 MB after this; after 200 searches 59 MB against 213,
 search time the same.
 """

@@ -30,7 +30,7 @@ CURRENT_MIRROR = "_current"
 # shard opens (~5 MB each, however few the points; ``memory=Cold`` does not change that
 # for a plain segment) and keeps a map per index in memory, so only these are indexed.
 INDEXED_FIELDS = ("kind", "type", "domain", "namespace", VISIBLE, CURRENT_MIRROR)
-# indexed by shards made before round 19 and never filtered on here: dropped at open
+# indexed by older shards and never filtered on here: dropped at open
 DROPPED_INDEXES = tuple(
     f for f in (*KEYWORD_FIELDS, *BOOL_FIELDS, *FLOAT_FIELDS) if f not in INDEXED_FIELDS
 )

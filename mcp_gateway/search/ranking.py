@@ -63,7 +63,7 @@ class RankingParams:
     # an answer the keep rule left shorter than ``top`` is filled, after every kept hit,
     # with the candidates only the margin dropped (within their type's threshold), high
     # priority excepted: the margin keeps unrelated high lessons out, and on chat turns it
-    # also cut answers short (bench/LOG.md, Round 19)
+    # also cut answers short (bench/LOG.md, "conversational quality")
     margin_fill: bool = True
 
     def threshold_for(self, type_: str) -> float:

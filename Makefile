@@ -61,7 +61,7 @@ bench-fresh: $(STAMP)
 	$(BIN)/python bench/quality/fresh_server.py
 
 bench-queue: $(STAMP)
-	$(BIN)/python bench/queue.py
+	$(BIN)/python bench/queue_bench.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

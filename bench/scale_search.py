@@ -26,7 +26,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-# bench/queue.py shadows the stdlib ``queue`` when this folder leads sys.path.
+# this folder never leads sys.path: a bench module must not shadow a library module.
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 sys.path.append(str(_HERE))

@@ -35,7 +35,7 @@ from importlib.util import module_from_spec, spec_from_file_location
 from typing import Any
 
 ROOT = _HERE.parent
-sys.path.append(str(_HERE))  # appended: bench/queue.py must not shadow the stdlib's
+sys.path.append(str(_HERE))  # appended: a bench module must not shadow a library's
 
 from proxy_hop import Side, hogs_running, print_ab, stdio_side, stop_daemon
 

@@ -27,7 +27,7 @@ questions, never repeated) every ``--search-gap-ms`` from the first add until ev
 is searchable (at most ``--queries``), and as many again once settled; client-side ms.
 
     flock "${TMPDIR:-/tmp}/kioku-bench.lock" python bench/burst_mcp.py [--notes 1000]
-        [--inflight 1 4] [--src base=/tmp/burst-base --src new=.] [--repeat 1]
+        [--inflight 1 4] [--src base=BASE_CHECKOUT --src new=.] [--repeat 1]
 
 ``--src NAME=DIR`` runs that source tree (``PYTHONPATH``, this venv); several are run
 interleaved, the same texts each, for side-by-side ratios. ``--env KEY=VALUE``: settings

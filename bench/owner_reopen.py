@@ -4,7 +4,7 @@ a copy of its data dir; both answer the same searches, interleaved (who goes fir
 alternates), so both see the same machine load.
 
     flock "${TMPDIR:-/tmp}/kioku-bench.lock" python bench/owner_reopen.py \\
-        --side base=/tmp/base:/tmp/data-a --side new=.:/tmp/data-b [--searches 300]
+        --side base=BASE_CHECKOUT:DATA_A --side new=.:DATA_B [--searches 300]
 
 A data dir comes from ``bench/owner_memory.py --keep DIR``. Memory is read from
 ``/proc/<owner pid>/smaps_rollup`` after the first search and after the searches (MB:

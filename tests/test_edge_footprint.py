@@ -116,7 +116,7 @@ async def test_a_reopened_shard_reads_in_only_the_dense_pages_searched(
 
 
 async def test_a_shard_made_with_vectors_read_in_still_opens(tmp_path: Path) -> None:
-    """Before round 19 a shard's dense vectors were read in at every open (the engine's
+    """In a shard made by older code the dense vectors were read in at every open (the engine's
     default placement) and ten payload fields were indexed. Such a shard opens under
     the new config, drops the indexes no filter uses and answers the same, filters
     included; its segment keeps reading its vectors in at open (the engine keeps a

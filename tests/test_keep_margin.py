@@ -5,7 +5,7 @@ dropped) was kept for one job: unrelated high-priority lessons out of the answer
 (issue 11). On chat turns it also cut answers short: a conversation's turns sit close
 together, the turn that answers is often a little farther than the best one, and
 38 % of the conversational set's answers came back with fewer than 10 results
-(bench/LOG.md, Round 19). Now such an answer is filled after its kept hits with what
+(bench/LOG.md, "conversational quality"). Now such an answer is filled after its kept hits with what
 only the margin dropped, high priority excepted (``test_tools_notes.py`` holds issue
 11's unrelated high lessons out, with the fill on).
 """
@@ -52,7 +52,7 @@ async def _answer(settings: KiokuSettings, fill: bool, query: str, top: int) -> 
 async def test_the_margin_does_not_cut_a_conversations_answer_short(
     settings: KiokuSettings,
 ) -> None:
-    """Chat turns, none high priority: without the fill (before Round 19) the answer
+    """Chat turns, none high priority: without the fill (the rule before it) the answer
     was cut to the turns nearest the best; with it, the turns the type's threshold
     keeps follow, and the margin's answer stays first, in its order."""
     query = "which hotel did we book in Lisbon?"

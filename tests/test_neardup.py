@@ -15,7 +15,8 @@ from tests.conftest import Harness
 from tests.test_owner import ok
 
 PAIRS = Path(__file__).resolve().parents[1] / "bench" / "quality" / "neardup" / "pairs.jsonl"
-# issue 33's first force-push wording, and a rewording (cosine 0.975, bench/LOG.md round 18)
+# issue 33's first force-push wording, and a rewording
+# (cosine 0.975, bench/LOG.md "suite and folding")
 FORCE_PUSH_OLD = "Never force-push to main: rebase locally and open a pull request."
 FORCE_PUSH_NEW = "Do not force-push to main; rebase locally and open a pull request."
 

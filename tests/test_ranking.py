@@ -102,7 +102,7 @@ def test_keep_margin_is_relative_to_the_querys_best_hit() -> None:
 # margin), tail and tail-high 0.85 (beyond it, within the type's threshold 0.5), gone
 # 0.40 (beyond the threshold); "tail" has the strongest latent evidence of all
 MARGIN_FILL = [
-    (False, 10, ["best", "close"]),  # before Round 19: the answer ends with the margin
+    (False, 10, ["best", "close"]),  # without the fill: the answer ends with the margin
     (True, 10, ["best", "close", "tail"]),  # after every kept hit; high priority never
     (True, 3, ["best", "close", "tail"]),
     (True, 2, ["best", "close"]),  # nothing to fill: the answer is full

@@ -8,7 +8,7 @@ every English conversation gets, after each of its turns, 1-5 small-talk turns f
 prefix), so each is ~4x longer. Turns of the other conversations, the questions and
 their evidence are unchanged; a small-talk turn is never evidence.
 
-    python bench/quality/conv/long.py --out /tmp/sets/convlong   # then run.py --data that dir
+    python bench/quality/conv/long.py --out DIR   # then run.py --data that dir
 """
 
 from __future__ import annotations

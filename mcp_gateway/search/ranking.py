@@ -47,6 +47,8 @@ class RankingParams:
     channel_weight: float = 0.5  # each further dense channel (embedder.channels)
     # a hit within this rank of a further dense channel passes the keep rule on it
     channel_keep_rank: int = 10
+    # the fast pool's static cosine (``search.fast_first``): pending notes only
+    fast_weight: float = 0.5
     thresholds: Mapping[str, float] = field(default_factory=lambda: {"*": 0.2})
     lexical_keep_ratio: float = 0.5  # lexical-only hits kept if >= ratio * best lexical score
     # "first": the source design's rule, high priority always sorts first among the kept;
@@ -83,6 +85,7 @@ class Candidate:
     latent_part: float = 0.0  # the latent-terms channel's share of ``score``
     channel_part: float = 0.0  # the further dense channels' share of ``score``
     channel_rank: int | None = None  # the best rank any further dense channel gave it
+    fast_part: float = 0.0  # the fast pool's share of ``score`` (a pending note)
     # how many of the query's identifiers this memory alone holds (``pin_exact``)
     exact: int = 0
 
@@ -141,6 +144,7 @@ def fuse(
     channels: Sequence[Sequence[IndexHit]] = (),
     channel_weights: Sequence[float] = (),
     channel_reads: Sequence[Collection[str] | None] = (),
+    fast: Sequence[IndexHit] = (),
 ) -> list[Candidate]:
     """Weighted fusion of the channels; keeps each channel's raw evidence.
 
@@ -187,6 +191,18 @@ def fuse(
             cand.score += part
             if cand.channel_rank is None or rank < cand.channel_rank:
                 cand.channel_rank = rank
+    # the fast pool's hits (pending notes by their static vector) count as a channel
+    # that only pending notes have: the pending rule below spreads the weight of what
+    # they lack over it, and a pool hit passes the keep rule as a channel's top hit does
+    fast = [h for h in fast if h.id not in by_id or by_id[h.id].dense_rank is None]
+    for rank, (hit, part) in enumerate(
+        zip(fast, _contributions(fast, params, params.fast_weight), strict=True), start=1
+    ):
+        cand = by_id.get(hit.id) or by_id.setdefault(hit.id, Candidate(hit.id, hit.payload))
+        cand.fast_part = part
+        cand.score += part
+        if cand.channel_rank is None or rank < cand.channel_rank:
+            cand.channel_rank = rank
     if any(reads is not None for reads in reads_of):
         _abstain(by_id.values(), params, latent is not None, weights, reads_of)
     semantic = set(by_id) if latent is not None else set()
@@ -204,8 +220,9 @@ def fuse(
                 # (and on the further channels that have it: the whole weight of the
                 # channels it lacks spread over those it has)
                 have = params.sparse_weight + (params.channel_weight if cand.channel_part else 0)
+                have += params.fast_weight if cand.fast_part else 0
                 scale = (params.dense_weight + second_weight + have - params.sparse_weight) / have
-                cand.score = (cand.sparse_part + cand.channel_part) * scale
+                cand.score = (cand.sparse_part + cand.channel_part + cand.fast_part) * scale
     for cand in by_id.values():
         cand.score *= float(cand.payload.get("prior", 1.0))
         if params.priority_rule != "first" and cand.priority == "high":

@@ -1,0 +1,145 @@
+"""Fast first vector: pending notes searched by a static vector before e5 reads them.
+
+Simulates the index right after a burst (``fresh.py``'s state: the newest ``--burst``
+memories lexical-only, the search embedding its best ``--top`` pending lexical hits
+itself) and scores, per split, kind and query language:
+
+- ``settled``: every memory embedded;
+- ``+0s lexical``: the burst pending, judged on BM25 (and the search's own few);
+- ``+0s pool ...``: the burst pending, with the fast pool's hits (WordLlama's static
+  vector, ``mcp_gateway.embedders.static``): as a further channel restricted to
+  pending memories (``fuse``'s pending rule), at each ``--weights``, abstaining on
+  memories or queries not in Latin script unless ``--read-all``.
+
+Also the static vector alone against e5 alone (every memory embedded), nDCG@10.
+
+    python bench/quality/fast_first.py [--data data|conv] [--burst 500] [--weights 0.5 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from collections import defaultdict
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parents[1]))
+
+import embcache  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--data", default="data")
+    ap.add_argument("--burst", type=int, default=500)
+    ap.add_argument("--top", type=int, default=3, help="pending hits a search embeds")
+    ap.add_argument("--weights", type=float, nargs="+", default=[0.5, 1.0])
+    ap.add_argument("--pool-limit", type=int, default=50)
+    ap.add_argument("--read-all", action="store_true", help="no abstention on ja/th")
+    args = ap.parse_args()
+    embcache.DATA = HERE / args.data
+    from fresh import shipped_ranking
+    from metrics import score
+    from tune import channels, load
+
+    from mcp_gateway.common.types import IndexHit
+    from mcp_gateway.embedders import lexical
+    from mcp_gateway.embedders.static import StaticEmbedder
+    from mcp_gateway.search.fresh import PRIOR_MS_PER_BYTE, FreshLimits, choose
+    from mcp_gateway.search.ranking import fuse, select
+
+    c = load()
+    docs = [embcache.memory_document(m) for m in c.mems]
+    keys = [m["key"] for m in c.mems]
+    static = StaticEmbedder.packaged()
+    smat = static.encode(docs)
+    scripts = [lexical.script_of(d[:2000]) for d in docs]
+    payloads = [
+        {**p, "script": s} if s != "latin" else p for p, s in zip(c.payloads, scripts, strict=True)
+    ]
+    c.payloads[:] = payloads
+    qstat = {q["qid"]: static.encode([q["query"]])[0] for q in c.queries}
+    params, sparse_weight = shipped_ranking()
+    size = [len(d.encode()) for d in docs]
+    limits = FreshLimits(args.top, 2000, 60.0)
+    newest = keys[-args.burst :]
+    pend_all = frozenset(newest)
+
+    def pool_hits(q: dict[str, Any], pend: frozenset[str]) -> list[IndexHit]:
+        if not args.read_all and lexical.script_of(q["query"]) != "latin":
+            return []
+        mask = c.current & np.array([k in pend for k in keys])
+        if q.get("type"):
+            mask &= np.array([m["type"] == q["type"] for m in c.mems])
+        if not args.read_all:
+            mask &= np.array([s == "latin" for s in scripts])
+        sims = np.where(mask, smat @ qstat[q["qid"]], -np.inf)
+        order = np.argsort(-sims)[: args.pool_limit]
+        return [
+            IndexHit(keys[i], float(sims[i]), {**payloads[i], "dense": False})
+            for i in order
+            if np.isfinite(sims[i])
+        ]
+
+    def run(label: str, pending: frozenset[str], weight: float | None) -> None:
+        rows = []
+        for q in c.queries:
+            pend = pending
+            if limits.top and pend:
+                _, sparse = channels(c, q, pending=pend)
+                met = [h.id for h in sparse if h.id in pend][: limits.top]
+                picked = choose([size[keys.index(k)] for k in met], limits, PRIOR_MS_PER_BYTE)
+                pend = pend - {met[i] for i in picked}
+            dense, sparse = channels(c, q, pending=pend)
+            p = replace(
+                params,
+                sparse_weight=sparse_weight(q["query"], params),
+                fast_weight=weight or 0.0,
+            )
+            fast = pool_hits(q, pend) if weight is not None and pend else []
+            cands = fuse(dense, sparse, p, None, fast=fast)
+            ranked = [str(x.payload["source_id"]) for x in select(cands, p, 10)]
+            rows.append({**q, **score(ranked, set(q["relevant"]))})
+        report(label, rows)
+
+    def report(label: str, rows: list[dict[str, Any]]) -> None:
+        for split in ("dev", "test"):
+            sel = [r for r in rows if r["split"] == split]
+            groups: dict[str, list[float]] = defaultdict(list)
+            for r in sel:
+                groups["ALL"].append(r["nDCG@10"])
+                groups[r["kind"][:8]].append(r["nDCG@10"])
+                groups["lang:" + r["lang"]].append(r["nDCG@10"])
+            parts = " ".join(
+                f"{g}={statistics.fmean(v):.3f}"
+                for g, v in sorted(groups.items(), key=lambda x: (x[0] != "ALL", x[0]))
+            )
+            print(f"{label:22s} {split:4s} {parts}", flush=True)
+
+    # each vector alone, every memory embedded
+    for name, qv, mat in (
+        ("e5 alone", None, c.dmat),
+        ("static alone", qstat, smat),
+    ):
+        rows = []
+        for q in c.queries:
+            v = c.qvec[q["qid"]] if qv is None else qv[q["qid"]]
+            sims = np.where(c.current, mat @ v, -np.inf)
+            ranked = [keys[i] for i in np.argsort(-sims)[:10]]
+            rows.append({**q, **score(ranked, set(q["relevant"]))})
+        report(name, rows)
+    run("settled", frozenset(), None)
+    run("+0s lexical", pend_all, None)
+    for w in args.weights:
+        run(f"+0s pool w={w:g}", pend_all, w)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,101 @@
+"""Fast first, exact later: pending notes searched by their static vector.
+
+A note is only lexically indexed until its first dense vector lands (~10 s at a
+burst's tail on 2 cores; bench/LOG.md, "burst over MCP"). The index's fast pool
+(``index.fast_pool``) holds a static vector (``embedders.static``) of each such note;
+a search scores the pool by the query's static vector and fuses the best hits as a
+channel that only pending notes have (``ranking.fuse``'s ``fast``): a paraphrase with
+no word in common is found at once, and the note leaves the pool when e5 has read it.
+
+The static model reads Latin-script text only (Llama-2's vocabulary splits Japanese
+and Thai into single characters and bytes): a query in another script asks nothing,
+and pool notes in another script are never hits (bench/LOG.md, "fast first vector").
+"""
+
+from __future__ import annotations
+
+import logging
+
+import anyio.to_thread
+
+from mcp_gateway.common.compat import wordllama_files
+from mcp_gateway.common.settings import SearchSettings
+from mcp_gateway.common.types import IndexFilter, IndexHit, point_id
+from mcp_gateway.embedders import lexical, static
+from mcp_gateway.index.fast_pool import FastPool
+from mcp_gateway.index.live import LiveIndex
+from mcp_gateway.indexing.indexer import SCRIPT_SAMPLE, note_document
+from mcp_gateway.stores.notes import NoteStore
+
+log = logging.getLogger(__name__)
+
+READS = frozenset({"latin"})
+REBUILD_LIMIT = 20_000  # pending notes read back at open (a backlog, not the corpus)
+
+
+def attach(index: LiveIndex, settings: SearchSettings) -> None:
+    """Give the live index a fast pool when the setting is on (and the static model
+    ships); points written from now on with no dense vector get a static one."""
+    static.enable(False)
+    index.fast_pool = None
+    if not settings.fast_first or settings.mode == "lexical":
+        return
+    try:
+        wordllama_files()
+    except FileNotFoundError as exc:
+        log.warning("fast first vectors off: %s", exc)
+        return
+    index.fast_pool = FastPool(static.DIM)
+    static.enable(True)
+
+
+async def rebuild(index: LiveIndex, notes: NoteStore) -> int:
+    """Pool the notes that are still pending at open (their points were written by an
+    earlier process): their index payloads, their static vectors. Returns how many."""
+    pool = index.fast_pool
+    if pool is None:
+        return 0
+    pending = await notes.pending_newest(REBUILD_LIMIT)
+    if not pending:
+        return 0
+    ids = [point_id("note", n.id) for n in pending]
+    payloads = await index.payloads(ids)
+    todo = [
+        (pid, n)
+        for pid, n in zip(ids, pending, strict=True)
+        if payloads.get(pid, {}).get("dense") is False and pid not in pool
+    ]
+    docs = [note_document(n) for _, n in todo]
+    vectors = await anyio.to_thread.run_sync(_encode, docs)
+    for (pid, _), vec in zip(todo, vectors, strict=True):
+        if vec is not None:
+            pool.put(pid, vec, payloads[pid])
+    index.generation += 1  # an answer computed before is not the answer now
+    return len(todo)
+
+
+def _encode(docs: list[str]) -> list[list[float] | None]:
+    return [static.vector(d) for d in docs]
+
+
+class FastFirst:
+    def __init__(self, index: LiveIndex, settings: SearchSettings) -> None:
+        self.index, self.limit = index, settings.fast_first_limit
+
+    @property
+    def active(self) -> bool:
+        pool = self.index.fast_pool
+        return pool is not None and len(pool) > 0
+
+    async def hits(self, query: str, flt: IndexFilter) -> list[IndexHit]:
+        """The pool's best hits for ``query`` (none: an empty pool, or a query the
+        static model cannot read)."""
+        pool = self.index.fast_pool
+        if pool is None or not len(pool):
+            return []
+        if lexical.script_of(query[:SCRIPT_SAMPLE]) not in READS:
+            return []
+        vec = static.vector(query)
+        if vec is None:
+            return []
+        return pool.search(vec, flt, self.limit, READS)

@@ -1,0 +1,142 @@
+"""Fast first vector: a pending note is found by meaning before e5 has read it.
+
+Real stores, the real bundled model and the packaged static table, the real embedded
+Qdrant engine. The embedding job is held at its embedder (``GatedEmbedder``: the
+document lane waits on a gate), the state a burst of adds leaves notes in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mcp_gateway.common.access import settings_scope
+from mcp_gateway.common.inputs import NoteQuery
+from mcp_gateway.common.types import IndexFilter, IndexPoint, SparseVector, point_id
+from mcp_gateway.embedders import static
+from mcp_gateway.index.fast_pool import FastPool
+from mcp_gateway.search import fast_first
+from mcp_gateway.services.notes import NoteService
+
+from .test_fresh_notes import GatedEmbedder, add, gated_app
+
+PRINTER = "The printer on floor three jams whenever glossy paper is used."
+PARAPHRASE = "copier gets stuck with shiny sheets"  # no word in common
+OTHERS = [
+    "Use connection pooling for the postgres client in the billing service",
+    "The frontend build uses vite and outputs to dist/",
+    "Timezone bugs: store timestamps in UTC and convert at the edge",
+    "Docker images use multi-stage builds to stay small",
+]
+
+
+async def test_a_pending_note_is_found_by_meaning_until_its_vector_lands(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    embedder = GatedEmbedder()
+    # fresh_top 0: no search embeds a pending hit itself (the paraphrase has no lexical
+    # hit anyway); what finds the note is its fast vector
+    async with gated_app(tmp_path, monkeypatch, embedder, fresh_top=0) as app:
+        service = NoteService(app)
+        first = await add(service, app, OTHERS[0])
+        await asyncio.wait_for(embedder.waiting.wait(), 60)  # the job holds the first
+        for text in OTHERS[1:]:
+            await add(service, app, text)
+        wanted = await add(service, app, PRINTER)
+        scope = settings_scope(app.settings)
+        response = await service.search(scope, NoteQuery(query=PARAPHRASE, top=3))
+        assert response.results and response.results[0].id == wanted
+        pid = point_id("note", wanted)
+        assert await app.index.present([pid]) == {pid: False}  # no dense vector yet
+        assert embedder.now == []
+        assert app.index.fast_pool is not None and pid in app.index.fast_pool
+
+        embedder.gate.set()
+        await asyncio.wait_for(app.settle(), 120)
+        assert await app.index.present([pid, point_id("note", first)]) == {
+            pid: True,
+            point_id("note", first): True,
+        }
+        assert len(app.index.fast_pool) == 0  # every note has its dense vector now
+
+
+async def test_the_pool_is_rebuilt_from_the_store_for_notes_still_pending(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What ``open_app`` does for the notes an earlier process left pending: their
+    index points are there (lexical-only), the pool is empty until rebuilt."""
+    embedder = GatedEmbedder()
+    async with gated_app(tmp_path, monkeypatch, embedder, fresh_top=0) as app:
+        service = NoteService(app)
+        await add(service, app, OTHERS[0])
+        await asyncio.wait_for(embedder.waiting.wait(), 60)
+        wanted = await add(service, app, PRINTER)
+        await app.writes.caught_up(app.namespaces)
+        pool = app.index.fast_pool
+        assert pool is not None
+        pool.clear()  # as a new process finds it
+        scope = settings_scope(app.settings)
+        response = await service.search(scope, NoteQuery(query=PARAPHRASE, top=3))
+        assert wanted not in [r.id for r in response.results]
+
+        assert await fast_first.rebuild(app.index, app.notes) == 2
+        assert point_id("note", wanted) in pool
+        response = await service.search(scope, NoteQuery(query=PARAPHRASE, top=3))
+        assert response.results[0].id == wanted
+
+
+async def test_off_means_no_pool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    embedder = GatedEmbedder()
+    async with gated_app(tmp_path, monkeypatch, embedder, fast_first=False) as app:
+        assert app.index.fast_pool is None
+        assert not static.enabled()
+        service = NoteService(app)
+        await add(service, app, OTHERS[0])
+        await asyncio.wait_for(embedder.waiting.wait(), 60)
+        wanted = await add(service, app, PRINTER)
+        scope = settings_scope(app.settings)
+        response = await service.search(scope, NoteQuery(query=PARAPHRASE, top=3))
+        assert wanted not in [r.id for r in response.results]
+
+
+def test_the_static_vector_reads_the_packaged_table() -> None:
+    model = static.StaticEmbedder.packaged()
+    vecs = model.encode([PRINTER, PARAPHRASE, OTHERS[2], ""])
+    assert vecs.shape == (4, static.DIM)
+    np.testing.assert_allclose(np.linalg.norm(vecs[:3], axis=1), 1.0, atol=1e-5)
+    assert not vecs[3].any()  # no token, no vector
+    sims = vecs[:3] @ vecs[1]
+    assert sims[0] > sims[2]  # the paraphrase is nearer its note than an unrelated one
+
+
+def test_the_pool_filters_and_abstains() -> None:
+    pool = FastPool(4)
+
+    def point(pid: str, vec: list[float], dense: bool = False, **payload: object) -> IndexPoint:
+        return IndexPoint(
+            pid,
+            {"type": "note", "namespace": "a", "visible": "a", "dense": dense, **payload},
+            SparseVector([], []),
+            dense=[1.0] * 4 if dense else None,
+            fast=vec,
+        )
+
+    pool.write(
+        [
+            point("n1", [1, 0, 0, 0]),
+            point("n2", [0.9, 0.1, 0, 0], type="lesson"),
+            point("n3", [1, 0, 0, 0], script="cjk"),
+            point("n4", [1, 0, 0, 0], namespace="b", visible="b"),
+        ]
+    )
+    q = [1.0, 0, 0, 0]
+    flt = IndexFilter(namespaces=("a",), current_only=True)
+    assert [h.id for h in pool.search(q, flt, 10, frozenset({"latin"}))] == ["n1", "n2"]
+    assert [h.id for h in pool.search(q, IndexFilter(types=("lesson",)), 10)] == ["n2"]
+    pool.write([point("n1", [1, 0, 0, 0], dense=True)])  # its dense vector landed
+    pool.discard(["n2"])
+    assert "n1" not in pool and "n2" not in pool
+    assert sorted(h.id for h in pool.search(q, IndexFilter(), 10)) == ["n3", "n4"]

@@ -40,9 +40,14 @@ def main() -> None:
     ap.add_argument("--data", default="data")
     ap.add_argument("--burst", type=int, default=500)
     ap.add_argument("--top", type=int, default=3, help="pending hits a search embeds")
-    ap.add_argument("--weights", type=float, nargs="+", default=[0.5, 1.0])
+    ap.add_argument("--weights", type=float, nargs="*", default=[1.0], help="fast_weight")
+    ap.add_argument("--raw-weights", type=float, nargs="*", default=[], help="as a channel")
     ap.add_argument("--pool-limit", type=int, default=50)
     ap.add_argument("--read-all", action="store_true", help="no abstention on ja/th")
+    ap.add_argument("--slopes", type=float, nargs="*", default=[])
+    ap.add_argument("--only", nargs="*", default=[], help="fits to score (ols, mom, top)")
+    ap.add_argument("--fixed", type=lambda v: (v, tuple(map(float, v.split(",")))), nargs="*",
+                    help="a,b: a mapping fixed beforehand (the shipped one)")
     args = ap.parse_args()
     embcache.DATA = HERE / args.data
     from fresh import shipped_ranking
@@ -88,7 +93,39 @@ def main() -> None:
             if np.isfinite(sims[i])
         ]
 
-    def run(label: str, pending: frozenset[str], weight: float | None) -> None:
+    # static cosine -> e5 cosine, fitted on the dev queries' pairs (every current memory)
+    dev = [q for q in c.queries if q["split"] == "dev" and lexical.script_of(q["query"]) == "latin"]
+    latin = np.array([s == "latin" for s in scripts]) & c.current
+    xs = np.concatenate([smat[latin] @ qstat[q["qid"]] for q in dev])
+    ys = np.concatenate([c.dmat[latin] @ c.qvec[q["qid"]] for q in dev])
+    b_ols, a_ols = np.polyfit(xs, ys, 1)
+    b_mom = ys.std() / xs.std()
+    a_mom = ys.mean() - b_mom * xs.mean()
+    # the same on each query's top 50 by static cosine: the pairs the pool returns
+    top_x, top_y = [], []
+    for q in dev:
+        sx = np.where(latin, smat @ qstat[q["qid"]], -np.inf)
+        idx = np.argsort(-sx)[:50]
+        top_x.append(sx[idx])
+        top_y.append((c.dmat @ c.qvec[q["qid"]])[idx])
+    tx, ty = np.concatenate(top_x), np.concatenate(top_y)
+    b_top, a_top = np.polyfit(tx, ty, 1)
+    print(f"fit all pairs OLS a={a_ols:.3f} b={b_ols:.3f}; moments a={a_mom:.3f} b={b_mom:.3f}; "
+          f"top-50 OLS a={a_top:.3f} b={b_top:.3f}; corr all {np.corrcoef(xs, ys)[0, 1]:.3f}")
+    cal: dict[str, tuple[float, float]] = {
+        "ols": (a_ols, b_ols), "mom": (a_mom, b_mom), "top": (a_top, b_top)
+    }
+    for b in args.slopes:  # a slope, the intercept that keeps the means (as "mom")
+        cal[f"b={b:g}"] = (float(ys.mean() - b * xs.mean()), b)
+        print(f"slope {b:g}: intercept {cal[f'b={b:g}'][0]:.4f}")
+    for name, (a, b) in args.fixed or []:
+        cal[name] = (a, b)
+    if args.only:
+        cal = {k: v for k, v in cal.items() if k in args.only or k.startswith("b=")}
+
+    def run(
+        label: str, pending: frozenset[str], weight: float | None, mapping: str = ""
+    ) -> None:
         rows = []
         for q in c.queries:
             pend = pending
@@ -101,10 +138,17 @@ def main() -> None:
             p = replace(
                 params,
                 sparse_weight=sparse_weight(q["query"], params),
-                fast_weight=weight or 0.0,
+                fast_weight=weight if weight is not None else params.fast_weight,
             )
-            fast = pool_hits(q, pend) if weight is not None and pend else []
-            cands = fuse(dense, sparse, p, None, fast=fast)
+            fast = pool_hits(q, pend) if (weight is not None or mapping) and pend else []
+            if mapping == "raw-channel":  # the static cosine as it is, its own DBSF scale
+                cands = fuse(dense, sparse, replace(p, fast_weight=0.0), None, [fast],
+                             [weight or 0.0], [None])
+            else:
+                if mapping in cal:  # onto e5's scale (the shipped path)
+                    a, b = cal[mapping]
+                    fast = [IndexHit(h.id, a + b * h.score, h.payload) for h in fast]
+                cands = fuse(dense, sparse, p, None, fast=fast)
             ranked = [str(x.payload["source_id"]) for x in select(cands, p, 10)]
             rows.append({**q, **score(ranked, set(q["relevant"]))})
         report(label, rows)
@@ -137,8 +181,11 @@ def main() -> None:
         report(name, rows)
     run("settled", frozenset(), None)
     run("+0s lexical", pend_all, None)
-    for w in args.weights:
-        run(f"+0s pool w={w:g}", pend_all, w)
+    for w in args.raw_weights:
+        run(f"+0s raw channel w={w:g}", pend_all, w, "raw-channel")
+    for m in cal:
+        for w in args.weights:
+            run(f"+0s pool {m} w={w:g}", pend_all, w, m)
 
 
 if __name__ == "__main__":

@@ -192,9 +192,9 @@ class SearchSettings(BaseModel):
     prefetch_budget_ms: float = Field(default=60.0, ge=0)
     # fast first vector (search/fast_first.py): a note without its dense vector yet is
     # searched by its static vector (wordllama, ~0.1 ms), its best fast_first_limit pool
-    # hits fused at fast_weight as a channel of pending notes only (bench/LOG.md)
+    # hits scored as dense hits at fast_weight (pending notes only; bench/LOG.md)
     fast_first: bool = True
-    fast_weight: float = Field(default=0.5, ge=0)
+    fast_weight: float = Field(default=1.0, ge=0)
     fast_first_limit: int = Field(default=50, ge=1, le=1000)
     # a superseded or duplicate record that matches a query hands this share of its
     # score to its lifecycle head, so old wording finds the record now in force

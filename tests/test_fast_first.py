@@ -140,3 +140,21 @@ def test_the_pool_filters_and_abstains() -> None:
     pool.discard(["n2"])
     assert "n1" not in pool and "n2" not in pool
     assert sorted(h.id for h in pool.search(q, IndexFilter(), 10)) == ["n3", "n4"]
+
+
+def test_an_idle_pool_lets_the_static_model_go() -> None:
+    pool = FastPool(4)
+    assert pool.empty_for() >= 0.0
+    pool.write([IndexPoint("n1", {"dense": False}, SparseVector([], []), fast=[1, 0, 0, 0])])
+    assert pool.empty_for() == 0.0  # something pending: the model stays
+    pool.discard(["n1"])
+    assert pool.empty_for() >= 0.0
+    was = static.enabled()
+    static.enable(True)
+    try:
+        static.shared()
+        assert static.release() is True
+        assert static.release() is False  # nothing loaded now
+        assert static.vector(PRINTER) is not None  # the next pending note loads it again
+    finally:
+        static.enable(was)

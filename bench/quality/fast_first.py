@@ -45,9 +45,14 @@ def main() -> None:
     ap.add_argument("--pool-limit", type=int, default=50)
     ap.add_argument("--read-all", action="store_true", help="no abstention on ja/th")
     ap.add_argument("--slopes", type=float, nargs="*", default=[])
+    ap.add_argument("--pending", type=int, nargs="*", default=[500, 250, 100])
     ap.add_argument("--only", nargs="*", default=[], help="fits to score (ols, mom, top)")
-    ap.add_argument("--fixed", type=lambda v: (v, tuple(map(float, v.split(",")))), nargs="*",
-                    help="a,b: a mapping fixed beforehand (the shipped one)")
+    ap.add_argument(
+        "--fixed",
+        type=lambda v: (v.split("=")[0], tuple(map(float, v.split("=")[1].split(",")))),
+        nargs="*",
+        help="a,b: a mapping fixed beforehand (the shipped one)",
+    )
     args = ap.parse_args()
     embcache.DATA = HERE / args.data
     from fresh import shipped_ranking
@@ -110,23 +115,27 @@ def main() -> None:
         top_y.append((c.dmat @ c.qvec[q["qid"]])[idx])
     tx, ty = np.concatenate(top_x), np.concatenate(top_y)
     b_top, a_top = np.polyfit(tx, ty, 1)
-    print(f"fit all pairs OLS a={a_ols:.3f} b={b_ols:.3f}; moments a={a_mom:.3f} b={b_mom:.3f}; "
-          f"top-50 OLS a={a_top:.3f} b={b_top:.3f}; corr all {np.corrcoef(xs, ys)[0, 1]:.3f}")
+    print(
+        f"fit all pairs OLS a={a_ols:.3f} b={b_ols:.3f}; moments a={a_mom:.3f} b={b_mom:.3f}; "
+        f"top-50 OLS a={a_top:.3f} b={b_top:.3f}; corr all {np.corrcoef(xs, ys)[0, 1]:.3f}"
+    )
     cal: dict[str, tuple[float, float]] = {
-        "ols": (a_ols, b_ols), "mom": (a_mom, b_mom), "top": (a_top, b_top)
+        "ols": (a_ols, b_ols),
+        "mom": (a_mom, b_mom),
+        "top": (a_top, b_top),
     }
     for b in args.slopes:  # a slope, the intercept that keeps the means (as "mom")
         cal[f"b={b:g}"] = (float(ys.mean() - b * xs.mean()), b)
         print(f"slope {b:g}: intercept {cal[f'b={b:g}'][0]:.4f}")
-    for name, (a, b) in args.fixed or []:
-        cal[name] = (a, b)
     if args.only:
         cal = {k: v for k, v in cal.items() if k in args.only or k.startswith("b=")}
+    for name, (a, b) in args.fixed or []:
+        cal[name] = (a, b)
 
     def run(
         label: str, pending: frozenset[str], weight: float | None, mapping: str = ""
-    ) -> None:
-        rows = []
+    ) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = []
         for q in c.queries:
             pend = pending
             if limits.top and pend:
@@ -142,16 +151,24 @@ def main() -> None:
             )
             fast = pool_hits(q, pend) if (weight is not None or mapping) and pend else []
             if mapping == "raw-channel":  # the static cosine as it is, its own DBSF scale
-                cands = fuse(dense, sparse, replace(p, fast_weight=0.0), None, [fast],
-                             [weight or 0.0], [None])
+                cands = fuse(
+                    dense,
+                    sparse,
+                    replace(p, fast_weight=0.0),
+                    None,
+                    [fast],
+                    [weight or 0.0],
+                    [None],
+                )
             else:
-                if mapping in cal:  # onto e5's scale (the shipped path)
+                if mapping:  # onto e5's scale (the shipped path)
                     a, b = cal[mapping]
                     fast = [IndexHit(h.id, a + b * h.score, h.payload) for h in fast]
                 cands = fuse(dense, sparse, p, None, fast=fast)
             ranked = [str(x.payload["source_id"]) for x in select(cands, p, 10)]
             rows.append({**q, **score(ranked, set(q["relevant"]))})
         report(label, rows)
+        return rows
 
     def report(label: str, rows: list[dict[str, Any]]) -> None:
         for split in ("dev", "test"):
@@ -172,7 +189,7 @@ def main() -> None:
         ("e5 alone", None, c.dmat),
         ("static alone", qstat, smat),
     ):
-        rows = []
+        rows: list[dict[str, Any]] = []
         for q in c.queries:
             v = c.qvec[q["qid"]] if qv is None else qv[q["qid"]]
             sims = np.where(c.current, mat @ v, -np.inf)
@@ -180,12 +197,40 @@ def main() -> None:
             rows.append({**q, **score(ranked, set(q["relevant"]))})
         report(name, rows)
     run("settled", frozenset(), None)
+    if args.fixed:  # the shipped mapping against lexical only, the newest k pending
+        for k in args.pending:
+            pend = frozenset(newest[-k:])
+            base = run(f"{k} pending lexical", pend, None)
+            for name, _ab in args.fixed:
+                interval(base, run(f"{k} pending {name}", pend, None, name))
+        return
     run("+0s lexical", pend_all, None)
     for w in args.raw_weights:
         run(f"+0s raw channel w={w:g}", pend_all, w, "raw-channel")
     for m in cal:
         for w in args.weights:
             run(f"+0s pool {m} w={w:g}", pend_all, w, m)
+
+
+def interval(base: list[dict[str, Any]], new: list[dict[str, Any]]) -> None:
+    """Paired bootstrap 95 % interval of the mean nDCG@10 change, per split, overall and
+    for the kinds whose change is not within it."""
+    rng = np.random.default_rng(0)
+    for split in ("dev", "test"):
+        pairs = [(b, n) for b, n in zip(base, new, strict=True) if b["split"] == split]
+        groups: dict[str, list[float]] = defaultdict(list)
+        for b, n in pairs:
+            d = n["nDCG@10"] - b["nDCG@10"]
+            groups["ALL"].append(d)
+            groups[b["kind"]].append(d)
+        out = []
+        for g, ds in sorted(groups.items(), key=lambda x: (x[0] != "ALL", x[0])):
+            arr = np.array(ds)
+            means = arr[rng.integers(0, len(arr), (2000, len(arr)))].mean(axis=1)
+            lo, hi = np.percentile(means, [2.5, 97.5])
+            if g == "ALL" or lo > 0 or hi < 0:
+                out.append(f"{g} {arr.mean():+.3f} [{lo:+.3f}, {hi:+.3f}]")
+        print(f"  change {split}: " + "; ".join(out), flush=True)
 
 
 if __name__ == "__main__":

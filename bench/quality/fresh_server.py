@@ -212,9 +212,7 @@ async def main() -> None:
                 for arm, settings in arms:
                     label = f"+{wait:g}s{arm}"
                     results.setdefault(label, [])
-                    results[label] += await one_round(
-                        base, work, keys, burst, part, wait, settings
-                    )
+                    results[label] += await one_round(base, work, keys, burst, part, wait, settings)
                     print(f"{label}: round {n + 1}/{len(slices)}", file=sys.stderr)
     print(
         f"{len(queries)} queries; the newest {args.burst} of {len(memories)} memories "

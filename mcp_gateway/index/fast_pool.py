@@ -17,6 +17,7 @@ for the notes still pending.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -35,12 +36,17 @@ class FastPool:
         self._ids: list[str] = []  # row -> point id
         self._rows: dict[str, int] = {}  # point id -> row
         self._payloads: list[dict[str, Any]] = []
+        self._empty_since: float | None = time.monotonic()
 
     def __len__(self) -> int:
         return len(self._ids)
 
     def __contains__(self, point_id: object) -> bool:
         return point_id in self._rows
+
+    def empty_for(self) -> float:
+        """Seconds the pool has been empty (0 while it holds a point)."""
+        return 0.0 if self._empty_since is None else time.monotonic() - self._empty_since
 
     def write(self, points: Iterable[IndexPoint]) -> None:
         """Hold each point written without a dense vector that has a fast one; drop
@@ -60,6 +66,7 @@ class FastPool:
                 grown[:row] = self._matrix[:row]
                 self._matrix = grown
             self._ids.append(point_id)
+            self._empty_since = None
             self._payloads.append(payload)
             self._rows[point_id] = row
         self._matrix[row] = vector
@@ -85,8 +92,11 @@ class FastPool:
                 self._rows[moved] = row
             self._ids.pop()
             self._payloads.pop()
-        if not self._ids and len(self._matrix) > GROW:
-            self._matrix = np.zeros((0, self.dim), dtype=np.float32)
+        if not self._ids:
+            if self._empty_since is None:
+                self._empty_since = time.monotonic()
+            if len(self._matrix) > GROW:
+                self._matrix = np.zeros((0, self.dim), dtype=np.float32)
 
     def clear(self) -> None:
         self.discard(list(self._ids))

@@ -262,6 +262,8 @@ async def open_app(settings: KiokuSettings, *, run_jobs: bool = True) -> AsyncIt
             tg.start_soon(_reconcile_every, app, settings.queue.reconcile_every_s)
             if app.prefetcher is not None:
                 tg.start_soon(app.prefetcher.run)
+            if index.fast_pool is not None:
+                tg.start_soon(fast_first.release_idle, index)
         else:
             app.reconciled.set()
         # last in, so first out: before the background work, the jobs and the engine close

@@ -13,14 +13,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import mcp_gateway.services.app as app_module
 from mcp_gateway.common.access import settings_scope
-from mcp_gateway.common.inputs import NoteQuery
+from mcp_gateway.common.inputs import NoteFields, NoteQuery
+from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.common.types import IndexFilter, IndexPoint, SparseVector, point_id
 from mcp_gateway.embedders import static
 from mcp_gateway.index.fast_pool import FastPool
 from mcp_gateway.search import fast_first
+from mcp_gateway.services.app import open_app
 from mcp_gateway.services.notes import NoteService
 
+from .test_feed import shared_settings
+from .test_feed import shared_url as shared_url  # a fixture
 from .test_fresh_notes import GatedEmbedder, add, gated_app
 
 PRINTER = "The printer on floor three jams whenever glossy paper is used."
@@ -158,3 +163,38 @@ def test_an_idle_pool_lets_the_static_model_go() -> None:
         assert static.vector(PRINTER) is not None  # the next pending note loads it again
     finally:
         static.enable(was)
+
+
+async def test_each_gateway_pools_what_its_feed_brings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shared_url: str
+) -> None:
+    """Several gateways on one truth store: a note added on one is pending on the other
+    too, and found there by meaning (its change feed writes the point, the pool follows)."""
+    held: list[GatedEmbedder] = []
+
+    def gated(_settings: object) -> GatedEmbedder:
+        held.append(GatedEmbedder())
+        return held[-1]
+
+    def settings(name: str) -> KiokuSettings:
+        # nothing embeds a pending note but the (held) job: no prefetch, no fresh pass
+        s = shared_settings(tmp_path, name, shared_url)
+        search = s.search.model_copy(update={"prefetch_budget_ms": 0, "fresh_top": 0})
+        return s.model_copy(update={"search": search})
+
+    monkeypatch.setattr(app_module, "build_embedder", gated)
+    try:
+        async with open_app(settings("a")) as a, open_app(settings("b")) as b:
+            scope = settings_scope(a.settings)
+            for text in OTHERS:
+                await NoteService(a).add(scope, NoteFields(text=text))
+            added = await NoteService(a).add(scope, NoteFields(text=PRINTER))
+            found = await NoteService(b).search(scope, NoteQuery(query=PARAPHRASE, top=3))
+            assert found.results and found.results[0].id == added.id
+            pid = point_id("note", added.id)
+            assert b.index.fast_pool is not None and pid in b.index.fast_pool
+            for embedder in held:
+                embedder.gate.set()
+    finally:
+        for embedder in held:
+            embedder.gate.set()

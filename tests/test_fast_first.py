@@ -17,10 +17,11 @@ import mcp_gateway.services.app as app_module
 from mcp_gateway.common.access import settings_scope
 from mcp_gateway.common.inputs import NoteFields, NoteQuery
 from mcp_gateway.common.settings import KiokuSettings
-from mcp_gateway.common.types import IndexFilter, IndexPoint, SparseVector, point_id
+from mcp_gateway.common.types import IndexFilter, IndexHit, IndexPoint, SparseVector, point_id
 from mcp_gateway.embedders import static
 from mcp_gateway.index.fast_pool import FastPool
 from mcp_gateway.search import fast_first
+from mcp_gateway.search.ranking import RankingParams, fuse
 from mcp_gateway.services.app import open_app
 from mcp_gateway.services.notes import NoteService
 
@@ -198,3 +199,19 @@ async def test_each_gateway_pools_what_its_feed_brings(
     finally:
         for embedder in held:
             embedder.gate.set()
+
+
+def test_a_pool_hit_only_adds_to_a_pending_note() -> None:
+    params = RankingParams()
+    dense = [IndexHit("d1", 0.85, {"dense": True}), IndexHit("d2", 0.80, {"dense": True})]
+    sparse = [IndexHit("p1", 5.0, {"dense": False}), IndexHit("d1", 1.0, {"dense": True})]
+    before = {c.point_id: c.score for c in fuse(dense, sparse, params)}
+    fast = [IndexHit("p1", 0.78, {"dense": False}), IndexHit("p2", 0.84, {"dense": False})]
+    after = {c.point_id: c.score for c in fuse(dense, sparse, params, fast=fast)}
+    assert after["p1"] >= before["p1"]  # a strong lexical match keeps its score
+    assert "p2" not in before and after["p2"] > 0  # found by its fast vector alone
+    assert (after["d1"], after["d2"]) == (before["d1"], before["d2"])  # indexed: untouched
+    # a note embedded meanwhile (a search's own fresh pass) keeps its real dense score
+    embedded = [*dense, IndexHit("p2", 0.90, {"dense": True})]
+    both = {c.point_id: c for c in fuse(embedded, sparse, params, fast=fast)}
+    assert both["p2"].fast_part == 0.0

@@ -100,6 +100,7 @@ def main() -> None:
 
     # static cosine -> e5 cosine, fitted on the dev queries' pairs (every current memory)
     dev = [q for q in c.queries if q["split"] == "dev" and lexical.script_of(q["query"]) == "latin"]
+    dev = dev or [q for q in c.queries if lexical.script_of(q["query"]) == "latin"]  # heldout
     latin = np.array([s == "latin" for s in scripts]) & c.current
     xs = np.concatenate([smat[latin] @ qstat[q["qid"]] for q in dev])
     ys = np.concatenate([c.dmat[latin] @ c.qvec[q["qid"]] for q in dev])

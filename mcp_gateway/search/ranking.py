@@ -230,9 +230,14 @@ def fuse(
                 # channels it lacks spread over those it has)
                 have = params.sparse_weight + (params.channel_weight if cand.channel_part else 0)
                 scale = (params.dense_weight + second_weight + have - params.sparse_weight) / have
-                if cand.fast_part:  # its fast vector stands in for the dense one
-                    scale = (scale * have) / (have + params.fast_weight)
-                cand.score = (cand.sparse_part + cand.channel_part + cand.fast_part) * scale
+                lexical = (cand.sparse_part + cand.channel_part) * scale
+                cand.score = lexical
+                if cand.fast_part:  # its fast vector stands in for the dense one, and
+                    # can only add: a strong lexical match keeps its score
+                    fast = (cand.sparse_part + cand.channel_part + cand.fast_part) * (
+                        (scale * have) / (have + params.fast_weight)
+                    )
+                    cand.score = max(lexical, fast)
     for cand in by_id.values():
         cand.score *= float(cand.payload.get("prior", 1.0))
         if params.priority_rule != "first" and cand.priority == "high":

@@ -45,7 +45,7 @@ async def test_a_pending_note_is_found_by_meaning_until_its_vector_lands(
     embedder = GatedEmbedder()
     # fresh_top 0: no search embeds a pending hit itself (the paraphrase has no lexical
     # hit anyway); what finds the note is its fast vector
-    async with gated_app(tmp_path, monkeypatch, embedder, fresh_top=0) as app:
+    async with gated_app(tmp_path, monkeypatch, embedder, fresh_top=0, fast_first=True) as app:
         service = NoteService(app)
         first = await add(service, app, OTHERS[0])
         await asyncio.wait_for(embedder.waiting.wait(), 60)  # the job holds the first
@@ -75,7 +75,7 @@ async def test_the_pool_is_rebuilt_from_the_store_for_notes_still_pending(
     """What ``open_app`` does for the notes an earlier process left pending: their
     index points are there (lexical-only), the pool is empty until rebuilt."""
     embedder = GatedEmbedder()
-    async with gated_app(tmp_path, monkeypatch, embedder, fresh_top=0) as app:
+    async with gated_app(tmp_path, monkeypatch, embedder, fresh_top=0, fast_first=True) as app:
         service = NoteService(app)
         await add(service, app, OTHERS[0])
         await asyncio.wait_for(embedder.waiting.wait(), 60)
@@ -96,7 +96,7 @@ async def test_the_pool_is_rebuilt_from_the_store_for_notes_still_pending(
 
 async def test_off_means_no_pool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     embedder = GatedEmbedder()
-    async with gated_app(tmp_path, monkeypatch, embedder, fast_first=False) as app:
+    async with gated_app(tmp_path, monkeypatch, embedder) as app:  # off by default
         assert app.index.fast_pool is None
         assert not static.enabled()
         service = NoteService(app)
@@ -180,7 +180,9 @@ async def test_each_gateway_pools_what_its_feed_brings(
     def settings(name: str) -> KiokuSettings:
         # nothing embeds a pending note but the (held) job: no prefetch, no fresh pass
         s = shared_settings(tmp_path, name, shared_url)
-        search = s.search.model_copy(update={"prefetch_budget_ms": 0, "fresh_top": 0})
+        search = s.search.model_copy(
+            update={"prefetch_budget_ms": 0, "fresh_top": 0, "fast_first": True}
+        )
         return s.model_copy(update={"search": search})
 
     monkeypatch.setattr(app_module, "build_embedder", gated)

@@ -192,8 +192,10 @@ class SearchSettings(BaseModel):
     prefetch_budget_ms: float = Field(default=60.0, ge=0)
     # fast first vector (search/fast_first.py): a note without its dense vector yet is
     # searched by its static vector (wordllama, ~0.1 ms), its best fast_first_limit pool
-    # hits scored as dense hits at fast_weight (pending notes only; bench/LOG.md)
-    fast_first: bool = True
+    # hits scored as dense hits at fast_weight (pending notes only). Off: it pays on
+    # conversational English right after a burst, is neutral to a hair worse elsewhere
+    # (bench/LOG.md, "fast first vector")
+    fast_first: bool = False
     fast_weight: float = Field(default=1.0, ge=0)
     fast_first_limit: int = Field(default=50, ge=1, le=1000)
     # a superseded or duplicate record that matches a query hands this share of its

@@ -7,8 +7,7 @@ is computed with its lexical-only point (``IndexPoint.fast``) and held here, in
 memory, for exactly as long as the point has no dense vector: ``LiveIndex`` adds a
 point written without one and drops it when its dense vector is written, or when it
 is deleted. Search scores the pool by brute force (it is at most a backlog: a few
-thousand rows) and fuses its hits as a channel of pending notes only
-(``search.fast_first``).
+thousand rows) and fuses its hits for pending notes only (``search.fast_first``).
 
 Per process, in memory: each gateway fills its own from the points it writes (its own
 adds and what the change feed brings it), and ``open`` rebuilds it from the truth store

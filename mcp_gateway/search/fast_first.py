@@ -3,9 +3,10 @@
 A note is only lexically indexed until its first dense vector lands (~10 s at a
 burst's tail on 2 cores; bench/LOG.md, "burst over MCP"). The index's fast pool
 (``index.fast_pool``) holds a static vector (``embedders.static``) of each such note;
-a search scores the pool by the query's static vector and fuses the best hits as a
-channel that only pending notes have (``ranking.fuse``'s ``fast``): a paraphrase with
-no word in common is found at once, and the note leaves the pool when e5 has read it.
+a search scores the pool by the query's static vector, maps the best hits' cosines onto
+e5's scale and fuses them as dense hits of pending notes only (``ranking.fuse``'s
+``fast``): a paraphrase with no word in common is found at once, and the note leaves
+the pool when e5 has read it. Off by default (``search.fast_first``).
 
 The static model reads Latin-script text only (Llama-2's vocabulary splits Japanese
 and Thai into single characters and bytes): a query in another script asks nothing,

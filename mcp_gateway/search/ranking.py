@@ -234,10 +234,10 @@ def fuse(
                 cand.score = lexical
                 if cand.fast_part:  # its fast vector stands in for the dense one, and
                     # can only add: a strong lexical match keeps its score
-                    fast = (cand.sparse_part + cand.channel_part + cand.fast_part) * (
+                    both = (cand.sparse_part + cand.channel_part + cand.fast_part) * (
                         (scale * have) / (have + params.fast_weight)
                     )
-                    cand.score = max(lexical, fast)
+                    cand.score = max(lexical, both)
     for cand in by_id.values():
         cand.score *= float(cand.payload.get("prior", 1.0))
         if params.priority_rule != "first" and cand.priority == "high":

@@ -59,6 +59,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcp_gateway.embedders.lexical import script_of
+
 ROOT = _HERE.parent
 QUALITY = _HERE / "quality"
 NOTE_TYPES = {"lesson", "conclusion", "knowledge", "profile", "note", "checkpoint"}
@@ -264,6 +266,22 @@ class Run:
     # lag in work done, which a busier machine stretches less than the wall-clock lag
     cpu_lags: list[float] = field(default_factory=list)
     jobs: dict[str, Any] = field(default_factory=dict)
+    # the owner's resident memory (MB): at the first add, its peak, and once settled
+    # (after the settled searches)
+    rss: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    # notes in Latin script: searchable by their fast vector from the ack (the
+    # write-behind every search waits for pools them; search/fast_first.py)
+    latin: int = 0
+
+
+def memory_mb(pid: int) -> dict[str, float]:
+    """VmRSS and VmHWM of a process, MB."""
+    out = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            out[key] = int(value.split()[0]) / 1024
+    return out
 
 
 def burst(args: argparse.Namespace, label: str, src: Path, inflight: int, asks: list[str]) -> Run:
@@ -289,6 +307,7 @@ def burst(args: argparse.Namespace, label: str, src: Path, inflight: int, asks: 
         time.sleep(1.0)  # the owner's start-up work (reconcile at start) out of the way
         run.load = (os.getloadavg()[0], 0.0)
         cpu0 = cpu_s(pid)
+        rss0 = memory_mb(pid)["VmRSS"]
         watch.start()
         window = threading.Semaphore(inflight)
         adder.on_reply = lambda _reply: window.release()
@@ -352,6 +371,9 @@ def burst(args: argparse.Namespace, label: str, src: Path, inflight: int, asks: 
             run.after.append((reply.at - reply.sent) * 1000)
             time.sleep(args.search_gap_ms / 1000)
         run.load = (run.load[0], os.getloadavg()[0])
+        mem = memory_mb(pid)
+        run.rss = (rss0, mem["VmHWM"], mem["VmRSS"])
+        run.latin = sum(1 for n in notes if script_of(n["text"][:2000]) == "latin")
     finally:
         for client in (adder, searcher):
             if client is not None:
@@ -383,7 +405,10 @@ def report(run: Run, notes: int) -> None:
         f"(n={len(run.during)}), settled p50 {pct(run.after, 0.5):.1f} p95 "
         f"{pct(run.after, 0.95):.1f} ms; owner CPU {run.owner_cpu:.1f} s; kioku CPU to "
         f"searchable {run.cpu_searchable:.1f} s, CPU-seconds from ack to searchable p50 "
-        f"{pct(run.cpu_lags, 0.5):.2f} p95 {pct(run.cpu_lags, 0.95):.2f}; jobs "
+        f"{pct(run.cpu_lags, 0.5):.2f} p95 {pct(run.cpu_lags, 0.95):.2f}; owner MB at the "
+        f"first add {run.rss[0]:.0f}, peak {run.rss[1]:.0f}, settled {run.rss[2]:.0f}; "
+        f"{run.latin} notes in Latin script (searchable by their fast vector at the ack "
+        "where search.fast_first is on); jobs "
         f"{ {k: run.jobs.get(k) for k in ('batches', 'embedder_calls', 'drafted')} }",
         flush=True,
     )
@@ -393,8 +418,9 @@ def table(runs: list[Run]) -> None:
     print(
         "\n| run | in flight | load | adds/s | ack p50 / p95 ms | searchable p50 / p95 / p99 s "
         "| all searchable s | settled s | search during p50 / p95 ms | settled p50 / p95 ms "
-        "| owner CPU s | kioku CPU-s ack -> searchable p50 / p95 |\n"
-        "|---|---|---|---|---|---|---|---|---|---|---|---|"
+        "| owner CPU s | kioku CPU-s ack -> searchable p50 / p95 | owner MB first add / peak "
+        "/ settled |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     )
     for r in runs:
         adds = len(r.acks) / max(1e-9, r.last_ack - r.first_add)
@@ -404,7 +430,8 @@ def table(runs: list[Run]) -> None:
             f"{pct(r.lags, 0.95):.2f} / {pct(r.lags, 0.99):.2f} | {r.all_searchable:.1f} | "
             f"{r.settled:.1f} | {pct(r.during, 0.5):.1f} / {pct(r.during, 0.95):.1f} | "
             f"{pct(r.after, 0.5):.1f} / {pct(r.after, 0.95):.1f} | {r.owner_cpu:.1f} | "
-            f"{pct(r.cpu_lags, 0.5):.2f} / {pct(r.cpu_lags, 0.95):.2f} |"
+            f"{pct(r.cpu_lags, 0.5):.2f} / {pct(r.cpu_lags, 0.95):.2f} | "
+            f"{r.rss[0]:.0f} / {r.rss[1]:.0f} / {r.rss[2]:.0f} |"
         )
 
 

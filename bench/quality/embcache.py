@@ -21,10 +21,12 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 CACHE = HERE / ".cache"
+# the data set ``load_jsonl`` reads (a bench may point it at ``conv`` before loading)
+DATA = HERE / "data"
 
 
 def load_jsonl(name: str) -> list[dict[str, Any]]:
-    with (HERE / "data" / name).open(encoding="utf-8") as fh:
+    with (DATA / name).open(encoding="utf-8") as fh:
         return [json.loads(line) for line in fh if line.strip()]
 
 

@@ -19,6 +19,11 @@ memory ingested and embedded, in the same session.
     python bench/quality/fresh_server.py [--burst 500] [--slice 24] [--waits 0 10]
                                          [--data bench/quality/data] [--no-settled]
                                          [--set embedder.int8_documents=true ...]
+                                         [--toggle search.fast_first] [--split test]
+                                         [--max-rounds 6]
+
+``--toggle`` runs every round twice, the setting false then true, on the same copy of
+the settled data dir: an interleaved A/B in one invocation.
 """
 
 from __future__ import annotations
@@ -163,11 +168,23 @@ async def main() -> None:
         "--set", nargs="*", default=[], metavar="SECTION.KEY=VALUE", help="server settings"
     )
     ap.add_argument("--no-settled", action="store_true", help="skip the settled reference")
+    ap.add_argument(
+        "--toggle",
+        metavar="SECTION.KEY",
+        help="a boolean setting: each round runs with it off, then on (interleaved A/B)",
+    )
+    ap.add_argument("--split", help="only this split's queries (dev or test)")
+    ap.add_argument("--max-rounds", type=int, default=0, help="at most this many slices")
     args = ap.parse_args()
     memories = ordered(load_jsonl("memories.jsonl", args.data))
     queries = load_jsonl("queries.jsonl", args.data)
+    if args.split:
+        queries = [q for q in queries if q["split"] == args.split]
     older, burst = memories[: -args.burst], memories[-args.burst :]
     slices = [queries[i : i + args.slice] for i in range(0, len(queries), args.slice)]
+    if args.max_rounds:
+        slices = slices[: args.max_rounds]
+        queries = [q for part in slices for q in part]
     results: dict[str, list[dict[str, Any]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         base, work = Path(tmp) / "base", Path(tmp) / "work"
@@ -186,13 +203,17 @@ async def main() -> None:
                 {**q, **r, "asked_s": 0.0, "burst_s": 0.0}
                 for q, r in zip(queries, settled["queries"], strict=True)
             ]
+        arms = [("", overrides)]
+        if args.toggle:
+            key = parse_overrides([f"{args.toggle}=x"]).popitem()[0]
+            arms = [(f" {v}", {**overrides, key: v}) for v in ("false", "true")]
         for wait in args.waits:
-            label = f"+{wait:g}s"
-            rows: list[dict[str, Any]] = []
             for n, part in enumerate(slices):
-                rows += await one_round(base, work, keys, burst, part, wait, overrides)
-                print(f"{label}: round {n + 1}/{len(slices)}", file=sys.stderr)
-            results[label] = rows
+                for arm, settings in arms:
+                    label = f"+{wait:g}s{arm}"
+                    results.setdefault(label, [])
+                    results[label] += await one_round(base, work, keys, burst, part, wait, settings)
+                    print(f"{label}: round {n + 1}/{len(slices)}", file=sys.stderr)
     print(
         f"{len(queries)} queries; the newest {args.burst} of {len(memories)} memories "
         "added as a burst"

@@ -190,6 +190,14 @@ class SearchSettings(BaseModel):
     # between searches (and once adds pause), the query lane embeds the newest pending
     # note, one at a time, each predicted within this many ms (0: off; prefetch.py)
     prefetch_budget_ms: float = Field(default=60.0, ge=0)
+    # fast first vector (search/fast_first.py): a note without its dense vector yet is
+    # searched by its static vector (wordllama, ~0.1 ms), its best fast_first_limit pool
+    # hits scored as dense hits at fast_weight (pending notes only). Off: it pays on
+    # conversational English right after a burst, is neutral to a hair worse elsewhere
+    # (bench/LOG.md, "fast first vector")
+    fast_first: bool = False
+    fast_weight: float = Field(default=1.0, ge=0)
+    fast_first_limit: int = Field(default=50, ge=1, le=1000)
     # a superseded or duplicate record that matches a query hands this share of its
     # score to its lifecycle head, so old wording finds the record now in force
     # (bench/LOG.md; 0: retired records are filtered out as before)

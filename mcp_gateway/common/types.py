@@ -55,6 +55,9 @@ class IndexPoint:
     # further dense channels (index/base.py ``DenseChannel``), by channel name: written
     # where the index has that channel, ignored elsewhere
     channels: dict[str, list[float]] = field(default_factory=dict)
+    # a point without ``dense``: its static vector (``embedders.static``), which the
+    # index's fast pool holds until the dense vector is written (``index.fast_pool``)
+    fast: list[float] | None = None
 
 
 @dataclass(frozen=True, slots=True)

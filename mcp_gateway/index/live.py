@@ -19,6 +19,7 @@ from typing import Any
 
 from mcp_gateway.common.types import IndexFilter, IndexPoint, SparseVector
 from mcp_gateway.index.base import Channels, ChannelSearch, Index, IndexSpec
+from mcp_gateway.index.fast_pool import FastPool
 
 
 class LiveIndex(ChannelSearch):
@@ -29,6 +30,8 @@ class LiveIndex(ChannelSearch):
         # bumped after every write lands (and at a swap): a search's answer computed at
         # generation G is still the answer while the generation is G (``answers.py``)
         self.generation = 0
+        # pending points' static vectors (None: off), kept beside the live collection
+        self.fast_pool: FastPool | None = None
 
     @property
     def spec(self) -> IndexSpec:
@@ -84,6 +87,8 @@ class LiveIndex(ChannelSearch):
             for target in self._targets():
                 same_model = target.spec.model_id == self.current.spec.model_id
                 await target.upsert(points if same_model else _lexical_only(points))
+            if self.fast_pool is not None:  # after the write: a failed one changes nothing
+                self.fast_pool.write(points)
         finally:
             self.generation += 1
 
@@ -92,6 +97,8 @@ class LiveIndex(ChannelSearch):
         try:
             for target in self._targets():
                 await target.set_payload(ids, payload)
+            if self.fast_pool is not None:
+                self.fast_pool.set_payload(ids, payload)
         finally:
             self.generation += 1
 
@@ -101,6 +108,8 @@ class LiveIndex(ChannelSearch):
             for target in self._targets():
                 await target.delete(ids)
         finally:
+            if self.fast_pool is not None:  # gone from the pool even if a delete failed
+                self.fast_pool.discard(ids)
             self.generation += 1
 
     async def search_channels(
@@ -143,6 +152,8 @@ class LiveIndex(ChannelSearch):
         try:
             await self.current.clear()
         finally:
+            if self.fast_pool is not None:
+                self.fast_pool.clear()
             self.generation += 1
 
     async def destroy(self) -> None:

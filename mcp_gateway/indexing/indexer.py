@@ -18,7 +18,7 @@ import anyio.to_thread
 
 from mcp_gateway.common.errors import EmbedderUnavailable
 from mcp_gateway.common.types import IndexPoint, Note, SparseVector, point_id
-from mcp_gateway.embedders import lexical
+from mcp_gateway.embedders import lexical, static
 from mcp_gateway.embedders.base import Embedder
 from mcp_gateway.index.base import Index, IndexSpec, visible_value
 from mcp_gateway.records import RecordStore
@@ -113,13 +113,16 @@ def note_point(
     # "far away", so a fresh note competes on its lexical evidence alone (and on the
     # further channels it already has, ``channels``).
     payload = {**note_payload(note, prior), "dense": dense is not None}
+    doc = note_document(note)
     return IndexPoint(
         id=point_id("note", note.id),
         payload=payload,
-        sparse=lexical.sparse_document(note_document(note)),
+        sparse=lexical.sparse_document(doc),
         dense=list(dense) if dense is not None else None,
         latent=latent if dense is not None else None,
         channels=channels or {},
+        # searchable by meaning until its dense vector lands (index.fast_pool)
+        fast=static.vector(doc) if dense is None else None,
     )
 
 
@@ -131,13 +134,15 @@ def record_point(
     latent: SparseVector | None = None,
     channels: dict[str, list[float]] | None = None,
 ) -> IndexPoint:
+    doc = record_document(rec)
     return IndexPoint(
         id=point_id("record", rec.id),
         payload={**record_payload(rec, current), "dense": dense is not None},
-        sparse=lexical.sparse_document(record_document(rec)),
+        sparse=lexical.sparse_document(doc),
         dense=list(dense) if dense is not None else None,
         latent=latent if dense is not None else None,
         channels=channels or {},
+        fast=static.vector(doc) if dense is None and current else None,
     )
 
 

@@ -47,6 +47,8 @@ class RankingParams:
     channel_weight: float = 0.5  # each further dense channel (embedder.channels)
     # a hit within this rank of a further dense channel passes the keep rule on it
     channel_keep_rank: int = 10
+    # the fast pool's hits (``search.fast_first``: pending notes only), on the dense scale
+    fast_weight: float = 1.0
     thresholds: Mapping[str, float] = field(default_factory=lambda: {"*": 0.2})
     lexical_keep_ratio: float = 0.5  # lexical-only hits kept if >= ratio * best lexical score
     # "first": the source design's rule, high priority always sorts first among the kept;
@@ -83,6 +85,7 @@ class Candidate:
     latent_part: float = 0.0  # the latent-terms channel's share of ``score``
     channel_part: float = 0.0  # the further dense channels' share of ``score``
     channel_rank: int | None = None  # the best rank any further dense channel gave it
+    fast_part: float = 0.0  # the fast pool's share of ``score`` (a pending note)
     # how many of the query's identifiers this memory alone holds (``pin_exact``)
     exact: int = 0
 
@@ -121,6 +124,17 @@ def _contributions(hits: Sequence[IndexHit], params: RankingParams, weight: floa
     return [weight / (params.rrf_k + rank) for rank in range(1, len(hits) + 1)]
 
 
+def _fast_parts(
+    fast: Sequence[IndexHit], dense: Sequence[IndexHit], params: RankingParams
+) -> list[float]:
+    """The fast hits' contributions, normalised on the dense hits' distribution (their
+    scores are on the dense model's scale), or on their own when there is none."""
+    if params.fusion != "dbsf":
+        return [params.fast_weight / (params.rrf_k + r) for r in range(1, len(fast) + 1)]
+    basis = [h.score for h in dense if h.payload.get("current") is not False]
+    return [params.fast_weight * v for v in _dbsf([h.score for h in fast], basis or None)]
+
+
 def best_of_views(views: Sequence[Sequence[IndexHit]], limit: int) -> list[IndexHit]:
     """Dense hits of several query views merged by each point's best score."""
     if len(views) == 1:
@@ -141,6 +155,7 @@ def fuse(
     channels: Sequence[Sequence[IndexHit]] = (),
     channel_weights: Sequence[float] = (),
     channel_reads: Sequence[Collection[str] | None] = (),
+    fast: Sequence[IndexHit] = (),
 ) -> list[Candidate]:
     """Weighted fusion of the channels; keeps each channel's raw evidence.
 
@@ -187,6 +202,16 @@ def fuse(
             cand.score += part
             if cand.channel_rank is None or rank < cand.channel_rank:
                 cand.channel_rank = rank
+    # the fast pool's hits (pending notes by their static vector, its cosine mapped onto
+    # the dense model's scale) score as dense hits would, on the dense hits' scale; a
+    # note embedded meanwhile (a search's own fresh pass) has its real dense score
+    fast = [h for h in fast if h.id not in by_id or by_id[h.id].dense_rank is None]
+    for rank, (hit, part) in enumerate(zip(fast, _fast_parts(fast, dense, params), strict=True), 1):
+        cand = by_id.get(hit.id) or by_id.setdefault(hit.id, Candidate(hit.id, hit.payload))
+        cand.fast_part = part
+        cand.score += part
+        if cand.channel_rank is None or rank < cand.channel_rank:
+            cand.channel_rank = rank  # the keep rule: as a channel's top hit
     if any(reads is not None for reads in reads_of):
         _abstain(by_id.values(), params, latent is not None, weights, reads_of)
     semantic = set(by_id) if latent is not None else set()
@@ -205,7 +230,14 @@ def fuse(
                 # channels it lacks spread over those it has)
                 have = params.sparse_weight + (params.channel_weight if cand.channel_part else 0)
                 scale = (params.dense_weight + second_weight + have - params.sparse_weight) / have
-                cand.score = (cand.sparse_part + cand.channel_part) * scale
+                lexical = (cand.sparse_part + cand.channel_part) * scale
+                cand.score = lexical
+                if cand.fast_part:  # its fast vector stands in for the dense one, and
+                    # can only add: a strong lexical match keeps its score
+                    both = (cand.sparse_part + cand.channel_part + cand.fast_part) * (
+                        (scale * have) / (have + params.fast_weight)
+                    )
+                    cand.score = max(lexical, both)
     for cand in by_id.values():
         cand.score *= float(cand.payload.get("prior", 1.0))
         if params.priority_rule != "first" and cand.priority == "high":

@@ -32,6 +32,7 @@ from mcp_gateway.indexing.writebehind import WriteBehind
 from mcp_gateway.search.answers import AnswerCache
 from mcp_gateway.search.calibration import Calibration, for_model
 from mcp_gateway.search.exact_terms import identifier_terms
+from mcp_gateway.search.fast_first import FastFirst
 from mcp_gateway.search.fresh import FreshEmbedder
 from mcp_gateway.search.materialise import Materialiser
 from mcp_gateway.search.neardup import Folder, fold_results
@@ -83,6 +84,7 @@ class SearchService:
         folder: Folder | None = None,
         catch_up: Callable[[], Awaitable[None]] | None = None,
         channels: Sequence[ChannelEmbedder] = (),
+        fast_first: FastFirst | None = None,
     ) -> None:
         """``catch_up``: where other gateways write the same truth store, applies what
         they committed before this search began (read-your-writes, ``indexing.follow``)."""
@@ -90,6 +92,7 @@ class SearchService:
         self.notes, self.index, self.embedder = notes, index, embedder
         self.settings, self.thresholds, self.records = settings, thresholds, records
         self.fresh, self.writes, self.folder = fresh, writes, folder
+        self.fast_first = fast_first
         self.searches = Searches()
         self.memo = QueryMemo()
         self.recent, self.shown = RecentNotes(notes, settings), ShownNotes(notes)
@@ -203,6 +206,10 @@ class SearchService:
                 dense_hits = best_of_views([dense_hits, fresh_dense], limit)
             if fresh_latent:
                 latent_hits = best_of_views([latent_hits, fresh_latent], limit)
+        fast_hits: list[IndexHit] = []
+        if self.fast_first is not None and self.settings.mode == "hybrid":
+            # pending notes by their static vector, until e5 has read them (fast_first.py)
+            fast_hits = await self.fast_first.hits(query, flt)
         params = self._params(query, thresholds)
         candidates = fuse(
             dense_hits,
@@ -212,6 +219,7 @@ class SearchService:
             list(semantic.extra.values()),
             [self.settings.channel_weights.get(n, params.channel_weight) for n in semantic.extra],
             [channel_reads(n) for n in semantic.extra],
+            fast_hits,
         )
         candidates = pin_exact(candidates, held)
         if self.records is not None and any(c.payload.get("current") is False for c in candidates):
@@ -375,5 +383,6 @@ class SearchService:
             latent_weight=s.latent_weight,
             channel_weight=s.channel_weight,
             channel_keep_rank=s.channel_keep_rank,
+            fast_weight=s.fast_weight,
             thresholds=thresholds,  # read once, with the answer cache's key
         )

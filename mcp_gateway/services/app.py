@@ -44,6 +44,7 @@ from mcp_gateway.indexing.reconcile import ReconcileReport, reconcile
 from mcp_gateway.indexing.writebehind import WriteBehind
 from mcp_gateway.jobs import JobContext, Scheduler, build_scheduler
 from mcp_gateway.records import RecordStore
+from mcp_gateway.search import fast_first
 from mcp_gateway.search.fresh import FreshEmbedder, FreshLimits
 from mcp_gateway.search.neardup import Folder
 from mcp_gateway.search.prefetch import Prefetcher
@@ -220,6 +221,7 @@ async def open_app(settings: KiokuSettings, *, run_jobs: bool = True) -> AsyncIt
             log.info("removed %s, left by an interrupted rebuild", name)
         index = LiveIndex(await catalog.open_index(settings, spec))
         stack.push_async_callback(index.close)
+        fast_first.attach(index, settings.search)  # before any point is written
         missing = [c.name for c in spec.channels if index.spec.channel(c.name) is None]
         if missing:
             log.warning(
@@ -233,6 +235,9 @@ async def open_app(settings: KiokuSettings, *, run_jobs: bool = True) -> AsyncIt
             suffix = "@" + load_secret(settings.data_dir, GATEWAY_ID_FILE)[:6].hex()
             await _check_feed(db)
         app = _compose(settings, db, embedder, index, suffix, channels)
+        pooled = await fast_first.rebuild(index, app.notes)
+        if pooled:
+            log.info("%d pending notes searchable by their fast vector", pooled)
         # last to run: a process that then ends with os._exit (an engine call still
         # running, embedders.lanes.exit_if_busy) skips atexit, where the log drains
         stack.push_async_callback(anyio.to_thread.run_sync, app.activity.flush)
@@ -257,6 +262,8 @@ async def open_app(settings: KiokuSettings, *, run_jobs: bool = True) -> AsyncIt
             tg.start_soon(_reconcile_every, app, settings.queue.reconcile_every_s)
             if app.prefetcher is not None:
                 tg.start_soon(app.prefetcher.run)
+            if index.fast_pool is not None:
+                tg.start_soon(fast_first.release_idle, index)
         else:
             app.reconciled.set()
         # last in, so first out: before the background work, the jobs and the engine close
@@ -341,6 +348,7 @@ def _compose(
         folder=folder,
         catch_up=follower.catch_up if follower is not None else None,
         channels=channels,
+        fast_first=fast_first.FastFirst(index, s) if index.fast_pool is not None else None,
     )
     prefetcher = (
         Prefetcher(notes, fresh, search.searches, s.prefetch_budget_ms)

@@ -1,0 +1,238 @@
+"""Fast first vector: pending notes searched by a static vector before e5 reads them.
+
+Simulates the index right after a burst (``fresh.py``'s state: the newest ``--burst``
+memories lexical-only, the search embedding its best ``--top`` pending lexical hits
+itself) and scores, per split, kind and query language:
+
+- ``settled``: every memory embedded;
+- ``+0s lexical``: the burst pending, judged on BM25 (and the search's own few);
+- ``+0s pool ...``: the burst pending, with the fast pool's hits (WordLlama's static
+  vector, ``mcp_gateway.embedders.static``): as a further channel restricted to
+  pending memories (``fuse``'s pending rule), at each ``--weights``, abstaining on
+  memories or queries not in Latin script unless ``--read-all``.
+
+Also the static vector alone against e5 alone (every memory embedded), nDCG@10.
+
+    python bench/quality/fast_first.py [--data data|conv] [--burst 500] [--weights 0.5 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from collections import defaultdict
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parents[1]))
+
+import embcache  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--data", default="data")
+    ap.add_argument("--burst", type=int, default=500)
+    ap.add_argument("--top", type=int, default=3, help="pending hits a search embeds")
+    ap.add_argument("--weights", type=float, nargs="*", default=[1.0], help="fast_weight")
+    ap.add_argument("--raw-weights", type=float, nargs="*", default=[], help="as a channel")
+    ap.add_argument("--pool-limit", type=int, default=50)
+    ap.add_argument("--read-all", action="store_true", help="no abstention on ja/th")
+    ap.add_argument("--slopes", type=float, nargs="*", default=[])
+    ap.add_argument("--pending", type=int, nargs="*", default=[500, 250, 100])
+    ap.add_argument("--only", nargs="*", default=[], help="fits to score (ols, mom, top)")
+    ap.add_argument(
+        "--fixed",
+        type=lambda v: (v.split("=")[0], tuple(map(float, v.split("=")[1].split(",")))),
+        nargs="*",
+        help="a,b: a mapping fixed beforehand (the shipped one)",
+    )
+    args = ap.parse_args()
+    embcache.DATA = HERE / args.data
+    from fresh import shipped_ranking
+    from metrics import score
+    from tune import channels, load
+
+    from mcp_gateway.common.types import IndexHit
+    from mcp_gateway.embedders import lexical
+    from mcp_gateway.embedders.static import StaticEmbedder
+    from mcp_gateway.search.fresh import PRIOR_MS_PER_BYTE, FreshLimits, choose
+    from mcp_gateway.search.ranking import fuse, select
+
+    c = load()
+    docs = [embcache.memory_document(m) for m in c.mems]
+    keys = [m["key"] for m in c.mems]
+    static = StaticEmbedder.packaged()
+    smat = static.encode(docs)
+    scripts = [lexical.script_of(d[:2000]) for d in docs]
+    payloads = [
+        {**p, "script": s} if s != "latin" else p for p, s in zip(c.payloads, scripts, strict=True)
+    ]
+    c.payloads[:] = payloads
+    qstat = {q["qid"]: static.encode([q["query"]])[0] for q in c.queries}
+    params, sparse_weight = shipped_ranking()
+    size = [len(d.encode()) for d in docs]
+    limits = FreshLimits(args.top, 2000, 60.0)
+    newest = keys[-args.burst :]
+    pend_all = frozenset(newest)
+
+    def pool_hits(q: dict[str, Any], pend: frozenset[str]) -> list[IndexHit]:
+        if not args.read_all and lexical.script_of(q["query"]) != "latin":
+            return []
+        mask = c.current & np.array([k in pend for k in keys])
+        if q.get("type"):
+            mask &= np.array([m["type"] == q["type"] for m in c.mems])
+        if not args.read_all:
+            mask &= np.array([s == "latin" for s in scripts])
+        sims = np.where(mask, smat @ qstat[q["qid"]], -np.inf)
+        order = np.argsort(-sims)[: args.pool_limit]
+        return [
+            IndexHit(keys[i], float(sims[i]), {**payloads[i], "dense": False})
+            for i in order
+            if np.isfinite(sims[i])
+        ]
+
+    # static cosine -> e5 cosine, fitted on the dev queries' pairs (every current memory)
+    dev = [q for q in c.queries if q["split"] == "dev" and lexical.script_of(q["query"]) == "latin"]
+    dev = dev or [q for q in c.queries if lexical.script_of(q["query"]) == "latin"]  # heldout
+    latin = np.array([s == "latin" for s in scripts]) & c.current
+    xs = np.concatenate([smat[latin] @ qstat[q["qid"]] for q in dev])
+    ys = np.concatenate([c.dmat[latin] @ c.qvec[q["qid"]] for q in dev])
+    b_ols, a_ols = np.polyfit(xs, ys, 1)
+    b_mom = ys.std() / xs.std()
+    a_mom = ys.mean() - b_mom * xs.mean()
+    # the same on each query's top 50 by static cosine: the pairs the pool returns
+    top_x, top_y = [], []
+    for q in dev:
+        sx = np.where(latin, smat @ qstat[q["qid"]], -np.inf)
+        idx = np.argsort(-sx)[:50]
+        top_x.append(sx[idx])
+        top_y.append((c.dmat @ c.qvec[q["qid"]])[idx])
+    tx, ty = np.concatenate(top_x), np.concatenate(top_y)
+    b_top, a_top = np.polyfit(tx, ty, 1)
+    print(
+        f"fit all pairs OLS a={a_ols:.3f} b={b_ols:.3f}; moments a={a_mom:.3f} b={b_mom:.3f}; "
+        f"top-50 OLS a={a_top:.3f} b={b_top:.3f}; corr all {np.corrcoef(xs, ys)[0, 1]:.3f}"
+    )
+    cal: dict[str, tuple[float, float]] = {
+        "ols": (a_ols, b_ols),
+        "mom": (a_mom, b_mom),
+        "top": (a_top, b_top),
+    }
+    for b in args.slopes:  # a slope, the intercept that keeps the means (as "mom")
+        cal[f"b={b:g}"] = (float(ys.mean() - b * xs.mean()), b)
+        print(f"slope {b:g}: intercept {cal[f'b={b:g}'][0]:.4f}")
+    if args.only:
+        cal = {k: v for k, v in cal.items() if k in args.only or k.startswith("b=")}
+    for name, (a, b) in args.fixed or []:
+        cal[name] = (a, b)
+
+    def run(
+        label: str, pending: frozenset[str], weight: float | None, mapping: str = ""
+    ) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = []
+        for q in c.queries:
+            pend = pending
+            if limits.top and pend:
+                _, sparse = channels(c, q, pending=pend)
+                met = [h.id for h in sparse if h.id in pend][: limits.top]
+                picked = choose([size[keys.index(k)] for k in met], limits, PRIOR_MS_PER_BYTE)
+                pend = pend - {met[i] for i in picked}
+            dense, sparse = channels(c, q, pending=pend)
+            p = replace(
+                params,
+                sparse_weight=sparse_weight(q["query"], params),
+                fast_weight=weight if weight is not None else params.fast_weight,
+            )
+            fast = pool_hits(q, pend) if (weight is not None or mapping) and pend else []
+            if mapping == "raw-channel":  # the static cosine as it is, its own DBSF scale
+                cands = fuse(
+                    dense,
+                    sparse,
+                    replace(p, fast_weight=0.0),
+                    None,
+                    [fast],
+                    [weight or 0.0],
+                    [None],
+                )
+            else:
+                if mapping:  # onto e5's scale (the shipped path)
+                    a, b = cal[mapping]
+                    fast = [IndexHit(h.id, a + b * h.score, h.payload) for h in fast]
+                cands = fuse(dense, sparse, p, None, fast=fast)
+            ranked = [str(x.payload["source_id"]) for x in select(cands, p, 10)]
+            rows.append({**q, **score(ranked, set(q["relevant"]))})
+        report(label, rows)
+        return rows
+
+    def report(label: str, rows: list[dict[str, Any]]) -> None:
+        for split in ("dev", "test"):
+            sel = [r for r in rows if r["split"] == split]
+            groups: dict[str, list[float]] = defaultdict(list)
+            for r in sel:
+                groups["ALL"].append(r["nDCG@10"])
+                groups[r["kind"][:8]].append(r["nDCG@10"])
+                groups["lang:" + r["lang"]].append(r["nDCG@10"])
+            parts = " ".join(
+                f"{g}={statistics.fmean(v):.3f}"
+                for g, v in sorted(groups.items(), key=lambda x: (x[0] != "ALL", x[0]))
+            )
+            print(f"{label:22s} {split:4s} {parts}", flush=True)
+
+    # each vector alone, every memory embedded
+    for name, qv, mat in (
+        ("e5 alone", None, c.dmat),
+        ("static alone", qstat, smat),
+    ):
+        rows: list[dict[str, Any]] = []
+        for q in c.queries:
+            v = c.qvec[q["qid"]] if qv is None else qv[q["qid"]]
+            sims = np.where(c.current, mat @ v, -np.inf)
+            ranked = [keys[i] for i in np.argsort(-sims)[:10]]
+            rows.append({**q, **score(ranked, set(q["relevant"]))})
+        report(name, rows)
+    run("settled", frozenset(), None)
+    if args.fixed:  # the shipped mapping against lexical only, the newest k pending
+        for k in args.pending:
+            pend = frozenset(newest[-k:])
+            base = run(f"{k} pending lexical", pend, None)
+            for name, _ab in args.fixed:
+                interval(base, run(f"{k} pending {name}", pend, None, name))
+        return
+    run("+0s lexical", pend_all, None)
+    for w in args.raw_weights:
+        run(f"+0s raw channel w={w:g}", pend_all, w, "raw-channel")
+    for m in cal:
+        for w in args.weights:
+            run(f"+0s pool {m} w={w:g}", pend_all, w, m)
+
+
+def interval(base: list[dict[str, Any]], new: list[dict[str, Any]]) -> None:
+    """Paired bootstrap 95 % interval of the mean nDCG@10 change, per split, overall and
+    for the kinds whose change is not within it."""
+    rng = np.random.default_rng(0)
+    for split in ("dev", "test"):
+        pairs = [(b, n) for b, n in zip(base, new, strict=True) if b["split"] == split]
+        groups: dict[str, list[float]] = defaultdict(list)
+        for b, n in pairs:
+            d = n["nDCG@10"] - b["nDCG@10"]
+            groups["ALL"].append(d)
+            groups[b["kind"]].append(d)
+        out = []
+        for g, ds in sorted(groups.items(), key=lambda x: (x[0] != "ALL", x[0])):
+            arr = np.array(ds)
+            means = arr[rng.integers(0, len(arr), (2000, len(arr)))].mean(axis=1)
+            lo, hi = np.percentile(means, [2.5, 97.5])
+            if g == "ALL" or lo > 0 or hi < 0:
+                out.append(f"{g} {arr.mean():+.3f} [{lo:+.3f}, {hi:+.3f}]")
+        print(f"  change {split}: " + "; ".join(out), flush=True)
+
+
+if __name__ == "__main__":
+    main()

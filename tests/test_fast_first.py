@@ -1,0 +1,219 @@
+"""Fast first vector: a pending note is found by meaning before e5 has read it.
+
+Real stores, the real bundled model and the packaged static table, the real embedded
+Qdrant engine. The embedding job is held at its embedder (``GatedEmbedder``: the
+document lane waits on a gate), the state a burst of adds leaves notes in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import mcp_gateway.services.app as app_module
+from mcp_gateway.common.access import settings_scope
+from mcp_gateway.common.inputs import NoteFields, NoteQuery
+from mcp_gateway.common.settings import KiokuSettings
+from mcp_gateway.common.types import IndexFilter, IndexHit, IndexPoint, SparseVector, point_id
+from mcp_gateway.embedders import static
+from mcp_gateway.index.fast_pool import FastPool
+from mcp_gateway.search import fast_first
+from mcp_gateway.search.ranking import RankingParams, fuse
+from mcp_gateway.services.app import open_app
+from mcp_gateway.services.notes import NoteService
+
+from .test_feed import shared_settings
+from .test_feed import shared_url as shared_url  # a fixture
+from .test_fresh_notes import GatedEmbedder, add, gated_app
+
+PRINTER = "The printer on floor three jams whenever glossy paper is used."
+PARAPHRASE = "copier gets stuck with shiny sheets"  # no word in common
+OTHERS = [
+    "Use connection pooling for the postgres client in the billing service",
+    "The frontend build uses vite and outputs to dist/",
+    "Timezone bugs: store timestamps in UTC and convert at the edge",
+    "Docker images use multi-stage builds to stay small",
+]
+
+
+async def test_a_pending_note_is_found_by_meaning_until_its_vector_lands(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    embedder = GatedEmbedder()
+    # fresh_top 0: no search embeds a pending hit itself (the paraphrase has no lexical
+    # hit anyway); what finds the note is its fast vector
+    async with gated_app(tmp_path, monkeypatch, embedder, fresh_top=0, fast_first=True) as app:
+        service = NoteService(app)
+        first = await add(service, app, OTHERS[0])
+        await asyncio.wait_for(embedder.waiting.wait(), 60)  # the job holds the first
+        for text in OTHERS[1:]:
+            await add(service, app, text)
+        wanted = await add(service, app, PRINTER)
+        scope = settings_scope(app.settings)
+        response = await service.search(scope, NoteQuery(query=PARAPHRASE, top=3))
+        assert response.results and response.results[0].id == wanted
+        pid = point_id("note", wanted)
+        assert await app.index.present([pid]) == {pid: False}  # no dense vector yet
+        assert embedder.now == []
+        assert app.index.fast_pool is not None and pid in app.index.fast_pool
+
+        embedder.gate.set()
+        await asyncio.wait_for(app.settle(), 120)
+        assert await app.index.present([pid, point_id("note", first)]) == {
+            pid: True,
+            point_id("note", first): True,
+        }
+        assert len(app.index.fast_pool) == 0  # every note has its dense vector now
+
+
+async def test_the_pool_is_rebuilt_from_the_store_for_notes_still_pending(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What ``open_app`` does for the notes an earlier process left pending: their
+    index points are there (lexical-only), the pool is empty until rebuilt."""
+    embedder = GatedEmbedder()
+    async with gated_app(tmp_path, monkeypatch, embedder, fresh_top=0, fast_first=True) as app:
+        service = NoteService(app)
+        await add(service, app, OTHERS[0])
+        await asyncio.wait_for(embedder.waiting.wait(), 60)
+        wanted = await add(service, app, PRINTER)
+        await app.writes.caught_up(app.namespaces)
+        pool = app.index.fast_pool
+        assert pool is not None
+        pool.clear()  # as a new process finds it
+        scope = settings_scope(app.settings)
+        response = await service.search(scope, NoteQuery(query=PARAPHRASE, top=3))
+        assert wanted not in [r.id for r in response.results]
+
+        assert await fast_first.rebuild(app.index, app.notes) == 2
+        assert point_id("note", wanted) in pool
+        response = await service.search(scope, NoteQuery(query=PARAPHRASE, top=3))
+        assert response.results[0].id == wanted
+
+
+async def test_off_means_no_pool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    embedder = GatedEmbedder()
+    async with gated_app(tmp_path, monkeypatch, embedder) as app:  # off by default
+        assert app.index.fast_pool is None
+        assert not static.enabled()
+        service = NoteService(app)
+        await add(service, app, OTHERS[0])
+        await asyncio.wait_for(embedder.waiting.wait(), 60)
+        wanted = await add(service, app, PRINTER)
+        scope = settings_scope(app.settings)
+        response = await service.search(scope, NoteQuery(query=PARAPHRASE, top=3))
+        assert wanted not in [r.id for r in response.results]
+
+
+def test_the_static_vector_reads_the_packaged_table() -> None:
+    model = static.StaticEmbedder.packaged()
+    vecs = model.encode([PRINTER, PARAPHRASE, OTHERS[2], ""])
+    assert vecs.shape == (4, static.DIM)
+    np.testing.assert_allclose(np.linalg.norm(vecs[:3], axis=1), 1.0, atol=1e-5)
+    assert not vecs[3].any()  # no token, no vector
+    sims = vecs[:3] @ vecs[1]
+    assert sims[0] > sims[2]  # the paraphrase is nearer its note than an unrelated one
+
+
+def test_the_pool_filters_and_abstains() -> None:
+    pool = FastPool(4)
+
+    def point(pid: str, vec: list[float], dense: bool = False, **payload: object) -> IndexPoint:
+        return IndexPoint(
+            pid,
+            {"type": "note", "namespace": "a", "visible": "a", "dense": dense, **payload},
+            SparseVector([], []),
+            dense=[1.0] * 4 if dense else None,
+            fast=vec,
+        )
+
+    pool.write(
+        [
+            point("n1", [1, 0, 0, 0]),
+            point("n2", [0.9, 0.1, 0, 0], type="lesson"),
+            point("n3", [1, 0, 0, 0], script="cjk"),
+            point("n4", [1, 0, 0, 0], namespace="b", visible="b"),
+        ]
+    )
+    q = [1.0, 0, 0, 0]
+    flt = IndexFilter(namespaces=("a",), current_only=True)
+    assert [h.id for h in pool.search(q, flt, 10, frozenset({"latin"}))] == ["n1", "n2"]
+    assert [h.id for h in pool.search(q, IndexFilter(types=("lesson",)), 10)] == ["n2"]
+    pool.write([point("n1", [1, 0, 0, 0], dense=True)])  # its dense vector landed
+    pool.discard(["n2"])
+    assert "n1" not in pool and "n2" not in pool
+    assert sorted(h.id for h in pool.search(q, IndexFilter(), 10)) == ["n3", "n4"]
+
+
+def test_an_idle_pool_lets_the_static_model_go() -> None:
+    pool = FastPool(4)
+    assert pool.empty_for() >= 0.0
+    pool.write([IndexPoint("n1", {"dense": False}, SparseVector([], []), fast=[1, 0, 0, 0])])
+    assert pool.empty_for() == 0.0  # something pending: the model stays
+    pool.discard(["n1"])
+    assert pool.empty_for() >= 0.0
+    was = static.enabled()
+    static.enable(True)
+    try:
+        static.shared()
+        assert static.release() is True
+        assert static.release() is False  # nothing loaded now
+        assert static.vector(PRINTER) is not None  # the next pending note loads it again
+    finally:
+        static.enable(was)
+
+
+async def test_each_gateway_pools_what_its_feed_brings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shared_url: str
+) -> None:
+    """Several gateways on one truth store: a note added on one is pending on the other
+    too, and found there by meaning (its change feed writes the point, the pool follows)."""
+    held: list[GatedEmbedder] = []
+
+    def gated(_settings: object) -> GatedEmbedder:
+        held.append(GatedEmbedder())
+        return held[-1]
+
+    def settings(name: str) -> KiokuSettings:
+        # nothing embeds a pending note but the (held) job: no prefetch, no fresh pass
+        s = shared_settings(tmp_path, name, shared_url)
+        search = s.search.model_copy(
+            update={"prefetch_budget_ms": 0, "fresh_top": 0, "fast_first": True}
+        )
+        return s.model_copy(update={"search": search})
+
+    monkeypatch.setattr(app_module, "build_embedder", gated)
+    try:
+        async with open_app(settings("a")) as a, open_app(settings("b")) as b:
+            scope = settings_scope(a.settings)
+            for text in OTHERS:
+                await NoteService(a).add(scope, NoteFields(text=text))
+            added = await NoteService(a).add(scope, NoteFields(text=PRINTER))
+            found = await NoteService(b).search(scope, NoteQuery(query=PARAPHRASE, top=3))
+            assert found.results and found.results[0].id == added.id
+            pid = point_id("note", added.id)
+            assert b.index.fast_pool is not None and pid in b.index.fast_pool
+            for embedder in held:
+                embedder.gate.set()
+    finally:
+        for embedder in held:
+            embedder.gate.set()
+
+
+def test_a_pool_hit_only_adds_to_a_pending_note() -> None:
+    params = RankingParams()
+    dense = [IndexHit("d1", 0.85, {"dense": True}), IndexHit("d2", 0.80, {"dense": True})]
+    sparse = [IndexHit("p1", 5.0, {"dense": False}), IndexHit("d1", 1.0, {"dense": True})]
+    before = {c.point_id: c.score for c in fuse(dense, sparse, params)}
+    fast = [IndexHit("p1", 0.78, {"dense": False}), IndexHit("p2", 0.84, {"dense": False})]
+    after = {c.point_id: c.score for c in fuse(dense, sparse, params, fast=fast)}
+    assert after["p1"] >= before["p1"]  # a strong lexical match keeps its score
+    assert "p2" not in before and after["p2"] > 0  # found by its fast vector alone
+    assert (after["d1"], after["d2"]) == (before["d1"], before["d2"])  # indexed: untouched
+    # a note embedded meanwhile (a search's own fresh pass) keeps its real dense score
+    embedded = [*dense, IndexHit("p2", 0.90, {"dense": True})]
+    both = {c.point_id: c for c in fuse(embedded, sparse, params, fast=fast)}
+    assert both["p2"].fast_part == 0.0

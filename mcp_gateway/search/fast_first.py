@@ -54,7 +54,7 @@ def attach(index: LiveIndex, settings: SearchSettings) -> None:
     try:
         wordllama_files()
     except FileNotFoundError as exc:
-        log.warning("fast first vectors off: %s", exc)
+        log.warning("fast first vectors off: %s (pip install 'kioku[fast-first]')", exc)
         return
     index.fast_pool = FastPool(static.DIM)
     static.enable(True)

@@ -17,13 +17,14 @@ The threshold was measured, not guessed (``bench/quality/neardup``: hand-written
 near-duplicate and related pairs in en/ja/th, chosen on one half, scored on the other;
 docs/ranking.md). A note without a stored vector for its current text (its embedding
 job has not run yet: the context is written at once after an add) is embedded here
-with ``embed`` when given, else shown on its own.
+with ``embed`` when given (the export stores what it embeds, so the job does not embed
+it again), else shown on its own.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -54,7 +55,8 @@ class VectorSource(Protocol):
     async def get(self, kind: str, model: str, ids: Sequence[str]) -> dict[str, StoredVector]: ...
 
 
-Embed = Callable[[Sequence[str]], Awaitable[list[list[float]]]]
+# the notes' dense vectors by id, embedded now (and stored: ``jobs.embedding.embed_now``)
+Embed = Callable[[Sequence[Note]], Awaitable[Mapping[str, Sequence[float]]]]
 
 
 def marks(text: str) -> frozenset[str]:
@@ -116,8 +118,7 @@ class Folder:
                 missing.append(note)
         if missing and self.embed is not None:
             try:
-                fresh = await self.embed([note_document(n) for n in missing])
-                raw.update({n.id: v for n, v in zip(missing, fresh, strict=True)})
+                raw.update(await self.embed(missing))
             except EmbedderUnavailable as exc:
                 # a one-shot CLI command's export at its close (the embedder stopping),
                 # an Ollama down: the next export folds them; not worth a traceback on

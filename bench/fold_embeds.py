@@ -31,7 +31,6 @@ from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.services.app import open_app
 from mcp_gateway.services.notes import NoteService
 
-
 NOTE_TYPES = {"note", "lesson", "conclusion", "knowledge", "profile", "checkpoint"}
 
 
@@ -85,7 +84,7 @@ async def main(args: argparse.Namespace) -> None:
                 await service.store(NoteFields(text=text, type=kind), app.namespaces[0])
                 await asyncio.sleep(max(0.0, began + (i + 1) / args.rate - time.perf_counter()))
             await app.jobs.drain()
-            while await app.vectors.drafts(app.embedder.model_id, limit=1):
+            while await app.vectors.drafts(app.embedder.model_id, limit=1):  # noqa: ASYNC110
                 await asyncio.sleep(0.1)
             await app.jobs.drain()
             settled = time.perf_counter() - began

@@ -125,6 +125,7 @@ def test_one_thing_changed_is_told_from_a_rewording() -> None:
     ]
     together = [
         (FORCE_PUSH_OLD, FORCE_PUSH_NEW),
+        (FORCE_PUSH_OLD, FORCE_PUSH_NEW.replace("Do not", "Don't")),  # a contraction
         (
             "Never force-push to main; it rewrites shared history.",
             "Do not force push to the main branch — it rewrites history others share.",

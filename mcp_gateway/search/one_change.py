@@ -45,10 +45,7 @@ _EN_FUNCTION = frozenset(
     how why instead once until before after up down out off again still yet very too
     more most less already first always""".split()
 )
-_EN_NEGATION = frozenset(
-    "not never no don't dont doesn't cannot can't without nor won't isn't aren't "
-    "mustn't shouldn't".split()
-)
+_EN_NEGATION = frozenset("not never no dont cannot without nor".split())
 _JA_NEGATION = ("ない", "せず", "禁止", "ません", "なし", "無し")
 _TH_NEGATION = ("ไม่", "ห้าม", "อย่า")
 _TH_FUNCTION = tuple(
@@ -60,6 +57,12 @@ _TH_FUNCTION = tuple(
 _KNOWN = sorted({*_TH_FUNCTION, *_TH_NEGATION, *_JA_NEGATION}, key=len, reverse=True)
 _NEGATIONS = frozenset((*_TH_NEGATION, *_JA_NEGATION))
 _LOOSE = re.compile(r"[\s\-_./]")
+# the apostrophe splits words: "don't" would be "don" and "t", two content words
+_CONTRACTIONS = (
+    (re.compile(r"\bwon['’]t\b"), "will not"),
+    (re.compile(r"\bcan['’]t\b"), "can not"),
+    (re.compile(r"n['’]t\b"), " not"),
+)
 
 CONTENT, FUNCTION, NEGATION = "c", "f", "n"
 
@@ -94,9 +97,12 @@ def units(text: str) -> list[tuple[str, str]]:
     """(unit, CONTENT/FUNCTION/NEGATION): Latin words; in Japanese and Thai runs the
     listed words whole, else single characters (hiragana are function units)."""
     out: list[tuple[str, str]] = []
-    for kind, run in runs(unicodedata.normalize("NFKC", text).casefold()):
+    text = unicodedata.normalize("NFKC", text).casefold()
+    for pattern, replacement in _CONTRACTIONS:
+        text = pattern.sub(replacement, text)
+    for kind, run in runs(text):
         if kind == WORD:
-            if run in _EN_NEGATION or run.endswith("n't"):
+            if run in _EN_NEGATION:
                 out.append((run, NEGATION))
             else:
                 out.append((run, FUNCTION if run in _EN_FUNCTION or run.isdigit() else CONTENT))

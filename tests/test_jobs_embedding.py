@@ -17,15 +17,18 @@ import anyio
 import numpy as np
 import pytest
 
+from mcp_gateway.common.access import settings_scope
 from mcp_gateway.common.errors import EmbedderUnavailable
 from mcp_gateway.common.inputs import NoteFields
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.common.types import Note
 from mcp_gateway.indexing.indexer import note_document
 from mcp_gateway.jobs.embedding import DRAFTS_STORED_TOGETHER, EmbedStats, embed_notes
+from mcp_gateway.jobs.session_context import for_reader
 from mcp_gateway.services.app import AppContext, open_app
 from mcp_gateway.stores.vectors import VectorRow
 from tests.conftest import without_prefetcher
+from tests.test_neardup import FORCE_PUSH_NEW, FORCE_PUSH_OLD
 
 BURST = [
     "the staging database is reset every Monday at 06:00 UTC",
@@ -99,6 +102,27 @@ async def test_a_note_or_two_are_embedded_exactly_at_once(settings: KiokuSetting
         await app.jobs.notes_changed(notes)
         await app.settle()
         assert {draft for _, draft in (await stored(app, notes)).values()} == {False}
+
+
+async def test_the_context_stores_the_vectors_it_embeds_to_fold(settings: KiokuSettings) -> None:
+    """Before: the session context's fold embedded notes that had no vector yet and threw
+    the vectors away, so the job embedded them again (~5 % of a burst's embedding,
+    bench/LOG.md "burst over MCP"). Now they are stored as the job stores them, exact
+    and with latent terms: the context folds, and the job has nothing left to embed."""
+    async with open_app(settings) as app:
+        await opened_quiet(app)
+        older = await app.notes.add(NoteFields(text=FORCE_PUSH_OLD, type="lesson"))
+        newer = await app.notes.add(NoteFields(text=FORCE_PUSH_NEW, type="lesson"))
+        assert await stored(app, [older, newer]) == {}  # no job has run for them
+        _snap, content = await for_reader(app.job_context, settings_scope(app.settings))
+        assert f"also `{older.id}`" in content  # folded with the vectors embedded now
+        kept = await stored(app, [older, newer])
+        assert set(kept) == {older.id, newer.id}
+        assert [draft for _, draft in kept.values()] == [False, False]
+        np.testing.assert_allclose(kept[newer.id][0], await exact(app, newer), atol=2e-3)
+        stats = EmbedStats()
+        await embed_notes(app.job_context, [older.id, newer.id], stats)
+        assert (stats.embedded, stats.embedder_calls) == (0, 0)
 
 
 async def test_no_drafts_when_turned_off(settings: KiokuSettings) -> None:

@@ -37,6 +37,22 @@ async def test_terms_round_trip_beside_the_vector(store: VectorStore) -> None:
     assert await store.without_terms("m") == [("note", "c")]
 
 
+async def test_a_draft_never_replaces_the_exact_vector_of_the_same_text(
+    store: VectorStore,
+) -> None:
+    """Before: the job's draft of a note, stored after the session context's fold (or the
+    prefetch) had stored its exact vector, replaced it, and the note was embedded exactly
+    a second time once reconcile found the draft."""
+    await store.put("note", "m", [("a", "h1", [1.0, 0.0]), ("b", "h1", [1.0, 0.0])])
+    await store.put("note", "m", [("a", "h1", [0.0, 1.0]), ("b", "h2", [0.0, 1.0])], draft=True)
+    got = await store.get("note", "m", ["a", "b"])
+    assert (got["a"].vector, got["a"].draft) == ([1.0, 0.0], False)
+    assert (got["b"].vector, got["b"].draft, got["b"].content_hash) == ([0.0, 1.0], True, "h2")
+    # an exact vector replaces a draft
+    await store.put("note", "m", [("b", "h2", [1.0, 0.0])])
+    assert (await store.get("note", "m", ["b"]))["b"].draft is False
+
+
 def test_empty_terms_are_not_missing_terms() -> None:
     assert pack_terms(SparseVector([], [])) == b"" and pack_terms(None) is None
     assert unpack_terms(b"") == SparseVector([], []) and unpack_terms(None) is None

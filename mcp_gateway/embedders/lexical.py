@@ -153,6 +153,15 @@ def tokenize(text: str) -> list[str]:
     return out
 
 
+WORD = _WORD  # the kind ``runs`` gives a spaced-script word
+
+
+def runs(text: str) -> Iterator[tuple[int, str]]:
+    """(kind, run) of ``text`` (NFKC it first): ``WORD`` compounds, unspaced-script
+    runs (kana/Han, Thai ...) of another kind; separators dropped."""
+    return _runs(text)
+
+
 def compounds(text: str) -> list[str]:
     """The spaced-script words of ``text`` as written (not casefolded), identifiers
     whole: ``rate_limit``, ``getUserName``, ``v1.2.3``. Each one's casefolded form is

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -26,6 +27,7 @@ from mcp_gateway.common.render import iso, quote
 from mcp_gateway.common.settings import ExportSettings
 from mcp_gateway.common.types import Note
 from mcp_gateway.jobs.context import JobContext
+from mcp_gateway.jobs.embedding import embed_now
 from mcp_gateway.search.neardup import Folder
 from mcp_gateway.stores.notes import NoteStore
 
@@ -176,7 +178,7 @@ async def build(
 async def for_reader(kc: JobContext, scope: Scope) -> tuple[ContextSnapshot, str]:
     """The context ``scope`` reads, its near-duplicates folded and its current records
     listed: what the export writes and every door shows."""
-    folder = Folder(kc.vectors, kc.embedder.model_id, kc.embedder.embed_documents)
+    folder = Folder(kc.vectors, kc.embedder.model_id, partial(embed_now, kc))
     return await build(kc.notes, kc.settings.export, scope, kc.records, folder)
 
 

@@ -9,19 +9,22 @@ stored and readable (``get_note``, ``kioku show``). Nothing is deleted or change
 Two notes that differ in an identifier or a number name different things however
 alike their wording ("Incident 12 ... marker zq7c" and "Incident 13 ... marker 4b1e",
 port 5432 and port 6432): they never fold, so a search that found one by its
-identifier shows that one.
+identifier shows that one. Nor do two that are one sentence with one thing changed
+(``one_change.differ``: "images" / "videos", "Atlantis" / "the CI pipeline", a
+negation moved), which the model finds as alike as rewordings.
 
 The threshold was measured, not guessed (``bench/quality/neardup``: hand-written
 near-duplicate and related pairs in en/ja/th, chosen on one half, scored on the other;
 docs/ranking.md). A note without a stored vector for its current text (its embedding
 job has not run yet: the context is written at once after an add) is embedded here
-with ``embed`` when given, else shown on its own.
+with ``embed`` when given (the export stores what it embeds, so the job does not embed
+it again), else shown on its own.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -32,14 +35,16 @@ from mcp_gateway.common.types import Note, SearchResult
 from mcp_gateway.embedders.lexical import compounds, tokenize
 from mcp_gateway.indexing.indexer import note_document
 from mcp_gateway.search.exact_terms import token_like
+from mcp_gateway.search.one_change import differ
 from mcp_gateway.stores.vectors import StoredVector, content_hash
 
 log = logging.getLogger(__name__)
 
-# e5 (multilingual-e5-small), chosen on the dev half of bench/quality/neardup/pairs.jsonl
-# (measure.py: least cost, a wrong fold counting as two missed ones); on the test half it
-# folds 36 of 46 near-duplicates and 7 of 45 related pairs (docs/ranking.md).
-FOLD_SIMILARITY = 0.95
+# e5 (multilingual-e5-small), chosen with ``one_change`` on the dev half of
+# bench/quality/neardup/pairs.jsonl (measure.py: least cost, a wrong fold counting as two
+# missed ones); on the test half it folds 69 of 88 near-duplicates and 10 of 87 related
+# pairs (docs/ranking.md).
+FOLD_SIMILARITY = 0.945
 
 
 class NoteSource(Protocol):
@@ -50,7 +55,8 @@ class VectorSource(Protocol):
     async def get(self, kind: str, model: str, ids: Sequence[str]) -> dict[str, StoredVector]: ...
 
 
-Embed = Callable[[Sequence[str]], Awaitable[list[list[float]]]]
+# the notes' dense vectors by id, embedded now (and stored: ``jobs.embedding.embed_now``)
+Embed = Callable[[Sequence[Note]], Awaitable[Mapping[str, Sequence[float]]]]
 
 
 def marks(text: str) -> frozenset[str]:
@@ -112,8 +118,7 @@ class Folder:
                 missing.append(note)
         if missing and self.embed is not None:
             try:
-                fresh = await self.embed([note_document(n) for n in missing])
-                raw.update({n.id: v for n, v in zip(missing, fresh, strict=True)})
+                raw.update(await self.embed(missing))
             except EmbedderUnavailable as exc:
                 # a one-shot CLI command's export at its close (the embedder stopping),
                 # an Ollama down: the next export folds them; not worth a traceback on
@@ -154,6 +159,7 @@ class Folder:
                 m.id in unit
                 and names[m.id] == names[note.id]
                 and float(unit[m.id] @ mine) >= self.threshold
+                and not differ(m.text, note.text)
                 for m in group
             ):
                 return i

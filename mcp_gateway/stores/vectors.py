@@ -184,7 +184,8 @@ class VectorStore:
         self, kind: str, model: str, items: Sequence[VectorRow], *, draft: bool = False
     ) -> int:
         """Store ``(source_id, content_hash, vector[, terms])`` rows (``draft``: from the
-        embedder's draft pass); returns the last seq written."""
+        embedder's draft pass; a draft row leaves an exact one of the same hash as it
+        is); returns the last seq written."""
         if not items:
             return 0
         now = time.time()
@@ -201,7 +202,11 @@ class VectorStore:
                 "ON CONFLICT(kind, source_id, model) DO UPDATE SET "
                 "content_hash = excluded.content_hash, dim = excluded.dim, "
                 "vector = excluded.vector, seq = excluded.seq, created_at = excluded.created_at, "
-                "terms = excluded.terms, draft = excluded.draft",
+                "terms = excluded.terms, draft = excluded.draft "
+                # a draft never replaces the exact vector of the same text (stored by the
+                # session context's fold or the prefetch while the job drafted the note)
+                "WHERE NOT (excluded.draft = 1 AND vectors.draft = 0 "
+                "AND vectors.content_hash = excluded.content_hash)",
                 [
                     (
                         kind,

@@ -72,6 +72,7 @@ async def test_a_quantized_graph_answers_with_exact_cosines(tmp_path: Path) -> N
         await index.build_graph()
         stored = json.loads((index.dir / CONFIG_FILE).read_text("utf-8"))
         assert stored["quantization_config"]["scalar"]["type"] == "int8"
+        assert stored["quantization_config"]["scalar"]["always_ram"] is True
         assert list(index.dir.glob("segments/*/vector_storage-dense/quantized.data"))
         unrescored_off = 0.0
         for q in queries:

@@ -147,7 +147,11 @@ def stats(ms: list[float]) -> dict[str, float]:
 # -- loading kioku (runs in a subprocess with the code under test on PYTHONPATH) -------
 
 
-async def _load_kioku(data_dir: Path, texts: list[str], pool_n: int) -> None:
+async def _load_kioku(data_dir: Path, texts: list[str], pool_n: int, blend: bool = False) -> None:
+    """``texts`` as notes; the first ``pool_n`` embedded, each later one the vector of its
+    text's ``i % pool_n`` with small noise, or with ``blend``: that vector blended with
+    another embedded text's (``l * a + (1 - l) * b``, ``l`` uniform in [0.5, 1]), real
+    text's spread rather than noise around a few hundred points (``scale_search.py``)."""
     import numpy as np
 
     from mcp_gateway.common.inputs import NoteFields
@@ -172,9 +176,14 @@ async def _load_kioku(data_dir: Path, texts: list[str], pool_n: int) -> None:
                 note = await app.notes.add(
                     NoteFields(text=texts[i], type="note"), settings.namespace
                 )
-                base = pool[i % pool_n] + (
-                    noise.normal(0, 0.02, pool.shape[1]) if i >= pool_n else 0
-                )
+                if i < pool_n:
+                    base = pool[i]
+                elif blend:
+                    mix = noise.uniform(0.5, 1.0)
+                    other = pool[int(noise.integers(pool_n))]
+                    base = mix * pool[i % pool_n] + (1 - mix) * other
+                else:
+                    base = pool[i % pool_n] + noise.normal(0, 0.02, pool.shape[1])
                 notes.append(note)
                 dense = (base / np.linalg.norm(base)).tolist()
                 terms = pool_terms[i % pool_n]

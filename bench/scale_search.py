@@ -13,11 +13,15 @@ Issue 12 asks for a search at 100k within 2x of 10k. ``--texts real``: the memor
 the quality sets' real ones (``ingest.real_texts``: numbered copies past their 2,135, so
 the lexical channels' postings grow as a real store's do) and the questions the
 conversational set's hand-written ones (``peers.real_questions``); the dense vectors are
-still the pool's (500 embedded, the rest reused with noise). ``--phases`` also prints
-where a cached-embedding search's time goes (the index call, the rest).
+still the pool's (500 embedded, the rest reused with noise: near-copies, close to random
+vectors for the graph). ``--blend`` (with ``--keep``): every distinct memory embedded
+and each numbered copy's vector a blend of its memory's and another memory's, the
+spread of real text (``hnsw_scale.py --synth blend``). ``--phases`` also prints where a
+cached-embedding search's time goes (the index call, the rest); ``bench/scale_channels.py``
+splits the index call by channel.
 
     flock "${TMPDIR:-/tmp}/kioku-bench.lock" python bench/scale_search.py \\
-        [--sizes 10000 100000] [--queries 150]
+        [--sizes 10000 100000] [--queries 150] [--texts real --keep DIR [--blend]]
 """
 
 # ruff: noqa: E402
@@ -128,9 +132,9 @@ async def main(args: argparse.Namespace) -> None:
     print(f"load {os.getloadavg()[0]:.1f}; {args.texts} texts", flush=True)
     for n in args.sizes:
         if args.keep:  # a data dir kept between runs: loaded once, searched again
-            data = Path(args.keep) / f"{args.texts}-{n}"
+            data = Path(args.keep) / f"{args.texts}-{n}{'-blend' if args.blend else ''}"
             if not data.exists():
-                await measure_load(data, n, args.texts)
+                await measure_load(data, n, args.texts, args.blend)
             results[n] = await measure(data, n, queries, "kept", args.phases, args.recall)
         else:
             with tempfile.TemporaryDirectory() as tmp:
@@ -144,6 +148,9 @@ async def main(args: argparse.Namespace) -> None:
         for label, ms in times.items():
             ratio = statistics.median(ms) / statistics.median(results[first][label])
             print(f"{n:>8,} {label:<17}{pcts(ms):>24}   x{ratio:.2f}")
+
+
+DISTINCT = 2_135  # the quality sets' memories: ``real_texts`` numbers copies past them
 
 
 def cache_module() -> Any:
@@ -208,8 +215,10 @@ async def dense_recall(app: Any, queries: list[str], n: int) -> str:
     )
 
 
-async def measure_load(data: Path, n: int, texts: str) -> None:
-    if texts == "real":
+async def measure_load(data: Path, n: int, texts: str, blend: bool = False) -> None:
+    if texts == "real" and blend:  # every distinct memory embedded, the rest blends
+        await peers._load_kioku(data, real_texts(n), min(n, DISTINCT), blend=True)
+    elif texts == "real":
         await peers._load_kioku(data, real_texts(n), 500)
     else:
         await peers._load_kioku(data, peers.memories(n, 1), 500)
@@ -225,4 +234,10 @@ if __name__ == "__main__":
         "--recall", action="store_true", help="the dense channel's recall@10/@50 vs exact"
     )
     ap.add_argument("--keep", default="", help="a folder to keep the loaded data dirs in")
+    ap.add_argument(
+        "--blend",
+        action="store_true",
+        help="with --texts real --keep: every distinct memory embedded, each copy's vector "
+        "a blend of its memory's and another's (not noise around 500 vectors)",
+    )
     asyncio.run(main(ap.parse_args()))

@@ -79,6 +79,9 @@ async def test_built_graph_answers_like_exact_search(tmp_path: Path) -> None:
         after = {q: await dense_top(app, q) for q in QUERIES}
         assert after == before
     assert [p.name for p in (settings.index_path / "edge").iterdir()] == ["kioku-2"]
+    # the graph walks int8 copies of the vectors (and rescores: same answers as above)
+    stored = (settings.index_path / "edge" / "kioku-2" / "edge_config.json").read_text()
+    assert '"quantization_config":{"scalar":{"type":"int8"' in stored
     # a restarted owner opens the graph built with the build's own parameters
     async with open_app(settings, run_jobs=False) as app:
         assert getattr(app.index.current, "graph_points", 0) == len(TEXTS)

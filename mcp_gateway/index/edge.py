@@ -74,6 +74,7 @@ from mcp_gateway.index.edge_types import (
     hits,
     present,
     scored,
+    search_params,
     stored_payloads,
     view_requests,
     with_mirror,
@@ -98,18 +99,22 @@ class EdgeIndex(ChannelSearch):
         write_guard: Callable[[], None] | None = None,
         dense_storage: str = "turbo16",
         payload_cache_size: int = 24_000,
+        quantization: qe.ScalarQuantizationConfig | None = None,
     ) -> None:
         """``write_guard`` runs before every write, in the write's own worker thread
         (``diskguard.space_guard``: refuse a write on a nearly full disk, one thread hop
         instead of two). ``dense_storage``: how a new shard stores dense vectors
         (``edge_shard.STORAGE``); an existing one keeps its own, read at ``open``.
-        ``payload_cache_size``: hit payloads kept between writes (``edge_cache``)."""
+        ``payload_cache_size``: hit payloads kept between writes (``edge_cache``).
+        ``quantization``: what a graph build quantizes the dense vectors to (the build
+        process's; None keeps a stored shard's)."""
         self.spec = spec
         self.dir = Path(path) / spec.collection
         self._exact_below = exact_search_below
         self._hnsw_ef = hnsw_ef
         self._optimizers = optimizers
         self._hnsw = hnsw  # graph build parameters (m, ef_construct); None: the engine's
+        self._quantization = quantization
         self.dense_storage = dense_storage
         self.graph_points = 0
         # point writes since the graph was built: each moved a point out of it
@@ -180,7 +185,12 @@ class EdgeIndex(ChannelSearch):
 
     def _open_sync(self) -> qe.EdgeShard:
         shard, self.spec, self.dense_storage = open_shard(
-            self.dir, self.spec, self._optimizers, self._hnsw, self.dense_storage
+            self.dir,
+            self.spec,
+            self._optimizers,
+            self._hnsw,
+            self.dense_storage,
+            self._quantization,
         )
         # what opening read in (WAL, payload indexes, sparse vectors) is not read again
         page_out(self.dir, keep=GRAPHS)
@@ -322,7 +332,7 @@ class EdgeIndex(ChannelSearch):
                 exact = shard.info().points_count < self._exact_below
                 # With a graph, hnsw_ef sets recall (docs/performance.md, "Scale");
                 # without one, a non-exact search scans the plain segments anyway.
-                params = qe.SearchParams(exact=exact, hnsw_ef=None if exact else self._hnsw_ef)
+                params = search_params(exact, self._hnsw_ef)
                 # every view of the query in one traversal of the graph (edge_types)
                 requests += view_requests(views, DENSE, qfilter, params, limit) if views else []
             n_views = len(requests)

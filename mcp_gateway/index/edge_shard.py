@@ -34,7 +34,10 @@ def shard_config(
     optimizers: qe.EdgeOptimizersConfig | None,
     hnsw: qe.HnswIndexConfig | None,
     storage: str,
+    quantization: qe.ScalarQuantizationConfig | None = None,
 ) -> qe.EdgeConfig:
+    """``quantization``: the quantized copies a graph build makes of the dense vectors
+    (None: a stored shard keeps what it has, a new one has none)."""
     sparse = {SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)}
     if spec.latent:
         # plain dot product, no IDF. Always through the inverted index: below its
@@ -49,6 +52,7 @@ def shard_config(
         sparse_vectors=sparse,
         optimizers=optimizers,
         hnsw_config=hnsw,
+        quantization_config=quantization,
     )
 
 
@@ -69,6 +73,7 @@ def open_shard(
     optimizers: qe.EdgeOptimizersConfig | None,
     hnsw: qe.HnswIndexConfig | None,
     storage: str,
+    quantization: qe.ScalarQuantizationConfig | None = None,
 ) -> tuple[qe.EdgeShard, IndexSpec, str]:
     """The shard in ``directory`` (created when absent with ``storage``), the spec it was
     opened with and its dense storage: a stored shard keeps the latent vector, the
@@ -88,7 +93,7 @@ def open_shard(
         (directory / CHANNELS_FILE).write_text(
             json.dumps([dataclasses.asdict(c) for c in spec.channels]), "utf-8"
         )
-    config = shard_config(spec, optimizers, hnsw, stored.storage)
+    config = shard_config(spec, optimizers, hnsw, stored.storage, quantization)
     try:
         if exists:
             shard = qe.EdgeShard.load(str(directory), config)

@@ -48,6 +48,13 @@ BUILD_OPTIMIZERS = qe.EdgeOptimizersConfig(indexing_threshold=1)
 # (real e5 vectors, tiled): recall@10 at ef=512 0.883 -> 0.940, search p50 2.2 -> 3.8 ms
 # (exact at 10k: 2.1 ms), build 25 -> 61 s -- in this process, never the owner's.
 BUILD_HNSW = qe.HnswIndexConfig(m=32, ef_construct=256, full_scan_threshold=10_000)
+# The graph walks int8 copies of the dense vectors, held in memory (half turbo16's
+# bytes: 38.8 MB at 100k notes), and the search rescores its candidates with the stored
+# vectors (``edge_types.search_params``). 100k notes, same ef, same recall: the walk
+# ~1.2-1.7x faster, a cached-embedding search ~0.92x, a new query no slower; mapped
+# from the file instead, new queries after an open were slower (bench/LOG.md, "scale
+# at 100k"). ``always_ram`` is what was measured (the engine calls it deprecated).
+BUILD_QUANTIZATION = qe.ScalarQuantizationConfig(qe.ScalarType.Int8, quantile=0.99, always_ram=True)
 
 
 # A database URL (it may carry a password) reaches the build through its environment,
@@ -142,7 +149,12 @@ async def build(
     await db.open()
     try:
         index = EdgeIndex(
-            spec, root, optimizers=BUILD_OPTIMIZERS, hnsw=BUILD_HNSW, dense_storage=dense_storage
+            spec,
+            root,
+            optimizers=BUILD_OPTIMIZERS,
+            hnsw=BUILD_HNSW,
+            quantization=BUILD_QUANTIZATION,
+            dense_storage=dense_storage,
         )
         await index.open()
         try:

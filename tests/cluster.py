@@ -131,7 +131,7 @@ def redis_server(addrs: list[str]) -> Iterator[int]:
         proc.wait(timeout=10)
 
 
-def wait_port(addr: str, port: int, timeout_s: float, proc: subprocess.Popen[bytes] | None = None):  # type: ignore[no-untyped-def]
+def wait_port(addr: str, port: int, timeout_s: float, proc: subprocess.Popen[bytes] | None = None):
     deadline = time.monotonic() + timeout_s
     while True:
         with contextlib.suppress(OSError):
@@ -184,7 +184,7 @@ class Proc:
         return self.log.read_text(errors="replace")[-n:] if self.log.exists() else ""
 
 
-def kioku_env(data_dir: Path, database_url: str, redis_url: str | None, **extra: str):  # type: ignore[no-untyped-def]
+def kioku_env(data_dir: Path, database_url: str, redis_url: str | None, **extra: str):
     env = {k: v for k, v in os.environ.items() if not k.startswith("KIOKU_")}
     empty = data_dir.parent / f"{data_dir.name}.toml"  # the user's config must not apply
     data_dir.parent.mkdir(parents=True, exist_ok=True)

@@ -16,7 +16,7 @@ import pytest
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
 
-from mcp_gateway.common.settings import KiokuSettings
+from mcp_gateway.common.settings import IndexSettings, KiokuSettings
 from mcp_gateway.daemon import local_gateway as gw
 from mcp_gateway.protocol.server import create_server
 from mcp_gateway.services.app import AppContext
@@ -65,7 +65,7 @@ def settings(tmp_path: Path, request: pytest.FixtureRequest) -> KiokuSettings:
         redis_url=None,
         qdrant_url=None,
         database_url=url,
-        index={"collection": f"t_{uuid.uuid4().hex[:12]}"},
+        index=IndexSettings(collection=f"t_{uuid.uuid4().hex[:12]}"),
     )
 
 
@@ -89,18 +89,18 @@ class Harness:
     def app(self) -> AppContext:
         return self._apps[0]
 
-    async def call(self, tool: str, **arguments: object):  # type: ignore[no-untyped-def]
+    async def call(self, tool: str, **arguments: object):
         return await self.client.call_tool(tool, arguments)
 
-    async def ok(self, tool: str, **arguments: object) -> dict:  # type: ignore[type-arg]
+    async def ok(self, tool: str, **arguments: object) -> dict:
         res = await self.call(tool, **arguments)
-        assert not res.is_error, res.content[0].text  # type: ignore[union-attr]
+        assert not res.is_error, res.content[0].text
         return res.structured_content or {}
 
     async def error(self, tool: str, **arguments: object) -> str:
         res = await self.call(tool, **arguments)
         assert res.is_error, f"{tool}({arguments}) should have failed"
-        text: str = res.content[0].text  # type: ignore[union-attr]
+        text: str = res.content[0].text
         assert "Traceback" not in text
         return text
 

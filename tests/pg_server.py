@@ -20,7 +20,7 @@ import pytest
 ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 
 
-def _admin():  # type: ignore[no-untyped-def]
+def _admin():
     import psycopg
 
     return psycopg.connect(ADMIN_URL, autocommit=True, connect_timeout=3)

@@ -7,13 +7,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import queue
 import signal
 import socket
 import sqlite3
 import subprocess
 import tempfile
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -211,3 +212,9 @@ def letters(n: int) -> str:
 
 def text_of(result: Any) -> str:
     return "\n".join(getattr(c, "text", "") for c in result.content)
+
+
+def pump(lines: Iterable[bytes], into: queue.Queue[bytes]) -> None:
+    """Put each line of a process's output on ``into`` (a reader thread's target)."""
+    for line in lines:
+        into.put(line)

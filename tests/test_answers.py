@@ -68,7 +68,7 @@ def test_huge_answers_and_other_generations_are_not_served() -> None:
         return SearchResponse(query="q", results=[hit])
 
     cache = AnswerCache(size=2)
-    key = ("q", "", "", 5, ("default",))
+    key = ("q", "", "", 5, ("default",), ())
     cache.put(key, 7, {"*": 0.2}, response(MAX_ANSWER_CHARS + 1))
     assert cache.get(key, 7, {"*": 0.2}) is None
     cache.put(key, 7, {"*": 0.2}, response(10))

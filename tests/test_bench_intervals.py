@@ -9,6 +9,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,11 +40,11 @@ def test_paired_difference_flags_a_consistent_loss_only_in_large_groups(
 ) -> None:
     base_vals = [1.0] * 12 + [0.0] * 12
     cand_vals = [0.5] * 12 + [0.0] * 12  # every answered query got worse, the rest equal
-    base = {
+    base: dict[str, Any] = {
         "mode": "hybrid",
         "queries": rows(base_vals[:12], kind="a") + rows(base_vals[12:], kind="b"),
     }
-    cand = {
+    cand: dict[str, Any] = {
         "mode": "hybrid",
         "queries": rows(cand_vals[:12], kind="a") + rows(cand_vals[12:], kind="b"),
     }

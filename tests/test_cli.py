@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -131,7 +132,7 @@ def test_tilde_paths_expand_and_misspelled_variables_warn(tmp_path: Path) -> Non
 )
 def test_config_mistakes_are_one_clear_line(tmp_path: Path, case: str, expected: str) -> None:
     config = tmp_path / "kioku.toml"
-    env: dict[str, str] = {"KIOKU_DATA_DIR": str(tmp_path / "data")}
+    env: dict[str, Any] = {"KIOKU_DATA_DIR": str(tmp_path / "data")}
     if case == "log_level":
         env["KIOKU_LOG_LEVEL"] = "verbose"
     elif case == "data_dir_file":

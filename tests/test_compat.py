@@ -94,7 +94,8 @@ def test_session_manager_admission_and_owners() -> None:
         return mine
 
     compat.wrap_session_admission(manager, wrap)
-    assert manager._admit_session({"client_id": "a"}) is not None  # admitted: a session
+    requestor: Any = {"client_id": "a"}  # stands in for the SDK's authorization context
+    assert manager._admit_session(requestor) is not None  # admitted: a session
     assert seen == [{"client_id": "a"}]
     assert list(compat.live_session_owners(manager)) == [{"client_id": "a"}]
     manager._server_instances.clear()  # the session closed; its owner entry may linger

@@ -82,7 +82,7 @@ def points(dense: np.ndarray) -> list[IndexPoint]:
 
 async def top(index: EdgeIndex, query: np.ndarray, flt: IndexFilter | None = None) -> list[str]:
     dense = [float(x) for x in query]
-    hits, _ = await index.search(dense, SparseVector((), ()), flt or IndexFilter(), 5)
+    hits, _ = await index.search(dense, SparseVector([], []), flt or IndexFilter(), 5)
     return [h.id for h in hits]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -102,7 +103,8 @@ def test_without_a_calibration_file_queries_use_the_exact_graph(
 
 def test_a_calibration_for_another_model_shape_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "other.npz"
-    np.savez(path, **{"L0.qkv": np.ones(128, np.float16)})
+    arrays: dict[str, Any] = {"L0.qkv": np.ones(128, np.float16)}
+    np.savez(path, **arrays)
     assert not OnnxE5(model_path("original"), int8_queries=path).int8_queries
 
 

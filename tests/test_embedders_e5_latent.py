@@ -73,10 +73,12 @@ def test_long_text_terms_pool_over_every_window(engine: OnnxE5) -> None:
     tail = "クバネティスのポッドがメモリ不足で再起動を繰り返した。"
     long_text = "Notes about the release checklist and its owners. " * 120 + tail
     assert engine.token_count(long_text) > 1024
-    (_, (long_terms,)), (_, (tail_terms,)) = (
+    (_, long_out), (_, tail_out) = (
         engine.encode([long_text], "passage: ", 1, terms=True),
         engine.encode([tail], "passage: ", 1, terms=True),
     )
+    assert long_out is not None and tail_out is not None
+    (long_terms,), (tail_terms,) = long_out, tail_out
     assert long_terms is not None and tail_terms is not None
     strongest_tail = sorted(zip(tail_terms.values, tail_terms.indices, strict=True))[-5:]
     assert len({i for _, i in strongest_tail} & set(long_terms.indices)) >= 3

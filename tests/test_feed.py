@@ -20,7 +20,7 @@ import pytest
 
 from mcp_gateway.common.access import settings_scope
 from mcp_gateway.common.inputs import NoteChanges, NoteFields, NoteQuery, RecordFields
-from mcp_gateway.common.settings import KiokuSettings
+from mcp_gateway.common.settings import IndexSettings, KiokuSettings
 from mcp_gateway.common.types import point_id
 from mcp_gateway.jobs.solve_credit import SolveCredit
 from mcp_gateway.services.app import AppContext, open_app
@@ -44,7 +44,7 @@ def shared_settings(tmp_path: Path, name: str, url: str) -> KiokuSettings:
         database_url=url,
         redis_url=None,
         qdrant_url=None,
-        index={"collection": f"t_{uuid.uuid4().hex[:12]}"},
+        index=IndexSettings(collection=f"t_{uuid.uuid4().hex[:12]}"),
     )
 
 
@@ -244,7 +244,7 @@ async def test_periodic_work_runs_in_one_gateway(
     enough = asyncio.Event()
     enqueue = inprocess.InProcessQueue.enqueue
 
-    async def counted(self, function, *args, **kwargs):  # type: ignore[no-untyped-def]
+    async def counted(self, function, *args, **kwargs):
         if function == "rerank":
             runs[id(self)] = runs.get(id(self), 0) + 1
             if sum(runs.values()) >= window / period / 2:
@@ -338,7 +338,7 @@ async def test_session_context_holds_every_gateways_writes(
     writers: set[Path] = set()
     write_all = export.write_all
 
-    def recorded(content: str, primary: Path, destinations):  # type: ignore[no-untyped-def]
+    def recorded(content: str, primary: Path, destinations):
         if destinations:
             writers.add(primary)
         return write_all(content, primary, destinations)

@@ -20,7 +20,7 @@ import pytest
 import mcp_gateway.services.app as app_module
 from mcp_gateway.common.access import settings_scope
 from mcp_gateway.common.inputs import NoteFields, NoteQuery
-from mcp_gateway.common.settings import KiokuSettings
+from mcp_gateway.common.settings import IndexSettings, KiokuSettings, SearchSettings
 from mcp_gateway.common.types import point_id
 from mcp_gateway.embedders.base import Encoded
 from mcp_gateway.embedders.local import LocalEmbedder
@@ -106,8 +106,8 @@ def make_settings(tmp_path: Path, **search: Any) -> KiokuSettings:
         data_dir=tmp_path / "data",
         redis_url=None,
         qdrant_url=None,
-        index={"collection": f"f_{uuid.uuid4().hex[:12]}"},
-        search={"prefetch_budget_ms": 0, **search},
+        index=IndexSettings(collection=f"f_{uuid.uuid4().hex[:12]}"),
+        search=SearchSettings.model_validate({"prefetch_budget_ms": 0, **search}),
     )
 
 

@@ -19,6 +19,7 @@ import pytest
 import mcp_gateway.services.reindex as reindex_module
 from mcp_gateway.common.access import settings_scope
 from mcp_gateway.common.inputs import NoteChanges
+from mcp_gateway.common.settings import IndexSettings
 from mcp_gateway.common.types import IndexFilter, SparseVector, point_id
 from mcp_gateway.index import catalog
 from mcp_gateway.index.edge_graph import GRAPH_FILE
@@ -32,9 +33,9 @@ TEXTS = [f"{t}: observation {i} about the {t} of service {i % 7}" for i in range
 QUERIES = ["how many retries", "schema change in postgres", "evicting stale cache entries"]
 
 
-def graph_settings(data: Path):  # type: ignore[no-untyped-def]
+def graph_settings(data: Path):
     # every collection "outgrows" exact search: rebuilds go out of process
-    return settings_for(data, index={"exact_search_below": 1, "graph_check_s": 0})
+    return settings_for(data, index=IndexSettings(exact_search_below=1, graph_check_s=0))
 
 
 async def until(condition: Callable[[], bool]) -> None:
@@ -48,7 +49,7 @@ async def until(condition: Callable[[], bool]) -> None:
 
 async def dense_top(app: AppContext, query: str, k: int = 5) -> list[str]:
     vec = await app.embedder.embed_query(query)
-    hits, _ = await app.index.search(vec, SparseVector((), ()), IndexFilter(), k)
+    hits, _ = await app.index.search(vec, SparseVector([], []), IndexFilter(), k)
     return [h.id for h in hits]
 
 
@@ -89,7 +90,7 @@ async def test_a_float32_collection_is_kept_until_reindex_converts_it(tmp_path: 
     is under the turbo16 default (the engine refuses a config that differs), and
     `kioku reindex` (the build process) makes the new collection turbo16, same answers."""
     data = tmp_path / "data"
-    old = settings_for(data, index={"exact_search_below": 1, "dense_storage": "float32"})
+    old = settings_for(data, index=IndexSettings(exact_search_below=1, dense_storage="float32"))
     async with open_app(old, run_jobs=False) as app:
         await add_notes(app, TEXTS)
         before = {q: await dense_top(app, q) for q in QUERIES}
@@ -141,7 +142,7 @@ async def test_writes_during_the_build_are_not_lost(
         # a payload-only change has no new vector: only the journal replay carries it
         vec = await app.embedder.embed_query(TEXTS[2])
         lessons, _ = await app.index.search(
-            vec, SparseVector((), ()), IndexFilter(types=("lesson",)), 5
+            vec, SparseVector([], []), IndexFilter(types=("lesson",)), 5
         )
         assert [h.id for h in lessons] == [point_id("note", ids[2])]
         for query, want in (("zebra migration", added[0]), ("kangaroo payroll", ids[1])):

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcp_gateway.common.settings import KiokuSettings
+from mcp_gateway.common.settings import IndexSettings, KiokuSettings
 from mcp_gateway.protocol.server import create_server
 from mcp_gateway.services.app import AppContext
 from tests.conftest import connected
@@ -34,7 +34,7 @@ class Remote:
     def __init__(self, data_dir: Path) -> None:
         self.settings = KiokuSettings(
             data_dir=data_dir, redis_url=None, qdrant_url=None,
-            index={"collection": f"t_{uuid.uuid4().hex[:12]}"},  # type: ignore[arg-type]
+            index=IndexSettings(collection=f"t_{uuid.uuid4().hex[:12]}"),
         )  # fmt: skip
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)

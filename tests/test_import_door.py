@@ -163,11 +163,12 @@ async def test_the_owner_checks_what_it_is_sent(tmp_path: Path) -> None:
             # (which this test calls directly, not through the CLI) listens once they are
             socket = gateway_paths(data).socket
             assert await asyncio.to_thread(wait_until, lambda: gw.can_connect(socket), 60)
-            for items, words in [
+            bad: list[tuple[list[Any], str]] = [
                 ([NOTE, [1, 2]], "item 2: not a JSON object"),
                 ([{**RECORD, "history": [{"field": "title"}]}], "item 1: at must be a number"),
                 ([{**RECORD, "created_at": 1e309}], "item 1: created_at must be a time"),
-            ]:
+            ]
+            for items, words in bad:
                 answer = await post(items)
                 assert answer.status_code == 400, answer.text
                 assert words in answer.json()["error"]["message"]

@@ -53,7 +53,8 @@ def test_a_stored_note_is_its_fields_and_what_the_store_gives_it() -> None:
         "embedded_model",
     ]  # fmt: skip
     assert Note.model_fields["priority"].annotation == Priority  # as stored: one of three
-    note = Note(id="n", text="t", created_at=1.0, updated_at=1.0, content_hash="h")
+    row = {"id": "n", "text": "t", "created_at": 1.0, "updated_at": 1.0, "content_hash": "h"}
+    note = Note.model_validate(row)
     note.deleted = True  # a read model: a row's extra columns ignored, fields settable
     # an update merges the changes into the stored note's fields, then checks them
     assert note.changed_by(NoteChanges(text="u")).checked(RULES) == NoteFields(text="u")

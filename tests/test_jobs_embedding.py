@@ -24,6 +24,7 @@ from mcp_gateway.common.types import Note
 from mcp_gateway.indexing.indexer import note_document
 from mcp_gateway.jobs.embedding import DRAFTS_STORED_TOGETHER, EmbedStats, embed_notes
 from mcp_gateway.services.app import AppContext, open_app
+from mcp_gateway.stores.vectors import VectorRow
 from tests.conftest import without_prefetcher
 
 BURST = [
@@ -171,10 +172,12 @@ async def test_a_backlog_s_drafts_are_stored_a_few_at_a_time_as_they_are_done(
         done = 0
         put, encode = app.vectors.put, app.embedder.encode_documents
 
-        async def recording_put(kind: str, model: str, rows: Sequence, draft: bool = False):
+        async def recording_put(
+            kind: str, model: str, items: Sequence[VectorRow], *, draft: bool = False
+        ) -> int:
             if draft:
-                puts.append((len(rows), done))
-            return await put(kind, model, rows, draft=draft)
+                puts.append((len(items), done))
+            return await put(kind, model, items, draft=draft)
 
         async def counting(texts: Sequence[str], *, now: bool = False, draft: bool = False):
             nonlocal done

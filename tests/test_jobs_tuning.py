@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import mcp_gateway.services.app as app_module
 from mcp_gateway.common.inputs import NoteChanges, NoteFields
-from mcp_gateway.common.settings import KiokuSettings
+from mcp_gateway.common.settings import IndexSettings, KiokuSettings
 from mcp_gateway.common.types import IndexFilter, Note, SparseVector, point_id
 from mcp_gateway.jobs import priors, tasks, tuning
 from mcp_gateway.jobs.run import JobRun
@@ -40,7 +41,7 @@ def test_threshold_is_a_high_quantile_plus_margin_and_clamped() -> None:
 
 
 def test_log_pairs_come_from_solved_adds_only() -> None:
-    entries = [
+    entries: list[dict[str, Any]] = [
         {"event": "add_note", "id": "A", "solved_query": "why X"},
         {"event": "add_note", "id": "B", "solved_query": ""},
         {"event": "search_memory", "query": "why X", "result_ids": ["A"]},
@@ -79,19 +80,19 @@ def test_priors_reward_usefulness_and_age_out_stale_lessons() -> None:
 
 
 @pytest.fixture
-async def app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+async def app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     embedder = CountingEmbedder()
     monkeypatch.setattr(app_module, "build_embedder", lambda _s: embedder)
     settings = KiokuSettings(
         data_dir=tmp_path / "data",
         redis_url=None,
-        index={"backend": "qdrant", "collection": f"t{uuid.uuid4().hex[:10]}"},
+        index=IndexSettings(backend="qdrant", collection=f"t{uuid.uuid4().hex[:10]}"),
     )
     async with open_app(settings, run_jobs=False) as opened:
         yield opened
 
 
-async def _add(app, text: str, type_: str = "lesson", solved: str = "") -> Note:  # type: ignore[no-untyped-def]
+async def _add(app, text: str, type_: str = "lesson", solved: str = "") -> Note:
     n = await app.notes.add(
         NoteFields(text=text, type=type_, solved_query=solved), namespace=app.namespaces[0]
     )
@@ -100,7 +101,7 @@ async def _add(app, text: str, type_: str = "lesson", solved: str = "") -> Note:
     return n
 
 
-async def test_tune_job_stores_thresholds_the_search_reads(app) -> None:  # type: ignore[no-untyped-def]
+async def test_tune_job_stores_thresholds_the_search_reads(app) -> None:
     for i in range(5):
         await _add(
             app,
@@ -114,7 +115,7 @@ async def test_tune_job_stores_thresholds_the_search_reads(app) -> None:  # type
     assert (await app.thresholds.get(app.namespaces[0]))["lesson"] == thresholds["lesson"]
 
 
-async def test_rerank_prior_reaches_payload_and_survives_reembed(app) -> None:  # type: ignore[no-untyped-def]
+async def test_rerank_prior_reaches_payload_and_survives_reembed(app) -> None:
     useful = await _add(app, "retry with backoff when the API answers 429")
     solved = await _add(app, "solved the import error", "conclusion", solved="import error")
     app.activity.append_sync("search_memory", query="429", result_ids=[useful.id])

@@ -38,7 +38,7 @@ CHAT = [
 async def _answer(settings: KiokuSettings, fill: bool, query: str, top: int) -> list[str]:
     search = settings.search.model_copy(update={"margin_fill": fill})
     own = settings.model_copy(update={"search": search, "data_dir": settings.data_dir / str(fill)})
-    apps: list = []  # type: ignore[type-arg]
+    apps: list = []
     server = create_server(own, on_app=apps.append)
     async with connected(server) as client:
         h = Harness(client, apps)

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from mcp.types import LATEST_PROTOCOL_VERSION
 
-from tests.realproc import KIOKU, kill_daemon, kioku_env
+from tests.realproc import KIOKU, kill_daemon, kioku_env, pump
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -46,7 +46,7 @@ class Lines:
         self.queue: queue.Queue[bytes] = queue.Queue()
         assert proc.stdout is not None
         stream = proc.stdout
-        threading.Thread(target=lambda: [self.queue.put(b) for b in stream], daemon=True).start()
+        threading.Thread(target=pump, args=(stream, self.queue), daemon=True).start()
 
     def message(self, timeout: float = 120) -> dict[str, Any]:
         line = self.queue.get(timeout=timeout)

@@ -110,6 +110,7 @@ async def test_attached_editor_keeps_the_daemon_which_idles_out_after(data_dir: 
         assert not res.is_error
         nid = res.structured_content["id"]
         first = daemon_pid(data_dir)
+        assert first is not None
         await asyncio.sleep(3)  # three idle periods: an open editor is not idle
         assert daemon_pid(data_dir) == first
         # a daemon that exits cleanly under an attached editor (kioku stop, SIGTERM):

@@ -11,7 +11,7 @@ from mcp import Client
 
 from .http_server import http_client, http_gateway
 
-GRANTS = {
+GRANTS: dict[str, dict[str, Any]] = {
     "alice": {"token": "alice-token-0123456789", "namespace": "alice", "read": ["team"]},
     "bob": {"token": "bob-token-0123456789", "namespace": "bob", "read": ["team"]},
     "team": {"token": "team-token-0123456789", "namespace": "team"},

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -38,7 +39,7 @@ from tests.realproc import (
 
 def cli(
     data_dir: Path, *args: str, timeout: float = 120, **env: str
-) -> subprocess.CompletedProcess:  # type: ignore[type-arg]
+) -> subprocess.CompletedProcess:
     return subprocess.run(
         [KIOKU, *args],
         env=kioku_env(data_dir, **env),
@@ -48,7 +49,7 @@ def cli(
     )
 
 
-def ok(data_dir: Path, *args: str, **env: str) -> str:
+def ok(data_dir: Path, *args: str, **env: Any) -> str:
     done = cli(data_dir, *args, **env)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Traceback" not in done.stderr

@@ -141,7 +141,12 @@ async def test_activity_append_returns_before_the_write_and_readers_see_it(
     log = ActivityLog(tmp_path / "logs" / "activity.jsonl")
     gate = threading.Event()
     real_write = log._write
-    log._write = lambda *entries: (gate.wait(30), real_write(*entries))  # type: ignore[method-assign]
+
+    def parked(*entries: dict[str, Any]) -> None:
+        gate.wait(30)
+        real_write(*entries)
+
+    log._write = parked  # type: ignore[method-assign]
     await log.append("search_memory", query="q1")  # returns although the writer is parked
     assert not log.path.exists()
     gate.set()
@@ -169,10 +174,12 @@ async def test_query_and_document_lanes_set_their_own_openmp_threads() -> None:
     calls: list[tuple[int, int]] = []
     real = engine_lanes._omp_set_num_threads
     try:
-        engine_lanes._omp_set_num_threads = lambda n: (
-            calls.append((threading.get_ident(), n)),
-            real(n),
-        )
+
+        def recording(n: int) -> None:
+            calls.append((threading.get_ident(), n))
+            real(n)
+
+        engine_lanes._omp_set_num_threads = recording
         await emb.embed_query("which lane am I in")
         await emb.embed_documents(["a document"])
     finally:
@@ -192,10 +199,12 @@ async def test_each_lane_calls_the_engine_from_one_thread() -> None:
     assert real is not None
     lanes = {2: "query", 1: "documents"}
     try:
-        engine_lanes._omp_set_num_threads = lambda n: (
-            seen[lanes[n]].add(threading.get_ident()),
-            real(n),
-        )
+
+        def recording(n: int) -> None:
+            seen[lanes[n]].add(threading.get_ident())
+            real(n)
+
+        engine_lanes._omp_set_num_threads = recording
         for i in range(6):
             await emb.embed_query(f"query number {i}")
             await anyio.to_thread.run_sync(time.sleep, 0.001)  # other work on the pool

@@ -9,6 +9,7 @@ import json
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -19,6 +20,7 @@ from mcp_gateway.common.inputs import NoteFields, RecordFields
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.protocol.server import create_server
 from mcp_gateway.records import RecordStore
+from mcp_gateway.services.app import AppContext
 from mcp_gateway.stores.db import Database
 from mcp_gateway.stores.notes import NoteStore
 from tests.conftest import Harness, connected
@@ -162,7 +164,9 @@ async def test_a_worker_needs_only_the_database_redis_and_its_model(
     )
     env = worker_env(owner_settings)
     env.update(KIOKU_DATABASE_URL=url, KIOKU_DATA_DIR=str(tmp_path / "worker"))
-    owner_env = {k: v for k, v in env.items() if k.startswith("KIOKU_") and k != "KIOKU_DATA_DIR"}
+    owner_env: dict[str, Any] = {
+        k: v for k, v in env.items() if k.startswith("KIOKU_") and k != "KIOKU_DATA_DIR"
+    }
     texts = [f"note {i}: the {topic} runbook lives in the wiki" for i, topic in enumerate(TOPICS)]
     texts.append("本番環境へのデプロイ前にステージングで確認する")
     with (
@@ -212,7 +216,8 @@ async def test_the_owner_runs_on_postgresql_end_to_end(
     embeds it, search_memory finds it by meaning (no shared word), and a record's full
     text answers in Japanese and Thai."""
     settings = settings.model_copy(update={"database_url": pg_database.new_schema()})
-    async with connected(create_server(settings, on_app=(apps := []).append)) as client:
+    apps: list[AppContext] = []
+    async with connected(create_server(settings, on_app=apps.append)) as client:
         h = Harness(client, apps)
         added = await h.ok("add_note", text="ステージング環境で必ず確認してから本番に出す")
         await h.ok("add_note", text="The cafeteria serves noodles on Fridays")

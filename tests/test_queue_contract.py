@@ -24,7 +24,7 @@ from arq.worker import Worker
 import mcp_gateway.services.app as app_module
 from mcp_gateway.common.errors import EmbedderUnavailable
 from mcp_gateway.common.inputs import NoteChanges, NoteFields
-from mcp_gateway.common.settings import KiokuSettings
+from mcp_gateway.common.settings import IndexSettings, KiokuSettings, QueueSettings, SearchSettings
 from mcp_gateway.common.types import point_id
 from mcp_gateway.embedders.base import Encoded
 from mcp_gateway.embedders.local import LocalEmbedder
@@ -134,11 +134,13 @@ def make_settings(
         namespace=namespace,
         redis_url=None,
         qdrant_url=None,
-        index={"backend": "qdrant", "collection": f"q{uuid.uuid4().hex[:10]}"},
-        queue={"max_jobs": 64, "max_tries": 4, "job_timeout_s": 60, **(queue or {})},
+        index=IndexSettings(backend="qdrant", collection=f"q{uuid.uuid4().hex[:10]}"),
+        queue=QueueSettings.model_validate(
+            {"max_jobs": 64, "max_tries": 4, "job_timeout_s": 60, **(queue or {})}
+        ),
         # the owner's prefetch embeds pending notes too (tests/test_prefetch.py); these
         # tests count what the queue's jobs embed
-        search={"prefetch_budget_ms": 0, **(search or {})},
+        search=SearchSettings.model_validate({"prefetch_budget_ms": 0, **(search or {})}),
     )
 
 

@@ -168,11 +168,11 @@ async def test_current_only_resolves_heads_once(store: RecordStore) -> None:
     a = await store.add(RecordFields(type="decision", title="deploy with rsync scripts"))
     b = await store.add(
         RecordFields(
-            type="decision", title="deploy with rsync plus docker", links=[f"supersedes:{a.id}"]
+            type="decision", title="deploy with rsync plus docker", links=(f"supersedes:{a.id}",)
         )
     )
     c = await store.add(
-        RecordFields(type="decision", title="deploy with compose", links=[f"supersedes:{b.id}"])
+        RecordFields(type="decision", title="deploy with compose", links=(f"supersedes:{b.id}",))
     )
     only = await store.search("rsync scripts", current_only=True)
     assert [(h.id, h.current) for h in only] == [(c.id, True)]
@@ -185,7 +185,7 @@ async def test_current_only_resolves_heads_once(store: RecordStore) -> None:
 async def test_current_only_type_filter_applies_to_head(store: RecordStore) -> None:
     canon = await store.add(RecordFields(type="knowledge", title="canonical fact about pools"))
     await store.add(
-        RecordFields(type="audit", title="pool exhaustion seen", links=[f"duplicates:{canon.id}"])
+        RecordFields(type="audit", title="pool exhaustion seen", links=(f"duplicates:{canon.id}",))
     )
     hits = await store.search("exhaustion", type="knowledge", current_only=True)
     assert [h.id for h in hits] == [canon.id]

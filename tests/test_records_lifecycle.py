@@ -50,8 +50,8 @@ def test_head_path_survives_a_corrupt_cycle() -> None:
 # -- store --------------------------------------------------------------------------------
 async def test_supersedes_chain_heads(store: RecordStore) -> None:
     a = await store.add(RecordFields(type="decision", title="A"))
-    b = await store.add(RecordFields(type="decision", title="B", links=[f"supersedes:{a.id}"]))
-    c = await store.add(RecordFields(type="decision", title="C", links=[f"supersedes:{b.id}"]))
+    b = await store.add(RecordFields(type="decision", title="B", links=(f"supersedes:{a.id}",)))
+    c = await store.add(RecordFields(type="decision", title="C", links=(f"supersedes:{b.id}",)))
     va = await store.show(a.id)
     assert not va.lifecycle.current and va.lifecycle.head == c.id
     assert va.lifecycle.head_path == [a.id, b.id, c.id]
@@ -62,18 +62,18 @@ async def test_supersedes_chain_heads(store: RecordStore) -> None:
 
 async def test_newest_superseder_wins(store: RecordStore) -> None:
     a = await store.add(RecordFields(type="decision", title="A"))
-    await store.add(RecordFields(type="decision", title="B1", links=[f"supersedes:{a.id}"]))
-    b2 = await store.add(RecordFields(type="decision", title="B2", links=[f"supersedes:{a.id}"]))
+    await store.add(RecordFields(type="decision", title="B1", links=(f"supersedes:{a.id}",)))
+    b2 = await store.add(RecordFields(type="decision", title="B2", links=(f"supersedes:{a.id}",)))
     assert (await store.show(a.id)).lifecycle.head == b2.id
 
 
 async def test_duplicates_and_mixed_chain(store: RecordStore) -> None:
     canon = await store.add(RecordFields(type="knowledge", title="canonical"))
     dup = await store.add(
-        RecordFields(type="knowledge", title="dup", links=[f"duplicates:{canon.id}"])
+        RecordFields(type="knowledge", title="dup", links=(f"duplicates:{canon.id}",))
     )
     newer = await store.add(
-        RecordFields(type="knowledge", title="newer", links=[f"supersedes:{canon.id}"])
+        RecordFields(type="knowledge", title="newer", links=(f"supersedes:{canon.id}",))
     )
     vd = await store.show(dup.id)
     assert vd.lifecycle.duplicates == [canon.id]
@@ -83,13 +83,13 @@ async def test_duplicates_and_mixed_chain(store: RecordStore) -> None:
 
 async def test_cycles_refused(store: RecordStore) -> None:
     a = await store.add(RecordFields(type="decision", title="A"))
-    b = await store.add(RecordFields(type="decision", title="B", links=[f"supersedes:{a.id}"]))
+    b = await store.add(RecordFields(type="decision", title="B", links=(f"supersedes:{a.id}",)))
     with pytest.raises(Conflict, match="cycle"):
         await store.link(a.id, "supersedes", b.id)
     with pytest.raises(Conflict, match="cycle"):  # mixed: B duplicates A while replacing A
         await store.link(b.id, "duplicates", a.id)
     k1 = await store.add(RecordFields(type="knowledge", title="k1"))
-    k2 = await store.add(RecordFields(type="knowledge", title="k2", links=[f"duplicates:{k1.id}"]))
+    k2 = await store.add(RecordFields(type="knowledge", title="k2", links=(f"duplicates:{k1.id}",)))
     with pytest.raises(Conflict, match="cycle"):
         await store.link(k1.id, "duplicates", k2.id)
     # other relations may go both ways
@@ -99,12 +99,12 @@ async def test_cycles_refused(store: RecordStore) -> None:
 
 async def test_cycle_through_links_of_a_new_record_writes_nothing(store: RecordStore) -> None:
     a = await store.add(RecordFields(type="decision", title="A"))
-    b = await store.add(RecordFields(type="decision", title="B", links=[f"duplicates:{a.id}"]))
+    b = await store.add(RecordFields(type="decision", title="B", links=(f"duplicates:{a.id}",)))
     with pytest.raises(Conflict, match="cycle"):
         # A -> X (superseded), X -> B (duplicate), B -> A: a loop of replacements.
         await store.add(
             RecordFields(
-                type="decision", title="X", links=[f"supersedes:{a.id}", f"duplicates:{b.id}"]
+                type="decision", title="X", links=(f"supersedes:{a.id}", f"duplicates:{b.id}")
             )
         )
     assert await store.list_current(types=["decision"]) == [await store.get(a.id)]
@@ -112,14 +112,14 @@ async def test_cycle_through_links_of_a_new_record_writes_nothing(store: RecordS
 
 async def test_self_duplicate_unknown_refused(store: RecordStore) -> None:
     a = await store.add(RecordFields(type="audit", title="A"))
-    b = await store.add(RecordFields(type="fix", title="B", links=[f"resolves:{a.id}"]))
+    b = await store.add(RecordFields(type="fix", title="B", links=(f"resolves:{a.id}",)))
     with pytest.raises(Conflict, match="itself"):
         await store.link(a.id, "references", a.id)
     with pytest.raises(Conflict, match="already exists"):
         await store.link(b.id, "resolves", a.id)
     with pytest.raises(Conflict, match="already exists"):
         await store.add(
-            RecordFields(type="fix", title="C", links=[f"resolves:{a.id}", f"resolves:{a.id}"])
+            RecordFields(type="fix", title="C", links=(f"resolves:{a.id}", f"resolves:{a.id}"))
         )
     with pytest.raises(NotFound):
         await store.link(b.id, "verifies", "VERIFICATION-MEM-777")
@@ -133,10 +133,10 @@ async def test_self_duplicate_unknown_refused(store: RecordStore) -> None:
 async def test_resolution_does_not_rewrite_the_audit(store: RecordStore) -> None:
     audit = await store.add(RecordFields(type="audit", title="leak"))
     fix = await store.add(
-        RecordFields(type="fix", title="close handle", links=[f"resolves:{audit.id}"])
+        RecordFields(type="fix", title="close handle", links=(f"resolves:{audit.id}",))
     )
     ver = await store.add(
-        RecordFields(type="verification", title="soak test", links=[f"verifies:{fix.id}"])
+        RecordFields(type="verification", title="soak test", links=(f"verifies:{fix.id}",))
     )
     view = await store.show(audit.id)
     assert view.record.status == "open" and view.record.action_state == "actionable"
@@ -158,13 +158,13 @@ async def test_contradicts_both_directions(store: RecordStore) -> None:
 async def test_graph_tree(store: RecordStore) -> None:
     audit = await store.add(RecordFields(type="audit", title="leak"))
     fix = await store.add(
-        RecordFields(type="fix", title="close handle", links=[f"resolves:{audit.id}"])
+        RecordFields(type="fix", title="close handle", links=(f"resolves:{audit.id}",))
     )
     ver = await store.add(
-        RecordFields(type="verification", title="soak test", links=[f"verifies:{fix.id}"])
+        RecordFields(type="verification", title="soak test", links=(f"verifies:{fix.id}",))
     )
     other = await store.add(
-        RecordFields(type="knowledge", title="handles", links=[f"references:{audit.id}"])
+        RecordFields(type="knowledge", title="handles", links=(f"references:{audit.id}",))
     )
     text = render_graph(await store.graph(audit.id))
     lines = text.splitlines()
@@ -192,7 +192,7 @@ async def test_cli_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
         await _cli_session(parser, LocalMemory(Services.over(app)), capsys)
 
 
-async def _cli_session(parser, memory, capsys) -> None:  # type: ignore[no-untyped-def]
+async def _cli_session(parser, memory, capsys) -> None:
     from mcp_gateway.cli.records import run_records_command
 
     async def run(*argv: str) -> tuple[int, str, str]:

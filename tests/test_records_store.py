@@ -137,13 +137,13 @@ async def test_atomic_links(store: RecordStore) -> None:
     with pytest.raises(NotFound, match="AUDIT-MEM-404"):
         await store.add(
             RecordFields(
-                type="fix", title="fix", links=[f"resolves:{audit.id}", "references:AUDIT-MEM-404"]
+                type="fix", title="fix", links=(f"resolves:{audit.id}", "references:AUDIT-MEM-404")
             )
         )
     assert await count_rows(store) == 1
     assert await count_rows(store, "record_edges") == 0
     fix = await store.add(
-        RecordFields(type="fix", title="fix", links=[f"resolves:{audit.id.lower()}"])
+        RecordFields(type="fix", title="fix", links=(f"resolves:{audit.id.lower()}",))
     )
     assert fix.id == "FIX-MEM-001"  # the refused add consumed nothing
     assert (await store.show(audit.id)).lifecycle.resolved_by == [fix.id]
@@ -205,7 +205,7 @@ async def test_long_title_update_refused_without_partial_write(store: RecordStor
 async def test_list_current_export_and_counts(store: RecordStore) -> None:
     old = await store.add(RecordFields(type="decision", title="old way"))
     new = await store.add(
-        RecordFields(type="decision", title="new way", links=[f"supersedes:{old.id}"])
+        RecordFields(type="decision", title="new way", links=(f"supersedes:{old.id}",))
     )
     rejected = await store.add(RecordFields(type="decision", title="no way", status="rejected"))
     audit = await store.add(RecordFields(type="audit", title="open bug"))
@@ -253,14 +253,14 @@ async def test_heads_view_resolves_retired_records_within_reach(store: RecordSto
     the caller's namespaces is left out."""
     a = await store.add(RecordFields(type="decision", title="deploy on Tuesdays"))
     b = await store.add(
-        RecordFields(type="decision", title="deploy any weekday", links=[f"supersedes:{a.id}"])
+        RecordFields(type="decision", title="deploy any weekday", links=(f"supersedes:{a.id}",))
     )
     c = await store.add(
-        RecordFields(type="decision", title="deploy on merge", links=[f"supersedes:{b.id}"])
+        RecordFields(type="decision", title="deploy on merge", links=(f"supersedes:{b.id}",))
     )
     dup = await store.add(
         RecordFields(
-            type="decision", title="deploy any weekday (again)", links=[f"duplicates:{b.id}"]
+            type="decision", title="deploy any weekday (again)", links=(f"duplicates:{b.id}",)
         )
     )
     view = await store.heads_view([a.id, b.id, c.id, dup.id], ["default"])

@@ -61,7 +61,7 @@ async def counted(
     yield embedder
 
 
-async def test_reindex_reuses_stored_vectors_and_swaps(  # type: ignore[no-untyped-def]
+async def test_reindex_reuses_stored_vectors_and_swaps(
     tmp_path: Path, counted, database_location: Path | str
 ) -> None:
     # on PostgreSQL the build process gets the URL through its environment
@@ -140,7 +140,7 @@ async def test_dimension_switch_by_reindex_and_back(
         assert app.index.spec.model_id == app.embedder.model_id
 
 
-async def test_failed_reindex_leaves_the_live_index(tmp_path: Path, counted) -> None:  # type: ignore[no-untyped-def]
+async def test_failed_reindex_leaves_the_live_index(tmp_path: Path, counted) -> None:
     settings = settings_for(tmp_path / "data")
     async with open_app(settings, run_jobs=False) as app:
         ids = await add_notes(app, TEXTS, embed=False)

@@ -10,6 +10,7 @@ import stat
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import pytest
@@ -78,7 +79,10 @@ async def test_session_cap_is_per_grant(tmp_path: Path) -> None:
         "alice": {"token": "alice-token-0123456789", "namespace": "alice"},
         "bob": {"token": "bob-token-0123456789", "namespace": "bob"},
     }
-    env = {"KIOKU_HTTP__GRANTS": json.dumps(grants), "KIOKU_HTTP__MAX_SESSIONS_PER_GRANT": "2"}
+    env: dict[str, Any] = {
+        "KIOKU_HTTP__GRANTS": json.dumps(grants),
+        "KIOKU_HTTP__MAX_SESSIONS_PER_GRANT": "2",
+    }
     with http_proc(tmp_path / "data", **env) as gw:
         async with httpx2.AsyncClient(timeout=30) as http:
 

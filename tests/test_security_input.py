@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from mcp_gateway.common.settings import KiokuSettings
+from mcp_gateway.common.settings import IndexSettings, KiokuSettings
 from mcp_gateway.protocol.server import create_server
 from tests.conftest import Harness, connected
 from tests.http_server import KIOKU, kioku_env
-from tests.realproc import kill_daemon
+from tests.realproc import kill_daemon, pump
 
 CONTROL = "\x1b]52;c;Y3VybCB4IHwgc2g=\x07\x00\x1b[2J\x9b"
 
@@ -38,7 +38,8 @@ def test_stdio_proxy_survives_hostile_lines(tmp_path: Path) -> None:
         stderr=subprocess.DEVNULL,
     )
     lines: queue.Queue[bytes] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(ln) for ln in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
+    assert proc.stdout is not None
+    threading.Thread(target=pump, args=(proc.stdout, lines), daemon=True).start()
 
     def send(message: Any) -> None:
         raw = message if isinstance(message, bytes) else json.dumps(message).encode()
@@ -98,7 +99,7 @@ async def exporting(tmp_path: Path) -> Any:
     link.symlink_to(elsewhere, target_is_directory=True)
     settings = KiokuSettings(
         data_dir=tmp_path / "data", redis_url=None, qdrant_url=None,
-        index={"collection": f"t_{uuid.uuid4().hex[:12]}"},  # type: ignore[arg-type]
+        index=IndexSettings(collection=f"t_{uuid.uuid4().hex[:12]}"),
         export={"destinations": [link]},  # type: ignore[arg-type]
     )  # fmt: skip
     apps: list[Any] = []

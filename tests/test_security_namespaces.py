@@ -25,7 +25,7 @@ from tests.http_server import http_client, http_gateway
 from tests.realproc import db_rows, text_of, wait_until
 
 OWNER = "owner-token-0123456789"
-GRANTS = {
+GRANTS: dict[str, dict[str, Any]] = {
     "alice": {"token": "alice-token-0123456789", "namespace": "alice", "read": ["team"]},
     "bob": {"token": "bob-token-0123456789", "namespace": "bob", "read": ["team"]},
     "team": {"token": "team-token-0123456789", "namespace": "team"},
@@ -127,8 +127,13 @@ async def test_unknown_and_foreign_ids_get_the_same_answer(gateway: str) -> None
     ):
         note = (await ok(alice, "add_note", text="Alice private note"))["id"]
         unknown_note = note[:-4] + ("AAAA" if not note.endswith("AAAA") else "BBBB")
-        for tool, extra in [("get_note", {}), ("update_note", {"text": "x"}),
-                            ("delete_note", {}), ("delete_note", {"restore": True})]:  # fmt: skip
+        cases: list[tuple[str, dict[str, Any]]] = [
+            ("get_note", {}),
+            ("update_note", {"text": "x"}),
+            ("delete_note", {}),
+            ("delete_note", {"restore": True}),
+        ]
+        for tool, extra in cases:
             foreign = await err(bob, tool, id=note, **extra)
             unknown = await err(bob, tool, id=unknown_note, **extra)
             assert foreign.replace(note, "ID") == unknown.replace(unknown_note, "ID"), tool

@@ -12,7 +12,10 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
+from types import TracebackType
+from typing import Any
 
 from mcp_gateway.common.inputs import NoteFields
 from mcp_gateway.common.settings import KiokuSettings
@@ -35,6 +38,9 @@ async def seed(data: Path, n: int) -> None:
             )
 
 
+ExcInfo = tuple[type[BaseException], BaseException, TracebackType]
+
+
 def embedded(data: Path) -> int:
     return int(db_rows(data, "SELECT count(*) FROM vectors WHERE kind = 'note'")[0][0])
 
@@ -42,9 +48,9 @@ def embedded(data: Path) -> int:
 def remove_tree(path: Path) -> None:
     """``rmtree`` racing the owner, which unlinks its own sockets as it notices."""
 
-    def gone_already(func: object, name: str, exc: tuple[type[BaseException], ...]) -> None:
+    def gone_already(func: Callable[..., Any], name: str, exc: ExcInfo) -> None:
         if not issubclass(exc[0], FileNotFoundError):
-            raise exc[1]  # type: ignore[misc]
+            raise exc[1]
 
     while path.exists():
         shutil.rmtree(path, onerror=gone_already)

@@ -20,7 +20,7 @@ from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.daemon.editor_pipes import complete_lines
 from mcp_gateway.daemon.stdio_proxy import Proxy
 from tests.http_server import KIOKU, kioku_env
-from tests.realproc import INITIALIZE, daemon_pid, kill_daemon, wait_until
+from tests.realproc import INITIALIZE, daemon_pid, kill_daemon, pump, wait_until
 
 
 class Editor:
@@ -38,7 +38,7 @@ class Editor:
         self._lines: queue.Queue[bytes] = queue.Queue()
         out = self.proc.stdout
         assert out is not None
-        threading.Thread(target=lambda: [self._lines.put(ln) for ln in out], daemon=True).start()
+        threading.Thread(target=pump, args=(out, self._lines), daemon=True).start()
 
     def send(self, message: dict[str, Any]) -> None:
         assert self.proc.stdin is not None

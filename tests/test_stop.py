@@ -14,6 +14,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -124,7 +125,10 @@ async def test_sigterm_mid_channel_backlog_of_long_notes_exits_at_once(tmp_path:
     in progress; what was not embedded is left to the next start."""
     data = tmp_path / "data"
     await seed_long(data, 64)
-    env = {"KIOKU_EMBEDDER__CHANNELS": '["use","minilm"]', "KIOKU_EMBEDDER__BATCH_SIZE": "64"}
+    env: dict[str, Any] = {
+        "KIOKU_EMBEDDER__CHANNELS": '["use","minilm"]',
+        "KIOKU_EMBEDDER__BATCH_SIZE": "64",
+    }
     with http_proc(data, **env) as owner:
         # USE is ~10x MiniLM: once its vectors are in, MiniLM's batch is running
         assert wait_until(lambda: channel_vectors(data, "use") > 0, 120), owner.stderr()[-2000:]

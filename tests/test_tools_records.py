@@ -73,10 +73,10 @@ async def test_tools_listed_with_contract_docstrings(tmp_path: Path) -> None:
             "record_search",
             "record_update",
         }
-        assert tools["record_add"].description.startswith(
+        assert (tools["record_add"].description or "").startswith(
             "Use for durable lifecycle facts, not routine progress"
         )
-        assert tools["record_show"].description.startswith(
+        assert (tools["record_show"].description or "").startswith(
             "Use before relying on a known durable record"
         )
         assert set(tools["record_add"].input_schema["properties"]) == {

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from mcp import types
+from pydantic import FileUrl
 
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.protocol.server import create_server
@@ -22,7 +23,7 @@ def test_project_code_from_folder_names() -> None:
 async def test_record_ids_use_the_workspace_root(settings: KiokuSettings) -> None:
     async def roots(_ctx: Any) -> types.ListRootsResult:
         return types.ListRootsResult(
-            roots=[types.Root(uri="file:///home/dev/src/billing-api", name="billing")]
+            roots=[types.Root(uri=FileUrl("file:///home/dev/src/billing-api"), name="billing")]
         )
 
     async with connected(

@@ -12,6 +12,7 @@ import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -27,7 +28,10 @@ from .ui_support import TOKEN
 def gateways(
     tmp_path: Path, pg_database: ScratchDatabase
 ) -> Iterator[tuple[HttpProc, HttpProc, dict[str, str]]]:
-    env = {"KIOKU_DATABASE_URL": pg_database.new_schema(), "KIOKU_HTTP__TOKEN": TOKEN}
+    env: dict[str, Any] = {
+        "KIOKU_DATABASE_URL": pg_database.new_schema(),
+        "KIOKU_HTTP__TOKEN": TOKEN,
+    }
     with (
         http_proc(tmp_path / "a", **env) as a,
         http_proc(tmp_path / "b", **env) as b,

@@ -12,6 +12,7 @@ import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -20,7 +21,7 @@ from .http_server import KIOKU, http_client, http_gateway, kioku_env
 from .realproc import wait_until
 from .ui_support import TOKEN, mcp
 
-GRANTS = {
+GRANTS: dict[str, dict[str, Any]] = {
     "alice": {"token": "alice-token-0123456789", "namespace": "alice", "read": ["team"]},
     "bob": {"token": "bob-token-0123456789", "namespace": "bob"},
     "team": {"token": "team-token-0123456789", "namespace": "team"},

@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import SecretStr
 
 from mcp_gateway.common.inputs import NoteFields
-from mcp_gateway.common.settings import KiokuSettings
+from mcp_gateway.common.settings import HttpSettings, KiokuSettings
 from mcp_gateway.common.types import Note
 from mcp_gateway.records.model import Edge, Record, RecordGraph
 from mcp_gateway.ui import graph, insights, markdown
@@ -40,8 +40,8 @@ def test_session_cookie_round_trip_and_tampering() -> None:
 
 
 def test_rotating_a_token_ends_every_session(tmp_path: Path) -> None:
-    one = KiokuSettings(data_dir=tmp_path, http={"token": SecretStr("first-token")})
-    two = KiokuSettings(data_dir=tmp_path, http={"token": SecretStr("second-token")})
+    one = KiokuSettings(data_dir=tmp_path, http=HttpSettings(token=SecretStr("first-token")))
+    two = KiokuSettings(data_dir=tmp_path, http=HttpSettings(token=SecretStr("second-token")))
     cookie, _ = Keys.for_settings(one).new_session("default")
     assert Keys.for_settings(one).read_session(cookie) is not None
     assert Keys.for_settings(two).read_session(cookie) is None
@@ -66,7 +66,7 @@ def test_csrf_token_is_bound_to_the_session() -> None:
 
 
 def test_signin_code_works_once_and_expires(tmp_path: Path) -> None:
-    settings = KiokuSettings(data_dir=tmp_path, http={"token": SecretStr("t" * 20)})
+    settings = KiokuSettings(data_dir=tmp_path, http=HttpSettings(token=SecretStr("t" * 20)))
     server = Keys.for_settings(settings)  # the token does not matter for codes
     code = mint_signin_code(KiokuSettings(data_dir=tmp_path), "default")
     assert server.redeem(code) == "default"

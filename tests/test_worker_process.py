@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -87,7 +88,9 @@ async def test_two_workers_sigkill_and_flush_lose_no_acknowledged_note(
 ) -> None:
     settings = make_settings(tmp_path, redis_db)
     env = worker_env(settings)
-    owner_env = {k: v for k, v in env.items() if k.startswith("KIOKU_") and k != "KIOKU_DATA_DIR"}
+    owner_env: dict[str, Any] = {
+        k: v for k, v in env.items() if k.startswith("KIOKU_") and k != "KIOKU_DATA_DIR"
+    }
     logs = [(tmp_path / f"worker{i}.log").open("wb") for i in range(2)]
     workers: list[subprocess.Popen[bytes]] = []
     with http_proc(settings.data_dir, **owner_env) as owner:
@@ -225,7 +228,9 @@ async def test_a_sigtermed_worker_mid_embedding_stops_cleanly_and_loses_nothing(
     it was on are retried by the next worker, and every note ends up embedded."""
     settings = make_settings(tmp_path, redis_db)
     env = worker_env(settings)
-    owner_env = {k: v for k, v in env.items() if k.startswith("KIOKU_") and k != "KIOKU_DATA_DIR"}
+    owner_env: dict[str, Any] = {
+        k: v for k, v in env.items() if k.startswith("KIOKU_") and k != "KIOKU_DATA_DIR"
+    }
     n = 160
     with http_proc(settings.data_dir, **owner_env) as owner:
         async with owner_client(settings) as client:

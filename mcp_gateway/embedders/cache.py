@@ -1,7 +1,7 @@
 """An LRU cache in front of ``encode_query``: assistants repeat the same searches often.
 
 Entries are kept compact (``compact``): a query's vector as a list holds 384 Python
-floats (~12 KB) and its 64 latent terms ~4.5 KB more; as arrays they take ~1.8 KB, the
+floats (~12 KB) and its 64 latent terms ~4.5 KB more; as arrays they take ~3 KB, the
 same values. Measured at 1,024 entries (the default size): bench/LOG.md, "footprint".
 """
 

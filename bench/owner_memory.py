@@ -5,14 +5,17 @@ the first search, so the model is loaded), after each step of notes once every o
 embedded (``kioku status``'s backlog at zero), and after searches.
 
     flock "${TMPDIR:-/tmp}/kioku-bench.lock" python bench/owner_memory.py \
-        [--notes 2000] [--step 1000] [--searches 300] [--src DIR] [--env KEY=VALUE ...]
+        [--notes 2000] [--step 1000] [--searches 300] [--src DIR] [--env KEY=VALUE ...] \
+        [--rest S]
 
 Notes are written from the quality set's memories, each repeated with a varying suffix
 (no two texts equal). Printed per stage, in MB: Rss, Pss, Anonymous (the process's own
 memory) and Rss less Anonymous (mapped files: the model, the index's segments, shared
 libraries; shared and reclaimable by the kernel), and the growth per 1,000 notes.
 ``--src``: run another source tree (``git archive REV | tar -x -C DIR``) with this venv;
-``--env``: settings for the owner (``KIOKU_EMBEDDER__CHANNELS='["use"]'``).
+``--env``: settings for the owner (``KIOKU_EMBEDDER__CHANNELS='["use"]'``); ``--rest``:
+seconds without calls before each reading after notes or searches (an owner gives freed
+heap pages back once its work stops: ``common.heap``).
 """
 
 # ruff: noqa: E402
@@ -214,12 +217,14 @@ def main(args: argparse.Namespace) -> None:
             added = time.monotonic() - began
             done = start + len(todo[start : start + args.step])
             waited = settle(env, done)
+            time.sleep(args.rest)
             rows.append((f"{done} notes embedded", smaps(pid)))
             print(f"{rows[-1]} (added in {added:.0f} s, settled {waited:.0f} s later)", flush=True)
             if args.mappings:
                 print("   ", mappings(pid, root / "data"), flush=True)
         for q in queries[: args.searches]:
             session.replies({session.call("search_memory", {"query": q})})
+        time.sleep(args.rest)
         rows.append((f"after {args.searches} searches", smaps(pid)))
         print(rows[-1], flush=True)
         if args.mappings:
@@ -254,6 +259,7 @@ if __name__ == "__main__":
     parser.add_argument("--searches", type=int, default=300)
     parser.add_argument("--src", type=Path, default=None)
     parser.add_argument("--env", action="append", default=[])
+    parser.add_argument("--rest", type=float, default=0.0, help="seconds idle before a reading")
     parser.add_argument("--keep", type=Path, default=None, help="keep the data dir here")
     parser.add_argument("--mappings", action="store_true", help="print smaps per mapping kind")
     main(parser.parse_args())

@@ -4,12 +4,14 @@ a copy of its data dir; both answer the same searches, interleaved (who goes fir
 alternates), so both see the same machine load.
 
     flock "${TMPDIR:-/tmp}/kioku-bench.lock" python bench/owner_reopen.py \\
-        --side base=BASE_CHECKOUT:DATA_A --side new=.:DATA_B [--searches 300]
+        --side base=BASE_CHECKOUT:DATA_A --side new=.:DATA_B [--searches 300] [--rest S]
 
 A data dir comes from ``bench/owner_memory.py --keep DIR``. Memory is read from
 ``/proc/<owner pid>/smaps_rollup`` after the first search and after the searches (MB:
 Rss, anonymous, mapped files; ``--mappings`` adds the resident MB per kind of mapping).
 A search's time is the JSON-RPC round trip of ``search_memory`` as the client sees it.
+``--rest``: seconds without calls before the reading after the searches (as in
+``owner_memory.py``).
 """
 
 # ruff: noqa: E402
@@ -97,6 +99,7 @@ def main(args: argparse.Namespace) -> None:
         for i, q in enumerate(queries[: args.searches]):
             for side in sides if i % 2 == 0 else reversed(sides):
                 side.search(q)
+        time.sleep(args.rest)
         for side in sides:
             rows.append((side.name, f"after {args.searches} searches", smaps(side.pid)))
             if args.mappings:
@@ -127,4 +130,5 @@ if __name__ == "__main__":
     parser.add_argument("--side", action="append", required=True, help="NAME=SRC:DATA_DIR")
     parser.add_argument("--searches", type=int, default=300)
     parser.add_argument("--mappings", action="store_true")
+    parser.add_argument("--rest", type=float, default=0.0, help="seconds idle before a reading")
     main(parser.parse_args())

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import tracemalloc
 from collections.abc import AsyncIterator, Sequence
 
 import anyio
@@ -290,3 +292,31 @@ async def test_an_interrupt_reaches_the_engine_through_the_query_cache() -> None
             await embedder.encode_query("a new query after the stop")
     finally:
         await embedder.aclose()
+
+
+async def test_cache_keeps_each_query_compact_with_the_models_exact_values() -> None:
+    """A query's vector and latent terms as lists held ~17 KB a cached query (1,024 kept
+    by default); kept as arrays, ~2.5 KB, and every value the model gave."""
+    inner = LocalEmbedder()
+    await inner.start()
+    queries = [f"how do we rotate the deploy keys of service {i}" for i in range(48)]
+    given = {q: await inner.encode_query(q) for q in queries}  # the tokenizer's caches warm
+    cache = CachedQueryEmbedder(inner, size=64)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for q in queries:
+            await cache.encode_query(q)
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert held / len(queries) < 4_000
+    for q, exact in given.items():
+        kept = cache.peek(q)
+        assert kept is not None and exact.terms is not None and kept.terms is not None
+        assert list(kept.dense) == exact.dense
+        assert list(kept.terms.indices) == exact.terms.indices
+        assert list(kept.terms.values) == exact.terms.values
+        assert await cache.embed_query(q) == exact.dense
+    await inner.aclose()

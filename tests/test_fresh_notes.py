@@ -22,7 +22,7 @@ from mcp_gateway.common.access import settings_scope
 from mcp_gateway.common.inputs import NoteFields, NoteQuery
 from mcp_gateway.common.settings import IndexSettings, KiokuSettings, SearchSettings
 from mcp_gateway.common.types import point_id
-from mcp_gateway.embedders.base import Encoded
+from mcp_gateway.embedders.base import Encoded, as_list
 from mcp_gateway.embedders.local import LocalEmbedder
 from mcp_gateway.indexing.indexer import note_document, record_document
 from mcp_gateway.protocol.server import create_server
@@ -88,10 +88,10 @@ class GatedEmbedder:
         return await self.inner.encode_query(text)
 
     async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        return [e.dense for e in await self.encode_documents(texts)]
+        return [as_list(e.dense) for e in await self.encode_documents(texts)]
 
     async def embed_documents_now(self, texts: Sequence[str]) -> list[list[float]]:
-        return [e.dense for e in await self.encode_documents(texts, now=True)]
+        return [as_list(e.dense) for e in await self.encode_documents(texts, now=True)]
 
     async def embed_query(self, text: str) -> list[float]:
         return await self.inner.embed_query(text)

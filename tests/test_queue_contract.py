@@ -26,7 +26,7 @@ from mcp_gateway.common.errors import EmbedderUnavailable
 from mcp_gateway.common.inputs import NoteChanges, NoteFields
 from mcp_gateway.common.settings import IndexSettings, KiokuSettings, QueueSettings, SearchSettings
 from mcp_gateway.common.types import point_id
-from mcp_gateway.embedders.base import Encoded
+from mcp_gateway.embedders.base import Encoded, as_list
 from mcp_gateway.embedders.local import LocalEmbedder
 from mcp_gateway.jobs import failures
 from mcp_gateway.jobs import session_context as export
@@ -98,7 +98,7 @@ class CountingEmbedder:
         return await self.inner.encode_query(text)
 
     async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        return [e.dense for e in await self.encode_documents(texts)]
+        return [as_list(e.dense) for e in await self.encode_documents(texts)]
 
     async def embed_query(self, text: str) -> list[float]:
         return await self.inner.embed_query(text)

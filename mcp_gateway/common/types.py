@@ -7,7 +7,7 @@ backends, ranking and the MCP tools agree on one shape.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -31,8 +31,8 @@ def point_id(kind: Kind, source_id: str) -> str:
 class SparseVector:
     """Lexical term weights: hashed term ids and their (BM25-style) weights."""
 
-    indices: list[int]
-    values: list[float]
+    indices: Sequence[int]  # lists, or compact arrays where kept (``embedders.cache``)
+    values: Sequence[float]
 
     def is_empty(self) -> bool:
         return not self.indices

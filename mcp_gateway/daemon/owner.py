@@ -29,6 +29,7 @@ import os
 import signal
 import socket
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from typing import Any
@@ -39,7 +40,7 @@ from mcp.server.mcpserver import MCPServer
 from starlette.applications import Starlette
 from starlette.routing import Mount
 
-from mcp_gateway.common import fsperms
+from mcp_gateway.common import fsperms, heap
 from mcp_gateway.common.errors import KiokuError
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.daemon import local_gateway as gw
@@ -231,6 +232,15 @@ async def _serve_opened(
                         owner_watch.watch_idle, state, settings.local_gateway.idle_exit_s
                     )
                 helpers.start_soon(owner_watch.watch_gone, state, gone)
+                helpers.start_soon(
+                    heap.trim_when_quiet,
+                    lambda: state.requests + heap.work(),
+                    lambda: (
+                        state.in_flight == 0
+                        and time.monotonic() - state.last_request > heap.QUIET_S
+                    ),
+                    state.stop,
+                )
                 await owner_watch.watch_stop(state, servers)
                 helpers.cancel_scope.cancel()
 

@@ -29,8 +29,13 @@ from mcp_gateway.embedders.lanes import Lane, stop_and_wait
 class Encoded:
     """One text's dense vector (L2-normalised) and its latent terms (None: not made)."""
 
-    dense: list[float]
+    dense: Sequence[float]  # a list, or a compact array where kept (``cache``)
     terms: SparseVector | None = None
+
+
+def as_list(vector: Sequence[float]) -> list[float]:
+    """``vector`` as a list (itself when it is one)."""
+    return vector if isinstance(vector, list) else list(vector)
 
 
 class Embedder(Protocol):

@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from mcp_gateway.common import heap
 from mcp_gateway.common.types import SparseVector
 from mcp_gateway.embedders import e5_file, e5_graph, e5_int8, e5_latent, graph_cache
 from mcp_gateway.embedders.e5_tokenizer import UnigramTokenizer
@@ -83,19 +84,18 @@ _trimmed_at = 0.0
 
 
 def trim_heap() -> None:
-    """Give the heap's free pages back to the system (glibc's ``malloc_trim``), at most
-    every ``_TRIM_EVERY_S``; called after a document batch. Freed chunks between live
-    ones stay in the process otherwise: measured in an owner after 400 notes and 100
-    searches, RssAnon 164 -> 155 MB, the walk a few milliseconds."""
+    """Give the heap's free pages back to the system (``heap.trim``), at most every
+    ``_TRIM_EVERY_S``; called after a document batch. Freed chunks between live ones
+    stay in the process otherwise: measured in an owner after 400 notes and 100
+    searches, RssAnon 164 -> 155 MB, the walk a few milliseconds. The owner trims once
+    more when the batches stop (``heap.trim_when_quiet``)."""
     global _trimmed_at
+    heap.touched()
     now = time.monotonic()
-    if now - _trimmed_at < _TRIM_EVERY_S or not sys.platform.startswith("linux"):
+    if now - _trimmed_at < _TRIM_EVERY_S:
         return
     _trimmed_at = now
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc (musl): nothing to trim
-        pass
+    heap.trim()
 
 
 def model_path(variant: str) -> Path:

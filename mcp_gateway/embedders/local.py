@@ -52,7 +52,7 @@ import numpy as np
 from mcp_gateway.common.errors import EmbedderUnavailable
 from mcp_gateway.common.types import SparseVector
 from mcp_gateway.embedders import e5_int8, e5_latent, e5_onnx
-from mcp_gateway.embedders.base import Encoded
+from mcp_gateway.embedders.base import Encoded, as_list
 from mcp_gateway.embedders.lanes import Lane, load_openmp, stop_and_wait
 
 logger = logging.getLogger(__name__)
@@ -263,13 +263,13 @@ class LocalEmbedder:
         return out
 
     async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        return [e.dense for e in await self.encode_documents(texts)]
+        return [as_list(e.dense) for e in await self.encode_documents(texts)]
 
     async def embed_documents_now(self, texts: Sequence[str]) -> list[list[float]]:
-        return [e.dense for e in await self.encode_documents(texts, now=True)]
+        return [as_list(e.dense) for e in await self.encode_documents(texts, now=True)]
 
     async def embed_query(self, text: str) -> list[float]:
-        return (await self.encode_query(text)).dense
+        return as_list((await self.encode_query(text)).dense)
 
     async def _encode(
         self,

@@ -9,13 +9,16 @@ in-process at 10k notes; these were ~0.2 ms of it.
 Keyed by the exact text, like the embedder's query cache. The views are reused only
 while the embedder hands back the very same cached embedding object, so they never
 outlive it (an evicted and re-embedded query gets new views). What it returns is
-shared: callers must not mutate it.
+shared: callers must not mutate it. Views are kept as float64 arrays, the very values
+``make`` gave (as lists of Python floats two views took ~25 KB a query, ~6 MB for a
+full memo; bench/LOG.md, "footprint").
 """
 
 from __future__ import annotations
 
+from array import array
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from mcp_gateway.common.types import SparseVector
@@ -27,7 +30,7 @@ class _Entry:
     sparse: SparseVector | None = None
     unspaced: float | None = None
     embedding: object = None  # the cached embedding the views were made from
-    views: list[list[float]] | None = None
+    views: list[Sequence[float]] | None = None
 
 
 class QueryMemo:
@@ -59,9 +62,10 @@ class QueryMemo:
 
     def views(
         self, query: str, embedding: object, make: Callable[[], list[list[float]]]
-    ) -> list[list[float]]:
+    ) -> list[Sequence[float]]:
         """The views ``make`` builds from ``embedding``, built once per embedding object."""
         entry = self._entry(query)
         if entry.views is None or entry.embedding is not embedding:
-            entry.embedding, entry.views = embedding, make()
+            entry.embedding = embedding
+            entry.views = [array("d", view) for view in make()]
         return entry.views

@@ -35,10 +35,10 @@ class QueryVectors:
         self.language_shift, self.wide_shift = language_shift, wide_shift
         self.channels = tuple(channels)
 
-    async def channel_queries(self, query: str) -> dict[str, list[float]]:
+    async def channel_queries(self, query: str) -> dict[str, Sequence[float]]:
         """The query's vector from each further dense channel the index has (a channel
         that is down is left out: the others still answer)."""
-        out: dict[str, list[float]] = {}
+        out: dict[str, Sequence[float]] = {}
         if self.settings.mode == "lexical":
             return out
         script = query_script(query) if self.channels else ""
@@ -60,14 +60,14 @@ class QueryVectors:
             return None
         return terms
 
-    def cached(self, query: str) -> tuple[list[list[float]], SparseVector | None] | None:
+    def cached(self, query: str) -> tuple[list[Sequence[float]], SparseVector | None] | None:
         """The query's views and latent terms when its embedding is cached (no wait)."""
         if self.settings.mode == "lexical" or not self.model_matches:
             return None
         encoded = self.embedder.peek(query)
         return None if encoded is None else (self._views(query, encoded), encoded.terms)
 
-    def _views(self, query: str, encoded: Encoded) -> list[list[float]]:
+    def _views(self, query: str, encoded: Encoded) -> list[Sequence[float]]:
         c, weight, wide = self.calibration, self.language_shift, self.wide_shift
         return self.memo.views(
             query, encoded, lambda: shift_views(encoded.dense, query, c, weight, wide)
@@ -79,7 +79,7 @@ class QueryVectors:
         # adopts it: its query vectors would not compare with the stored ones
         return self.embedder.model_id == self.index.spec.model_id
 
-    async def embed(self, query: str) -> tuple[list[list[float]], SparseVector | None, bool]:
+    async def embed(self, query: str) -> tuple[list[Sequence[float]], SparseVector | None, bool]:
         """The query's dense views (one embedding, shifted once or twice) and its latent
         terms (None: the embedder makes none)."""
         if not self.model_matches:

@@ -251,7 +251,7 @@ class SearchService:
         recent: list[Note],
         recent_at: RecentAt | None,
         beside: Callable[[], Coroutine[Any, Any, None]] | None = None,
-    ) -> tuple[Channels, list[IndexHit], list[list[float]], SparseVector | None, bool]:
+    ) -> tuple[Channels, list[IndexHit], list[Sequence[float]], SparseVector | None, bool]:
         """The channels of a query whose embedding is not at hand: the recent read
         (``recent_at``; None: known), the lexical channel and ``beside`` (the exact
         identifiers' look-up) run while it is embedded.
@@ -275,7 +275,7 @@ class SearchService:
         # lexical channel joins the one index call instead (three threads contending
         # for the GIL cost ~1 ms more than one call).
         combined, lexical_started = False, list[bool]()
-        more: dict[str, list[float]] = {}
+        more: dict[str, Sequence[float]] = {}
         more_done = anyio.Event()
 
         async def channel_queries() -> None:
@@ -311,7 +311,7 @@ class SearchService:
 
     async def _index_call(
         self,
-        views: list[list[float]],
+        views: list[Sequence[float]],
         sparse: SparseVector,
         flt: IndexFilter,
         limit: int,
@@ -334,7 +334,7 @@ class SearchService:
         self, alternatives: Sequence[str], flt: IndexFilter, limit: int
     ) -> list[IndexHit]:
         """Dense hits of the other phrasings (every view of each) in one index call."""
-        views: list[list[float]] = []
+        views: list[Sequence[float]] = []
         for alt in alternatives:
             views.extend((await self.vectors.embed(alt))[0])
         if not views:

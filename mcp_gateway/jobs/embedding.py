@@ -113,7 +113,7 @@ async def _store(
     stats: EmbedStats,
     *,
     draft: bool = False,
-) -> dict[str, list[float]]:
+) -> dict[str, Sequence[float]]:
     """Embed ``todo`` in one embedder call (the draft pass or the exact one) and store it;
     the dense vectors by id."""
     texts = [docs[sid] for sid in todo]
@@ -127,7 +127,7 @@ async def _store(
     return {sid: e.dense for sid, e in zip(todo, encoded, strict=True)}
 
 
-async def embed_now(kc: JobContext, notes: Sequence[Note]) -> dict[str, list[float]]:
+async def embed_now(kc: JobContext, notes: Sequence[Note]) -> dict[str, Sequence[float]]:
     """The exact dense vectors of ``notes``, embedded now and stored as this step stores
     them (latent terms too), so the job does not embed them again: what the session
     context's fold needs before the job has run (it used to embed them and throw the

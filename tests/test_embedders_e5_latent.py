@@ -94,8 +94,8 @@ def test_query_terms_match_the_float_autoencoder_in_every_language(engine: OnnxE
 
 
 def test_a_short_texts_terms_do_not_depend_on_the_calls_before_it(engine: OnnxE5) -> None:
-    """The autoencoder's arena is reused by short texts' calls and given back after a
-    long text's: a text's terms are the same bit for bit either way."""
+    """The autoencoder's arena is reused by short queries' calls and given back after a
+    stored text's: a query's terms are the same bit for bit either way."""
     long_text = "Notes about the release checklist and its owners. " * 30
     assert engine.token_count(long_text) > ARENA_SAE_TOKENS
     for text in QUERIES:

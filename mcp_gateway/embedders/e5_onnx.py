@@ -55,12 +55,13 @@ _MAX_BATCH_TOKENS = 4096  # padded tokens a forward pass, so long windows go few
 # pass's candidates' rows [tokens, 48, 384] stay ~17 and ~19 MB
 _MAX_SAE_TOKENS = 256
 # The autoencoder's session keeps onnxruntime's memory arena, and gives back what it
-# grew after any call of more token states than this: a short text's call (a query, a
-# short note) then reuses the arena's ~4 MB instead of mapping and faulting in its ~3 MB
-# of intermediates ([tokens, 16384] scores, the candidates' rows) afresh. Measured on 2
-# cores, a query's terms 6.7 -> 4.5 ms p50 at load ~8.5 (bench/LOG.md, "new query on
-# real questions"); the arena holds ~2 MB after a long text's call, ~4 MB after short
-# ones (21 MB if it kept a 64-token call's peak).
+# grew after every stored text's call and any query's of more token states than this:
+# a short query then reuses the arena's ~4 MB instead of mapping and faulting in its
+# ~3 MB of intermediates ([tokens, 16384] scores, the candidates' rows) afresh. Measured
+# on 2 cores, a query's terms 3.9 -> 1.9 ms p50 at load ~8 (bench/LOG.md, "new query on
+# real questions"); the arena holds ~2 MB after a given-back call, ~4 MB after short
+# queries (21 MB if it kept a 64-token call's peak; more with the document lanes' calls
+# beside a query's).
 ARENA_SAE_TOKENS = 32
 _M_MMAP_THRESHOLD = -3  # glibc's mallopt parameters
 _M_ARENA_MAX = -8
@@ -225,7 +226,8 @@ class OnnxE5:
         vectors = self._embed(texts, prefix, threads, found, graph, first_window=draft)
         if found is None:
             return vectors, None
-        return vectors, [self._terms(states, threads, keep) for states in found]
+        query = prefix == "query: "  # a stored text's call gives the arena back
+        return vectors, [self._terms(states, threads, keep, query) for states in found]
 
     def content_states(self, text: str, prefix: str, threads: int = 1) -> np.ndarray:
         """Last-layer states of ``text``'s own tokens in its one-window prefixed pass
@@ -315,7 +317,9 @@ class OnnxE5:
             self._prefix_tokens[prefix] = count
         return count
 
-    def _terms(self, states: list[np.ndarray], threads: int, keep: int) -> SparseVector:
+    def _terms(
+        self, states: list[np.ndarray], threads: int, keep: int, query: bool = False
+    ) -> SparseVector:
         features = self._sae_features
         assert features is not None
         rows = np.concatenate(states) if states else np.zeros((0, self.dim), np.float32)
@@ -325,7 +329,8 @@ class OnnxE5:
         values, indices = [], []
         for start in range(0, len(rows), _MAX_SAE_TOKENS):
             chunk = np.ascontiguousarray(rows[start : start + _MAX_SAE_TOKENS], np.float32)
-            after = self._shrink if len(chunk) > ARENA_SAE_TOKENS else None
+            kept = query and len(chunk) <= ARENA_SAE_TOKENS
+            after = None if kept else self._shrink
             v, i = session.run(None, {"states": chunk}, after)
             values.append(v)
             indices.append(i)

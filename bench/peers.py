@@ -135,6 +135,53 @@ def real_memories(n: int) -> list[str]:
     return out
 
 
+def _rows(name: str) -> list[dict[str, str]]:
+    with open(ROOT / "bench" / "quality" / name, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def both_memories(n: int) -> list[str]:
+    """``--memories both``: the conversational set's 1,013 turns, then the generated set's
+    1,122 coding memories (en/ja/th, 13 words p50): 2,135 distinct hand-written texts, so
+    2,000 hold no year-shifted copies; past them, ``real_memories``' later passes."""
+    base = [m["text"] for m in _rows("conv/memories.jsonl")]
+    first = len(base)
+    base += [m["text"] for m in _rows("data/memories.jsonl")]
+    if n <= len(base):
+        return base[:n]
+    return base + real_memories(first + n - len(base))[first:]
+
+
+def both_questions(seed: int, long: bool = False) -> list[str]:
+    """``--questions both``: the two quality sets' questions (887; en/ja/th, ~10 words p50
+    in English); ``long``: their English ones of 10-15 words (246), the length of the
+    steering's 300 real questions (issue 34)."""
+    rows = _rows("conv/queries.jsonl") + _rows("data/queries.jsonl")
+    out = [
+        r["query"]
+        for r in rows
+        if not long or (r["lang"] == "en" and 10 <= len(r["query"].split()) <= 15)
+    ]
+    random.Random(seed).shuffle(out)
+    return out
+
+
+def memory_texts(kind: str, n: int) -> list[str]:
+    """``--memories``' texts: ``template``, ``real`` (conversational turns) or ``both``."""
+    if kind == "real":
+        return real_memories(n)
+    return both_memories(n) if kind == "both" else memories(n, seed=n)
+
+
+def question_texts(kind: str, seed: int) -> list[str]:
+    """``--questions``' texts: ``template``, ``real``, ``both`` or ``long``."""
+    if kind == "real":
+        return real_questions(seed)
+    if kind in ("both", "long"):
+        return both_questions(seed, long=kind == "long")
+    return queries(seed)
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
@@ -270,15 +317,19 @@ class Op:
     check: bool = True  # an error result raises (get_note of a missing id is one, wanted)
 
 
+# "k": kioku under test; "b": kioku from --baseline-src (optional); "p": the peer
+KIOKUS = ("k", "b")
+
+
 def search_op(side: str, q: str, key: str = "") -> Op:
-    if side == "k":
-        return Op(key or "k_search", "k", "search_memory", {"query": q, "top": 5})
+    if side in KIOKUS:
+        return Op(key or f"{side}_search", side, "search_memory", {"query": q, "top": 5})
     return Op(key or "p_search", "p", "qdrant-find", {"query": q})
 
 
 def add_op(side: str, t: str) -> Op:
-    if side == "k":
-        return Op("k_add", "k", "add_note", {"text": t})
+    if side in KIOKUS:
+        return Op(f"{side}_add", side, "add_note", {"text": t})
     return Op("p_add", "p", "qdrant-store", {"information": t})
 
 
@@ -384,52 +435,58 @@ async def open_ts(stack: AsyncExitStack, params: dict[str, StdioServerParameters
     return execute
 
 
-def turns(items: list[str], block: int) -> list[tuple[str, str]]:
-    """Which side ("k", "p") runs which item, in order: per item A/B (``block`` 1), or
-    blocks of ``block`` items per side; either way alternating who goes first."""
+def turns(items: list[str], block: int, sides: str = "kp") -> list[tuple[str, str]]:
+    """Which side ("k", "p", and "b" where there is a baseline) runs which item, in
+    order: per item A/B (``block`` 1), or blocks of ``block`` items per side; two sides
+    alternate who goes first, three rotate through all six orders."""
+    orders = [sides, sides[::-1]] if len(sides) == 2 else ["kbp", "pkb", "bpk", "kpb", "bkp", "pbk"]
     out: list[tuple[str, str]] = []
     for b, start in enumerate(range(0, len(items), block)):
         chunk = items[start : start + block]
-        for side in ("k", "p") if b % 2 == 0 else ("p", "k"):
+        for side in orders[b % len(orders)]:
             out.extend((side, item) for item in chunk)
     return out
 
 
+KIOKU_KEYS = ("search", "add", "cached", "cached_embedding", "trivial", "ping")
 KEYS = (
-    "k_search",
+    *(f"{side}_{key}" for side in KIOKUS for key in KIOKU_KEYS),
     "p_search",
-    "k_add",
     "p_add",
-    "k_cached",
-    "k_cached_embedding",
-    "k_trivial",
-    "k_ping",
     "p_ping",
 )
 
 
-def phase_ops(qs: list[str], adds: list[str], block: int = 1) -> list[Op]:
+def phase_ops(qs: list[str], adds: list[str], block: int = 1, sides: str = "kp") -> list[Op]:
     """A phase's calls, in the order they run."""
-    ops = [search_op(side, q) for side, q in turns(qs, block)]
+    ops = [search_op(side, q) for side, q in turns(qs, block, sides)]
     # Before the adds: right after them kioku is still embedding them (~1 s for 40), and a
     # cached search meeting a pending note embeds it (fresh notes): the cached figure is
     # the steady state, the cost of fresh notes is measured in bench/ingest.py.
     for i, q in enumerate(qs[: max(20, len(qs) // 4)]):
         # the same request again: the answer cache (round 5); another ``top``: a new
         # answer over the cached query embedding (the whole search path but the model)
-        ops.append(search_op("k", q, key="k_cached"))
-        other = {"query": q, "top": 4}
-        ops.append(Op("k_cached_embedding", "k", "search_memory", other, check=False))
-        missing = {"id": f"01MISSING{i:017d}"}
-        ops.append(Op("k_trivial", "k", "get_note", missing, check=False))
-        ops.extend(Op(f"{side}_ping", side) for side in (("k", "p") if i % 2 == 0 else ("p", "k")))
-    ops.extend(add_op(side, t) for side, t in turns(adds, block))
+        order = sides if i % 2 == 0 else sides[::-1]
+        for side in order.replace("p", ""):
+            ops.extend(kioku_steady_ops(side, q, i))
+        ops.extend(Op(f"{side}_ping", side) for side in order)
+    ops.extend(add_op(side, t) for side, t in turns(adds, block, sides))
     return ops
 
 
-async def phase(execute: Execute, qs: list[str], adds: list[str], block: int = 1) -> dict[str, Any]:
-    ops = phase_ops(qs, adds, block)
-    out: dict[str, list[float]] = {key: [] for key in KEYS}
+def kioku_steady_ops(side: str, q: str, i: int) -> list[Op]:
+    """A kioku side's repeated search, search over a cached embedding and trivial call."""
+    return [
+        search_op(side, q, key=f"{side}_cached"),
+        Op(f"{side}_cached_embedding", side, "search_memory", {"query": q, "top": 4}, check=False),
+        Op(f"{side}_trivial", side, "get_note", {"id": f"01MISSING{i:017d}"}, check=False),
+    ]
+
+
+async def phase(execute: Execute, qs: list[str], adds: list[str], block: int = 1,
+                sides: str = "kp") -> dict[str, Any]:  # fmt: skip
+    ops = phase_ops(qs, adds, block, sides)
+    out: dict[str, list[float]] = {key: [] for key in KEYS if key[0] in sides}
     for op, ms in zip(ops, await execute(ops), strict=True):
         out[op.key].append(ms)
     return {key: stats(v) for key, v in out.items()}
@@ -477,58 +534,74 @@ async def kioku_settled(src: Path, kdir: Path, timeout_s: float) -> float:
     raise RuntimeError(f"kioku did not settle within {timeout_s:.0f} s")
 
 
-async def load_by_mcp(execute: Execute, texts: list[str], src: Path, kdir: Path) -> dict[str, Any]:
-    """--memories real: each text added through each server's own tool over MCP (kioku
-    ``add_note``, the peer ``qdrant-store``), interleaved, as a user's assistant adds them;
-    then until kioku has embedded them all. The adds' round trips are kept."""
-    out: dict[str, list[float]] = {"k_add": [], "p_add": []}
+async def load_by_mcp(execute: Execute, texts: list[str],
+                      kiokus: dict[str, tuple[Path, Path]]) -> dict[str, Any]:  # fmt: skip
+    """--memories real/both: each text added through each server's own tool over MCP
+    (kioku ``add_note``, the peer ``qdrant-store``), interleaved, as a user's assistant
+    adds them; then until each kioku (side -> (code, data dir)) has embedded them all.
+    The adds' round trips are kept."""
+    sides = "".join(kiokus) + "p"
+    out: dict[str, list[float]] = {f"{side}_add": [] for side in sides}
     began = time.perf_counter()
     for start in range(0, len(texts), 200):
-        ops = [add_op(side, t) for side, t in turns(texts[start : start + 200], 1)]
+        ops = [add_op(side, t) for side, t in turns(texts[start : start + 200], 1, sides)]
         for op, ms in zip(ops, await execute(ops), strict=True):
             out[op.key].append(ms)
-        print(f"  added {start + len(ops) // 2:,} ({time.perf_counter() - began:.0f} s)")
-    settled = await kioku_settled(src, kdir, timeout_s=1800)
-    print(f"  kioku settled {settled:.0f} s after the last add")
-    return {key: stats(v) for key, v in out.items()} | {"settled_s": settled}
+        print(f"  added {start + len(ops) // len(sides):,} ({time.perf_counter() - began:.0f} s)")
+    figures: dict[str, Any] = {key: stats(v) for key, v in out.items()}
+    for side, (src, kdir) in kiokus.items():
+        settled = await kioku_settled(src, kdir, timeout_s=1800)
+        print(f"  kioku {side} settled {settled:.0f} s after the last add (or the other's)")
+        figures[f"{side}_settled_s"] = settled
+    figures["settled_s"] = figures["k_settled_s"]
+    return figures
 
 
 async def run_size(args: argparse.Namespace, n: int, peer_exe: Path, peer_env: dict[str, str],
                    qpool: list[str]) -> dict[str, Any]:  # fmt: skip
-    real = args.memories == "real"
-    texts = real_memories(n) if real else memories(n, seed=n)
+    real = args.memories != "template"  # added over MCP, then settled
+    texts = memory_texts(args.memories, n)
     with tempfile.TemporaryDirectory(prefix="kioku-peers-", ignore_cleanup_errors=True) as tmp:
         kdir, pdir = Path(tmp) / "kioku", Path(tmp) / "peer"
+        kiokus = {"k": (args.kioku_src, kdir)}
+        if args.baseline_src is not None:
+            kiokus["b"] = (args.baseline_src, Path(tmp) / "baseline")
+        sides = "".join(kiokus) + "p"
         began = time.perf_counter()
         if not real:
             spec = Path(tmp) / "texts.json"
             spec.write_text(json.dumps(texts))
-            env = _kioku_env(args.kioku_src, kdir)
-            await anyio.run_process(
-                [sys.executable, __file__, "--load-kioku", str(kdir), str(spec), str(args.pool)],
-                env=env,
-                stdout=None,
-                stderr=None,
-            )
+            for src, data in kiokus.values():
+                await anyio.run_process(
+                    [sys.executable, __file__, "--load-kioku", str(data), str(spec),
+                     str(args.pool)],
+                    env=_kioku_env(src, data),
+                    stdout=None,
+                    stderr=None,
+                )  # fmt: skip
             await anyio.to_thread.run_sync(load_peer, peer_exe, peer_env, pdir, texts, args.pool)
             print(f"  loaded {n:,} memories into both in {time.perf_counter() - began:.0f} s")
         results: dict[str, Any] = {}
         try:
             async with AsyncExitStack() as stack:
                 params = server_params(args.kioku_src, kdir, peer_exe, peer_env, pdir)
+                if "b" in kiokus:
+                    params = {"b": server_params(*kiokus["b"], peer_exe, peer_env, pdir)["k"]}
+                    params |= server_params(args.kioku_src, kdir, peer_exe, peer_env, pdir)
                 if args.client == "ts":
                     execute = await open_ts(stack, params, args.cache)
                 else:
                     execute = await open_py(stack, params)
                 if real:
-                    results["load"] = await load_by_mcp(execute, texts, args.kioku_src, kdir)
-                # warm both (model pages, caches): not counted
-                await execute([search_op(s, q + " warm-up") for q in qpool[:10] for s in "kp"])
+                    results["load"] = await load_by_mcp(execute, texts, kiokus)
+                # warm every side (model pages, caches): not counted
+                await execute([search_op(s, q + " warm-up") for q in qpool[:10] for s in sides])
                 nq, na = args.queries, args.adds
                 for i, name in enumerate(("idle", "hog")):
                     qs = qpool[10 + i * nq : 10 + (i + 1) * nq]
                     if real:  # the turns past the loaded ones
-                        more = real_memories(n + 2 * na)[n + i * na : n + (i + 1) * na]
+                        later = memory_texts(args.memories, n + 2 * na)
+                        more = later[n + i * na : n + (i + 1) * na]
                     else:
                         more = memories(na, seed=n + i + 1)
                     adds = [f"{t} (added {name})" for t in more]
@@ -536,12 +609,17 @@ async def run_size(args: argparse.Namespace, n: int, peer_exe: Path, peer_env: d
                     try:
                         if hog:
                             await anyio.sleep(1.0)
-                        results[name] = await phase(execute, qs, adds, args.block)
+                        results[name] = await phase(execute, qs, adds, args.block, sides)
                     finally:
                         stop(hog)
         finally:
-            stop_daemon(kdir)
+            for _, data in kiokus.values():
+                stop_daemon(data)
     return results
+
+
+def _ratios(a: dict[str, float], b: dict[str, float]) -> str:
+    return " / ".join(f"{a[q] / b[q]:.2f}" for q in ("p50", "p95", "p99"))
 
 
 def report(n: int, res: dict[str, Any]) -> list[str]:
@@ -554,6 +632,12 @@ def report(n: int, res: dict[str, Any]) -> list[str]:
             f"p99 {k['p99']:7.1f} | peer p50 {p['p50']:6.1f} p95 {p['p95']:6.1f} "
             f"p99 {p['p99']:7.1f} | kioku settled {settled:.0f} s after the last add"
         )
+        if "b_add" in res["load"]:
+            b = res["load"]["b_add"]
+            lines.append(
+                f"load add (MCP)          base  p50 {b['p50']:6.1f} p95 {b['p95']:6.1f} "
+                f"p99 {b['p99']:7.1f} | base settled {res['load']['b_settled_s']:.0f} s"
+            )
     res = {ph: r for ph, r in res.items() if ph != "load"}
     for ph, r in res.items():
         for label, key in rows:
@@ -561,20 +645,27 @@ def report(n: int, res: dict[str, Any]) -> list[str]:
             lines.append(
                 f"{ph:4s} {label:18s} kioku p50 {k['p50']:6.1f} p95 {k['p95']:6.1f} "
                 f"p99 {k['p99']:7.1f} | peer p50 {p['p50']:6.1f} p95 {p['p95']:6.1f} "
-                f"p99 {p['p99']:7.1f} | ratio k/p p50 {k['p50'] / p['p50']:.2f}"
+                f"p99 {p['p99']:7.1f} | ratio k/p {_ratios(k, p)}"
             )
+            if f"b_{key}" in r:  # --baseline-src
+                b = r[f"b_{key}"]
+                lines.append(
+                    f"{ph:4s} {label:18s} base  p50 {b['p50']:6.1f} p95 {b['p95']:6.1f} "
+                    f"p99 {b['p99']:7.1f} | ratio b/p {_ratios(b, p)} | k/b {_ratios(k, b)}"
+                )
         for label, key in (
-            ("search, repeated", "k_cached"),
-            ("search, cached emb", "k_cached_embedding"),
-            ("trivial (get_note)", "k_trivial"),
+            ("search, repeated", "cached"),
+            ("search, cached emb", "cached_embedding"),
+            ("trivial (get_note)", "trivial"),
         ):
-            if key not in r:  # an older kioku's run (--kioku-src) has no such figure
-                continue
-            s = r[key]
-            lines.append(
-                f"{ph:4s} {label:18s} kioku p50 {s['p50']:6.1f} p95 {s['p95']:6.1f} "
-                f"p99 {s['p99']:7.1f}"
-            )
+            for side, name in (("k", "kioku"), ("b", "base ")):
+                if f"{side}_{key}" not in r:  # no baseline, or an older kioku's run
+                    continue
+                s = r[f"{side}_{key}"]
+                lines.append(
+                    f"{ph:4s} {label:18s} {name} p50 {s['p50']:6.1f} p95 {s['p95']:6.1f} "
+                    f"p99 {s['p99']:7.1f}"
+                )
     idle, hog = res["idle"], res["hog"]
     ks = idle["k_search"]
     targets = [
@@ -599,12 +690,14 @@ def report(n: int, res: dict[str, Any]) -> list[str]:
 
 async def main(args: argparse.Namespace) -> None:
     peer_exe, peer_env = ensure_peer(args.cache)
-    qpool = real_questions(seed=1) if args.questions == "real" else queries(seed=1)
+    qpool = question_texts(args.questions, seed=1)
     need = 10 + 2 * args.queries
     if need * len(args.sizes) > len(qpool):
         raise SystemExit(f"too many queries for the {args.questions} set: lower --queries")
     load = os.getloadavg()
     print(f"kioku from {args.kioku_src} {KIOKU_SET or ''}; peer mcp-server-qdrant (MiniLM int8)")
+    if args.baseline_src is not None:
+        print(f"baseline kioku (b) from {args.baseline_src}, a third side of each interleave")
     print(
         f"timed calls by the {CLIENTS[args.client]}; {args.memories} memories, "
         f"{args.questions} questions"
@@ -643,21 +736,30 @@ if __name__ == "__main__":
     ap.add_argument("--pool", type=int, default=300, help="distinct texts each model embeds")
     ap.add_argument(
         "--questions",
-        choices=["template", "real"],
+        choices=["template", "real", "both", "long"],
         default="template",
         help="template: the generator's 6-9-word questions (default); real: the "
-        "conversational quality set's 359 hand-written ones (en/ja/th)",
+        "conversational quality set's 359 hand-written ones (en/ja/th); both: those and "
+        "the generated set's 528 (887); long: both sets' English ones of 10-15 words (246)",
     )
     ap.add_argument(
         "--memories",
-        choices=["template", "real"],
+        choices=["template", "real", "both"],
         default="template",
         help="template: the generator's notes, loaded in-process with replicated vectors "
         "(default); real: the conversational set's turns (past its 1,013, the same chats "
-        "a year later per pass), each added over MCP by each server's own tool, then "
-        "kioku waited on until every note is embedded exactly",
+        "a year later per pass); both: its turns, then the generated set's 1,122 coding "
+        "memories (2,135 distinct texts); real and both: each added over MCP by each "
+        "server's own tool, then kioku waited on until every note is embedded exactly",
     )
     ap.add_argument("--kioku-src", type=Path, default=ROOT)
+    ap.add_argument(
+        "--baseline-src",
+        type=Path,
+        help="a second kioku (another checkout's code, e.g. main at the branch point) as a "
+        "third side of the same run, interleaved with the other two: its own data dir, "
+        "the same memories and questions; the report adds its figures and ratios",
+    )
     ap.add_argument(
         "--kioku-set",
         action="append",

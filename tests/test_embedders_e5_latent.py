@@ -10,7 +10,7 @@ import pytest
 
 from mcp_gateway.common.types import SparseVector
 from mcp_gateway.embedders import e5_file, e5_latent
-from mcp_gateway.embedders.e5_onnx import OnnxE5, model_path
+from mcp_gateway.embedders.e5_onnx import ARENA_SAE_TOKENS, OnnxE5, model_path
 from mcp_gateway.embedders.local import LocalEmbedder
 
 TEXTS = [
@@ -25,16 +25,18 @@ def engine() -> OnnxE5:
     return OnnxE5(model_path("original"), sae=e5_latent.sae_path())
 
 
-def reference_terms(sae: e5_latent.Autoencoder, states: np.ndarray) -> np.ndarray:
-    """ReLU(W x + b), each token's top k, max over tokens, top 256 features: float32."""
+def reference_terms(
+    sae: e5_latent.Autoencoder, states: np.ndarray, keep: int = e5_latent.TOP_TERMS
+) -> np.ndarray:
+    """ReLU(W x + b), each token's top k, max over tokens, top ``keep`` features: float32."""
     weights = (sae.nibbles.astype(np.float32) - 8).reshape(sae.features, -1, e5_file.QK)
     weights = (weights * sae.scales[..., None]).reshape(sae.features, sae.dim)
     pre = np.maximum(states @ weights.T + sae.bias, 0.0)
     kth = -np.partition(-pre, sae.k - 1, axis=1)[:, sae.k - 1 : sae.k]
     pooled = np.where(pre >= kth, pre, 0.0).max(axis=0)
-    keep = np.argsort(-pooled)[: e5_latent.TOP_TERMS]
+    strongest = np.argsort(-pooled)[:keep]
     out = np.zeros(sae.features, np.float32)
-    out[keep] = pooled[keep]
+    out[strongest] = pooled[strongest]
     return out
 
 
@@ -65,6 +67,45 @@ def test_terms_match_the_float_autoencoder_in_every_language(engine: OnnxE5) -> 
         assert len(kept ^ wanted) <= 0.02 * len(wanted), (text, kept ^ wanted)
         both = sorted(kept & wanted)
         np.testing.assert_allclose(have[both], want[both], rtol=2e-3, atol=1e-5)
+
+
+QUERIES = [
+    "before I touch the billing API, is there anything about parallel PATCH requests",
+    "ステージングのデータベースを移行する前に確認することは？",
+    "มีอะไรต้องระวังก่อนหมุนเวียนคีย์ API ของบริการยืนยันตัวตน",
+]
+
+
+def test_query_terms_match_the_float_autoencoder_in_every_language(engine: OnnxE5) -> None:
+    """A query's terms (its ``QUERY_TERMS`` strongest) come from the same autoencoder as a
+    stored text's, on the arena's session (a short text: ``ARENA_SAE_TOKENS``)."""
+    sae = e5_latent.load(e5_latent.sae_path())
+    keep = e5_latent.QUERY_TERMS
+    for text in QUERIES:
+        assert engine.token_count(text, "query: ") <= ARENA_SAE_TOKENS
+        _, terms = engine.encode([text], "query: ", 1, terms=True, keep=keep)
+        assert terms is not None
+        want = reference_terms(sae, engine.content_states(text, "query: "), keep)
+        have = dense_of(terms[0], sae.features)
+        kept, wanted = set(terms[0].indices), set(np.flatnonzero(want).tolist())
+        assert len(kept ^ wanted) <= 2, (text, kept ^ wanted)  # ties at the cut, AVX2
+        both = sorted(kept & wanted)
+        np.testing.assert_allclose(have[both], want[both], rtol=2e-3, atol=1e-5)
+
+
+def test_a_short_texts_terms_do_not_depend_on_the_calls_before_it(engine: OnnxE5) -> None:
+    """The autoencoder's arena is reused by short queries' calls and given back after a
+    stored text's: a query's terms are the same bit for bit either way."""
+    long_text = "Notes about the release checklist and its owners. " * 30
+    assert engine.token_count(long_text) > ARENA_SAE_TOKENS
+    for text in QUERIES:
+        first = engine.encode([text], "query: ", 1, terms=True, keep=e5_latent.QUERY_TERMS)
+        engine.encode([long_text], "passage: ", 1, terms=True)
+        after_long = engine.encode([text], "query: ", 1, terms=True, keep=e5_latent.QUERY_TERMS)
+        again = engine.encode([text], "query: ", 1, terms=True, keep=e5_latent.QUERY_TERMS)
+        for other in (after_long, again):
+            assert other[1] == first[1]
+            assert np.array_equal(other[0], first[0])
 
 
 def test_long_text_terms_pool_over_every_window(engine: OnnxE5) -> None:

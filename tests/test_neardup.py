@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from mcp_gateway.search import neardup
 from mcp_gateway.search.neardup import FOLD_SIMILARITY, marks
 from mcp_gateway.search.one_change import differ
 from tests.conftest import Harness
@@ -196,6 +197,31 @@ async def test_search_folds_near_duplicates_into_one_result(harness: Harness) ->
     assert "CI breaks on 22" not in text
     if related["id"] in ids:
         assert results[ids.index(related["id"])]["also"] == []
+
+
+async def test_only_notes_alike_enough_to_fold_have_their_marks_read(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A result's identifiers and numbers decide a fold only between notes whose vectors
+    are within the threshold: the others' are never read (work saved on each search)."""
+    texts = [
+        "Pin the Node version to 20 in .nvmrc; CI breaks on 22.",
+        "Keep Node pinned at 20 in .nvmrc because CI fails with Node 22.",
+        "Use pnpm instead of npm; the lockfile is pnpm-lock.yaml.",
+    ]
+    for text in texts:
+        await harness.ok("add_note", text=text, type="lesson")
+    await harness.settle()
+    read: list[str] = []
+
+    def counted(text: str) -> frozenset[str]:
+        read.append(text)
+        return marks(text)
+
+    monkeypatch.setattr(neardup, "marks", counted)
+    found = await harness.ok("search_memory", query="which Node and which package manager?")
+    assert texts[2] in [r["text"] for r in found["results"]]  # listed, never alike enough
+    assert set(read) == set(texts[:2])
 
 
 async def test_notes_that_differ_in_an_identifier_or_a_number_never_fold(

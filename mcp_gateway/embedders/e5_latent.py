@@ -108,7 +108,6 @@ def build(sae: Autoencoder) -> bytes:
         proto.tensor("candidates", np.array([candidates], np.int64)),
         proto.tensor("k", np.array([sae.k], np.int64)),
         proto.tensor("last", np.array([-1], np.int64)),
-        proto.tensor("middle", np.array([1], np.int64)),
     ]
     model.nodes += [
         # stage 1: every feature, int8 (activations quantised per tensor)
@@ -119,12 +118,13 @@ def build(sae: Autoencoder) -> bytes:
             "com.microsoft",
         ),
         proto.node("TopK", ["coarse", "candidates"], ["coarse.top", "cand"], axis=-1, sorted=0),
-        # stage 2: the candidates' rows [tokens, candidates, dim] against the token's state
+        # stage 2: the candidates' rows [tokens, candidates, dim] times the token's state
+        # [tokens, dim, 1], one batched product (no [tokens, candidates, dim] of products)
         proto.node("Gather", ["W", "cand"], ["cand.rows16"], axis=0),
         proto.node("Cast", ["cand.rows16"], ["cand.rows"], to=1),
-        proto.node("Unsqueeze", ["states", "middle"], ["states.3d"]),
-        proto.node("Mul", ["cand.rows", "states.3d"], ["cand.prod"]),
-        proto.node("ReduceSum", ["cand.prod", "last"], ["cand.dot"], keepdims=0),
+        proto.node("Unsqueeze", ["states", "last"], ["states.col"]),
+        proto.node("MatMul", ["cand.rows", "states.col"], ["cand.dot.col"]),
+        proto.node("Squeeze", ["cand.dot.col", "last"], ["cand.dot"]),
         proto.node("Gather", ["bias", "cand"], ["cand.bias"], axis=0),
         proto.node("Add", ["cand.dot", "cand.bias"], ["cand.pre"]),
         proto.node("TopK", ["cand.pre", "k"], ["values", "chosen"], axis=-1, sorted=0),

@@ -53,8 +53,17 @@ from mcp_gateway.embedders.e5_tokenizer import UnigramTokenizer
 _MAX_BATCH = 1
 _MAX_BATCH_TOKENS = 4096  # padded tokens a forward pass, so long windows go fewer at a time
 # token states an autoencoder call: its int8 pass's [tokens, 16384] scores and its exact
-# pass's [tokens, 48, 384] products stay ~17 and ~19 MB
+# pass's candidates' rows [tokens, 48, 384] stay ~17 and ~19 MB
 _MAX_SAE_TOKENS = 256
+# The autoencoder's session keeps onnxruntime's memory arena, and gives back what it
+# grew after every stored text's call and any query's of more token states than this:
+# a short query then reuses the arena's ~4 MB instead of mapping and faulting in its
+# ~3 MB of intermediates ([tokens, 16384] scores, the candidates' rows) afresh. Measured
+# on 2 cores, a query's terms 3.9 -> 1.9 ms p50 at load ~8 (bench/LOG.md, "new query on
+# real questions"); the arena holds ~2 MB after a given-back call, ~4 MB after short
+# queries (21 MB if it kept a 64-token call's peak; more with the document lanes' calls
+# beside a query's).
+ARENA_SAE_TOKENS = 32
 _M_MMAP_THRESHOLD = -3  # glibc's mallopt parameters
 _M_ARENA_MAX = -8
 _MMAP_THRESHOLD_BYTES = 256 * 1024
@@ -154,6 +163,8 @@ class OnnxE5:
             self._graphs["sae"] = graph_cache.graph_source("sae", [sae])
         self._spinning = spinning
         self._sessions: dict[tuple[str, int], Any] = {}
+        self._shrink = onnxruntime.RunOptions()  # the arena back to its first chunk
+        self._shrink.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
         self._prefix_tokens: dict[str, int] = {}
         self._lock = threading.Lock()
         self.dim = self._file.hidden
@@ -215,7 +226,8 @@ class OnnxE5:
         vectors = self._embed(texts, prefix, threads, found, graph, first_window=draft)
         if found is None:
             return vectors, None
-        return vectors, [self._terms(states, threads, keep) for states in found]
+        query = prefix == "query: "  # a stored text's call gives the arena back
+        return vectors, [self._terms(states, threads, keep, query) for states in found]
 
     def content_states(self, text: str, prefix: str, threads: int = 1) -> np.ndarray:
         """Last-layer states of ``text``'s own tokens in its one-window prefixed pass
@@ -305,7 +317,9 @@ class OnnxE5:
             self._prefix_tokens[prefix] = count
         return count
 
-    def _terms(self, states: list[np.ndarray], threads: int, keep: int) -> SparseVector:
+    def _terms(
+        self, states: list[np.ndarray], threads: int, keep: int, query: bool = False
+    ) -> SparseVector:
         features = self._sae_features
         assert features is not None
         rows = np.concatenate(states) if states else np.zeros((0, self.dim), np.float32)
@@ -315,7 +329,9 @@ class OnnxE5:
         values, indices = [], []
         for start in range(0, len(rows), _MAX_SAE_TOKENS):
             chunk = np.ascontiguousarray(rows[start : start + _MAX_SAE_TOKENS], np.float32)
-            v, i = session.run(None, {"states": chunk})
+            kept = query and len(chunk) <= ARENA_SAE_TOKENS
+            after = None if kept else self._shrink
+            v, i = session.run(None, {"states": chunk}, after)
             values.append(v)
             indices.append(i)
         return e5_latent.pool(np.concatenate(values), np.concatenate(indices), features, keep)
@@ -350,7 +366,7 @@ class OnnxE5:
                 options.inter_op_num_threads = 1
                 # The arena keeps every run's peak activations (a batch of long documents:
                 # tens of MB) for the life of the process; without it they are freed.
-                options.enable_cpu_mem_arena = False
+                options.enable_cpu_mem_arena = graph == "sae"  # bounded: ARENA_SAE_TOKENS
                 options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
                 spin = "1" if self._spinning else "0"
                 options.add_session_config_entry("session.intra_op.allow_spinning", spin)

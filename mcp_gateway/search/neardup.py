@@ -88,11 +88,19 @@ class Folder:
         newest note of its namespace and type that it is a near-duplicate of (of any
         note already in that entry), and that entry shows the newest wording."""
         unit = await self._vectors(notes)
-        names = {n.id: marks(n.text) for n in notes}
+        # a note's marks are read only once its vector is within the threshold of
+        # another's (most listed notes never are): the same folds, less work a search
+        names: dict[str, frozenset[str]] = {}
+
+        def named(note: Note) -> frozenset[str]:
+            if (found := names.get(note.id)) is None:
+                found = names[note.id] = marks(note.text)
+            return found
+
         entries: list[Entry] = []
         members: list[list[Note]] = []
         for note in sorted(notes, key=lambda n: (n.created_at, n.id), reverse=True):
-            home = self._home(note, entries, members, unit, names)
+            home = self._home(note, entries, members, unit, named)
             if home is None:
                 entries.append(Entry(note))
                 members.append([note])
@@ -140,7 +148,7 @@ class Folder:
         entries: list[Entry],
         members: list[list[Note]],
         unit: dict[str, np.ndarray],
-        names: dict[str, frozenset[str]],
+        named: Callable[[Note], frozenset[str]],
     ) -> int | None:
         mine = unit.get(note.id)
         if mine is None:
@@ -157,8 +165,8 @@ class Folder:
                 continue
             if any(
                 m.id in unit
-                and names[m.id] == names[note.id]
                 and float(unit[m.id] @ mine) >= self.threshold
+                and named(m) == named(note)
                 and not differ(m.text, note.text)
                 for m in group
             ):

@@ -49,7 +49,11 @@ def _top_level_imports(folders: list[str]) -> dict[str, str]:
 
 
 # optional backends: (module, its extra); only that module may import the extra's packages
-OPTIONAL = {"mcp_gateway/stores/pg.py": "postgres", "mcp_gateway/index/qdrant.py": "qdrant"}
+OPTIONAL = {
+    "mcp_gateway/stores/pg.py": "postgres",
+    "mcp_gateway/index/qdrant.py": "qdrant",
+    "mcp_gateway/embedders/static.py": "fast-first",
+}
 
 
 def _undeclared(folders: list[str], declared: set[str]) -> list[str]:

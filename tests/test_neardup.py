@@ -290,7 +290,7 @@ async def test_a_word_of_the_query_keeps_its_note_out_of_a_fold(harness: Harness
 def test_the_cli_folds_a_reworded_lesson_in_search_and_context(tmp_path: Path) -> None:
     """Through the CLI, processes as a user runs them: the first wording of issue 33's
     force-push lesson and a rewording that folds under the measured threshold (the
-    issue's own second wording, 0.945, does not: docs/ranking.md) are one entry in a
+    issue's own second wording too: the MCP-door test above) are one entry in a
     search and in session_context.md, the newest wording shown, the older id named and
     still readable with ``kioku show``."""
     data = tmp_path / "data"

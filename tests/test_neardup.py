@@ -33,6 +33,18 @@ FORCE_PUSH_JA_RELEASE = (
 )
 
 
+async def recent_lessons(harness: Harness) -> str:
+    """The session context's "Recent lessons" section, as the MCP resource reads."""
+    res = await harness.client.read_resource("kioku://session_context")
+    text = res.contents[0].text  # type: ignore[union-attr]
+    return text.split("## Recent lessons", 1)[1].split("\n## ", 1)[0]
+
+
+def lesson_entries(lessons: str) -> dict[str, str]:
+    """Each listed entry's line by the id it opens with."""
+    return {line.split("`")[1]: line for line in lessons.splitlines() if line.startswith("- `")}
+
+
 async def test_threshold_is_the_one_the_dev_pairs_choose(harness: Harness) -> None:
     """The rule of bench/quality/neardup/measure.py on the dev pairs (en/ja/th), with
     the installed model: the threshold costs least, a wrong fold counting as two missed
@@ -93,9 +105,7 @@ async def test_session_context_folds_near_duplicates_into_the_newest(harness: Ha
         "add_note", text="Pin the Node version to 20 in .nvmrc; CI breaks on 22.", type="knowledge"
     )
     await harness.settle()
-    res = await harness.client.read_resource("kioku://session_context")
-    text = res.contents[0].text  # type: ignore[union-attr]
-    lessons = text.split("## Recent lessons", 1)[1].split("\n## ", 1)[0]
+    lessons = await recent_lessons(harness)
     entry = next(line for line in lessons.splitlines() if line.startswith(f"- `{newer['id']}`"))
     assert f"also `{older['id']}`" in entry
     assert "Keep Node pinned" in lessons and "CI breaks on 22" not in lessons
@@ -164,10 +174,8 @@ async def test_the_issues_two_force_push_wordings_are_one_entry(harness: Harness
     older = await harness.ok("add_note", text=FORCE_PUSH_OLD, type="lesson")
     newer = await harness.ok("add_note", text=FORCE_PUSH_ISSUE, type="lesson")
     await harness.settle()
-    res = await harness.client.read_resource("kioku://session_context")
-    text = res.contents[0].text  # type: ignore[union-attr]
-    lessons = text.split("## Recent lessons", 1)[1].split("\n## ", 1)[0]
-    entries = {line.split("`")[1]: line for line in lessons.splitlines() if line.startswith("- `")}
+    lessons = await recent_lessons(harness)
+    entries = lesson_entries(lessons)
     assert list(entries) == [newer["id"]] and f"also `{older['id']}`" in entries[newer["id"]]
 
 
@@ -181,10 +189,8 @@ async def test_a_lesson_with_one_thing_changed_stays_its_own_entry(harness: Harn
     ja_release = await harness.ok("add_note", text=FORCE_PUSH_JA_RELEASE, type="lesson")
     newer = await harness.ok("add_note", text=FORCE_PUSH_NEW, type="lesson")
     await harness.settle()
-    res = await harness.client.read_resource("kioku://session_context")
-    text = res.contents[0].text  # type: ignore[union-attr]
-    lessons = text.split("## Recent lessons", 1)[1].split("\n## ", 1)[0]
-    entries = {line.split("`")[1]: line for line in lessons.splitlines() if line.startswith("- `")}
+    lessons = await recent_lessons(harness)
+    entries = lesson_entries(lessons)
     assert f"also `{older['id']}`" in entries[newer["id"]], lessons
     for note in (release, ja_main, ja_release):
         assert note["id"] in entries and "also" not in entries[note["id"]], lessons

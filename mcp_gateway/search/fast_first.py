@@ -103,11 +103,6 @@ class FastFirst:
     def __init__(self, index: LiveIndex, settings: SearchSettings) -> None:
         self.index, self.limit = index, settings.fast_first_limit
 
-    @property
-    def active(self) -> bool:
-        pool = self.index.fast_pool
-        return pool is not None and len(pool) > 0
-
     async def hits(self, query: str, flt: IndexFilter) -> list[IndexHit]:
         """The pool's best hits for ``query`` (none: an empty pool, or a query the
         static model cannot read)."""

@@ -183,7 +183,7 @@ async def main() -> None:
     ap.add_argument("--inline-add", action="store_true", help="embed inside add_note")
     args = ap.parse_args()
 
-    from mcp_gateway.common.settings import EmbedderSettings
+    from mcp_gateway.common.sections import EmbedderSettings
     from mcp_gateway.embedders import build_embedder
 
     embedder = build_embedder(EmbedderSettings())

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from mcp_gateway.common.inputs import NoteChanges, NoteFields
-from mcp_gateway.common.settings import SearchSettings
+from mcp_gateway.common.sections import SearchSettings
 from mcp_gateway.search.note_reads import RecentNotes, ShownNotes
 from mcp_gateway.stores.db import Database
 from mcp_gateway.stores.notes import NoteStore

@@ -1,10 +1,10 @@
-"""Typed settings, one section per subsystem, read once at the entry point.
+"""Typed settings, one section per subsystem (``sections``), read once at the entry point.
 
-Sources, lowest precedence first: the defaults below (mirrored in ``config/kioku.toml``),
-a TOML config file (``KIOKU_CONFIG`` or ``<user config dir>/kioku/kioku.toml``), then
-environment variables with the ``KIOKU_`` prefix (nested with ``__``, e.g.
-``KIOKU_SEARCH__RRF_K=20``). Library code receives these objects; it never reads the
-environment itself.
+Sources, lowest precedence first: the defaults (``sections`` and the top-level fields
+below, mirrored in ``config/kioku.toml``), a TOML config file (``KIOKU_CONFIG`` or
+``<user config dir>/kioku/kioku.toml``), then environment variables with the ``KIOKU_``
+prefix (nested with ``__``, e.g. ``KIOKU_SEARCH__RRF_K=20``). Library code receives these
+objects; it never reads the environment itself.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.common.types import point_id
 from mcp_gateway.embedders.base import Encoded, as_list
 from mcp_gateway.embedders.local import LocalEmbedder
-from mcp_gateway.indexing.indexer import note_document, record_document
+from mcp_gateway.indexing.points import note_document, record_document
 from mcp_gateway.protocol.server import create_server
 from mcp_gateway.search.fresh import FreshLimits, choose
 from mcp_gateway.services.app import AppContext, open_app

@@ -26,10 +26,10 @@ import anyio.to_thread
 from mcp_gateway.common.types import IndexPoint, point_id
 from mcp_gateway.index.base import Index
 from mcp_gateway.index.catalog import APPLIED_KEY, PRIORS_KEY, applied_key
-from mcp_gateway.indexing.indexer import (
+from mcp_gateway.indexing.note_priors import load_priors
+from mcp_gateway.indexing.points import (
     channel_rows,
     current_channels,
-    load_priors,
     note_document,
     note_point,
     record_document,

@@ -1,4 +1,4 @@
-"""Turning notes and records into index points, and writing them to the index.
+"""Writing the points of notes and records (``points``) to the index.
 
 Only the owner of the index calls ``Indexer``. ``put_new_lexical`` computes the sparse
 vector locally (no model); for ``add_note`` it runs just after the acknowledgement

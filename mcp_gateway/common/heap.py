@@ -5,7 +5,7 @@ free, so what a search or a document batch allocated and freed between longer-li
 objects stays resident until ``malloc_trim`` gives the free pages back. Measured in
 process at 1,000 notes (bench/LOG.md, "footprint"): 300 searches left 6 MB of such
 pages and a burst's last batches 9 MB. The document lanes trim every 30 s while they
-run (``e5_onnx.trim_heap``); ``trim_when_quiet`` trims once more when the work has
+run (``trim_heap``); ``trim_when_quiet`` trims once more when the work has
 stopped: after requests or batches (``touched``), once a check finds none since the
 previous one and no request in flight. A trim walks the heap (a few milliseconds) and
 changes no allocation.
@@ -94,7 +94,7 @@ _trimmed_at = 0.0
 
 
 def trim_heap() -> None:
-    """Give the heap's free pages back to the system (``heap.trim``), at most every
+    """Give the heap's free pages back to the system (``trim``), at most every
     ``_TRIM_EVERY_S``; called after a document batch. Freed chunks between live ones
     stay in the process otherwise: measured in an owner after 400 notes and 100
     searches, RssAnon 164 -> 155 MB, the walk a few milliseconds. The owner trims once

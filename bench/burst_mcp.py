@@ -51,7 +51,6 @@ import json
 import os
 import random
 import shutil
-import signal
 import sqlite3
 import tempfile
 import threading
@@ -59,7 +58,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcp_stdio import Client, Reply, status
+from mcp_stdio import Client, Reply, serve_env, status, stop_owner
 
 from mcp_gateway.embedders.lexical import script_of
 
@@ -193,17 +192,13 @@ def memory_mb(pid: int) -> dict[str, float]:
 def burst(args: argparse.Namespace, label: str, src: Path, inflight: int, asks: list[str]) -> Run:
     run = Run(label, inflight)
     root = Path(tempfile.mkdtemp(prefix="kioku-burst-mcp-"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KIOKU_")}
-    env.update(KIOKU_DATA_DIR=str(root / "data"), KIOKU_LOG_LEVEL="WARNING")
-    env["PYTHONPATH"] = str(src)
-    for pair in args.env + [e.partition(":")[2] for e in args.src_env if e.startswith(label + ":")]:
-        key, _, value = pair.partition("=")
-        env[key] = value
+    own = [e.partition(":")[2] for e in args.src_env if e.startswith(label + ":")]
+    env = serve_env(root / "data", src, args.env + own)
     notes = memories(args.notes)
     adder = searcher = None
     pid = 0
     try:
-        adder, searcher = Client(env, "adds"), Client(env, "searches")
+        adder, searcher = Client(env, "burst-bench-adds"), Client(env, "burst-bench-searches")
         searcher.wait(searcher.tool("search_memory", {"query": "how do we deploy on fridays"}))
         info = status(env)
         pid = int(info["owner"]["pid"])
@@ -285,13 +280,7 @@ def burst(args: argparse.Namespace, label: str, src: Path, inflight: int, asks: 
             if client is not None:
                 client.close()
         if pid:
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
-                time.sleep(0.1)
+            stop_owner(pid)
         shutil.rmtree(root, ignore_errors=True)
     return run
 

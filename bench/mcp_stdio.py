@@ -1,17 +1,41 @@
 """A ``kioku serve`` (the stdio proxy an editor starts; it starts the owner daemon) spoken
-to with raw JSON-RPC lines, for the benches that measure through that door.
+to with raw JSON-RPC lines, for the benches that measure through that door
+(``burst_mcp.py``, ``owner_memory.py``, ``owner_reopen.py``).
+
+``Client`` writes requests and a reader thread timestamps each reply as it arrives, so
+several requests may be outstanding and a reply's time is its arrival, not when the
+caller looked. ``status`` asks ``kioku status --json`` (the owner's pid, backlog, index);
+``stop_owner`` ends the owner a run started, so the next run starts its own.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+PROTOCOL = "2025-06-18"
+
+
+def serve_env(data_dir: Path, src: Path, settings: Iterable[str] = ()) -> dict[str, str]:
+    """This environment without its ``KIOKU_*`` settings, on ``data_dir``, running the
+    source tree ``src`` (``PYTHONPATH``), plus ``settings`` (``KEY=VALUE`` each)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KIOKU_")}
+    env.update(KIOKU_DATA_DIR=str(data_dir), KIOKU_LOG_LEVEL="WARNING")
+    env["PYTHONPATH"] = str(src)
+    for pair in settings:
+        key, _, value = pair.partition("=")
+        env[key] = value
+    return env
 
 
 @dataclass
@@ -23,10 +47,10 @@ class Reply:
 
 
 class Client:
-    """One ``kioku serve`` (an editor's MCP session) spoken to with raw JSON-RPC lines; a
-    reader thread timestamps each reply as it arrives."""
+    """One ``kioku serve`` (an editor's MCP session), initialised on creation (``name``
+    is the client's name in the handshake)."""
 
-    def __init__(self, env: dict[str, str], name: str) -> None:
+    def __init__(self, env: dict[str, str], name: str, start_timeout: float = 120.0) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "mcp_gateway.cli", "serve"],
             stdin=subprocess.PIPE,
@@ -43,12 +67,12 @@ class Client:
         init = self.send(
             "initialize",
             {
-                "protocolVersion": "2025-06-18",
+                "protocolVersion": PROTOCOL,
                 "capabilities": {},
-                "clientInfo": {"name": f"burst-bench-{name}", "version": "0"},
+                "clientInfo": {"name": name, "version": "0"},
             },
         )
-        self.wait(init, 120)
+        self.wait(init, start_timeout)
         self._write({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
     def _write(self, message: dict[str, Any]) -> None:
@@ -68,6 +92,8 @@ class Client:
         return self.send("tools/call", {"name": name, "arguments": arguments})
 
     def wait(self, reply: Reply, timeout: float = 300.0) -> dict[str, Any]:
+        """The reply's message; ``RuntimeError`` for an error reply, none in time, or a
+        server that closed its stdout."""
         if not reply.done.wait(timeout):
             raise RuntimeError("no reply in time")
         message = reply.message
@@ -88,6 +114,11 @@ class Client:
             reply.done.set()
             if self.on_reply is not None:
                 self.on_reply(reply)
+        with self._lock:  # closed: no reply is coming to what is still open
+            gone, self._open = list(self._open.values()), {}
+        for reply in gone:
+            reply.message = {"error": "kioku serve closed its stdout"}
+            reply.done.set()
 
     def close(self) -> None:
         assert self.proc.stdin is not None
@@ -99,6 +130,7 @@ class Client:
 
 
 def status(env: dict[str, str]) -> dict[str, Any]:
+    """``kioku status --json`` for the data dir of ``env``."""
     out = subprocess.run(
         [sys.executable, "-m", "mcp_gateway.cli", "status", "--json"],
         env=env,
@@ -108,3 +140,14 @@ def status(env: dict[str, str]) -> dict[str, Any]:
     )
     data: dict[str, Any] = json.loads(out.stdout)
     return data
+
+
+def stop_owner(pid: int, timeout: float = 30.0) -> None:
+    """SIGTERM to the owner daemon, then wait (at most ``timeout``) for it to be gone."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
+        time.sleep(0.1)

@@ -23,6 +23,7 @@ from mcp_gateway.indexing.note_priors import load_priors
 from mcp_gateway.indexing.points import (
     channel_rows,
     current_channels,
+    current_vector,
     note_document,
     note_payload,
     note_point,
@@ -180,10 +181,9 @@ class Indexer:
             # worker thread, never on the event loop.
             points, pending, embedded = [], [], {}
             for note in notes:
-                vec = stored.get(note.id)
                 doc = note_document(note)
                 more = current_channels(extra, note.id, doc)
-                if vec is not None and vec.content_hash == content_hash(doc):
+                if (vec := current_vector(stored.get(note.id), doc)) is not None:
                     points.append(
                         note_point(note, vec.vector, priors.get(note.id), vec.terms, more)
                     )
@@ -218,10 +218,9 @@ class Indexer:
         def build() -> tuple[list[IndexPoint], list[Record]]:
             points, pending = [], []
             for rec in records:
-                vec = stored.get(rec.id)
                 doc = record_document(rec)
                 more = current_channels(extra, rec.id, doc)
-                if vec is not None and vec.content_hash == content_hash(doc):
+                if (vec := current_vector(stored.get(rec.id), doc)) is not None:
                     points.append(
                         record_point(
                             rec,

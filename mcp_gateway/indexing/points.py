@@ -101,6 +101,12 @@ async def channel_rows(
     return out
 
 
+def current_vector(row: StoredVector | None, document: str) -> StoredVector | None:
+    """``row`` if it was embedded from ``document`` as it reads now (else None: the text
+    changed since, and the vector is not this text's)."""
+    return row if row is not None and row.content_hash == content_hash(document) else None
+
+
 def current_channels(rows: ChannelRows, sid: str, document: str) -> dict[str, list[float]]:
     """The channel vectors of ``sid`` embedded from ``document`` as it reads now."""
     found = rows.get(sid)

@@ -43,6 +43,7 @@ from pathlib import Path
 
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+sys.path.append(str(_HERE))  # the bench helpers, after every installed package
 
 import argparse
 import bisect
@@ -50,14 +51,14 @@ import json
 import os
 import random
 import shutil
-import signal
 import sqlite3
-import subprocess
 import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
+
+from mcp_stdio import Client, Reply, serve_env, status, stop_owner
 
 from mcp_gateway.embedders.lexical import script_of
 
@@ -97,102 +98,6 @@ def questions() -> list[str]:
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
-
-
-@dataclass
-class Reply:
-    sent: float
-    done: threading.Event = field(default_factory=threading.Event)
-    at: float = 0.0
-    message: dict[str, Any] = field(default_factory=dict)
-
-
-class Client:
-    """One ``kioku serve`` (an editor's MCP session) spoken to with raw JSON-RPC lines; a
-    reader thread timestamps each reply as it arrives."""
-
-    def __init__(self, env: dict[str, str], name: str) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "mcp_gateway.cli", "serve"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=env,
-            cwd=tempfile.gettempdir(),
-        )
-        self._next = 0
-        self._open: dict[int, Reply] = {}
-        self._lock = threading.Lock()
-        self.on_reply: Any = None
-        threading.Thread(target=self._read, daemon=True, name=f"read-{name}").start()
-        init = self.send(
-            "initialize",
-            {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": f"burst-bench-{name}", "version": "0"},
-            },
-        )
-        self.wait(init, 120)
-        self._write({"jsonrpc": "2.0", "method": "notifications/initialized"})
-
-    def _write(self, message: dict[str, Any]) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
-        self.proc.stdin.flush()
-
-    def send(self, method: str, params: dict[str, Any]) -> Reply:
-        with self._lock:
-            self._next += 1
-            rid = self._next
-            reply = self._open[rid] = Reply(time.perf_counter())
-        self._write({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
-        return reply
-
-    def tool(self, name: str, arguments: dict[str, Any]) -> Reply:
-        return self.send("tools/call", {"name": name, "arguments": arguments})
-
-    def wait(self, reply: Reply, timeout: float = 300.0) -> dict[str, Any]:
-        if not reply.done.wait(timeout):
-            raise RuntimeError("no reply in time")
-        message = reply.message
-        if "error" in message or message.get("result", {}).get("isError"):
-            raise RuntimeError(f"error reply: {str(message)[:500]}")
-        return message
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            at = time.perf_counter()
-            message = json.loads(line)
-            with self._lock:
-                reply = self._open.pop(message.get("id"), None)
-            if reply is None:
-                continue
-            reply.at, reply.message = at, message
-            reply.done.set()
-            if self.on_reply is not None:
-                self.on_reply(reply)
-
-    def close(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-
-
-def status(env: dict[str, str]) -> dict[str, Any]:
-    out = subprocess.run(
-        [sys.executable, "-m", "mcp_gateway.cli", "status", "--json"],
-        env=env,
-        capture_output=True,
-        check=True,
-        cwd=tempfile.gettempdir(),
-    )
-    data: dict[str, Any] = json.loads(out.stdout)
-    return data
 
 
 def cpu_s(pid: int) -> float:
@@ -287,17 +192,13 @@ def memory_mb(pid: int) -> dict[str, float]:
 def burst(args: argparse.Namespace, label: str, src: Path, inflight: int, asks: list[str]) -> Run:
     run = Run(label, inflight)
     root = Path(tempfile.mkdtemp(prefix="kioku-burst-mcp-"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KIOKU_")}
-    env.update(KIOKU_DATA_DIR=str(root / "data"), KIOKU_LOG_LEVEL="WARNING")
-    env["PYTHONPATH"] = str(src)
-    for pair in args.env + [e.partition(":")[2] for e in args.src_env if e.startswith(label + ":")]:
-        key, _, value = pair.partition("=")
-        env[key] = value
+    own = [e.partition(":")[2] for e in args.src_env if e.startswith(label + ":")]
+    env = serve_env(root / "data", src, args.env + own)
     notes = memories(args.notes)
     adder = searcher = None
     pid = 0
     try:
-        adder, searcher = Client(env, "adds"), Client(env, "searches")
+        adder, searcher = Client(env, "burst-bench-adds"), Client(env, "burst-bench-searches")
         searcher.wait(searcher.tool("search_memory", {"query": "how do we deploy on fridays"}))
         info = status(env)
         pid = int(info["owner"]["pid"])
@@ -379,13 +280,7 @@ def burst(args: argparse.Namespace, label: str, src: Path, inflight: int, asks: 
             if client is not None:
                 client.close()
         if pid:
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
-                time.sleep(0.1)
+            stop_owner(pid)
         shutil.rmtree(root, ignore_errors=True)
     return run
 

@@ -22,16 +22,16 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[0] = str(ROOT)  # not bench/: its queue.py would shadow the standard library's
+sys.path[0] = str(ROOT)  # not bench/ first: one of its names could shadow a package's
+sys.path.append(str(ROOT / "bench"))  # the bench helpers, after every installed package
+
+from owner_memory import DATA, texts  # noqa: E402  (the same notes through the doors)
 
 from mcp_gateway.common.access import settings_scope  # noqa: E402
 from mcp_gateway.common.inputs import NoteFields, NoteQuery  # noqa: E402
 from mcp_gateway.common.settings import KiokuSettings  # noqa: E402
 from mcp_gateway.services import Services  # noqa: E402
 from mcp_gateway.services.app import open_app  # noqa: E402
-
-DATA = ROOT / "bench" / "quality" / "data"
-TYPES = {"lesson", "conclusion", "knowledge", "note"}
 
 
 def rss() -> dict[str, int]:
@@ -41,16 +41,6 @@ def rss() -> dict[str, int]:
         key = line.split(":")[0]
         if key in ("RssAnon", "RssFile"):
             out[key] = int(line.split()[1]) // 1024
-    return out
-
-
-def texts(n: int) -> list[tuple[str, str]]:
-    memories = [json.loads(line) for line in (DATA / "memories.jsonl").open(encoding="utf-8")]
-    out = []
-    for i in range(n):
-        m = memories[i % len(memories)]
-        kind = m.get("type") if m.get("type") in TYPES else "knowledge"
-        out.append((f"{m['text']} (copy {i // len(memories)})", kind))
     return out
 
 

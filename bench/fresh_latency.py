@@ -40,7 +40,7 @@ from mcp_gateway.common.inputs import NoteFields
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.common.types import Note
 from mcp_gateway.embedders.cache import CachedQueryEmbedder
-from mcp_gateway.indexing.indexer import note_document
+from mcp_gateway.indexing.points import note_document
 from mcp_gateway.search.service import SearchRequest
 from mcp_gateway.services.app import AppContext, open_app
 from mcp_gateway.stores.vectors import content_hash

@@ -48,7 +48,7 @@ import uuid
 import anyio
 import numpy as np
 
-from mcp_gateway.common.settings import EmbedderSettings
+from mcp_gateway.common.sections import EmbedderSettings
 from mcp_gateway.common.types import IndexFilter, IndexPoint, SparseVector
 from mcp_gateway.embedders import build_embedder
 from mcp_gateway.index.base import IndexSpec

@@ -35,7 +35,8 @@ from typing import Any
 import anyio
 
 import mcp_gateway
-from mcp_gateway.common.settings import EmbedderSettings, KiokuSettings
+from mcp_gateway.common.sections import EmbedderSettings
+from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.embedders import build_embedder
 from mcp_gateway.search.service import SearchRequest
 from mcp_gateway.services.app import open_app

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 
 from mcp_gateway.common.inputs import NoteFields, NoteQuery, NoteRules
-from mcp_gateway.common.settings import NoteSettings
+from mcp_gateway.common.sections import NoteSettings
 from mcp_gateway.common.validation import PRIORITIES, choice, clean_text, label
 
 RULES = NoteRules.of(NoteSettings())

@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 from mcp_gateway.common.inputs import NoteFields  # noqa: E402
 from mcp_gateway.common.settings import KiokuSettings  # noqa: E402
 from mcp_gateway.common.types import Note  # noqa: E402
-from mcp_gateway.indexing.indexer import note_point  # noqa: E402
+from mcp_gateway.indexing.points import note_point  # noqa: E402
 from mcp_gateway.search.service import SearchRequest  # noqa: E402
 from mcp_gateway.services import Services  # noqa: E402
 from mcp_gateway.services.app import AppContext, open_app  # noqa: E402
@@ -183,7 +183,7 @@ async def main() -> None:
     ap.add_argument("--inline-add", action="store_true", help="embed inside add_note")
     args = ap.parse_args()
 
-    from mcp_gateway.common.settings import EmbedderSettings
+    from mcp_gateway.common.sections import EmbedderSettings
     from mcp_gateway.embedders import build_embedder
 
     embedder = build_embedder(EmbedderSettings())

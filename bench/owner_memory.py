@@ -26,17 +26,16 @@ from pathlib import Path
 
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+sys.path.append(str(_HERE))  # the bench helpers, after every installed package
 
 import argparse
 import json
 import os
-import select
 import shutil
-import signal
-import subprocess
 import tempfile
 import time
-from typing import Any
+
+from mcp_stdio import Client, Reply, serve_env, status, stop_owner
 
 ROOT = _HERE.parent
 DATA = ROOT / "bench" / "quality" / "data"
@@ -98,76 +97,17 @@ def _kind(path: str, data: Path) -> str:
     return "file: " + Path(path).name
 
 
-class Session:
-    """A ``kioku serve`` spoken to with raw JSON-RPC lines."""
-
-    def __init__(self, env: dict[str, str]) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "mcp_gateway.cli", "serve"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=env,
-            cwd=tempfile.gettempdir(),
-        )
-        self.next_id = 1
-        self.buffer = b""
-
-    def send(self, message: dict[str, Any]) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
-        self.proc.stdin.flush()
-
-    def request(self, method: str, params: dict[str, Any]) -> int:
-        self.next_id += 1
-        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
-        return self.next_id
-
-    def replies(self, want: set[int], timeout: float = 300.0) -> None:
-        assert self.proc.stdout is not None
-        deadline = time.monotonic() + timeout
-        while want:
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"no reply to {sorted(want)[:5]} in time")
-            ready, _, _ = select.select([self.proc.stdout], [], [], 0.1)
-            if not ready:
-                continue
-            chunk = os.read(self.proc.stdout.fileno(), 1 << 16)
-            if not chunk:
-                raise RuntimeError("kioku serve closed its stdout")
-            self.buffer += chunk
-            while b"\n" in self.buffer:
-                line, self.buffer = self.buffer.split(b"\n", 1)
-                message = json.loads(line)
-                if "error" in message or message.get("result", {}).get("isError"):
-                    raise RuntimeError(f"error reply: {message}")
-                want.discard(message.get("id"))
-
-    def call(self, tool: str, arguments: dict[str, Any]) -> int:
-        return self.request("tools/call", {"name": tool, "arguments": arguments})
-
-    def close(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        self.proc.wait(timeout=30)
-
-
-def owner(env: dict[str, str]) -> tuple[int, dict[str, Any]]:
-    out = subprocess.run(
-        [sys.executable, "-m", "mcp_gateway.cli", "status", "--json"],
-        env=env,
-        capture_output=True,
-        check=True,
-        cwd=tempfile.gettempdir(),
-    )
-    data = json.loads(out.stdout)
-    return int(data["owner"]["pid"]), data
+def wait_all(session: Client, pending: list[Reply]) -> None:
+    """Every reply of ``pending`` (then emptied)."""
+    for reply in pending:
+        session.wait(reply)
+    pending.clear()
 
 
 def settle(env: dict[str, str], want: int) -> float:
     began = time.monotonic()
     while True:
-        _, data = owner(env)
+        data = status(env)
         backlog = data.get("backlog") or []
         left = sum(int(b["waiting"]) + int(b["drafts"]) for b in backlog)
         index = data["index"]
@@ -178,42 +118,28 @@ def settle(env: dict[str, str], want: int) -> float:
 
 def main(args: argparse.Namespace) -> None:
     root = Path(tempfile.mkdtemp(prefix="kioku-owner-memory-"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KIOKU_")}
-    env.update(KIOKU_DATA_DIR=str(root / "data"), KIOKU_LOG_LEVEL="WARNING")
-    env["PYTHONPATH"] = str(args.src.resolve() if args.src else ROOT)
-    for pair in args.env:
-        key, _, value = pair.partition("=")
-        env[key] = value
+    env = serve_env(root / "data", args.src.resolve() if args.src else ROOT, args.env)
     queries = [json.loads(line)["query"] for line in (DATA / "queries.jsonl").open()]
     load = [os.getloadavg()[0]]
     rows: list[tuple[str, dict[str, int]]] = []
-    session = Session(env)
+    session: Client | None = None
     pid = 0
     try:
-        init = session.request(
-            "initialize",
-            {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "owner-memory-bench", "version": "0"},
-            },
-        )
-        session.replies({init})
-        session.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        session.replies({session.call("search_memory", {"query": "deploy keys rotation"})})
-        pid, _ = owner(env)
+        session = Client(env, "owner-memory-bench", start_timeout=300)
+        session.wait(session.tool("search_memory", {"query": "deploy keys rotation"}))
+        pid = int(status(env)["owner"]["pid"])
         time.sleep(2)
         rows.append(("open (after one search)", smaps(pid)))
         print(rows[-1], flush=True)
         todo = texts(args.notes)
         for start in range(0, len(todo), args.step):
             began = time.monotonic()
-            pending: set[int] = set()
+            pending: list[Reply] = []
             for text, kind in todo[start : start + args.step]:
-                pending.add(session.call("add_note", {"text": text, "type": kind}))
+                pending.append(session.tool("add_note", {"text": text, "type": kind}))
                 if len(pending) >= 16:
-                    session.replies(pending)
-            session.replies(pending)
+                    wait_all(session, pending)
+            wait_all(session, pending)
             added = time.monotonic() - began
             done = start + len(todo[start : start + args.step])
             waited = settle(env, done)
@@ -223,19 +149,17 @@ def main(args: argparse.Namespace) -> None:
             if args.mappings:
                 print("   ", mappings(pid, root / "data"), flush=True)
         for q in queries[: args.searches]:
-            session.replies({session.call("search_memory", {"query": q})})
+            session.wait(session.tool("search_memory", {"query": q}))
         time.sleep(args.rest)
         rows.append((f"after {args.searches} searches", smaps(pid)))
         print(rows[-1], flush=True)
         if args.mappings:
             print("   ", mappings(pid, root / "data"), flush=True)
     finally:
-        session.close()
+        if session is not None:
+            session.close()
         if pid:
-            os.kill(pid, signal.SIGTERM)
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
-                time.sleep(0.1)
+            stop_owner(pid)
         if args.keep:
             shutil.move(str(root / "data"), str(args.keep))
         shutil.rmtree(root, ignore_errors=True)

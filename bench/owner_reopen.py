@@ -28,12 +28,12 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import statistics
 import tempfile
 import time
 
-from owner_memory import DATA, Session, mappings, owner, smaps
+from mcp_stdio import Client, serve_env, status, stop_owner
+from owner_memory import DATA, mappings, smaps
 
 
 class Side:
@@ -41,41 +41,27 @@ class Side:
         self.name = name
         self.data = root / name
         shutil.copytree(data, self.data, symlinks=True)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("KIOKU_")}
-        env.update(KIOKU_DATA_DIR=str(self.data), KIOKU_LOG_LEVEL="WARNING")
-        env["PYTHONPATH"] = str(src.resolve())
-        self.env = env
-        self.session = Session(env)
+        self.env = serve_env(self.data, src.resolve())
+        self.session: Client | None = None
         self.pid = 0
         self.times: list[float] = []
 
     def start(self) -> None:
-        s = self.session
-        init = s.request(
-            "initialize",
-            {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "owner-reopen-bench", "version": "0"},
-            },
-        )
-        s.replies({init}, timeout=600)
-        s.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        s.replies({s.call("search_memory", {"query": "deploy keys rotation"})}, timeout=600)
-        self.pid, _ = owner(self.env)
+        s = self.session = Client(self.env, "owner-reopen-bench", start_timeout=600)
+        s.wait(s.tool("search_memory", {"query": "deploy keys rotation"}), 600)
+        self.pid = int(status(self.env)["owner"]["pid"])
 
     def search(self, query: str) -> None:
+        assert self.session is not None
         began = time.perf_counter()
-        self.session.replies({self.session.call("search_memory", {"query": query})})
+        self.session.wait(self.session.tool("search_memory", {"query": query}))
         self.times.append((time.perf_counter() - began) * 1000)
 
     def stop(self) -> None:
-        self.session.close()
+        if self.session is not None:
+            self.session.close()
         if self.pid:
-            os.kill(self.pid, signal.SIGTERM)
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and Path(f"/proc/{self.pid}").exists():
-                time.sleep(0.1)
+            stop_owner(self.pid)
 
 
 def main(args: argparse.Namespace) -> None:

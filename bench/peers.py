@@ -203,7 +203,7 @@ async def _load_kioku(data_dir: Path, texts: list[str], pool_n: int, blend: bool
 
     from mcp_gateway.common.inputs import NoteFields
     from mcp_gateway.common.settings import KiokuSettings
-    from mcp_gateway.indexing.indexer import note_point
+    from mcp_gateway.indexing.points import note_point
     from mcp_gateway.services.app import open_app
 
     settings = KiokuSettings(data_dir=data_dir)
@@ -238,7 +238,7 @@ async def _load_kioku(data_dir: Path, texts: list[str], pool_n: int, blend: bool
                     note_point(note, dense, None, terms) if terms else note_point(note, dense)
                 )
             if hasattr(app, "vectors"):  # the truth store of vectors (issue 9), when present
-                from mcp_gateway.indexing.indexer import note_document
+                from mcp_gateway.indexing.points import note_document
                 from mcp_gateway.stores.vectors import content_hash
 
                 await app.vectors.put(

@@ -43,7 +43,7 @@ from redis.asyncio import Redis
 from mcp_gateway.common.inputs import NoteFields
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.common.types import SparseVector
-from mcp_gateway.indexing.indexer import note_document
+from mcp_gateway.indexing.points import note_document
 from mcp_gateway.services import Services
 from mcp_gateway.services.app import AppContext, open_app
 from mcp_gateway.stores.vectors import content_hash

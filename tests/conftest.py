@@ -16,7 +16,8 @@ import pytest
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
 
-from mcp_gateway.common.settings import IndexSettings, KiokuSettings
+from mcp_gateway.common.sections import IndexSettings
+from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.daemon import local_gateway as gw
 from mcp_gateway.protocol.server import create_server
 from mcp_gateway.services.app import AppContext

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from mcp_gateway.common.errors import EmbedderUnavailable
-from mcp_gateway.common.settings import EmbedderSettings
+from mcp_gateway.common.sections import EmbedderSettings
 from mcp_gateway.embedders import CachedQueryEmbedder, LocalEmbedder, build_embedder
 from mcp_gateway.embedders.base import DenseOnly
 

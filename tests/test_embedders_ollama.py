@@ -20,7 +20,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from mcp_gateway.common.errors import EmbedderUnavailable
-from mcp_gateway.common.settings import EmbedderSettings
+from mcp_gateway.common.sections import EmbedderSettings
 from mcp_gateway.embedders import CachedQueryEmbedder, build_embedder
 from mcp_gateway.embedders.ollama import OllamaEmbedder
 

@@ -20,7 +20,8 @@ import pytest
 
 from mcp_gateway.common.access import settings_scope
 from mcp_gateway.common.inputs import NoteChanges, NoteFields, NoteQuery, RecordFields
-from mcp_gateway.common.settings import IndexSettings, KiokuSettings
+from mcp_gateway.common.sections import IndexSettings
+from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.common.types import point_id
 from mcp_gateway.jobs.solve_credit import SolveCredit
 from mcp_gateway.services.app import AppContext, open_app

@@ -20,11 +20,12 @@ import pytest
 import mcp_gateway.services.app as app_module
 from mcp_gateway.common.access import settings_scope
 from mcp_gateway.common.inputs import NoteFields, NoteQuery
-from mcp_gateway.common.settings import IndexSettings, KiokuSettings, SearchSettings
+from mcp_gateway.common.sections import IndexSettings, SearchSettings
+from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.common.types import point_id
 from mcp_gateway.embedders.base import Encoded, as_list
 from mcp_gateway.embedders.local import LocalEmbedder
-from mcp_gateway.indexing.indexer import note_document, record_document
+from mcp_gateway.indexing.points import note_document, record_document
 from mcp_gateway.protocol.server import create_server
 from mcp_gateway.search.fresh import FreshLimits, choose
 from mcp_gateway.services.app import AppContext, open_app

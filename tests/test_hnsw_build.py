@@ -19,7 +19,7 @@ import pytest
 import mcp_gateway.services.reindex as reindex_module
 from mcp_gateway.common.access import settings_scope
 from mcp_gateway.common.inputs import NoteChanges
-from mcp_gateway.common.settings import IndexSettings
+from mcp_gateway.common.sections import IndexSettings
 from mcp_gateway.common.types import IndexFilter, SparseVector, point_id
 from mcp_gateway.index import catalog
 from mcp_gateway.index.edge_graph import GRAPH_FILE

@@ -19,7 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcp_gateway.common.settings import IndexSettings, KiokuSettings
+from mcp_gateway.common.sections import IndexSettings
+from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.protocol.server import create_server
 from mcp_gateway.services.app import AppContext
 from tests.conftest import connected

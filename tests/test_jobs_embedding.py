@@ -22,7 +22,7 @@ from mcp_gateway.common.errors import EmbedderUnavailable
 from mcp_gateway.common.inputs import NoteFields
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.common.types import Note
-from mcp_gateway.indexing.indexer import note_document
+from mcp_gateway.indexing.points import note_document
 from mcp_gateway.jobs.embedding import DRAFTS_STORED_TOGETHER, EmbedStats, embed_notes
 from mcp_gateway.jobs.session_context import for_reader
 from mcp_gateway.services.app import AppContext, open_app

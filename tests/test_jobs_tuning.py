@@ -11,7 +11,8 @@ import pytest
 
 import mcp_gateway.services.app as app_module
 from mcp_gateway.common.inputs import NoteChanges, NoteFields
-from mcp_gateway.common.settings import IndexSettings, KiokuSettings
+from mcp_gateway.common.sections import IndexSettings
+from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.common.types import IndexFilter, Note, SparseVector, point_id
 from mcp_gateway.jobs import priors, tasks, tuning
 from mcp_gateway.jobs.run import JobRun

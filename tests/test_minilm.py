@@ -14,7 +14,7 @@ from mcp_gateway.common.types import IndexFilter, Note, SparseVector, point_id
 from mcp_gateway.embedders import minilm
 from mcp_gateway.embedders.channels import build_channel_embedders
 from mcp_gateway.embedders.minilm import MODEL_ID, MiniLM, token_ids
-from mcp_gateway.indexing.indexer import note_payload
+from mcp_gateway.indexing.points import note_payload
 from mcp_gateway.search.service import SearchRequest
 from mcp_gateway.services.app import open_app
 from tests.test_channels import TEXTS, settings_for

@@ -12,12 +12,13 @@ from typing import Any
 import pytest
 
 from mcp_gateway.common.inputs import NoteChanges, NoteFields
-from mcp_gateway.common.settings import SearchSettings
+from mcp_gateway.common.sections import SearchSettings
+from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.search.note_reads import RecentNotes, ShownNotes
 from mcp_gateway.stores.db import Database
 from mcp_gateway.stores.notes import NoteStore
 
-from .conftest import Harness
+from .conftest import Harness, without_prefetcher
 from .test_tools_notes import add
 
 
@@ -34,6 +35,14 @@ class CountedStore:
     async def recent(self, *args: Any, **kw: Any) -> Any:
         self.reads.append("recent")
         return await self.store.recent(*args, **kw)
+
+
+@pytest.fixture
+def settings(settings: KiokuSettings) -> KiokuSettings:
+    """No prefetcher: it may embed a new note beside its job and store that vector after
+    ``settle()`` returned, and the applier's upsert then moves the generation between two
+    searches that must share one (seen under load: the second search read again)."""
+    return without_prefetcher(settings)
 
 
 def count_reads(harness: Harness) -> list[str]:

@@ -15,7 +15,7 @@ import anyio
 import pytest
 
 from mcp_gateway.common.types import point_id
-from mcp_gateway.indexing.indexer import note_document
+from mcp_gateway.indexing.points import note_document
 from mcp_gateway.search.prefetch import Searches
 from mcp_gateway.services.notes import NoteService
 from mcp_gateway.stores.vectors import content_hash

@@ -24,7 +24,8 @@ from arq.worker import Worker
 import mcp_gateway.services.app as app_module
 from mcp_gateway.common.errors import EmbedderUnavailable
 from mcp_gateway.common.inputs import NoteChanges, NoteFields
-from mcp_gateway.common.settings import IndexSettings, KiokuSettings, QueueSettings, SearchSettings
+from mcp_gateway.common.sections import IndexSettings, QueueSettings, SearchSettings
+from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.common.types import point_id
 from mcp_gateway.embedders.base import Encoded, as_list
 from mcp_gateway.embedders.local import LocalEmbedder

@@ -17,7 +17,7 @@ import pytest
 from mcp_gateway.common.inputs import NoteChanges, NoteFields, RecordFields
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.common.types import IndexFilter, point_id
-from mcp_gateway.indexing.indexer import note_document, note_point
+from mcp_gateway.indexing.points import note_document, note_point
 from mcp_gateway.services.app import open_app
 from mcp_gateway.stores.vectors import StoredVector, content_hash
 from tests.conftest import Harness, without_prefetcher

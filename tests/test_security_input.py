@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from mcp_gateway.common.settings import IndexSettings, KiokuSettings
+from mcp_gateway.common.sections import IndexSettings
+from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.protocol.server import create_server
 from tests.conftest import Harness, connected
 from tests.http_server import KIOKU, kioku_env

@@ -12,7 +12,8 @@ from typing import Any
 from pydantic import SecretStr
 
 from mcp_gateway.common.inputs import NoteFields
-from mcp_gateway.common.settings import HttpSettings, KiokuSettings
+from mcp_gateway.common.sections import HttpSettings
+from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.common.types import Note
 from mcp_gateway.records.model import Edge, Record, RecordGraph
 from mcp_gateway.ui import graph, insights, markdown

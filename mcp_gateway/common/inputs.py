@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from mcp_gateway.common.errors import InvalidInput
-from mcp_gateway.common.settings import NoteSettings
+from mcp_gateway.common.sections import NoteSettings
 from mcp_gateway.common.validation import PRIORITIES, choice, clean_text, label, one_line
 
 M = TypeVar("M", bound=BaseModel)

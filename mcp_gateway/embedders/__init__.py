@@ -4,7 +4,7 @@ queries with."""
 
 from __future__ import annotations
 
-from mcp_gateway.common.settings import EmbedderSettings
+from mcp_gateway.common.sections import EmbedderSettings
 from mcp_gateway.embedders.base import Embedder
 from mcp_gateway.embedders.cache import CachedQueryEmbedder
 from mcp_gateway.embedders.local import LocalEmbedder

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mcp_gateway.common.settings import EmbedderSettings
+from mcp_gateway.common.sections import EmbedderSettings
 from mcp_gateway.embedders.base import Embedder
 from mcp_gateway.embedders.cache import CachedQueryEmbedder
 from mcp_gateway.embedders.minilm import DIM as MINILM_DIM

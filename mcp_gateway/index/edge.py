@@ -35,7 +35,6 @@ Facts this module relies on (qdrant-edge-py 0.9, verified by tests/test_index_co
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import shutil
 import time
@@ -50,7 +49,6 @@ import qdrant_edge as qe
 from mcp_gateway.common.errors import IndexMismatch, StoreUnavailable
 from mcp_gateway.common.types import IndexFilter, IndexPoint, SparseVector
 from mcp_gateway.index.base import (
-    CHANNEL_PREFIX,
     DENSE,
     LATENT,
     SPARSE,
@@ -63,20 +61,15 @@ from mcp_gateway.index.base import (
 from mcp_gateway.index.edge_cache import PayloadCache
 from mcp_gateway.index.edge_graph import graph_due, read_marker, write_marker
 from mcp_gateway.index.edge_pages import GRAPHS, PAGE_OUT_EVERY_S, SEARCHED, page_out
+from mcp_gateway.index.edge_search import channels_found, search_shard
 from mcp_gateway.index.edge_shard import open_shard
 from mcp_gateway.index.edge_types import (
     NamespaceCensus,
     Payloads,
     Scored,
-    best_scored,
-    best_view_cosine,
     build_filter,
-    hits,
     present,
-    scored,
-    search_params,
     stored_payloads,
-    view_requests,
     with_mirror,
 )
 
@@ -320,59 +313,24 @@ class EdgeIndex(ChannelSearch):
         for view in views:
             self._check_dim(view)
         census = self._census if flt.namespaces and not flt.current_only else None
-        everywhere = dataclasses.replace(flt, namespaces=())
 
         def _search(shard: qe.EdgeShard) -> tuple[list[Scored], list[Scored], Payloads, bool]:
-            # the namespace condition excludes nothing when the shard holds no other
-            # namespace: left out, and ``hits`` keeps the answer to the namespaces
-            unfiltered = census is not None and census.covered_by(shard, flt.namespaces)
-            qfilter = build_filter(everywhere if unfiltered else flt)
-            requests: list[qe.QueryRequest] = []
-            if views or extra:
-                exact = shard.info().points_count < self._exact_below
-                # With a graph, hnsw_ef sets recall (docs/performance.md, "Scale");
-                # without one, a non-exact search scans the plain segments anyway.
-                params = search_params(exact, self._hnsw_ef)
-                # every view of the query in one traversal of the graph (edge_types)
-                requests += view_requests(views, DENSE, qfilter, params, limit) if views else []
-            n_views = len(requests)
-            for using, view in extra:
-                requests += view_requests([view], using, qfilter, params, limit)
-            for name, vec in sparse_requests:
-                requests.append(
-                    qe.QueryRequest(
-                        limit=limit,
-                        query=qe.Query.Nearest(
-                            qe.SparseVector(list(vec.indices), list(vec.values)), using=name
-                        ),
-                        filter=qfilter,
-                        with_payload=False,
-                    )
-                )
-            batch = shard.query_batch(qe.QueryBatchRequest(requests))
-            results = [scored(found) for found in batch]
-            if n_views < len(views):  # one request for all views: its scores as cosines
-                results[0] = best_view_cosine(results[0])
-            # The channels mostly find the same notes (2k notes: ~95 distinct of 250
-            # hits): one payload read for those, not one per hit (-0.8 ms p50 a search),
-            # and only for those not read since the last write (edge_cache.PayloadCache).
-            ids = {pid for found in results for pid, _ in found}
-            return results[:n_views], results[n_views:], self._payloads.read(shard, ids), unfiltered
+            return search_shard(
+                shard,
+                views,
+                extra,
+                sparse_requests,
+                flt,
+                limit,
+                census,
+                self._payloads,
+                self._exact_below,
+                self._hnsw_ef,
+            )
 
         view_results, results, found, unfiltered = await self._run(_search)
-        only = frozenset(flt.namespaces) if unfiltered else None
-        dense_hits = hits(best_scored(view_results, limit), found, only)
-        n_dense = len(extra)
-        by_channel = {
-            name[len(CHANNEL_PREFIX) :]: hits(found_hits, found, only)
-            for (name, _), found_hits in zip(extra, results[:n_dense], strict=True)
-        }
-        by_name = dict(zip((n for n, _ in sparse_requests), results[n_dense:], strict=True))
-        return Channels(
-            dense_hits,
-            hits(by_name.get(SPARSE, []), found, only),
-            hits(by_name.get(LATENT, []), found, only),
-            by_channel,
+        return channels_found(
+            view_results, results, found, unfiltered, flt, extra, sparse_requests, limit
         )
 
     async def present(self, ids: Sequence[str]) -> dict[str, bool]:

@@ -26,10 +26,11 @@ import anyio.to_thread
 from mcp_gateway.common.types import IndexPoint, point_id
 from mcp_gateway.index.base import Index
 from mcp_gateway.index.catalog import APPLIED_KEY, PRIORS_KEY, applied_key
-from mcp_gateway.indexing.indexer import (
+from mcp_gateway.indexing.note_priors import load_priors
+from mcp_gateway.indexing.points import (
     channel_rows,
     current_channels,
-    load_priors,
+    current_vector,
     note_document,
     note_point,
     record_document,
@@ -39,7 +40,7 @@ from mcp_gateway.indexing.writebehind import WriteBehind
 from mcp_gateway.records import RecordStore
 from mcp_gateway.stores.db import Database
 from mcp_gateway.stores.notes import NoteStore
-from mcp_gateway.stores.vectors import StoredVector, VectorStore, content_hash
+from mcp_gateway.stores.vectors import StoredVector, VectorStore
 
 log = logging.getLogger(__name__)
 
@@ -142,8 +143,7 @@ class Applier:
             for nid, note in notes.items():
                 doc = note_document(note)
                 more = current_channels(extra["note"], nid, doc)
-                vec = by_kind["note"].get(nid)
-                if vec is not None and vec.content_hash == content_hash(doc):
+                if (vec := current_vector(by_kind["note"].get(nid), doc)) is not None:
                     points.append(note_point(note, vec.vector, priors.get(nid), vec.terms, more))
                     if note.embedded_model != vec.model:  # every gateway applies it: one write
                         applied_notes[nid] = note.updated_at
@@ -152,8 +152,7 @@ class Applier:
             for rid, rec in records.items():
                 doc = record_document(rec)
                 more = current_channels(extra["record"], rid, doc)
-                vec = by_kind["record"].get(rid)
-                if vec is not None and vec.content_hash == content_hash(doc):
+                if (vec := current_vector(by_kind["record"].get(rid), doc)) is not None:
                     points.append(
                         record_point(
                             rec,

@@ -1,4 +1,4 @@
-"""Turning notes and records into index points, and writing them to the index.
+"""Writing the points of notes and records (``points``) to the index.
 
 Only the owner of the index calls ``Indexer``. ``put_new_lexical`` computes the sparse
 vector locally (no model); for ``add_note`` it runs just after the acknowledgement
@@ -12,194 +12,32 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import anyio.to_thread
 
 from mcp_gateway.common.errors import EmbedderUnavailable
-from mcp_gateway.common.types import IndexPoint, Note, SparseVector, point_id
-from mcp_gateway.embedders import lexical, static
+from mcp_gateway.common.types import IndexPoint, Note, point_id
 from mcp_gateway.embedders.base import Embedder
-from mcp_gateway.index.base import Index, IndexSpec, visible_value
+from mcp_gateway.index.base import Index
+from mcp_gateway.indexing.note_priors import load_priors
+from mcp_gateway.indexing.points import (
+    channel_rows,
+    current_channels,
+    current_vector,
+    note_document,
+    note_payload,
+    note_point,
+    record_document,
+    record_point,
+)
 from mcp_gateway.records import RecordStore
 from mcp_gateway.records.model import Record
-from mcp_gateway.stores.db import Database, register_migration
 from mcp_gateway.stores.notes import NoteStore
-from mcp_gateway.stores.vectors import StoredVector, VectorStore, content_hash
+from mcp_gateway.stores.vectors import VectorStore, content_hash
 
 log = logging.getLogger(__name__)
 
 WRITTEN_KEPT = 10_000
-
-# Ranking priors written by the re-ranking job (workers.priors). Kept here, not only in
-# the index payload, so a re-embed (a whole-point upsert) carries the prior over.
-register_migration(
-    "note_priors",
-    1,
-    """
-    CREATE TABLE note_priors (
-        note_id TEXT PRIMARY KEY,
-        prior REAL NOT NULL,
-        updated_at REAL NOT NULL
-    );
-    """,
-)
-# Reset priors are kept as 1.0 rows (not deleted), so the owner sees every change.
-register_migration(
-    "note_priors",
-    2,
-    "CREATE INDEX note_priors_updated ON note_priors(updated_at);",
-)
-
-register_migration(
-    "note_priors",
-    1,
-    """
-    CREATE TABLE note_priors (
-        note_id TEXT PRIMARY KEY,
-        prior DOUBLE PRECISION NOT NULL,
-        updated_at DOUBLE PRECISION NOT NULL
-    );
-    CREATE INDEX note_priors_updated ON note_priors(updated_at);
-    """,
-    dialect="postgres",
-)
-
-
-async def load_priors(db: Database, note_ids: Sequence[str]) -> dict[str, float]:
-    if not note_ids:
-        return {}
-    marks = ",".join("?" * len(note_ids))
-    rows = await db.fetchall(
-        f"SELECT note_id, prior FROM note_priors WHERE note_id IN ({marks})", tuple(note_ids)
-    )
-    return {r["note_id"]: float(r["prior"]) for r in rows}
-
-
-def note_payload(note: Note, prior: float | None = None) -> dict[str, Any]:
-    payload: dict[str, Any] = {
-        "kind": "note",
-        "source_id": note.id,
-        "type": note.type,
-        "domain": note.domain,
-        "priority": note.priority,
-        "namespace": note.namespace,
-        "visible": visible_value(note.namespace),
-        "created_at": note.created_at,
-        # which text the point's sparse vector was built from: reconcile finds a point
-        # an edit's index write never reached (the write is after the commit)
-        "text_hash": content_hash(note_document(note)),
-    }
-    _add_script(payload, note_document(note))
-    if prior is not None:
-        payload["prior"] = prior
-    return payload
-
-
-def note_document(note: Note) -> str:
-    # The solved query is indexed with the note: it is literally a query that should
-    # find it again (the source design's dynamic-threshold idea, used for recall too).
-    return f"{note.text}\n{note.solved_query}" if note.solved_query else note.text
-
-
-def note_point(
-    note: Note,
-    dense: Sequence[float] | None = None,
-    prior: float | None = None,
-    latent: SparseVector | None = None,
-    channels: dict[str, list[float]] | None = None,
-) -> IndexPoint:
-    # "dense" tells ranking that a missing dense score means "not embedded yet", not
-    # "far away", so a fresh note competes on its lexical evidence alone (and on the
-    # further channels it already has, ``channels``).
-    payload = {**note_payload(note, prior), "dense": dense is not None}
-    doc = note_document(note)
-    return IndexPoint(
-        id=point_id("note", note.id),
-        payload=payload,
-        sparse=lexical.sparse_document(doc),
-        dense=list(dense) if dense is not None else None,
-        latent=latent if dense is not None else None,
-        channels=channels or {},
-        # searchable by meaning until its dense vector lands (index.fast_pool)
-        fast=static.vector(doc) if dense is None else None,
-    )
-
-
-def record_point(
-    rec: Record,
-    *,
-    current: bool,
-    dense: Sequence[float] | None = None,
-    latent: SparseVector | None = None,
-    channels: dict[str, list[float]] | None = None,
-) -> IndexPoint:
-    doc = record_document(rec)
-    return IndexPoint(
-        id=point_id("record", rec.id),
-        payload={**record_payload(rec, current), "dense": dense is not None},
-        sparse=lexical.sparse_document(doc),
-        dense=list(dense) if dense is not None else None,
-        latent=latent if dense is not None else None,
-        channels=channels or {},
-        fast=static.vector(doc) if dense is None and current else None,
-    )
-
-
-ChannelRows = dict[str, dict[str, StoredVector]]  # source id -> channel name -> vector
-
-
-async def channel_rows(
-    vectors: VectorStore, spec: IndexSpec, kind: str, ids: Sequence[str]
-) -> ChannelRows:
-    """The truth store's vectors of ``ids`` for each further dense channel of ``spec``."""
-    out: ChannelRows = {}
-    for channel in spec.channels:
-        for sid, row in (await vectors.get(kind, channel.model_id, ids)).items():
-            out.setdefault(sid, {})[channel.name] = row
-    return out
-
-
-def current_channels(rows: ChannelRows, sid: str, document: str) -> dict[str, list[float]]:
-    """The channel vectors of ``sid`` embedded from ``document`` as it reads now."""
-    found = rows.get(sid)
-    if not found:
-        return {}
-    chash = content_hash(document)
-    return {name: row.vector for name, row in found.items() if row.content_hash == chash}
-
-
-def record_payload(rec: Record, current: bool) -> dict[str, Any]:
-    # ``current`` lets every search drop superseded and duplicate records in the index.
-    payload: dict[str, Any] = {
-        "kind": "record",
-        "source_id": rec.id,
-        "type": rec.type,
-        "domain": "",
-        "priority": "",
-        "namespace": rec.namespace,
-        "visible": visible_value(rec.namespace, current),
-        "created_at": rec.created_at,
-        "current": current,
-        "text_hash": content_hash(record_document(rec)),
-    }
-    _add_script(payload, record_document(rec))
-    return payload
-
-
-SCRIPT_SAMPLE = 2000  # characters read to tell a text's script
-
-
-def _add_script(payload: dict[str, Any], text: str) -> None:
-    """A text not in Latin script says so (``script``): a channel that reads only Latin
-    script (MiniLM) abstains on it in the fusion (``ranking.fuse``)."""
-    script = lexical.script_of(text[:SCRIPT_SAMPLE])
-    if script != "latin":
-        payload["script"] = script
-
-
-def record_document(rec: Record) -> str:
-    return f"{rec.id}\n{rec.title}\n{rec.content}"
 
 
 class Indexer:
@@ -343,10 +181,9 @@ class Indexer:
             # worker thread, never on the event loop.
             points, pending, embedded = [], [], {}
             for note in notes:
-                vec = stored.get(note.id)
                 doc = note_document(note)
                 more = current_channels(extra, note.id, doc)
-                if vec is not None and vec.content_hash == content_hash(doc):
+                if (vec := current_vector(stored.get(note.id), doc)) is not None:
                     points.append(
                         note_point(note, vec.vector, priors.get(note.id), vec.terms, more)
                     )
@@ -381,10 +218,9 @@ class Indexer:
         def build() -> tuple[list[IndexPoint], list[Record]]:
             points, pending = [], []
             for rec in records:
-                vec = stored.get(rec.id)
                 doc = record_document(rec)
                 more = current_channels(extra, rec.id, doc)
-                if vec is not None and vec.content_hash == content_hash(doc):
+                if (vec := current_vector(stored.get(rec.id), doc)) is not None:
                     points.append(
                         record_point(
                             rec,

@@ -37,7 +37,9 @@ import anyio.to_thread
 
 from mcp_gateway.common.types import Kind, Note, point_id
 from mcp_gateway.index.base import Index
-from mcp_gateway.indexing.indexer import Indexer, load_priors, note_payload, record_payload
+from mcp_gateway.indexing.indexer import Indexer
+from mcp_gateway.indexing.note_priors import load_priors
+from mcp_gateway.indexing.points import note_payload, record_payload
 from mcp_gateway.jobs import failures
 from mcp_gateway.jobs.base import Scheduler
 from mcp_gateway.records import Record, RecordStore

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mcp_gateway.common.types import Note
-from mcp_gateway.indexing.indexer import note_document, record_document
+from mcp_gateway.indexing.points import note_document, record_document
 from mcp_gateway.jobs.context import JobContext
 from mcp_gateway.stores.vectors import content_hash
 

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 from mcp_gateway.common.access import Scope
 from mcp_gateway.common.fsperms import write_atomic
 from mcp_gateway.common.render import iso, quote
-from mcp_gateway.common.settings import ExportSettings
+from mcp_gateway.common.sections import ExportSettings
 from mcp_gateway.common.types import Note
 from mcp_gateway.jobs.context import JobContext
 from mcp_gateway.jobs.embedding import embed_now

@@ -13,10 +13,10 @@ import anyio.to_thread
 from mcp_gateway.common.types import IndexPoint, Note
 from mcp_gateway.embedders.base import Encoded
 from mcp_gateway.index.base import IndexSpec
-from mcp_gateway.indexing.indexer import (
+from mcp_gateway.indexing.note_priors import load_priors
+from mcp_gateway.indexing.points import (
     channel_rows,
     current_channels,
-    load_priors,
     note_document,
     note_point,
     record_document,

@@ -20,12 +20,12 @@ import logging
 import anyio.to_thread
 
 from mcp_gateway.common.compat import wordllama_files
-from mcp_gateway.common.settings import SearchSettings
+from mcp_gateway.common.sections import SearchSettings
 from mcp_gateway.common.types import IndexFilter, IndexHit, point_id
 from mcp_gateway.embedders import lexical, static
 from mcp_gateway.index.fast_pool import FastPool
 from mcp_gateway.index.live import LiveIndex
-from mcp_gateway.indexing.indexer import SCRIPT_SAMPLE, note_document
+from mcp_gateway.indexing.points import SCRIPT_SAMPLE, note_document
 from mcp_gateway.stores.notes import NoteStore
 
 log = logging.getLogger(__name__)

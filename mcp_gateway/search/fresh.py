@@ -29,7 +29,7 @@ import numpy as np
 from mcp_gateway.common.errors import EmbedderUnavailable, KiokuError
 from mcp_gateway.common.types import IndexHit, Note, SparseVector
 from mcp_gateway.embedders.base import Embedder, Encoded
-from mcp_gateway.indexing.indexer import note_document, record_document
+from mcp_gateway.indexing.points import note_document, record_document
 from mcp_gateway.records import RecordStore
 from mcp_gateway.stores.notes import NoteStore
 from mcp_gateway.stores.vectors import VectorStore, content_hash

@@ -33,10 +33,10 @@ import numpy as np
 from mcp_gateway.common.errors import EmbedderUnavailable
 from mcp_gateway.common.types import Note, SearchResult
 from mcp_gateway.embedders.lexical import compounds, tokenize
-from mcp_gateway.indexing.indexer import note_document
+from mcp_gateway.indexing.points import current_vector, note_document
 from mcp_gateway.search.exact_terms import token_like
 from mcp_gateway.search.one_change import differ
-from mcp_gateway.stores.vectors import StoredVector, content_hash
+from mcp_gateway.stores.vectors import StoredVector
 
 log = logging.getLogger(__name__)
 
@@ -119,8 +119,7 @@ class Folder:
         raw: dict[str, Sequence[float]] = {}
         missing: list[Note] = []
         for note in notes:
-            vec = stored.get(note.id)
-            if vec is not None and vec.content_hash == content_hash(note_document(note)):
+            if (vec := current_vector(stored.get(note.id), note_document(note))) is not None:
                 raw[note.id] = vec.vector
             else:
                 missing.append(note)

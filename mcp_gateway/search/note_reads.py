@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 
-from mcp_gateway.common.settings import SearchSettings
+from mcp_gateway.common.sections import SearchSettings
 from mcp_gateway.common.types import Note
 from mcp_gateway.stores.notes import NoteStore
 

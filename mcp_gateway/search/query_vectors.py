@@ -7,7 +7,7 @@ import logging
 from collections.abc import Sequence
 
 from mcp_gateway.common.errors import EmbedderUnavailable
-from mcp_gateway.common.settings import SearchSettings
+from mcp_gateway.common.sections import SearchSettings
 from mcp_gateway.common.types import SparseVector
 from mcp_gateway.embedders.base import Embedder, Encoded
 from mcp_gateway.embedders.channels import ChannelEmbedder

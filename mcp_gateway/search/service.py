@@ -16,7 +16,7 @@ from typing import Any
 
 import anyio
 
-from mcp_gateway.common.settings import SearchSettings
+from mcp_gateway.common.sections import SearchSettings
 from mcp_gateway.common.types import (
     IndexFilter,
     IndexHit,

@@ -44,7 +44,7 @@ def _trigger(name: str, event: str, table: str, kind: str, *sids: str) -> str:
     return f"CREATE TRIGGER {name} AFTER {event} ON {table} BEGIN{body}END;\n"
 
 
-# The point of a note is built from these columns (indexing.indexer.note_point); of a
+# The point of a note is built from these columns (indexing.points.note_point); of a
 # record from its text, lifecycle and namespace, and the edges that supersede it.
 _NOTE_COLUMNS = "text, type, priority, domain, solved_query, namespace, deleted"
 _RECORD_COLUMNS = "title, content, status, type, namespace"

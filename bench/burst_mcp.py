@@ -60,7 +60,7 @@ from typing import Any
 
 from mcp_stdio import Client, Reply, serve_env, status, stop_owner
 
-from mcp_gateway.embedders.lexical import script_of
+from mcp_gateway.embedders.static import StaticEmbedder
 
 ROOT = _HERE.parent
 QUALITY = _HERE / "quality"
@@ -174,8 +174,9 @@ class Run:
     # the owner's resident memory (MB): at the first add, its peak, and once settled
     # (after the settled searches)
     rss: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    # notes in Latin script: searchable by their fast vector from the ack (the
-    # write-behind every search waits for pools them; search/fast_first.py)
+    # notes with a static vector (a piece in e5's static table, any script): pooled from
+    # the ack where search.fast_first is on (the write-behind every search waits for
+    # pools them; search/fast_first.py)
     latin: int = 0
 
 
@@ -274,7 +275,8 @@ def burst(args: argparse.Namespace, label: str, src: Path, inflight: int, asks: 
         run.load = (run.load[0], os.getloadavg()[0])
         mem = memory_mb(pid)
         run.rss = (rss0, mem["VmHWM"], mem["VmRSS"])
-        run.latin = sum(1 for n in notes if script_of(n["text"][:2000]) == "latin")
+        table = StaticEmbedder.packaged()
+        run.latin = sum(1 for n in notes if len(table.pieces(n["text"])))
     finally:
         for client in (adder, searcher):
             if client is not None:
@@ -302,8 +304,8 @@ def report(run: Run, notes: int) -> None:
         f"searchable {run.cpu_searchable:.1f} s, CPU-seconds from ack to searchable p50 "
         f"{pct(run.cpu_lags, 0.5):.2f} p95 {pct(run.cpu_lags, 0.95):.2f}; owner MB at the "
         f"first add {run.rss[0]:.0f}, peak {run.rss[1]:.0f}, settled {run.rss[2]:.0f}; "
-        f"{run.latin} notes in Latin script (searchable by their fast vector at the ack "
-        "where search.fast_first is on); jobs "
+        f"{run.latin} notes with a static vector (pooled at the ack where "
+        "search.fast_first is on); jobs "
         f"{ {k: run.jobs.get(k) for k in ('batches', 'embedder_calls', 'drafted')} }",
         flush=True,
     )

@@ -114,21 +114,3 @@ async def test_httpx_transport_uses_the_pool_it_is_given() -> None:
     async with httpx.AsyncClient(transport=transport) as client:
         with pytest.raises(httpx.ConnectError, match="refused by the test's backend"):
             await client.get("http://127.0.0.1:9/")
-
-
-def test_wordllama_ships_its_table_and_tokenizer_where_we_read_them() -> None:
-    weights, tokenizer = compat.wordllama_files()
-    # Llama-2's vocabulary, 256-d, float16, after the header
-    assert weights.stat().st_size > 32000 * 256 * 2
-    assert tokenizer.suffix == ".json" and tokenizer.stat().st_size > 0
-    # the rows we average are the ones wordllama's own loader would use
-    from wordllama import WordLlama
-
-    from mcp_gateway.embedders.static import StaticEmbedder
-
-    text = "The printer on floor three jams whenever glossy paper is used."
-    theirs = WordLlama.load(
-        dim=256, cache_dir=str(weights.parents[1]), disable_download=True
-    ).embed([text], norm=True)
-    ours = StaticEmbedder(weights, tokenizer).encode([text])
-    assert abs(theirs - ours).max() < 1e-5

@@ -31,6 +31,16 @@ from .test_fresh_notes import GatedEmbedder, add, gated_app
 
 PRINTER = "The printer on floor three jams whenever glossy paper is used."
 PARAPHRASE = "copier gets stuck with shiny sheets"  # no word in common
+# the pair's static cosine is ~0.46, under the shipped floor (fast_first.LEAST_COSINE:
+# 0.6, chosen so that few pending notes cost nothing): the tests that follow the pool's
+# path lower the floor, so what they check is the path, not the floor
+
+
+@pytest.fixture
+def low_floor(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fast_first, "LEAST_COSINE", 0.3)
+
+
 OTHERS = [
     "Use connection pooling for the postgres client in the billing service",
     "The frontend build uses vite and outputs to dist/",
@@ -40,7 +50,7 @@ OTHERS = [
 
 
 async def test_a_pending_note_is_found_by_meaning_until_its_vector_lands(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, low_floor: None
 ) -> None:
     embedder = GatedEmbedder()
     # fresh_top 0: no search embeds a pending hit itself (the paraphrase has no lexical
@@ -70,7 +80,7 @@ async def test_a_pending_note_is_found_by_meaning_until_its_vector_lands(
 
 
 async def test_the_pool_is_rebuilt_from_the_store_for_notes_still_pending(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, low_floor: None
 ) -> None:
     """What ``open_app`` does for the notes an earlier process left pending: their
     index points are there (lexical-only), the pool is empty until rebuilt."""
@@ -94,9 +104,11 @@ async def test_the_pool_is_rebuilt_from_the_store_for_notes_still_pending(
         assert response.results[0].id == wanted
 
 
-async def test_off_means_no_pool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_off_means_no_pool(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, low_floor: None
+) -> None:
     embedder = GatedEmbedder()
-    async with gated_app(tmp_path, monkeypatch, embedder) as app:  # off by default
+    async with gated_app(tmp_path, monkeypatch, embedder, fast_first=False) as app:
         assert app.index.fast_pool is None
         assert not static.enabled()
         service = NoteService(app)
@@ -111,11 +123,49 @@ async def test_off_means_no_pool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 def test_the_static_vector_reads_the_packaged_table() -> None:
     model = static.StaticEmbedder.packaged()
     vecs = model.encode([PRINTER, PARAPHRASE, OTHERS[2], ""])
-    assert vecs.shape == (4, static.DIM)
+    assert vecs.shape == (4, static.dimension())
     np.testing.assert_allclose(np.linalg.norm(vecs[:3], axis=1), 1.0, atol=1e-5)
     assert not vecs[3].any()  # no token, no vector
     sims = vecs[:3] @ vecs[1]
     assert sims[0] > sims[2]  # the paraphrase is nearer its note than an unrelated one
+
+
+def test_the_static_vector_reads_japanese_and_thai() -> None:
+    """The table is e5's own: its pieces cover kana, kanji and Thai, so a note in
+    either script gets a vector of its own, nearer a rewording than an unrelated note."""
+    model = static.StaticEmbedder.packaged()
+    for note, reworded, other in (
+        (
+            "3階のプリンターは光沢紙を使うと紙詰まりする",
+            "プリンターの紙詰まり",
+            "タイムゾーンはUTCで保存する",
+        ),
+        ("เครื่องพิมพ์ชั้นสามกระดาษติดเมื่อใช้กระดาษมัน", "เครื่องพิมพ์กระดาษติด", "เก็บเวลาเป็น UTC เสมอ"),
+    ):
+        vecs = model.encode([note, reworded, other])
+        assert all(len(model.pieces(t)) for t in (note, reworded, other))
+        sims = vecs @ vecs[1]
+        assert sims[0] > sims[2]
+
+
+def test_the_shipped_table_is_the_installed_models_own() -> None:
+    """A sample of rows recomputed from the installed e5 model (``static_build``) equals
+    the shipped rows within their int8 quantisation, and the table holds exactly the
+    pieces the recipe keeps: the file cannot drift from the model silently."""
+    from mcp_gateway.embedders.static_build import RECIPE, PieceRunner, kept_pieces
+
+    meta = np.load(static.META_FILE)
+    rows = np.load(static.ROWS_FILE, mmap_mode="r")
+    runner = PieceRunner()
+    assert str(meta["prefix"]) == RECIPE.prefix and rows.shape[1] == RECIPE.dims
+    np.testing.assert_array_equal(meta["ids"], kept_pieces(runner.model, RECIPE.latin, RECIPE.han))
+    sample = np.random.default_rng(7).choice(len(rows), 48, replace=False)
+    raw = runner.piece_rows(meta["ids"][sample].tolist(), RECIPE.prefix, RECIPE.state)
+    recomputed = (raw - meta["mean"]) @ meta["components"]
+    shipped = rows[sample].astype(np.float32) * meta["quant"][sample, None]
+    step = meta["quant"][sample, None]
+    # half a quantisation step, and a little for the graph's float order
+    assert (np.abs(recomputed - shipped) <= 0.5 * step + 1e-3 * np.abs(recomputed).max()).all()
 
 
 def test_the_pool_filters_and_abstains() -> None:
@@ -167,7 +217,7 @@ def test_an_idle_pool_lets_the_static_model_go() -> None:
 
 
 async def test_each_gateway_pools_what_its_feed_brings(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shared_url: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shared_url: str, low_floor: None
 ) -> None:
     """Several gateways on one truth store: a note added on one is pending on the other
     too, and found there by meaning (its change feed writes the point, the pool follows)."""
@@ -201,6 +251,25 @@ async def test_each_gateway_pools_what_its_feed_brings(
     finally:
         for embedder in held:
             embedder.gate.set()
+
+
+async def test_a_pool_hit_under_the_floor_is_no_hit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the shipped floor the paraphrase (static cosine ~0.46) finds nothing in the
+    pool; a near rewording (~0.77) does."""
+    embedder = GatedEmbedder()
+    async with gated_app(tmp_path, monkeypatch, embedder, fresh_top=0, fast_first=True) as app:
+        service = NoteService(app)
+        await add(service, app, OTHERS[0])
+        await asyncio.wait_for(embedder.waiting.wait(), 60)
+        wanted = await add(service, app, PRINTER)
+        await app.writes.caught_up(app.namespaces)
+        finder = fast_first.FastFirst(app.index, app.settings.search)
+        assert await finder.hits(PARAPHRASE, IndexFilter()) == []
+        near = await finder.hits("printer jams on glossy paper", IndexFilter())
+        assert [h.id for h in near] == [point_id("note", wanted)]
+        assert near[0].score == pytest.approx(fast_first.E5_AT_ZERO + 0.077, abs=0.01)
 
 
 def test_a_pool_hit_only_adds_to_a_pending_note() -> None:

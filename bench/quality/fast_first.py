@@ -6,10 +6,11 @@ itself) and scores, per split, kind and query language:
 
 - ``settled``: every memory embedded;
 - ``+0s lexical``: the burst pending, judged on BM25 (and the search's own few);
-- ``+0s pool ...``: the burst pending, with the fast pool's hits (WordLlama's static
+- ``+0s pool ...``: the burst pending, with the fast pool's hits (the static
   vector, ``mcp_gateway.embedders.static``): as a further channel restricted to
-  pending memories (``fuse``'s pending rule), at each ``--weights``, abstaining on
-  memories or queries not in Latin script unless ``--read-all``.
+  pending memories (``fuse``'s pending rule), at each ``--weights``; with
+  ``--latin-only`` abstaining on memories or queries not in Latin script, with
+  ``--asym`` the query's own e5 vector projected into the table's space.
 
 Also the static vector alone against e5 alone (every memory embedded), nDCG@10.
 
@@ -43,7 +44,8 @@ def main() -> None:
     ap.add_argument("--weights", type=float, nargs="*", default=[1.0], help="fast_weight")
     ap.add_argument("--raw-weights", type=float, nargs="*", default=[], help="as a channel")
     ap.add_argument("--pool-limit", type=int, default=50)
-    ap.add_argument("--read-all", action="store_true", help="no abstention on ja/th")
+    ap.add_argument("--latin-only", action="store_true", help="abstain on ja/th (as before)")
+    ap.add_argument("--asym", action="store_true", help="the query's e5 vector, projected")
     ap.add_argument("--slopes", type=float, nargs="*", default=[])
     ap.add_argument("--pending", type=int, nargs="*", default=[500, 250, 100])
     ap.add_argument("--only", nargs="*", default=[], help="fits to score (ols, mom, top)")
@@ -51,7 +53,8 @@ def main() -> None:
         "--fixed",
         type=lambda v: (v.split("=")[0], tuple(map(float, v.split("=")[1].split(",")))),
         nargs="*",
-        help="a,b: a mapping fixed beforehand (the shipped one)",
+        help="a,b[,floor]: a mapping fixed beforehand (the shipped one); pool hits whose "
+        "static cosine is below floor dropped",
     )
     args = ap.parse_args()
     embcache.DATA = HERE / args.data
@@ -61,7 +64,7 @@ def main() -> None:
 
     from mcp_gateway.common.types import IndexHit
     from mcp_gateway.embedders import lexical
-    from mcp_gateway.embedders.static import StaticEmbedder
+    from mcp_gateway.embedders.static import META_FILE, StaticEmbedder
     from mcp_gateway.search.fresh import PRIOR_MS_PER_BYTE, FreshLimits, choose
     from mcp_gateway.search.ranking import fuse, select
 
@@ -76,6 +79,11 @@ def main() -> None:
     ]
     c.payloads[:] = payloads
     qstat = {q["qid"]: static.encode([q["query"]])[0] for q in c.queries}
+    if args.asym:  # the search's own e5 query vector in the table's space
+        meta = np.load(META_FILE)
+        for q in c.queries:
+            v = (c.qvec[q["qid"]] - meta["mean"]) @ meta["components"]
+            qstat[q["qid"]] = v / np.linalg.norm(v)
     params, sparse_weight = shipped_ranking()
     size = [len(d.encode()) for d in docs]
     limits = FreshLimits(args.top, 2000, 60.0)
@@ -83,12 +91,12 @@ def main() -> None:
     pend_all = frozenset(newest)
 
     def pool_hits(q: dict[str, Any], pend: frozenset[str]) -> list[IndexHit]:
-        if not args.read_all and lexical.script_of(q["query"]) != "latin":
+        if args.latin_only and lexical.script_of(q["query"]) != "latin":
             return []
         mask = c.current & np.array([k in pend for k in keys])
         if q.get("type"):
             mask &= np.array([m["type"] == q["type"] for m in c.mems])
-        if not args.read_all:
+        if args.latin_only:
             mask &= np.array([s == "latin" for s in scripts])
         sims = np.where(mask, smat @ qstat[q["qid"]], -np.inf)
         order = np.argsort(-sims)[: args.pool_limit]
@@ -99,9 +107,8 @@ def main() -> None:
         ]
 
     # static cosine -> e5 cosine, fitted on the dev queries' pairs (every current memory)
-    dev = [q for q in c.queries if q["split"] == "dev" and lexical.script_of(q["query"]) == "latin"]
-    dev = dev or [q for q in c.queries if lexical.script_of(q["query"]) == "latin"]  # heldout
-    latin = np.array([s == "latin" for s in scripts]) & c.current
+    dev = [q for q in c.queries if q["split"] == "dev"] or c.queries  # heldout: no dev
+    latin = c.current & (np.array([s == "latin" for s in scripts]) if args.latin_only else True)
     xs = np.concatenate([smat[latin] @ qstat[q["qid"]] for q in dev])
     ys = np.concatenate([c.dmat[latin] @ c.qvec[q["qid"]] for q in dev])
     b_ols, a_ols = np.polyfit(xs, ys, 1)
@@ -120,7 +127,7 @@ def main() -> None:
         f"fit all pairs OLS a={a_ols:.3f} b={b_ols:.3f}; moments a={a_mom:.3f} b={b_mom:.3f}; "
         f"top-50 OLS a={a_top:.3f} b={b_top:.3f}; corr all {np.corrcoef(xs, ys)[0, 1]:.3f}"
     )
-    cal: dict[str, tuple[float, float]] = {
+    cal: dict[str, tuple[float, ...]] = {
         "ols": (a_ols, b_ols),
         "mom": (a_mom, b_mom),
         "top": (a_top, b_top),
@@ -130,8 +137,8 @@ def main() -> None:
         print(f"slope {b:g}: intercept {cal[f'b={b:g}'][0]:.4f}")
     if args.only:
         cal = {k: v for k, v in cal.items() if k in args.only or k.startswith("b=")}
-    for name, (a, b) in args.fixed or []:
-        cal[name] = (a, b)
+    for name, ab in args.fixed or []:
+        cal[name] = ab
 
     def run(
         label: str, pending: frozenset[str], weight: float | None, mapping: str = ""
@@ -163,8 +170,11 @@ def main() -> None:
                 )
             else:
                 if mapping:  # onto e5's scale (the shipped path)
-                    a, b = cal[mapping]
-                    fast = [IndexHit(h.id, a + b * h.score, h.payload) for h in fast]
+                    a, b, *floor = cal[mapping]
+                    least = floor[0] if floor else -1.0
+                    fast = [
+                        IndexHit(h.id, a + b * h.score, h.payload) for h in fast if h.score >= least
+                    ]
                 cands = fuse(dense, sparse, p, None, fast=fast)
             ranked = [str(x.payload["source_id"]) for x in select(cands, p, 10)]
             rows.append({**q, **score(ranked, set(q["relevant"]))})
@@ -230,7 +240,7 @@ def interval(base: list[dict[str, Any]], new: list[dict[str, Any]]) -> None:
             means = arr[rng.integers(0, len(arr), (2000, len(arr)))].mean(axis=1)
             lo, hi = np.percentile(means, [2.5, 97.5])
             if g == "ALL" or lo > 0 or hi < 0:
-                out.append(f"{g} {arr.mean():+.3f} [{lo:+.3f}, {hi:+.3f}]")
+                out.append(f"{g} {arr.mean():+.4f} [{lo:+.4f}, {hi:+.6f}]")
         print(f"  change {split}: " + "; ".join(out), flush=True)
 
 

@@ -8,9 +8,7 @@ request. Nothing else in kioku touches a library's private names.
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 # -- uvicorn: the HTTP protocol class --------------------------------------------------
@@ -81,26 +79,3 @@ def set_connection_pool(transport: Any, pool: Any) -> None:
     Unix-socket connection must run.
     """
     transport._pool = pool
-
-
-# -- wordllama: its packaged weights and tokenizer ---------------------------------------
-
-
-def wordllama_files() -> tuple[Path, Path]:
-    """The ``l2_supercat`` 256-d table and its Llama-2 tokenizer that ``wordllama`` ships
-    inside its package (``weights/``, ``tokenizers/``).
-
-    wordllama's public loader (``WordLlama.load``) reads the whole table into memory and
-    may reach Hugging Face; the files' places in the package are not part of its API.
-    The package is located without importing it (its import pulls ``requests``).
-    """
-    spec = importlib.util.find_spec("wordllama")
-    if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError("the wordllama package is not installed")
-    root = Path(next(iter(spec.submodule_search_locations)))
-    weights = root / "weights" / "l2_supercat_256.safetensors"
-    tokenizer = root / "tokenizers" / "l2_supercat_tokenizer_config.json"
-    for path in (weights, tokenizer):
-        if not path.is_file():
-            raise FileNotFoundError(f"wordllama ships no {path.relative_to(root)}")
-    return weights, tokenizer

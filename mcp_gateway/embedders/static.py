@@ -1,87 +1,94 @@
-"""A static sentence vector: a table row per token, averaged; no model to run.
+"""A static sentence vector from e5's own table: a row per vocabulary piece, averaged.
 
-WordLlama's ``l2_supercat`` 256-d table (PyPI ``wordllama``: Llama-2's 32k-token
-vocabulary, rows trained for sentence similarity) gives a text a vector in ~0.1 ms,
-some 200x cheaper than an e5 pass. It is much weaker than e5 (bench/LOG.md, "fast first
-vector"), so it serves only as the first semantic vector of a note the model has not
-read yet (``index.fast_pool``).
+The table is distilled from the bundled multilingual-e5-small (``static_build``, the
+Model2Vec method): each kept piece of e5's 250k-piece vocabulary was run through the
+exact e5 graph alone, its mean-pooled output projected by PCA, weighted by how rare the
+piece is (SIF: ``a / (a + p)``) and stored as int8 with a per-row scale. A text's vector
+is the weighted mean of its pieces' rows, L2-normalised: ~0.1 ms, no model run, and it
+reads every script e5's tokenizer reads that the table keeps (Latin, Japanese, Thai,
+digits, symbols). It is much weaker than e5 (bench/LOG.md, "fast first from e5's own
+table"), so it serves only as the first semantic vector of a note the model has not read
+yet (``index.fast_pool``).
 
-The math is owned here (tokenize without special tokens, look the rows up, average,
-L2-normalise: what ``WordLlamaInference.embed(norm=True)`` computes); the package's
-files are found through ``common.compat.wordllama_files``. The 16 MB float16 table is
-mapped, not read: only the pages of the tokens a process has met are resident.
+The rows (``static_e5.npy``, package data) are memory-mapped, not read: only the pages
+of the pieces a process has met are resident. The text is tokenized by the in-house e5
+tokenizer (``e5_tokenizer``) over the installed model's vocabulary, so the pieces are
+e5's own.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import struct
 import threading
 from pathlib import Path
 
 import numpy as np
 
-from mcp_gateway.common.compat import wordllama_files
+from mcp_gateway.embedders.e5_tokenizer import UnigramTokenizer
 
 log = logging.getLogger(__name__)
 
-MODEL_ID = "wordllama-l2-supercat-256"
-TENSOR = "embedding.weight"
-DIM = 256
-MAX_TOKENS = 512  # a note's opening is its topic; a long note's tail adds little to a mean
-
-
-def _mapped_table(path: Path) -> np.ndarray:
-    """The embedding tensor of a safetensors file, memory-mapped (read-only)."""
-    with path.open("rb") as f:
-        (size,) = struct.unpack("<Q", f.read(8))
-        header = json.loads(f.read(size))
-    entry = header[TENSOR]
-    dtypes = {"F16": np.float16, "F32": np.float32}
-    start, end = entry["data_offsets"]
-    rows, dim = entry["shape"]
-    table = np.memmap(
-        path, dtype=dtypes[entry["dtype"]], mode="r", offset=8 + size + start, shape=(rows, dim)
-    )
-    if table.nbytes != end - start:
-        raise ValueError(f"{path}: {TENSOR} holds {end - start} bytes, not {table.nbytes}")
-    return table
+HERE = Path(__file__).resolve().parent
+ROWS_FILE = HERE / "static_e5.npy"  # int8 [pieces, dim], memory-mapped
+META_FILE = HERE / "static_e5.npz"  # ids, scales and how the table was built
+MODEL_ID = "e5-small-static"
+# a note's opening is its topic; a long note's tail adds little to a mean, and the
+# tokenizer's cost grows with the text
+MAX_CHARS = 4000
+MAX_TOKENS = 512
 
 
 class StaticEmbedder:
     """``encode(texts)`` -> unit vectors (float32, one row per text; a text with no
-    token gives a zero row)."""
+    piece in the table gives a zero row)."""
 
     model_id = MODEL_ID
 
-    def __init__(self, weights: Path, tokenizer: Path) -> None:
-        from tokenizers import Tokenizer
-
-        self.table = _mapped_table(weights)
-        self.tokenizer = Tokenizer.from_file(str(tokenizer))
-        self.tokenizer.no_padding()
-        self.tokenizer.no_truncation()
-        self.dim = int(self.table.shape[1])
+    def __init__(
+        self, rows: np.ndarray, ids: np.ndarray, scales: np.ndarray, tokenizer: UnigramTokenizer
+    ) -> None:
+        """``rows`` [n, dim] (int8 or float), ``ids`` the sorted piece id of each row,
+        ``scales`` each row's factor (its quantisation scale times its weight)."""
+        self.rows, self.ids, self.scales = rows, ids, scales
+        self.tokenizer = tokenizer
+        self.dim = int(rows.shape[1])
 
     @classmethod
     def packaged(cls) -> StaticEmbedder:
-        """The table and tokenizer ``wordllama`` ships (FileNotFoundError without it)."""
-        return cls(*wordllama_files())
+        """The shipped table over the installed e5 model's vocabulary
+        (FileNotFoundError or ImportError without them)."""
+        from mcp_gateway.embedders import e5_file
+        from mcp_gateway.embedders.e5_onnx import model_path
+
+        meta = np.load(META_FILE)
+        rows = np.load(ROWS_FILE, mmap_mode="r")
+        model = e5_file.load(model_path(str(meta["variant"])))
+        return cls(rows, meta["ids"], meta["scales"], UnigramTokenizer(model.vocab))
+
+    def pieces(self, text: str) -> np.ndarray:
+        """Row indices of the text's pieces that the table holds (in text order)."""
+        ids = np.asarray(self.tokenizer.encode(text[:MAX_CHARS])[:MAX_TOKENS], np.int64)
+        where = np.minimum(np.searchsorted(self.ids, ids), len(self.ids) - 1)
+        out: np.ndarray = where[self.ids[where] == ids]
+        return out
 
     def encode(self, texts: list[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        rows = self.table.shape[0]
-        for i, enc in enumerate(self.tokenizer.encode_batch(texts, add_special_tokens=False)):
-            ids = np.asarray(enc.ids[:MAX_TOKENS], dtype=np.int64)
-            ids = ids[ids < rows]
-            if not len(ids):
+        for i, text in enumerate(texts):
+            rows = self.pieces(text)
+            if not len(rows):
                 continue
-            vec = self.table[ids].astype(np.float32).mean(axis=0)
+            vec = self.scales[rows] @ np.asarray(self.rows[rows], np.float32)
             norm = float(np.linalg.norm(vec))
             if norm > 0:
                 out[i] = vec / norm
         return out
+
+
+def dimension() -> int:
+    """The shipped table's width (read from its header, nothing loaded)."""
+    rows = np.load(ROWS_FILE, mmap_mode="r")
+    return int(rows.shape[1])
 
 
 _shared: StaticEmbedder | None = None
@@ -115,7 +122,7 @@ def release() -> bool:
     global _shared
     with _lock:
         loaded, _shared = _shared is not None, None
-    if loaded:  # the tokenizer's heap back to the system (measured: ~20 of ~25 MB)
+    if loaded:  # the tokenizer's heap back to the system
         from mcp_gateway.common.heap import trim_heap
 
         trim_heap()
@@ -124,13 +131,13 @@ def release() -> bool:
 
 def vector(text: str) -> list[float] | None:
     """The static vector of a text the model has not read yet, None when fast vectors
-    are off, unavailable or the text has no token. ~0.1 ms: runs where its point is
-    built (off the event loop)."""
+    are off, unavailable or the text has no piece in the table. ~0.1 ms: runs where its
+    point is built (off the event loop)."""
     if not _enabled:
         return None
     try:
         vec = shared().encode([text])[0]
-    except (OSError, ValueError, KeyError, ImportError) as exc:  # not installed, bad file
+    except (OSError, ValueError, KeyError, ImportError) as exc:  # no model, bad file
         log.warning("fast first vectors off: %s", exc)
         enable(False)
         return None

@@ -6,11 +6,11 @@ burst's tail on 2 cores; bench/LOG.md, "burst over MCP"). The index's fast pool
 a search scores the pool by the query's static vector, maps the best hits' cosines onto
 e5's scale and fuses them as dense hits of pending notes only (``ranking.fuse``'s
 ``fast``): a paraphrase with no word in common is found at once, and the note leaves
-the pool when e5 has read it. Off by default (``search.fast_first``).
+the pool when e5 has read it (``search.fast_first``).
 
-The static model reads Latin-script text only (Llama-2's vocabulary splits Japanese
-and Thai into single characters and bytes): a query in another script asks nothing,
-and pool notes in another script are never hits (bench/LOG.md, "fast first vector").
+The static table is distilled from e5 itself (``embedders.static``): it reads what e5's
+tokenizer reads, Latin, Japanese and Thai alike, so no script abstains (bench/LOG.md,
+"fast first from e5's own table").
 """
 
 from __future__ import annotations
@@ -19,44 +19,44 @@ import logging
 
 import anyio.to_thread
 
-from mcp_gateway.common.compat import wordllama_files
 from mcp_gateway.common.sections import SearchSettings
 from mcp_gateway.common.types import IndexFilter, IndexHit, point_id
-from mcp_gateway.embedders import lexical, static
+from mcp_gateway.embedders import static
 from mcp_gateway.index.fast_pool import FastPool
 from mcp_gateway.index.live import LiveIndex
-from mcp_gateway.indexing.points import SCRIPT_SAMPLE, note_document
+from mcp_gateway.indexing.points import note_document
 from mcp_gateway.stores.notes import NoteStore
 
 log = logging.getLogger(__name__)
 
-READS = frozenset({"latin"})
-# static cosine -> e5-small cosine (the dense channel's scale), 0.77 + 0.20 * cosine:
-# chosen on both dev sets (generated and conversational; slopes 0.11-0.30 and intercepts
-# 0.76-0.78 tried; the intercept that keeps the two means is 0.78) (bench/LOG.md, "fast
-# first vector"). The static cosine says little (correlation 0.34-0.43 with e5's), so its
-# scale is e5's compressed.
-E5_AT_ZERO, E5_PER_COSINE = 0.77, 0.20
-# the static model (~20 MB: its tokenizer, the table's touched pages) is let go once the
-# pool has been empty this long, and loaded again (~0.4 s, off the event loop) by the
-# next pending note
+# static cosine -> e5-small cosine (the dense channel's scale), and the least static
+# cosine a pool hit needs: chosen on both dev sets at 500 / 100 / 50 pending (bench/LOG.md,
+# "fast first from e5's own table"). The static cosine says little (correlation 0.27-0.34
+# with e5's), so its scale is e5's compressed; and below 0.6 a pool hit is mostly an
+# unrelated pending note, which with few notes pending pushed an indexed answer down
+# (conversational dev, 100 pending: -0.010 without the floor, +0.000 with it).
+E5_AT_ZERO, E5_PER_COSINE = 0.77, 0.10
+LEAST_COSINE = 0.6
+# the static model (its tokenizer, the table's touched pages) is let go once the pool
+# has been empty this long, and loaded again (off the event loop) by the next pending
+# note
 IDLE_RELEASE_S = 60.0
 REBUILD_LIMIT = 20_000  # pending notes read back at open (a backlog, not the corpus)
 
 
 def attach(index: LiveIndex, settings: SearchSettings) -> None:
-    """Give the live index a fast pool when the setting is on (and the static model
+    """Give the live index a fast pool when the setting is on (and the static table
     ships); points written from now on with no dense vector get a static one."""
     static.enable(False)
     index.fast_pool = None
     if not settings.fast_first or settings.mode == "lexical":
         return
     try:
-        wordllama_files()
-    except FileNotFoundError as exc:
-        log.warning("fast first vectors off: %s (pip install 'kioku[fast-first]')", exc)
+        dim = static.dimension()
+    except (OSError, ValueError) as exc:
+        log.warning("fast first vectors off: %s", exc)
         return
-    index.fast_pool = FastPool(static.DIM)
+    index.fast_pool = FastPool(dim)
     static.enable(True)
 
 
@@ -104,17 +104,15 @@ class FastFirst:
         self.index, self.limit = index, settings.fast_first_limit
 
     async def hits(self, query: str, flt: IndexFilter) -> list[IndexHit]:
-        """The pool's best hits for ``query`` (none: an empty pool, or a query the
-        static model cannot read)."""
+        """The pool's best hits for ``query`` (none: an empty pool, or a query with no
+        piece in the static table)."""
         pool = self.index.fast_pool
         if pool is None or not len(pool):
             return []
-        if lexical.script_of(query[:SCRIPT_SAMPLE]) not in READS:
-            return []
-        vec = static.vector(query)
+        vec = await anyio.to_thread.run_sync(static.vector, query)
         if vec is None:
             return []
-        hits = pool.search(vec, flt, self.limit, READS)
+        hits = [h for h in pool.search(vec, flt, self.limit) if h.score >= LEAST_COSINE]
         for hit in hits:
             hit.score = E5_AT_ZERO + E5_PER_COSINE * hit.score
         return hits

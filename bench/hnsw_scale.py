@@ -281,7 +281,8 @@ async def main() -> None:
     how = {"tile": f"tiled with sigma={args.sigma}", "blend": "blended in pairs"}.get(
         args.synth, "distinct texts, no copies"
     )
-    print(f"{len(docs)} real e5 memory vectors ({args.texts}) {how}; {len(qv)} queries")
+    whose = "the distinct corpus" if args.synth == "distinct" else args.texts
+    print(f"{len(docs)} real e5 memory vectors ({whose}) {how}; {len(qv)} queries")
     print(f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     for n in args.n:
         for storage in args.storage:

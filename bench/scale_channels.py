@@ -154,6 +154,7 @@ def variants_for(args: argparse.Namespace) -> dict[str, Any]:
 
 async def main(args: argparse.Namespace) -> None:
     if args.questions == "distinct":
+        sys.path.append(str(_HERE))  # peers takes this folder off sys.path again
         import distinct_corpus
 
         queries = distinct_corpus.question_half(args.half)[: args.queries]

@@ -49,6 +49,7 @@ def pcts(ms: list[float]) -> tuple[float, float]:
 
 async def main(args: argparse.Namespace) -> None:
     if args.questions == "distinct":
+        sys.path.append(str(_HERE))  # peers takes this folder off sys.path again
         import distinct_corpus
 
         queries = distinct_corpus.question_half("report")[: args.queries]

@@ -18,8 +18,8 @@ then the files every search reads hits from (``READ_BACK``: the stored dense vec
 a walk's candidates are rescored with, the payloads) are read back
 (``read_ahead``): into the page cache by a background thread, in large reads, so
 the first searches map them from memory instead of faulting each 4 KB page in from the
-file. That costs no resident memory of this process (a page counts once a search maps
-it, as before). At 100k distinct notes a new query's index call right after the open
+file. Resident memory at open is the same; once searched it grows sooner
+(``read_ahead``). At 100k distinct notes a new query's index call right after the open
 was 9.9-13.1 ms p50 with the files left to the faults and 4.5-5.4 with them read in
 whole first (bench/LOG.md, "scale at 100k on distinct text");
 after writes (at most every ``PAGE_OUT_EVERY_S``), all but what every search reads

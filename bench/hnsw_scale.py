@@ -20,6 +20,11 @@ copies around each real note (the tiled set's worst case for a graph's recall). 
 100k real notes with e5 on 2 cores would take ~1 hour; the blends are the documented
 stand-in.
 
+``--synth distinct``: no copies at all: the first N texts of ``distinct_corpus.py``'s
+corpus (100k+ distinct docstring and comment paragraphs and the quality sets' memories,
+each embedded by e5; ``--int8``: the ``int8_documents`` vectors) and its questions'
+tuning half (``--half``: even positions tune, odd ones report).
+
 The graph is built here, in-process, with the build process's own code and settings
 (``EdgeIndex.build_graph`` with ``BUILD_OPTIMIZERS`` and ``BUILD_HNSW``); the time printed
 is that build (``optimize``) alone, not the upserts.
@@ -54,7 +59,7 @@ from mcp_gateway.embedders import build_embedder
 from mcp_gateway.index.base import IndexSpec
 from mcp_gateway.index.edge import EdgeIndex
 from mcp_gateway.index.edge_shard import STORAGE
-from mcp_gateway.rebuild.build import BUILD_HNSW, BUILD_OPTIMIZERS
+from mcp_gateway.rebuild.build import BUILD_HNSW, BUILD_OPTIMIZERS, BUILD_QUANTIZATION
 
 CACHE = Path(tempfile.gettempdir()) / "kioku-hnsw-bench-vectors.npz"
 FILTER = IndexFilter(namespaces=("default",), current_only=True)
@@ -107,13 +112,39 @@ def tile(docs: np.ndarray, n: int, sigma: float, rng: np.random.Generator) -> np
     return out
 
 
+async def distinct_vectors(n: int, int8: bool, half: str) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct corpus's first ``n`` vectors and its questions' ``half``, embedded
+    as queries (cached beside the corpus)."""
+    sys.path.append(str(_HERE))
+    import distinct_corpus as dc
+
+    texts = [r["text"] for r in dc.load_rows()][:n]
+    have = dc.kept(int8)
+    docs = np.array([have[t][0] for t in texts], np.float32)
+    qs = dc.question_half(half)
+    cache = dc.OUT / f"queries-{half}.npy"
+    if cache.exists():
+        return docs, np.load(cache)
+    embedder = build_embedder(EmbedderSettings())
+    await embedder.start()
+    try:
+        qv = np.array([await embedder.embed_query(q) for q in qs], np.float32)
+    finally:
+        await embedder.aclose()
+    np.save(cache, qv)
+    return docs, qv
+
+
+LIMIT = 10  # the top asked of the index (--limit)
+
+
 async def timed(
     index: EdgeIndex, qv: np.ndarray, flt: IndexFilter = FILTER
 ) -> tuple[list[float], list[list[str]]]:
     lat, tops = [], []
     for q in qv:
         t = time.perf_counter()
-        hits, _ = await index.search(q.tolist(), EMPTY, flt, 10)
+        hits, _ = await index.search(q.tolist(), EMPTY, flt, LIMIT)
         lat.append((time.perf_counter() - t) * 1000)
         tops.append([h.id for h in hits])
     return lat, tops
@@ -127,7 +158,10 @@ async def bench(
     n: int, docs: np.ndarray, qv: np.ndarray, args: argparse.Namespace, storage: str
 ) -> None:
     rng = np.random.default_rng(n)
-    vecs = blend(docs, n, rng) if args.synth == "blend" else tile(docs, n, args.sigma, rng)
+    if args.synth == "distinct":
+        vecs = docs[:n]
+    else:
+        vecs = blend(docs, n, rng) if args.synth == "blend" else tile(docs, n, args.sigma, rng)
     with tempfile.TemporaryDirectory() as tmp:
         spec = IndexSpec("bench", vecs.shape[1], "e5")
         hnsw = BUILD_HNSW  # what the build process uses, unless overridden
@@ -145,6 +179,7 @@ async def bench(
             optimizers=BUILD_OPTIMIZERS,
             hnsw=hnsw,
             dense_storage=storage,
+            quantization=BUILD_QUANTIZATION,  # what the build process makes
         )
         await index.open()
         try:
@@ -170,16 +205,23 @@ async def bench(
             build_s = time.perf_counter() - t
             print(f"\nN = {n:,}, {storage}: graph build (optimize) {build_s:.1f} s, hnsw {hnsw}")
             print(
-                f"{'search top-10':<22}{'p50 / p95 / p99 ms':>26}{'recall@10':>12}{'memories':>10}"
+                f"{f'search top-{LIMIT}':<22}{'p50 / p95 / p99 ms':>26}{'recall@10':>12}"
+                f"{'memories':>10}{f'@{LIMIT}':>8}"
             )
-            print(f"{'exact':<22}{pcts(exact_lat):>26}{1.0:>12.3f}{1.0:>10.3f}")
+            print(f"{'exact':<22}{pcts(exact_lat):>26}{1.0:>12.3f}{1.0:>10.3f}{1.0:>8.3f}")
             index._exact_below = 0
             for ef in args.ef:
                 index._hnsw_ef = ef
                 await timed(index, qv[:20])
                 lat, top = await timed(index, qv, FILTER if args.filter else IndexFilter())
                 recall = np.mean(
-                    [len(set(a) & set(b)) / 10 for a, b in zip(top, exact_top, strict=True)]
+                    [
+                        len(set(a[:10]) & set(b[:10])) / 10
+                        for a, b in zip(top, exact_top, strict=True)
+                    ]
+                )
+                at_limit = np.mean(
+                    [len(set(a) & set(b)) / len(b) for a, b in zip(top, exact_top, strict=True)]
                 )
                 # the copies of one memory are interchangeable answers: the share of the
                 # exact top-10's memories that the graph's top-10 also returns
@@ -190,7 +232,10 @@ async def bench(
                         for a, b in zip(top, exact_top, strict=True)
                     ]
                 )
-                print(f"{f'HNSW ef={ef}':<22}{pcts(lat):>26}{recall:>12.3f}{mem:>10.3f}")
+                print(
+                    f"{f'HNSW ef={ef}':<22}{pcts(lat):>26}{recall:>12.3f}{mem:>10.3f}"
+                    f"{at_limit:>8.3f}"
+                )
         finally:
             await index.close()
 
@@ -217,12 +262,27 @@ async def main() -> None:
     )
     ap.add_argument("--texts", choices=sorted(SETS), default="data", help="whose memories")
     ap.add_argument(
-        "--synth", choices=["tile", "blend"], default="tile", help="points past the real ones"
+        "--synth",
+        choices=["tile", "blend", "distinct"],
+        default="tile",
+        help="points past the real ones; distinct: distinct_corpus.py's texts, no copies",
     )
+    ap.add_argument("--int8", action="store_true", help="distinct: the int8 document vectors")
+    ap.add_argument("--half", choices=["tune", "report", "all"], default="tune")
+    ap.add_argument("--limit", type=int, default=10, help="the top asked (recall @10 and @it)")
     args = ap.parse_args()
-    docs, qv = await real_vectors(args.queries, args.texts)
-    how = f"tiled with sigma={args.sigma}" if args.synth == "tile" else "blended in pairs"
-    print(f"{len(docs)} real e5 memory vectors ({args.texts}) {how}; {len(qv)} queries")
+    global LIMIT
+    LIMIT = args.limit
+    if args.synth == "distinct":
+        docs, qv = await distinct_vectors(max(args.n), args.int8, args.half)
+        qv = qv[: args.queries]
+    else:
+        docs, qv = await real_vectors(args.queries, args.texts)
+    how = {"tile": f"tiled with sigma={args.sigma}", "blend": "blended in pairs"}.get(
+        args.synth, "distinct texts, no copies"
+    )
+    whose = "the distinct corpus" if args.synth == "distinct" else args.texts
+    print(f"{len(docs)} real e5 memory vectors ({whose}) {how}; {len(qv)} queries")
     print(f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     for n in args.n:
         for storage in args.storage:

@@ -17,6 +17,9 @@ dir and variant round robin per question so all see the same load:
 
     python bench/scale_channels.py --data DIR [DIR ...] [--queries 150] \
         [--ef 128 256 352] [--quantized 2] [--sparse] [--repeat 3]
+        [--questions distinct --half tune|report]
+
+``--questions distinct``: ``distinct_corpus.py``'s questions, the ``--half`` given.
 """
 
 # ruff: noqa: E402
@@ -150,7 +153,13 @@ def variants_for(args: argparse.Namespace) -> dict[str, Any]:
 
 
 async def main(args: argparse.Namespace) -> None:
-    queries = peers.real_questions(5)[: args.queries]
+    if args.questions == "distinct":
+        sys.path.append(str(_HERE))  # peers takes this folder off sys.path again
+        import distinct_corpus
+
+        queries = distinct_corpus.question_half(args.half)[: args.queries]
+    else:
+        queries = peers.real_questions(5)[: args.queries]
     variants = variants_for(args)
     async with AsyncExitStack() as stack:
         sides: list[tuple[str, Any, list[Call]]] = []
@@ -251,4 +260,6 @@ if __name__ == "__main__":
     ap.add_argument("--sparse", action="store_true", help="each sparse channel alone too")
     ap.add_argument("--sparse-limit", type=int, nargs="*", default=[])
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--questions", choices=["real", "distinct"], default="real")
+    ap.add_argument("--half", choices=["tune", "report", "all"], default="report")
     asyncio.run(main(ap.parse_args()))

@@ -10,7 +10,10 @@ new answer, not the answer cache). p50 / p95 per dir and phase, and each dir's r
 to the first. ``--warm N``: N other questions through every dir before any is timed.
 
     python bench/scale_interleaved.py --data DIR10K DIR100K [DIR100K_OTHER] \\
-        [--queries 150] [--repeat 3] [--warm 150]
+        [--queries 150] [--repeat 3] [--warm 150] [--questions distinct]
+
+``--questions distinct``: ``distinct_corpus.py``'s reporting half (real questions and
+ones written from corpus paragraphs), the warm-up from its tuning half.
 """
 
 # ruff: noqa: E402
@@ -45,7 +48,15 @@ def pcts(ms: list[float]) -> tuple[float, float]:
 
 
 async def main(args: argparse.Namespace) -> None:
-    queries = peers.real_questions(5)[: args.queries]
+    if args.questions == "distinct":
+        sys.path.append(str(_HERE))  # peers takes this folder off sys.path again
+        import distinct_corpus
+
+        queries = distinct_corpus.question_half("report")[: args.queries]
+        warm = distinct_corpus.question_half("tune")[: args.warm]
+    else:
+        queries = peers.real_questions(5)[: args.queries]
+        warm = peers.real_questions(5)[args.queries : args.queries + args.warm]
     async with AsyncExitStack() as stack:
         apps: list[tuple[str, Any]] = []
         for data in args.data:
@@ -54,7 +65,6 @@ async def main(args: argparse.Namespace) -> None:
             )
             apps.append((f"{Path(data).parent.name}/{Path(data).name}", app))
         # --warm: other questions first, every dir (pages a search reads made resident)
-        warm = peers.real_questions(5)[args.queries : args.queries + args.warm]
         for q in warm:
             for _, app in apps:
                 await app.search.search(SearchRequest(query=q, top=5, namespaces=("default",)))
@@ -91,4 +101,5 @@ if __name__ == "__main__":
     ap.add_argument("--queries", type=int, default=150)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--warm", type=int, default=0, help="other questions searched first")
+    ap.add_argument("--questions", choices=["real", "distinct"], default="real")
     asyncio.run(main(ap.parse_args()))

@@ -191,6 +191,37 @@ async def test_what_opening_read_in_is_given_back(tmp_path: Path) -> None:
         await index.close()
 
 
+async def test_what_searches_read_hits_from_is_read_back_after_the_open(
+    tmp_path: Path,
+) -> None:
+    """After the page-out at open, the stored dense vectors and the payloads are read
+    back into the page cache by a thread (``edge_pages.read_ahead``): the names it
+    looks for are the engine's folders of a real shard, and reading them leaves this
+    process's resident pages of the dense vectors as few as the searches map."""
+    from mcp_gateway.index.edge_pages import READ_BACK, read_ahead, read_back_paths
+
+    spec = IndexSpec("c", dim=DIM, model_id="test", latent=False)
+    dense = vectors(POINTS)
+    index = EdgeIndex(spec, tmp_path)
+    await index.open()
+    await index.upsert(points(dense))
+    await index.close()
+
+    files = read_back_paths(tmp_path, READ_BACK)
+    for part in READ_BACK:  # each kind present, each a file with data
+        assert any(part in str(f) and f.stat().st_size > 0 for f in files), part
+    assert not any("/vector_index-" in str(f) or "/wal/" in str(f) for f in files)
+
+    index = EdgeIndex(spec, tmp_path)
+    await index.open()
+    try:
+        read_ahead(tmp_path, READ_BACK).join(timeout=30)
+        assert resident_mb(tmp_path, "/vector_storage-dense") < MAPPED_MAX_MB
+        assert (await top(index, dense[11]))[0] == point_id("note", "N-11")
+    finally:
+        await index.close()
+
+
 @pytest.mark.parametrize("every_s", [0.0, 3600.0])
 async def test_writes_give_back_their_pages_but_the_searched_ones(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, every_s: float

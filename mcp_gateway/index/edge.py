@@ -60,7 +60,14 @@ from mcp_gateway.index.base import (
 )
 from mcp_gateway.index.edge_cache import PayloadCache
 from mcp_gateway.index.edge_graph import graph_due, read_marker, write_marker
-from mcp_gateway.index.edge_pages import GRAPHS, PAGE_OUT_EVERY_S, SEARCHED, page_out
+from mcp_gateway.index.edge_pages import (
+    GRAPHS,
+    PAGE_OUT_EVERY_S,
+    READ_BACK,
+    SEARCHED,
+    page_out,
+    read_ahead,
+)
 from mcp_gateway.index.edge_search import channels_found, search_shard
 from mcp_gateway.index.edge_shard import open_shard
 from mcp_gateway.index.edge_types import (
@@ -185,8 +192,10 @@ class EdgeIndex(ChannelSearch):
             self.dense_storage,
             self._quantization,
         )
-        # what opening read in (WAL, payload indexes, sparse vectors) is not read again
+        # what opening read in (WAL, payload indexes, sparse vectors) is not read again;
+        # what every search reads hits from is read back in the background
         page_out(self.dir, keep=GRAPHS)
+        read_ahead(self.dir, READ_BACK)
         self._paged_at = time.monotonic()
         return shard
 

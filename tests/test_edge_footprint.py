@@ -8,6 +8,7 @@ Real engine, real files; resident memory is read from ``/proc/self/smaps`` (Linu
 
 from __future__ import annotations
 
+import threading
 import uuid
 from pathlib import Path
 
@@ -217,6 +218,38 @@ async def test_what_searches_read_hits_from_is_read_back_after_the_open(
     try:
         read_ahead(tmp_path, READ_BACK).join(timeout=30)
         assert resident_mb(tmp_path, "/vector_storage-dense") < MAPPED_MAX_MB
+        assert (await top(index, dense[11]))[0] == point_id("note", "N-11")
+    finally:
+        await index.close()
+
+
+@pytest.mark.parametrize(("exact_below", "read_back"), [(1, True), (20_000, False)])
+async def test_the_open_reads_back_only_where_the_graph_serves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, exact_below: int, read_back: bool
+) -> None:
+    """Reading the stored vectors and payloads back pays where searches walk the graph
+    (``exact_search_below`` points and up); below it the preallocated files read whole
+    cost an open more than its first searches' faults (the test suite's opens: +70 s)."""
+    calls: list[Path] = []
+    real = edge_module.read_ahead
+
+    def spy(directory: Path, parts: tuple[str, ...]) -> threading.Thread:
+        calls.append(directory)
+        return real(directory, parts)
+
+    monkeypatch.setattr(edge_module, "read_ahead", spy)
+    spec = IndexSpec("c", dim=DIM, model_id="test", latent=False)
+    dense = vectors(POINTS)
+    index = EdgeIndex(spec, tmp_path, exact_search_below=exact_below)
+    await index.open()
+    await index.upsert(points(dense))
+    await index.close()
+    calls.clear()
+
+    index = EdgeIndex(spec, tmp_path, exact_search_below=exact_below)
+    await index.open()
+    try:
+        assert calls == ([index.dir] if read_back else [])
         assert (await top(index, dense[11]))[0] == point_id("note", "N-11")
     finally:
         await index.close()

@@ -193,9 +193,12 @@ class EdgeIndex(ChannelSearch):
             self._quantization,
         )
         # what opening read in (WAL, payload indexes, sparse vectors) is not read again;
-        # what every search reads hits from is read back in the background
+        # where the graph serves (exact_search_below points and up), what every search
+        # reads hits from is read back in the background. Below it, reading the
+        # preallocated files whole costs more than the first searches' faults save.
         page_out(self.dir, keep=GRAPHS)
-        read_ahead(self.dir, READ_BACK)
+        if shard.info().points_count >= self._exact_below:
+            read_ahead(self.dir, READ_BACK)
         self._paged_at = time.monotonic()
         return shard
 

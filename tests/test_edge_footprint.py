@@ -172,15 +172,24 @@ async def test_a_shard_made_with_vectors_read_in_still_opens(tmp_path: Path) -> 
         await index.close()
 
 
-async def test_what_opening_read_in_is_given_back(tmp_path: Path) -> None:
-    """Opening reads the WAL and each payload index's files in whole (~5 MB an index,
-    however few the points); ``edge_pages.page_out`` gives those pages back."""
+async def written_shard(
+    tmp_path: Path, exact_search_below: int = 20_000
+) -> tuple[IndexSpec, np.ndarray]:
+    """A shard under ``tmp_path`` holding ``POINTS`` points, written and closed: what
+    a later open finds on disk."""
     spec = IndexSpec("c", dim=DIM, model_id="test", latent=False)
     dense = vectors(POINTS)
-    index = EdgeIndex(spec, tmp_path)
+    index = EdgeIndex(spec, tmp_path, exact_search_below=exact_search_below)
     await index.open()
     await index.upsert(points(dense))
     await index.close()
+    return spec, dense
+
+
+async def test_what_opening_read_in_is_given_back(tmp_path: Path) -> None:
+    """Opening reads the WAL and each payload index's files in whole (~5 MB an index,
+    however few the points); ``edge_pages.page_out`` gives those pages back."""
+    spec, dense = await written_shard(tmp_path)
 
     index = EdgeIndex(spec, tmp_path)
     await index.open()
@@ -201,12 +210,7 @@ async def test_what_searches_read_hits_from_is_read_back_after_the_open(
     process's resident pages of the dense vectors as few as the searches map."""
     from mcp_gateway.index.edge_pages import READ_BACK, read_ahead, read_back_paths
 
-    spec = IndexSpec("c", dim=DIM, model_id="test", latent=False)
-    dense = vectors(POINTS)
-    index = EdgeIndex(spec, tmp_path)
-    await index.open()
-    await index.upsert(points(dense))
-    await index.close()
+    spec, dense = await written_shard(tmp_path)
 
     files = read_back_paths(tmp_path, READ_BACK)
     for part in READ_BACK:  # each kind present, each a file with data
@@ -238,12 +242,7 @@ async def test_the_open_reads_back_only_where_the_graph_serves(
         return real(directory, parts)
 
     monkeypatch.setattr(edge_module, "read_ahead", spy)
-    spec = IndexSpec("c", dim=DIM, model_id="test", latent=False)
-    dense = vectors(POINTS)
-    index = EdgeIndex(spec, tmp_path, exact_search_below=exact_below)
-    await index.open()
-    await index.upsert(points(dense))
-    await index.close()
+    spec, dense = await written_shard(tmp_path, exact_search_below=exact_below)
     calls.clear()
 
     index = EdgeIndex(spec, tmp_path, exact_search_below=exact_below)

@@ -1,13 +1,10 @@
-import sys
+from workers import run_entry
 
-from workers import StopRequested, stop_on_sigterm
 
-try:
-    stop_on_sigterm()  # a SIGTERM held until now is delivered here
-    from workers.main import main
+def start() -> int:
+    from workers.main import main  # imported after the SIGTERM handler is in place
 
-    code = main()
-except StopRequested:
-    print("kioku worker: stopped by SIGTERM before it started; no job taken", file=sys.stderr)
-    code = 0
-raise SystemExit(code)
+    return main()
+
+
+raise SystemExit(run_entry(start))

@@ -11,11 +11,13 @@ applies it: every acknowledged note ends up semantically searchable.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +53,20 @@ def worker_env(settings: KiokuSettings) -> dict[str, str]:
 
 def kioku(*args: str) -> list[str]:
     return [sys.executable, "-m", "mcp_gateway.cli", *args]
+
+
+@contextlib.contextmanager
+def logged_worker(env: dict[str, str], log_path: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """``kioku worker`` with its output in ``log_path``; killed on the way out if it
+    is still running (a failed assertion must not leave it behind)."""
+    with log_path.open("wb") as log:
+        worker = subprocess.Popen(kioku("worker"), env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        yield worker
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait(timeout=30)
 
 
 def make_settings(tmp_path: Path, redis: RedisDb) -> KiokuSettings:
@@ -242,11 +258,7 @@ async def test_a_sigtermed_worker_mid_embedding_stops_cleanly_and_loses_nothing(
             # is being embedded (one finished, the next taken)
             for when in ("starting", "embedding"):
                 log_path = tmp_path / f"worker-{when}.log"
-                with log_path.open("wb") as log:
-                    worker = subprocess.Popen(  # noqa: ASYNC220 - starting it does not block
-                        kioku("worker"), env=env, stdout=log, stderr=subprocess.STDOUT
-                    )
-                try:
+                with logged_worker(env, log_path) as worker:
                     deadline = time.monotonic() + 180
                     while when == "embedding" and "index_note ●" not in log_path.read_text():
                         assert worker.poll() is None, log_path.read_text()
@@ -255,10 +267,6 @@ async def test_a_sigtermed_worker_mid_embedding_stops_cleanly_and_loses_nothing(
                     await asyncio.sleep(0.5 if when == "starting" else 0.1)
                     worker.send_signal(signal.SIGTERM)
                     assert worker.wait(timeout=60) == 0, log_path.read_text()[-3000:]
-                finally:
-                    if worker.poll() is None:
-                        worker.kill()
-                        worker.wait(timeout=30)
                 text = log_path.read_text()
                 assert "Traceback" not in text and "terminate called" not in text, text[-3000:]
                 stopped = [line for line in text.splitlines() if "stopped by" in line]
@@ -297,18 +305,10 @@ def test_a_worker_sigtermed_anywhere_in_its_start_exits_cleanly(
     worker exits 0 with one line saying it stopped, and no traceback."""
     settings = make_settings(tmp_path, redis_db)
     log_path = tmp_path / "worker.log"
-    with log_path.open("wb") as log:
-        worker = subprocess.Popen(
-            kioku("worker"), env=worker_env(settings), stdout=log, stderr=subprocess.STDOUT
-        )
-    try:
+    with logged_worker(worker_env(settings), log_path) as worker:
         time.sleep(delay_s)
         worker.send_signal(signal.SIGTERM)
         assert worker.wait(timeout=60) == 0, log_path.read_text()[-3000:]
-    finally:
-        if worker.poll() is None:
-            worker.kill()
-            worker.wait(timeout=30)
     text = log_path.read_text()
     assert "Traceback" not in text, text[-3000:]
     assert len([line for line in text.splitlines() if "stopped by" in line]) == 1, text[-3000:]

@@ -22,7 +22,7 @@ from mcp_gateway.embedders import static
 from mcp_gateway.index.fast_pool import FastPool
 from mcp_gateway.search import fast_first
 from mcp_gateway.search.ranking import RankingParams, fuse
-from mcp_gateway.services.app import open_app
+from mcp_gateway.services.app import AppContext, open_app
 from mcp_gateway.services.notes import NoteService
 
 from .test_feed import shared_settings
@@ -47,6 +47,16 @@ OTHERS = [
     "Timezone bugs: store timestamps in UTC and convert at the edge",
     "Docker images use multi-stage builds to stay small",
 ]
+
+
+async def printer_pending(service: NoteService, app: AppContext, embedder: GatedEmbedder) -> str:
+    """The printer note added and written to the index while the job holds the note
+    before it: pending, its fast vector pooled. Its id."""
+    await add(service, app, OTHERS[0])
+    await asyncio.wait_for(embedder.waiting.wait(), 60)
+    wanted = await add(service, app, PRINTER)
+    await app.writes.caught_up(app.namespaces)
+    return wanted
 
 
 async def test_a_pending_note_is_found_by_meaning_until_its_vector_lands(
@@ -87,10 +97,7 @@ async def test_the_pool_is_rebuilt_from_the_store_for_notes_still_pending(
     embedder = GatedEmbedder()
     async with gated_app(tmp_path, monkeypatch, embedder, fresh_top=0, fast_first=True) as app:
         service = NoteService(app)
-        await add(service, app, OTHERS[0])
-        await asyncio.wait_for(embedder.waiting.wait(), 60)
-        wanted = await add(service, app, PRINTER)
-        await app.writes.caught_up(app.namespaces)
+        wanted = await printer_pending(service, app, embedder)
         pool = app.index.fast_pool
         assert pool is not None
         pool.clear()  # as a new process finds it
@@ -261,10 +268,7 @@ async def test_a_pool_hit_under_the_floor_is_no_hit(
     embedder = GatedEmbedder()
     async with gated_app(tmp_path, monkeypatch, embedder, fresh_top=0, fast_first=True) as app:
         service = NoteService(app)
-        await add(service, app, OTHERS[0])
-        await asyncio.wait_for(embedder.waiting.wait(), 60)
-        wanted = await add(service, app, PRINTER)
-        await app.writes.caught_up(app.namespaces)
+        wanted = await printer_pending(service, app, embedder)
         finder = fast_first.FastFirst(app.index, app.settings.search)
         assert await finder.hits(PARAPHRASE, IndexFilter()) == []
         near = await finder.hits("printer jams on glossy paper", IndexFilter())

@@ -2,7 +2,8 @@
 
 The table is distilled from the bundled multilingual-e5-small (``static_build``, the
 Model2Vec method): each kept piece of e5's 250k-piece vocabulary was run through the
-exact e5 graph alone, its mean-pooled output projected by PCA, weighted by how rare the
+exact e5 graph alone (``<s> passage: piece </s>``), the piece's own output state
+projected by PCA, weighted by how rare the
 piece is (SIF: ``a / (a + p)``) and stored as int8 with a per-row scale. A text's vector
 is the weighted mean of its pieces' rows, L2-normalised: ~0.1 ms, no model run, and it
 reads every script e5's tokenizer reads that the table keeps (Latin, Japanese, Thai,

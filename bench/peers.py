@@ -285,6 +285,19 @@ def _kioku_env(src: Path, data_dir: Path) -> dict[str, str]:
     return env
 
 
+def load_kioku_dir(src: Path, data: Path, texts: list[str], pool: int) -> None:
+    """Load ``texts`` into the fresh kioku data dir ``data`` with ``src``'s code, in a
+    child process (``--load-kioku``: the dir's owner lives and ends with it); the
+    texts travel in a file beside the dir."""
+    spec = data.with_name(f"{data.name}-texts.json")
+    spec.write_text(json.dumps(texts))
+    subprocess.run(
+        [sys.executable, __file__, "--load-kioku", str(data), str(spec), str(pool)],
+        env=_kioku_env(src, data),
+        check=True,
+    )
+
+
 def _checked(res: Any, what: str) -> Any:
     if res.is_error:
         raise RuntimeError(f"{what}: {res.content[0].text}")
@@ -569,16 +582,8 @@ async def run_size(args: argparse.Namespace, n: int, peer_exe: Path, peer_env: d
         sides = "".join(kiokus) + "p"
         began = time.perf_counter()
         if not real:
-            spec = Path(tmp) / "texts.json"
-            spec.write_text(json.dumps(texts))
             for src, data in kiokus.values():
-                await anyio.run_process(
-                    [sys.executable, __file__, "--load-kioku", str(data), str(spec),
-                     str(args.pool)],
-                    env=_kioku_env(src, data),
-                    stdout=None,
-                    stderr=None,
-                )  # fmt: skip
+                await anyio.to_thread.run_sync(load_kioku_dir, src, data, texts, args.pool)
             await anyio.to_thread.run_sync(load_peer, peer_exe, peer_env, pdir, texts, args.pool)
             print(f"  loaded {n:,} memories into both in {time.perf_counter() - began:.0f} s")
         results: dict[str, Any] = {}

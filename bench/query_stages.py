@@ -44,7 +44,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from peers import _kioku_env, memory_texts, question_texts
+from peers import _kioku_env, load_kioku_dir, memory_texts, question_texts
 
 ROOT = _HERE.parent
 Stages = dict[str, float]
@@ -242,15 +242,9 @@ def main(args: argparse.Namespace) -> None:
     runs = [(name, src, "") for name, src in srcs.items()]
     runs += [(f"this, switch {s}", ROOT, s) for s in args.switch_interval]
     with tempfile.TemporaryDirectory(prefix="kioku-stages-", ignore_cleanup_errors=True) as tmp:
-        data, spec = Path(tmp) / "kioku", Path(tmp) / "texts.json"
-        spec.write_text(json.dumps(texts))
+        data = Path(tmp) / "kioku"
         began = time.perf_counter()
-        subprocess.run(
-            [sys.executable, str(_HERE / "peers.py"), "--load-kioku", str(data), str(spec),
-             str(len(texts))],
-            env=_kioku_env(ROOT, data),
-            check=True,
-        )  # fmt: skip
+        load_kioku_dir(ROOT, data, texts, len(texts))
         print(f"loaded in {time.perf_counter() - began:.0f} s; {len(questions)} questions")
         by_src: dict[str, list[Stages]] = {name: [] for name, _, _ in runs}
         for i in range(len(runs)):

@@ -24,15 +24,13 @@ sys.path.append(str(_HERE))
 import argparse
 import cProfile
 import io
-import json
 import os
 import pstats
-import subprocess
 import tempfile
 import time
 
 import anyio
-from peers import _kioku_env, memories, pct, queries, real_memories, real_questions
+from peers import load_kioku_dir, memories, pct, queries, real_memories, real_questions
 
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.search.service import SearchRequest
@@ -84,15 +82,9 @@ def main(args: argparse.Namespace) -> None:
         "template": queries(seed=2)[: args.queries],
     }
     with tempfile.TemporaryDirectory(prefix="kioku-real-profile-") as tmp:
-        data_dir, spec = Path(tmp) / "kioku", Path(tmp) / "texts.json"
-        spec.write_text(json.dumps(texts))
+        data_dir = Path(tmp) / "kioku"
         began = time.perf_counter()
-        subprocess.run(
-            [sys.executable, str(_HERE / "peers.py"), "--load-kioku", str(data_dir), str(spec),
-             str(len(texts))],
-            env=_kioku_env(_HERE.parent, data_dir),
-            check=True,
-        )  # fmt: skip
+        load_kioku_dir(_HERE.parent, data_dir, texts, len(texts))
         print(f"loaded {len(texts):,} in {time.perf_counter() - began:.0f} s")
         anyio.run(profile, data_dir, qs, args.lines)
 

@@ -72,9 +72,9 @@ def settings(tmp_path: Path, request: pytest.FixtureRequest) -> KiokuSettings:
 
 def without_prefetcher(settings: KiokuSettings) -> KiokuSettings:
     """``settings`` with the owner's prefetcher off: it embeds pending notes on the query
-    lane beside the job, and its write (then the applier's upsert of the note's current
-    payload) can land after ``settle()``; a test that inspects the index or the drafts
-    right after settling holds it still with this (its own tests: test_prefetch.py)."""
+    lane beside the job (``settle()`` waits for its write), so a test that counts the
+    job's work, or leaves a stale point or a draft on purpose, holds it still with this
+    (its own tests: test_prefetch.py)."""
     search = settings.search.model_copy(update={"prefetch_budget_ms": 0.0})
     return settings.model_copy(update={"search": search})
 

@@ -39,9 +39,9 @@ class CountedStore:
 
 @pytest.fixture
 def settings(settings: KiokuSettings) -> KiokuSettings:
-    """No prefetcher: it may embed a new note beside its job and store that vector after
-    ``settle()`` returned, and the applier's upsert then moves the generation between two
-    searches that must share one (seen under load: the second search read again)."""
+    """No prefetcher: the job alone embeds, so the generations and reads counted are
+    its own (a prefetch beside it stored a vector after ``settle()`` until settling
+    waited for it; test_prefetch.py)."""
     return without_prefetcher(settings)
 
 

@@ -8,13 +8,14 @@ never), which is the state a burst of adds leaves notes in.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 import anyio
 import pytest
 
 from mcp_gateway.common.types import point_id
+from mcp_gateway.embedders.base import Encoded
 from mcp_gateway.indexing.points import note_document
 from mcp_gateway.search.prefetch import Searches
 from mcp_gateway.services.notes import NoteService
@@ -70,6 +71,45 @@ async def test_pending_notes_are_embedded_newest_first_while_the_job_is_held(
         await asyncio.wait_for(app.settle(), 120)
         # the job finished the batch it held and embedded nothing the prefetch had done
         assert embedder.documents == [BURST[0]]
+
+
+class HeldPrefetch(GatedEmbedder):
+    """``GatedEmbedder`` whose query lane (searches, the prefetcher) waits for
+    ``now_gate`` too."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.now_gate = asyncio.Event()
+        self.now_waiting = asyncio.Event()
+
+    async def encode_documents(self, texts: Sequence[str], *, now: bool = False) -> list[Encoded]:
+        if now:
+            self.now_waiting.set()
+            await self.now_gate.wait()
+        return await super().encode_documents(texts, now=now)
+
+
+async def test_settle_waits_for_a_prefetch_in_flight(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The job and the prefetcher may embed one note at once: ``settle()`` returns only
+    once the prefetch has stored its vector too, so nothing rewrites the note's point
+    after it (the cause of a flaky read-reuse test)."""
+    embedder = HeldPrefetch()
+    async with gated_app(tmp_path, monkeypatch, embedder, prefetch_budget_ms=1000) as app:
+        await add(NoteService(app), app, BURST[1])
+        await asyncio.wait_for(embedder.waiting.wait(), 60)  # the job holds the note
+        await asyncio.wait_for(embedder.now_waiting.wait(), 60)  # and so does a prefetch
+        embedder.gate.set()  # the job embeds and stores it
+        with anyio.move_on_after(2) as early:
+            await app.settle()
+        assert early.cancelled_caught  # the prefetch has not stored its vector yet
+        embedder.now_gate.set()
+        await asyncio.wait_for(app.settle(), 120)
+        settled = app.index.generation
+        await anyio.sleep(0.5)
+        assert app.index.generation == settled
+        assert embedder.documents == embedder.now == [BURST[1]]
 
 
 async def test_a_running_search_keeps_the_prefetcher_waiting() -> None:

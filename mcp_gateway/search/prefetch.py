@@ -78,12 +78,20 @@ class Prefetcher:
         # SQLite read per WINDOW notes, not per note (each note's own check is one row)
         self._queue: list[Note] = []
         self._stale = True
+        self._idle = anyio.Event()  # replaced while a note is being embedded
+        self._idle.set()
 
     def wake(self) -> None:
         """Notes may be pending: look once adds pause (cheap when none are)."""
         self._last_wake = time.monotonic()
         self._stale = True
         self._wanted.set()
+
+    async def idle(self) -> None:
+        """Wait until no note is being embedded (``App.settle``): a prefetch that read a
+        note as pending before its job stored a vector still stores its own, and the
+        applier then rewrites the note's point."""
+        await self._idle.wait()
 
     async def run(self) -> None:
         self.wake()  # notes left pending by an earlier process
@@ -106,7 +114,11 @@ class Prefetcher:
             if self._stale or not self._queue:
                 self._queue, self._stale = await self.notes.pending_newest(WINDOW), False
             while self._queue:
-                done = await self.fresh.prefetch([self._queue.pop(0)], self.budget_ms)
+                busy = self._idle = anyio.Event()
+                try:
+                    done = await self.fresh.prefetch([self._queue.pop(0)], self.budget_ms)
+                finally:
+                    busy.set()
                 if done != 0:
                     return done
             return 0

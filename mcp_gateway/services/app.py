@@ -110,11 +110,13 @@ class AppContext:
         self.background.start_soon(fn)
 
     async def settle(self) -> None:
-        """Wait until every job requested so far has run and its results are applied
-        (tests, benches, shutdown)."""
+        """Wait until every job requested so far has run, a prefetch in flight has
+        stored its vector, and their results are applied (tests, benches, shutdown)."""
         await self.reconciled.wait()
         await self.writes.caught_up()
         await self.jobs.drain()
+        if self.prefetcher is not None:  # its vector too, before the applier's pass
+            await self.prefetcher.idle()
         if self.follower is not None:
             await self.follower.apply_pending()
         await self.applier.apply_pending()

@@ -252,7 +252,7 @@ def train_table(args: argparse.Namespace) -> None:
     out = OUT / args.out
     static_train.write(
         meta, q, quant, moved, recipe, {k: str(v) for k, v in corpus.items()},
-        out.with_suffix(".npy"), out.with_suffix(".npz"),
+        Path(f"{out}.npy"), Path(f"{out}.npz"),
     )
     print(f"-> {out}.npy/.npz", flush=True)
 

@@ -44,8 +44,12 @@ def main() -> None:
     ap.add_argument("--weights", type=float, nargs="*", default=[1.0], help="fast_weight")
     ap.add_argument("--raw-weights", type=float, nargs="*", default=[], help="as a channel")
     ap.add_argument("--pool-limit", type=int, default=50)
+    ap.add_argument("--table", help="a built table (NAME of NAME.npy/.npz) for the shipped one")
     ap.add_argument("--latin-only", action="store_true", help="abstain on ja/th (as before)")
     ap.add_argument("--asym", action="store_true", help="the query's e5 vector, projected")
+    ap.add_argument(
+        "--oracle", action="store_true", help="the pool scored by e5 itself (a ceiling; map 0,1)"
+    )
     ap.add_argument("--slopes", type=float, nargs="*", default=[])
     ap.add_argument("--pending", type=int, nargs="*", default=[500, 250, 100])
     ap.add_argument("--only", nargs="*", default=[], help="fits to score (ols, mom, top)")
@@ -72,6 +76,10 @@ def main() -> None:
     docs = [embcache.memory_document(m) for m in c.mems]
     keys = [m["key"] for m in c.mems]
     static = StaticEmbedder.packaged()
+    if args.table:  # the same tokenizer, another table
+        base = args.table.removesuffix(".npy").removesuffix(".npz")
+        meta = np.load(base + ".npz")
+        static = StaticEmbedder(np.load(base + ".npy"), meta["ids"], meta["scales"], static.tokenizer)
     smat = static.encode(docs)
     scripts = [lexical.script_of(d[:2000]) for d in docs]
     payloads = [
@@ -84,6 +92,9 @@ def main() -> None:
         for q in c.queries:
             v = (c.qvec[q["qid"]] - meta["mean"]) @ meta["components"]
             qstat[q["qid"]] = v / np.linalg.norm(v)
+    if args.oracle:  # what a perfect fast vector could give through the same path
+        smat = c.dmat.astype(np.float32)
+        qstat = {q["qid"]: np.asarray(c.qvec[q["qid"]], np.float32) for q in c.queries}
     params, sparse_weight = shipped_ranking()
     size = [len(d.encode()) for d in docs]
     limits = FreshLimits(args.top, 2000, 60.0)

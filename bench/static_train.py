@@ -1,19 +1,29 @@
 """The static table's trained correction: the corpus driver (``embedders.static_train``
-holds the trainer).
+holds the trainer; bench/LOG.md, "fast first: a trained table").
 
-The corpus is ``distinct_corpus.py``'s (docstrings and comments of the installed Python,
-English almost only), never a quality-set text: its rows with source ``quality`` are
-dropped. Steps (outputs under ``bench/results/tokenlearn``, git-ignored):
+The corpus never holds a quality-set text. English: ``distinct_corpus.py``'s docstrings
+and comments of the installed Python, its ``quality`` rows dropped. Japanese and Thai
+(``extra``): the gettext catalogs installed under /usr/share/locale, plus Debian
+packages fetched with ``apt-get download`` into ``--debs``: manpages-ja (Japanese man
+pages) and firefox-esr-l10n-th, thunderbird-l10n-th, libreoffice-l10n-th (Thai UI
+strings); a text equal (near-duplicate) to a quality memory is dropped. Steps (outputs
+under ``bench/results/tokenlearn``, git-ignored):
 
-    python bench/distinct_corpus.py corpus                   # the corpus, once
-    nice -n 10 python bench/static_train.py teacher --upto 25000   # e5 passage vectors
-    nice -n 10 python bench/static_train.py train --texts 25000 --l2 1e-3 --out NAME
+    python bench/distinct_corpus.py corpus                  # the English corpus, once
+    python bench/static_train.py extra                      # extra-ja/th.jsonl
+    nice -n 10 python bench/static_train.py teacher --lang en --upto 60000 --int8
+    nice -n 10 python bench/static_train.py teacher --lang ja --upto 10000 --int8
+    nice -n 10 python bench/static_train.py teacher --lang th --upto 10000 --int8
+    nice -n 10 python bench/static_train.py train --out NAME   # the chosen recipe
 
-``teacher`` embeds the corpus's first ``--upto`` texts (corpus order: seeded hash order)
-with the project's own e5 engine (``OnnxE5.passage``, one thread), in chunks of 1,000, each
-a file, so a longer run reuses every vector made. ``train`` fits a table on the first
-``--texts`` of them minus the last ``--valid`` (early stopping) and writes
-``NAME.npy/.npz`` in the shipped format (``static.StaticEmbedder`` reads it unchanged).
+``teacher`` embeds a part's first ``--upto`` texts (seeded hash order) with the project's
+own e5 engine (``OnnxE5.passage``, one thread; ``--int8``: the int8 passage graph, a
+cosine >= 0.9995 of the exact one), in chunks of 1,000, each a file, so a longer run
+reuses every vector made (~20 ms a text: 80,000 texts ~27 min of a core). ``train`` fits a
+table on each part's first texts (``--texts``/``--ja``/``--th``), the last 5 % of each
+held back for early stopping, and writes ``NAME.npy/.npz`` in the shipped format
+(``static.StaticEmbedder`` reads it unchanged; ``bench/quality/static_table.py --tables``
+and ``bench/quality/fast_first.py --table`` score it).
 """
 
 # ruff: noqa: E402
@@ -251,8 +261,14 @@ def train_table(args: argparse.Namespace) -> None:
     }
     out = OUT / args.out
     static_train.write(
-        meta, q, quant, moved, recipe, {k: str(v) for k, v in corpus.items()},
-        Path(f"{out}.npy"), Path(f"{out}.npz"),
+        meta,
+        q,
+        quant,
+        moved,
+        recipe,
+        {k: str(v) for k, v in corpus.items()},
+        Path(f"{out}.npy"),
+        Path(f"{out}.npz"),
     )
     print(f"-> {out}.npy/.npz", flush=True)
 
@@ -264,11 +280,11 @@ def main() -> None:
     ap.add_argument("--debs", type=Path, default=OUT / "debs")
     ap.add_argument("--upto", type=int, default=25_000)
     ap.add_argument("--int8", action="store_true", help="the int8 passage graph")
-    ap.add_argument("--texts", type=int, default=25_000, help="English texts to train on")
-    ap.add_argument("--ja", type=int, default=0)
-    ap.add_argument("--th", type=int, default=0)
-    ap.add_argument("--l2", type=float, default=1e-3)
-    ap.add_argument("--lr", type=float, default=0.02)
+    ap.add_argument("--texts", type=int, default=60_000, help="English texts to train on")
+    ap.add_argument("--ja", type=int, default=10_000)
+    ap.add_argument("--th", type=int, default=10_000)
+    ap.add_argument("--l2", type=float, default=0.0)
+    ap.add_argument("--lr", type=float, default=0.05)
     ap.add_argument("--epochs", type=int, default=20)
     ap.add_argument("--centre", default="corpus", choices=["corpus", "table"])
     ap.add_argument("--seed", type=int, default=0)

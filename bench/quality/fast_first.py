@@ -79,7 +79,9 @@ def main() -> None:
     if args.table:  # the same tokenizer, another table
         base = args.table.removesuffix(".npy").removesuffix(".npz")
         meta = np.load(base + ".npz")
-        static = StaticEmbedder(np.load(base + ".npy"), meta["ids"], meta["scales"], static.tokenizer)
+        static = StaticEmbedder(
+            np.load(base + ".npy"), meta["ids"], meta["scales"], static.tokenizer
+        )
     smat = static.encode(docs)
     scripts = [lexical.script_of(d[:2000]) for d in docs]
     payloads = [
@@ -236,7 +238,7 @@ def main() -> None:
 
 def interval(base: list[dict[str, Any]], new: list[dict[str, Any]]) -> None:
     """Paired bootstrap 95 % interval of the mean nDCG@10 change, per split, overall and
-    for the kinds whose change is not within it."""
+    for the kinds whose change is not within it, and how many queries moved up / down."""
     rng = np.random.default_rng(0)
     for split in ("dev", "test"):
         pairs = [(b, n) for b, n in zip(base, new, strict=True) if b["split"] == split]
@@ -252,7 +254,9 @@ def interval(base: list[dict[str, Any]], new: list[dict[str, Any]]) -> None:
             lo, hi = np.percentile(means, [2.5, 97.5])
             if g == "ALL" or lo > 0 or hi < 0:
                 out.append(f"{g} {arr.mean():+.4f} [{lo:+.4f}, {hi:+.6f}]")
-        print(f"  change {split}: " + "; ".join(out), flush=True)
+        moved = np.array(groups["ALL"])
+        up, down = int((moved > 0).sum()), int((moved < 0).sum())
+        print(f"  change {split}: " + "; ".join(out) + f" (up {up}, down {down})", flush=True)
 
 
 if __name__ == "__main__":

@@ -127,31 +127,50 @@ def main() -> None:
 
 def tables(names: list[str], c: Any, qs: list[dict[str, Any]], keys: list[str], tok: Any) -> None:
     """Each built table's static vector alone: correlation with e5's cosines over every
-    (query, current memory) pair, nDCG@10 overall and per query language."""
+    (query, current memory) pair, nDCG@10 overall and per query language, and against
+    the first table the paired bootstrap interval of the change (overall and per
+    language)."""
+    from intervals import bootstrap
     from metrics import score
 
     from mcp_gateway.embedders import static
 
     docs = [embcache.memory_document(m) for m in c.mems]
+    first: list[float] = []
     for name in names:
-        base = static.ROWS_FILE.with_suffix("") if name == "shipped" else Path(name)
-        meta = np.load(base.with_suffix(".npz"))
-        rows = np.load(base.with_suffix(".npy"))
+        base = str(static.ROWS_FILE.with_suffix("")) if name == "shipped" else name
+        base = base.removesuffix(".npy").removesuffix(".npz")
+        meta = np.load(base + ".npz")
+        rows = np.load(base + ".npy")
         emb = static.StaticEmbedder(rows, meta["ids"], meta["scales"], tok)
         smat = emb.encode(docs)
         qv = {q["qid"]: emb.encode([q["query"]])[0] for q in qs}
         xs = np.concatenate([smat[c.current] @ qv[q["qid"]] for q in qs])
         ys = np.concatenate([c.dmat[c.current] @ c.qvec[q["qid"]] for q in qs])
         groups: dict[str, list[float]] = defaultdict(list)
+        nds = []
         for q in qs:
             sims = np.where(c.current, smat @ qv[q["qid"]], -np.inf)
             ranked = [keys[i] for i in np.argsort(-sims)[:10]]
             nd = score(ranked, set(q["relevant"]))["nDCG@10"]
+            nds.append(nd)
             groups["ALL"].append(nd)
             groups[q["lang"]].append(nd)
         parts = " ".join(f"{g}={statistics.fmean(v):.3f}" for g, v in sorted(groups.items()))
         corr = np.corrcoef(xs, ys)[0, 1]
         print(f"{name}: corr {corr:.3f} {parts}", flush=True)
+        if not first:
+            first = nds
+            continue
+        diffs: dict[str, list[float]] = defaultdict(list)
+        for q, a, b in zip(qs, first, nds, strict=True):
+            diffs["ALL"].append(b - a)
+            diffs[q["lang"]].append(b - a)
+        out = []
+        for g, ds in sorted(diffs.items()):
+            mean, lo, hi = bootstrap(ds, label=g)
+            out.append(f"{g} {mean:+.3f} [{lo:+.3f}, {hi:+.3f}]")
+        print("  change: " + "; ".join(out), flush=True)
 
 
 if __name__ == "__main__":

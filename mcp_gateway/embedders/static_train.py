@@ -27,14 +27,19 @@ import numpy as np
 
 @dataclass(frozen=True)
 class TrainRecipe:
-    """How the rows are trained: ``l2`` the pull toward the distilled rows (per text in a
-    batch, on the rows the batch touches), ``lr`` Adam's step relative to the rows'
-    typical magnitude, ``epochs`` at most, ``patience`` evaluations without a better
-    validation loss before stopping, ``centre`` how the target is centred (``table``: the
-    PCA mean of the piece states; ``corpus``: the teacher vectors' own mean)."""
+    """How the rows are trained (defaults: chosen on dev, bench/LOG.md, "fast first: a
+    trained table"): ``l2`` the pull toward the distilled rows (in units of the rows'
+    typical magnitude, on the rows a batch touches; any pull measured no better than
+    none), ``lr`` Adam's step relative to that magnitude, ``epochs`` at most,
+    ``patience`` epochs without a better validation cosine before stopping, ``centre``
+    how the target is centred (``corpus``: the teacher vectors' own mean; ``table``: the
+    piece states' PCA mean, which leaves the direction all e5 text vectors share in the
+    target, so a cosine of ~0.99 is reached without learning what separates texts).
 
-    l2: float = 1e-3
-    lr: float = 0.02
+    No per-piece weight is learned: a row's norm already is its weight in the mean."""
+
+    l2: float = 0.0
+    lr: float = 0.05
     batch: int = 256
     epochs: int = 20
     patience: int = 2
@@ -189,7 +194,9 @@ def write(
     (ids, mean, components, variant, prefix, and the weights inside ``scales``) with the
     new rows and scales, the mask of trained rows and the recipe and corpus recorded."""
     weights = meta["scales"] / meta["quant"]
-    out = {k: np.asarray(meta[k]) for k in ("ids", "mean", "components", "variant", "prefix")}
+    out: dict[str, Any] = {
+        k: np.asarray(meta[k]) for k in ("ids", "mean", "components", "variant", "prefix")
+    }
     out |= {"quant": quant, "scales": (quant * weights).astype(np.float32), "trained": moved}
     out |= {f"train_{k}": np.array(v) for k, v in {**asdict(recipe), **corpus}.items()}
     np.save(rows_file, q)

@@ -257,7 +257,7 @@ def train_table(args: argparse.Namespace) -> None:
         "texts": {lang: len(t) for lang, t, _ in parts},
         "corpus_hash": {lang: corpus_hash(t) for lang, t, _ in parts},
         "teacher": "e5 passage vectors, int8 passage graph",
-        **summary,
+        **{f"run_{k}": v for k, v in summary.items()},
     }
     out = OUT / args.out
     static_train.write(

@@ -265,6 +265,7 @@ def train_table(args: argparse.Namespace) -> None:
         q,
         quant,
         moved,
+        centre,
         recipe,
         {k: str(v) for k, v in corpus.items()},
         Path(f"{out}.npy"),

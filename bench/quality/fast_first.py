@@ -90,9 +90,10 @@ def main() -> None:
     c.payloads[:] = payloads
     qstat = {q["qid"]: static.encode([q["query"]])[0] for q in c.queries}
     if args.asym:  # the search's own e5 query vector in the table's space
-        meta = np.load(META_FILE)
+        meta = np.load(args.table.removesuffix(".npy") + ".npz" if args.table else META_FILE)
+        centre = meta["centre"] if "centre" in meta.files else meta["mean"]  # a trained table's
         for q in c.queries:
-            v = (c.qvec[q["qid"]] - meta["mean"]) @ meta["components"]
+            v = (c.qvec[q["qid"]] - centre) @ meta["components"]
             qstat[q["qid"]] = v / np.linalg.norm(v)
     if args.oracle:  # what a perfect fast vector could give through the same path
         smat = c.dmat.astype(np.float32)

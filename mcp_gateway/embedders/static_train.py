@@ -185,6 +185,7 @@ def write(
     q: np.ndarray,
     quant: np.ndarray,
     moved: np.ndarray,
+    centre: np.ndarray,
     recipe: TrainRecipe,
     corpus: dict[str, Any],
     rows_file: Path,
@@ -192,12 +193,15 @@ def write(
 ) -> None:
     """The trained table in the shipped format: ``meta`` the distilled table's arrays
     (ids, mean, components, variant, prefix, and the weights inside ``scales``) with the
-    new rows and scales, the mask of trained rows and the recipe and corpus recorded."""
+    new rows and scales, the mask of trained rows, the targets' ``centre`` (a query's e5
+    vector minus it, projected, lands where the trained rows aim) and the recipe and
+    corpus recorded."""
     weights = meta["scales"] / meta["quant"]
     out: dict[str, Any] = {
         k: np.asarray(meta[k]) for k in ("ids", "mean", "components", "variant", "prefix")
     }
     out |= {"quant": quant, "scales": (quant * weights).astype(np.float32), "trained": moved}
+    out["centre"] = np.asarray(centre, np.float32)
     out |= {f"train_{k}": np.array(v) for k, v in {**asdict(recipe), **corpus}.items()}
     np.save(rows_file, q)
     np.savez(meta_file, **out)

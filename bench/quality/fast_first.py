@@ -10,11 +10,15 @@ itself) and scores, per split, kind and query language:
   vector, ``mcp_gateway.embedders.static``): as a further channel restricted to
   pending memories (``fuse``'s pending rule), at each ``--weights``; with
   ``--latin-only`` abstaining on memories or queries not in Latin script, with
-  ``--asym`` the query's own e5 vector projected into the table's space.
+  ``--asym`` the query's own e5 vector projected into the table's space (less a
+  trained table's ``centre``: the shipped path, ``search.fast_first``'s query side);
+  ``--table`` another built table, ``--oracle`` the pool scored by e5 itself.
 
 Also the static vector alone against e5 alone (every memory embedded), nDCG@10.
 
     python bench/quality/fast_first.py [--data data|conv] [--burst 500] [--weights 0.5 1]
+    python bench/quality/fast_first.py --data conv --asym --fixed shipped=0.72,0.20,0.4 \
+        --pending 500 250 100 50      # the shipped mapping against lexical only
 """
 
 from __future__ import annotations

@@ -31,14 +31,15 @@ from .test_fresh_notes import GatedEmbedder, add, gated_app
 
 PRINTER = "The printer on floor three jams whenever glossy paper is used."
 PARAPHRASE = "copier gets stuck with shiny sheets"  # no word in common
-# the pair's static cosine is ~0.46, under the shipped floor (fast_first.LEAST_COSINE:
-# 0.6, chosen so that few pending notes cost nothing): the tests that follow the pool's
-# path lower the floor, so what they check is the path, not the floor
+# the pair's pool cosine (the query's e5 vector projected, against the note's static
+# vector) is ~0.25, under the shipped floor (fast_first.LEAST_COSINE: 0.4, chosen so that
+# few pending notes cost nothing; the other notes score <= 0.08): the tests that follow
+# the pool's path lower the floor, so what they check is the path, not the floor
 
 
 @pytest.fixture
 def low_floor(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(fast_first, "LEAST_COSINE", 0.3)
+    monkeypatch.setattr(fast_first, "LEAST_COSINE", 0.15)
 
 
 OTHERS = [
@@ -156,23 +157,38 @@ def test_the_static_vector_reads_japanese_and_thai() -> None:
 
 
 def test_the_shipped_table_is_the_installed_models_own() -> None:
-    """A sample of rows recomputed from the installed e5 model (``static_build``) equals
-    the shipped rows within their int8 quantisation, and the table holds exactly the
-    pieces the recipe keeps: the file cannot drift from the model silently."""
+    """The table holds exactly the pieces the distillation recipe keeps; a sample of the
+    rows training left alone (``trained`` false: pieces no training text holds) recomputed
+    from the installed e5 model (``static_build``) equals the shipped rows within their
+    int8 quantisation, and a sample of the trained ones does not; the meta names the
+    training recipe: the file cannot drift from the model silently."""
     from mcp_gateway.embedders.static_build import RECIPE, PieceRunner, kept_pieces
+    from mcp_gateway.embedders.static_train import TrainRecipe
 
     meta = np.load(static.META_FILE)
     rows = np.load(static.ROWS_FILE, mmap_mode="r")
     runner = PieceRunner()
     assert str(meta["prefix"]) == RECIPE.prefix and rows.shape[1] == RECIPE.dims
     np.testing.assert_array_equal(meta["ids"], kept_pieces(runner.model, RECIPE.latin, RECIPE.han))
-    sample = np.random.default_rng(7).choice(len(rows), 48, replace=False)
+    trained = meta["trained"]
+    assert trained.dtype == bool and trained.shape == (len(rows),)
+    assert 0 < trained.sum() < len(rows)
+    recipe = TrainRecipe()
+    assert float(meta["train_l2"]) == recipe.l2 and float(meta["train_lr"]) == recipe.lr
+    assert str(meta["train_centre"]) == recipe.centre and meta["centre"].shape == (384,)
+    rng = np.random.default_rng(7)
+    left = rng.choice(np.flatnonzero(~trained), 48, replace=False)
+    moved = rng.choice(np.flatnonzero(trained), 8, replace=False)
+    sample = np.concatenate([left, moved])
     raw = runner.piece_rows(meta["ids"][sample].tolist(), RECIPE.prefix, RECIPE.state)
     recomputed = (raw - meta["mean"]) @ meta["components"]
     shipped = rows[sample].astype(np.float32) * meta["quant"][sample, None]
     step = meta["quant"][sample, None]
     # half a quantisation step, and a little for the graph's float order
-    assert (np.abs(recomputed - shipped) <= 0.5 * step + 1e-3 * np.abs(recomputed).max()).all()
+    close = (np.abs(recomputed - shipped) <= 0.5 * step + 1e-3 * np.abs(recomputed).max()).all(
+        axis=1
+    )
+    assert close[:48].all() and not close[48:].any()
 
 
 def test_the_pool_filters_and_abstains() -> None:
@@ -263,17 +279,29 @@ async def test_each_gateway_pools_what_its_feed_brings(
 async def test_a_pool_hit_under_the_floor_is_no_hit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """With the shipped floor the paraphrase (static cosine ~0.46) finds nothing in the
-    pool; a near rewording (~0.77) does."""
+    """With the shipped floor the paraphrase (pool cosine ~0.25) finds nothing in the
+    pool; a near rewording (~0.63) does. The query's e5 vector, projected, scores the
+    pool; with another dense model the query's static vector does (~0.75 for it)."""
     embedder = GatedEmbedder()
     async with gated_app(tmp_path, monkeypatch, embedder, fresh_top=0, fast_first=True) as app:
         service = NoteService(app)
         wanted = await printer_pending(service, app, embedder)
-        finder = fast_first.FastFirst(app.index, app.settings.search)
-        assert await finder.hits(PARAPHRASE, IndexFilter()) == []
-        near = await finder.hits("printer jams on glossy paper", IndexFilter())
+        finder = fast_first.FastFirst(app.index, app.settings.search, app.embedder.model_id)
+        assert finder.projection is not None
+        para = await app.embedder.embed_query(PARAPHRASE)
+        assert await finder.hits(PARAPHRASE, IndexFilter(), para) == []
+        text = "printer jams on glossy paper"
+        near = await finder.hits(text, IndexFilter(), await app.embedder.embed_query(text))
         assert [h.id for h in near] == [point_id("note", wanted)]
-        assert near[0].score == pytest.approx(fast_first.E5_AT_ZERO + 0.077, abs=0.01)
+        mapped = fast_first.E5_AT_ZERO + fast_first.E5_PER_COSINE * 0.63
+        assert near[0].score == pytest.approx(mapped, abs=0.01)
+        other = fast_first.FastFirst(app.index, app.settings.search, "ollama/other-model")
+        assert other.projection is None and other.projected(para) is None
+        by_static = await other.hits(text, IndexFilter(), await app.embedder.embed_query(text))
+        mapped = fast_first.E5_AT_ZERO + fast_first.E5_PER_COSINE * 0.75
+        assert [h.id for h in by_static] == [point_id("note", wanted)]
+        assert by_static[0].score == pytest.approx(mapped, abs=0.01)
+        assert finder.projected([0.1] * 8) is None  # a vector of another width
 
 
 def test_a_pool_hit_only_adds_to_a_pending_note() -> None:

@@ -10,11 +10,15 @@ itself) and scores, per split, kind and query language:
   vector, ``mcp_gateway.embedders.static``): as a further channel restricted to
   pending memories (``fuse``'s pending rule), at each ``--weights``; with
   ``--latin-only`` abstaining on memories or queries not in Latin script, with
-  ``--asym`` the query's own e5 vector projected into the table's space.
+  ``--asym`` the query's own e5 vector projected into the table's space (less a
+  trained table's ``centre``: the shipped path, ``search.fast_first``'s query side);
+  ``--table`` another built table, ``--oracle`` the pool scored by e5 itself.
 
 Also the static vector alone against e5 alone (every memory embedded), nDCG@10.
 
     python bench/quality/fast_first.py [--data data|conv] [--burst 500] [--weights 0.5 1]
+    python bench/quality/fast_first.py --data conv --asym --fixed shipped=0.72,0.20,0.4 \
+        --pending 500 250 100 50      # the shipped mapping against lexical only
 """
 
 from __future__ import annotations
@@ -44,8 +48,12 @@ def main() -> None:
     ap.add_argument("--weights", type=float, nargs="*", default=[1.0], help="fast_weight")
     ap.add_argument("--raw-weights", type=float, nargs="*", default=[], help="as a channel")
     ap.add_argument("--pool-limit", type=int, default=50)
+    ap.add_argument("--table", help="a built table (NAME of NAME.npy/.npz) for the shipped one")
     ap.add_argument("--latin-only", action="store_true", help="abstain on ja/th (as before)")
     ap.add_argument("--asym", action="store_true", help="the query's e5 vector, projected")
+    ap.add_argument(
+        "--oracle", action="store_true", help="the pool scored by e5 itself (a ceiling; map 0,1)"
+    )
     ap.add_argument("--slopes", type=float, nargs="*", default=[])
     ap.add_argument("--pending", type=int, nargs="*", default=[500, 250, 100])
     ap.add_argument("--only", nargs="*", default=[], help="fits to score (ols, mom, top)")
@@ -72,6 +80,12 @@ def main() -> None:
     docs = [embcache.memory_document(m) for m in c.mems]
     keys = [m["key"] for m in c.mems]
     static = StaticEmbedder.packaged()
+    if args.table:  # the same tokenizer, another table
+        base = args.table.removesuffix(".npy").removesuffix(".npz")
+        meta = np.load(base + ".npz")
+        static = StaticEmbedder(
+            np.load(base + ".npy"), meta["ids"], meta["scales"], static.tokenizer
+        )
     smat = static.encode(docs)
     scripts = [lexical.script_of(d[:2000]) for d in docs]
     payloads = [
@@ -80,10 +94,14 @@ def main() -> None:
     c.payloads[:] = payloads
     qstat = {q["qid"]: static.encode([q["query"]])[0] for q in c.queries}
     if args.asym:  # the search's own e5 query vector in the table's space
-        meta = np.load(META_FILE)
+        meta = np.load(args.table.removesuffix(".npy") + ".npz" if args.table else META_FILE)
+        centre = meta["centre"] if "centre" in meta.files else meta["mean"]  # a trained table's
         for q in c.queries:
-            v = (c.qvec[q["qid"]] - meta["mean"]) @ meta["components"]
+            v = (c.qvec[q["qid"]] - centre) @ meta["components"]
             qstat[q["qid"]] = v / np.linalg.norm(v)
+    if args.oracle:  # what a perfect fast vector could give through the same path
+        smat = c.dmat.astype(np.float32)
+        qstat = {q["qid"]: np.asarray(c.qvec[q["qid"]], np.float32) for q in c.queries}
     params, sparse_weight = shipped_ranking()
     size = [len(d.encode()) for d in docs]
     limits = FreshLimits(args.top, 2000, 60.0)
@@ -225,7 +243,7 @@ def main() -> None:
 
 def interval(base: list[dict[str, Any]], new: list[dict[str, Any]]) -> None:
     """Paired bootstrap 95 % interval of the mean nDCG@10 change, per split, overall and
-    for the kinds whose change is not within it."""
+    for the kinds whose change is not within it, and how many queries moved up / down."""
     rng = np.random.default_rng(0)
     for split in ("dev", "test"):
         pairs = [(b, n) for b, n in zip(base, new, strict=True) if b["split"] == split]
@@ -241,7 +259,9 @@ def interval(base: list[dict[str, Any]], new: list[dict[str, Any]]) -> None:
             lo, hi = np.percentile(means, [2.5, 97.5])
             if g == "ALL" or lo > 0 or hi < 0:
                 out.append(f"{g} {arr.mean():+.4f} [{lo:+.4f}, {hi:+.6f}]")
-        print(f"  change {split}: " + "; ".join(out), flush=True)
+        moved = np.array(groups["ALL"])
+        up, down = int((moved > 0).sum()), int((moved < 0).sum())
+        print(f"  change {split}: " + "; ".join(out) + f" (up {up}, down {down})", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,7 @@
 """Choosing the static table's build on dev: raw rows (``bench/static_rows.py``) ->
 PCA width, SIF ``a``, pooled or own state, prefix; scored as the static vector alone.
+With ``--tables``, built tables instead (``NAME.npy``/``.npz`` in the shipped format, e.g.
+the trained ones of ``bench/static_train.py``; ``shipped``: the packaged table).
 
 For each variant: the correlation of static cosines with e5's over every (dev query,
 memory) pair, nDCG@10 of the static vector alone per query language, and the same with
@@ -7,6 +9,7 @@ the query's own e5 vector projected into the table's space against static notes
 (``asym``). Coverage: the share of the texts' piece occurrences the table holds.
 
     python bench/quality/static_table.py --rows bench/results/rows_plain.npz --data data
+    python bench/quality/static_table.py --tables shipped bench/results/tokenlearn/t1 --data conv
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ import embcache  # noqa: E402
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--rows", nargs="+", required=True)
+    ap.add_argument("--rows", nargs="*", default=[])
+    ap.add_argument("--tables", nargs="*", default=[], help="built tables (NAME or shipped)")
     ap.add_argument("--data", default="data")
     ap.add_argument("--split", default="dev")
     ap.add_argument("--state", nargs="*", default=["mean", "own"])
@@ -56,6 +60,8 @@ def main() -> None:
     qs = [q for q in c.queries if q["split"] == args.split]
     dtoks = [np.asarray(tok.encode(d[:4000])[:512], np.int64) for d in docs]
     qtoks = [np.asarray(tok.encode(q["query"]), np.int64) for q in qs]
+    if args.tables:
+        tables(args.tables, c, qs, keys, tok)
     for path in args.rows:
         raw = np.load(path)
         ids = raw["ids"]
@@ -117,6 +123,54 @@ def main() -> None:
                                 )
                                 corr = np.corrcoef(xs, ys)[0, 1]
                                 print(f"{label} {name}: corr {corr:.3f} {parts}", flush=True)
+
+
+def tables(names: list[str], c: Any, qs: list[dict[str, Any]], keys: list[str], tok: Any) -> None:
+    """Each built table's static vector alone: correlation with e5's cosines over every
+    (query, current memory) pair, nDCG@10 overall and per query language, and against
+    the first table the paired bootstrap interval of the change (overall and per
+    language)."""
+    from intervals import bootstrap
+    from metrics import score
+
+    from mcp_gateway.embedders import static
+
+    docs = [embcache.memory_document(m) for m in c.mems]
+    first: list[float] = []
+    for name in names:
+        base = str(static.ROWS_FILE.with_suffix("")) if name == "shipped" else name
+        base = base.removesuffix(".npy").removesuffix(".npz")
+        meta = np.load(base + ".npz")
+        rows = np.load(base + ".npy")
+        emb = static.StaticEmbedder(rows, meta["ids"], meta["scales"], tok)
+        smat = emb.encode(docs)
+        qv = {q["qid"]: emb.encode([q["query"]])[0] for q in qs}
+        xs = np.concatenate([smat[c.current] @ qv[q["qid"]] for q in qs])
+        ys = np.concatenate([c.dmat[c.current] @ c.qvec[q["qid"]] for q in qs])
+        groups: dict[str, list[float]] = defaultdict(list)
+        nds = []
+        for q in qs:
+            sims = np.where(c.current, smat @ qv[q["qid"]], -np.inf)
+            ranked = [keys[i] for i in np.argsort(-sims)[:10]]
+            nd = score(ranked, set(q["relevant"]))["nDCG@10"]
+            nds.append(nd)
+            groups["ALL"].append(nd)
+            groups[q["lang"]].append(nd)
+        parts = " ".join(f"{g}={statistics.fmean(v):.3f}" for g, v in sorted(groups.items()))
+        corr = np.corrcoef(xs, ys)[0, 1]
+        print(f"{name}: corr {corr:.3f} {parts}", flush=True)
+        if not first:
+            first = nds
+            continue
+        diffs: dict[str, list[float]] = defaultdict(list)
+        for q, a, b in zip(qs, first, nds, strict=True):
+            diffs["ALL"].append(b - a)
+            diffs[q["lang"]].append(b - a)
+        out = []
+        for g, ds in sorted(diffs.items()):
+            mean, lo, hi = bootstrap(ds, label=g)
+            out.append(f"{g} {mean:+.3f} [{lo:+.3f}, {hi:+.3f}]")
+        print("  change: " + "; ".join(out), flush=True)
 
 
 if __name__ == "__main__":

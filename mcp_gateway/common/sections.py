@@ -176,11 +176,11 @@ class SearchSettings(BaseModel):
     # note, one at a time, each predicted within this many ms (0: off; prefetch.py)
     prefetch_budget_ms: float = Field(default=60.0, ge=0)
     # fast first vector (search/fast_first.py): a note without its dense vector yet is
-    # searched by its static vector (a table distilled from e5, ~0.1 ms, every script),
-    # its best fast_first_limit pool hits scored as dense hits at fast_weight (pending
-    # notes only). Off: its gain right after a burst is small, every held-out query it
-    # moved with 50-100 notes pending moved down, and it adds ~2 ms to an add's ack
-    # (bench/LOG.md, "fast first from e5's own table")
+    # searched by its static vector (a table distilled from e5 and trained on its text
+    # vectors, ~0.1 ms, every script) against the query's own e5 vector, its best
+    # fast_first_limit pool hits scored as dense hits at fast_weight (pending notes
+    # only). Off: it adds ~2 ms to an add's ack; its gain right after a burst is small
+    # (+0.000 to +0.016, none below zero: bench/LOG.md, "fast first: a trained table")
     fast_first: bool = False
     fast_weight: float = Field(default=1.0, ge=0)
     fast_first_limit: int = Field(default=50, ge=1, le=1000)

@@ -8,16 +8,24 @@ e5's scale and fuses them as dense hits of pending notes only (``ranking.fuse``'
 ``fast``): a paraphrase with no word in common is found at once, and the note leaves
 the pool when e5 has read it (``search.fast_first``).
 
-The static table is distilled from e5 itself (``embedders.static``): it reads what e5's
-tokenizer reads, Latin, Japanese and Thai alike, so no script abstains (bench/LOG.md,
-"fast first from e5's own table").
+The static table is distilled from e5 itself and its rows then trained so that a
+text's static vector follows e5's vector of that text (``embedders.static_train``): it
+reads what e5's tokenizer reads, Latin, Japanese and Thai alike, so no script abstains.
+The query side is e5's own: the search has the query's e5 vector already (the dense
+channel's), and projected into the table's space (less the training targets' centre,
+on the table's components) it is where the trained rows aim, so it scores the pool far
+better than the query's static vector (held-out at 200 pending: +0.016 against +0.000;
+bench/LOG.md, "fast first: a trained table"). Without it (another dense model, or a
+table with no recorded centre) the query's static vector scores the pool.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 import anyio.to_thread
+import numpy as np
 
 from mcp_gateway.common.sections import SearchSettings
 from mcp_gateway.common.types import IndexFilter, IndexHit, point_id
@@ -29,14 +37,14 @@ from mcp_gateway.stores.notes import NoteStore
 
 log = logging.getLogger(__name__)
 
-# static cosine -> e5-small cosine (the dense channel's scale), and the least static
-# cosine a pool hit needs: chosen on both dev sets at 500 / 100 / 50 pending (bench/LOG.md,
-# "fast first from e5's own table"). The static cosine says little (correlation 0.27-0.34
-# with e5's), so its scale is e5's compressed; and below 0.6 a pool hit is mostly an
-# unrelated pending note, which with few notes pending pushed an indexed answer down
-# (conversational dev, 100 pending: -0.010 without the floor, +0.000 with it).
-E5_AT_ZERO, E5_PER_COSINE = 0.77, 0.10
-LEAST_COSINE = 0.6
+# pool cosine (the projected e5 query against a note's static vector) -> e5-small
+# cosine (the dense channel's scale), and the least pool cosine a hit needs: chosen on
+# both dev sets at 500 / 250 / 100 / 50 pending (bench/LOG.md, "fast first: a trained
+# table"). The pool cosine follows e5's only loosely (correlation 0.35-0.45), so its
+# scale is e5's compressed; below 0.4 a pool hit is mostly an unrelated pending note,
+# which with few notes pending pushes an indexed answer down.
+E5_AT_ZERO, E5_PER_COSINE = 0.72, 0.20
+LEAST_COSINE = 0.4
 # the static model (its tokenizer, the table's touched pages) is let go once the pool
 # has been empty this long, and loaded again (off the event loop) by the next pending
 # note
@@ -99,20 +107,62 @@ async def release_idle(index: LiveIndex, every_s: float = IDLE_RELEASE_S / 2) ->
             log.debug("fast first model released after %.0f s with nothing pending", idle)
 
 
-class FastFirst:
-    def __init__(self, index: LiveIndex, settings: SearchSettings) -> None:
-        self.index, self.limit = index, settings.fast_first_limit
+# the dense model whose query vectors the table's rows were trained against, by the
+# table's e5 variant (the model ids ``embedders.local`` gives them)
+E5_MODEL_IDS = {
+    "original": "local/multilingual-e5-small-q4",
+    "enpt": "local/multilingual-e5-small-q4-enpt",
+}
 
-    async def hits(self, query: str, flt: IndexFilter) -> list[IndexHit]:
+
+def query_projection(dense_model: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """(centre, components) that take ``dense_model``'s query vector into the table's
+    space, or None when that model is not the table's teacher or the table records no
+    centre (a distilled table)."""
+    try:
+        meta = np.load(static.META_FILE)
+    except (OSError, ValueError) as exc:
+        log.warning("fast first: no table meta: %s", exc)
+        return None
+    if "centre" not in meta.files or E5_MODEL_IDS.get(str(meta["variant"])) != dense_model:
+        return None
+    return meta["centre"].astype(np.float32), meta["components"].astype(np.float32)
+
+
+class FastFirst:
+    def __init__(self, index: LiveIndex, settings: SearchSettings, dense_model: str = "") -> None:
+        """``dense_model``: the dense embedder's model id (its query vectors score the
+        pool when it is the table's teacher)."""
+        self.index, self.limit = index, settings.fast_first_limit
+        self.projection = query_projection(dense_model) if dense_model else None
+
+    async def hits(
+        self, query: str, flt: IndexFilter, query_vector: Sequence[float] | None = None
+    ) -> list[IndexHit]:
         """The pool's best hits for ``query`` (none: an empty pool, or a query with no
-        piece in the static table)."""
+        piece in the static table); ``query_vector``: the query's dense vector, which
+        scores the pool instead of its static one where ``projection`` allows."""
         pool = self.index.fast_pool
         if pool is None or not len(pool):
             return []
-        vec = await anyio.to_thread.run_sync(static.vector, query)
+        vec = self.projected(query_vector)
+        if vec is None:
+            vec = await anyio.to_thread.run_sync(static.vector, query)
         if vec is None:
             return []
         hits = [h for h in pool.search(vec, flt, self.limit) if h.score >= LEAST_COSINE]
         for hit in hits:
             hit.score = E5_AT_ZERO + E5_PER_COSINE * hit.score
         return hits
+
+    def projected(self, query_vector: Sequence[float] | None) -> list[float] | None:
+        """The dense query vector in the table's space, unit length (None: no
+        projection, no vector, or a vector of the wrong width)."""
+        if self.projection is None or query_vector is None:
+            return None
+        centre, components = self.projection
+        if len(query_vector) != len(centre):
+            return None
+        vec = (np.asarray(query_vector, np.float32) - centre) @ components
+        norm = float(np.linalg.norm(vec))
+        return (vec / norm).tolist() if norm > 0 else None

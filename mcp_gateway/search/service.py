@@ -208,8 +208,9 @@ class SearchService:
                 latent_hits = best_of_views([latent_hits, fresh_latent], limit)
         fast_hits: list[IndexHit] = []
         if self.fast_first is not None and self.settings.mode == "hybrid":
-            # pending notes by their static vector, until e5 has read them (fast_first.py)
-            fast_hits = await self.fast_first.hits(query, flt)
+            # pending notes by their static vector, until e5 has read them (fast_first.py);
+            # the query's own dense vector scores them
+            fast_hits = await self.fast_first.hits(query, flt, views[0] if views else None)
         params = self._params(query, thresholds)
         candidates = fuse(
             dense_hits,

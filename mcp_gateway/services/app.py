@@ -350,7 +350,11 @@ def _compose(
         folder=folder,
         catch_up=follower.catch_up if follower is not None else None,
         channels=channels,
-        fast_first=fast_first.FastFirst(index, s) if index.fast_pool is not None else None,
+        fast_first=(
+            fast_first.FastFirst(index, s, embedder.model_id)
+            if index.fast_pool is not None
+            else None
+        ),
     )
     prefetcher = (
         Prefetcher(notes, fresh, search.searches, s.prefetch_budget_ms)

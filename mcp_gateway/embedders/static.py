@@ -14,18 +14,26 @@ yet (``index.fast_pool``).
 The rows (``static_e5.npy``, package data) are memory-mapped, not read: only the pages
 of the pieces a process has met are resident. The text is tokenized by the in-house e5
 tokenizer (``e5_tokenizer``) over the installed model's vocabulary, so the pieces are
-e5's own.
+e5's own: the very tokenizer the e5 engine holds where it is loaded
+(``e5_tokenizer.shared``), so a note's words, tokenized here at its ack, are cached for
+its e5 job, and the piece table is not held twice.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 
+from mcp_gateway.embedders import e5_tokenizer
 from mcp_gateway.embedders.e5_tokenizer import UnigramTokenizer
+from mcp_gateway.embedders.lanes import lower_thread_priority
 
 log = logging.getLogger(__name__)
 
@@ -63,20 +71,23 @@ class StaticEmbedder:
 
         meta = np.load(META_FILE)
         rows = np.load(ROWS_FILE, mmap_mode="r")
-        model = e5_file.load(model_path(str(meta["variant"])))
-        return cls(rows, meta["ids"], meta["scales"], UnigramTokenizer(model.vocab))
+        path = model_path(str(meta["variant"]))
+        # the e5 engine's own tokenizer where the engine is loaded (e5_tokenizer.shared)
+        tokenizer = e5_tokenizer.shared(path, lambda: e5_file.load(path).vocab)
+        return cls(rows, meta["ids"], meta["scales"], tokenizer)
 
-    def pieces(self, text: str) -> np.ndarray:
-        """Row indices of the text's pieces that the table holds (in text order)."""
-        ids = np.asarray(self.tokenizer.encode(text[:MAX_CHARS])[:MAX_TOKENS], np.int64)
+    def pieces(self, text: str, pause: Callable[[], None] | None = None) -> np.ndarray:
+        """Row indices of the text's pieces that the table holds (in text order);
+        ``pause`` as ``UnigramTokenizer.encode`` takes it."""
+        ids = np.asarray(self.tokenizer.encode(text[:MAX_CHARS], pause)[:MAX_TOKENS], np.int64)
         where = np.minimum(np.searchsorted(self.ids, ids), len(self.ids) - 1)
         out: np.ndarray = where[self.ids[where] == ids]
         return out
 
-    def encode(self, texts: list[str]) -> np.ndarray:
+    def encode(self, texts: list[str], pause: Callable[[], None] | None = None) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for i, text in enumerate(texts):
-            rows = self.pieces(text)
+            rows = self.pieces(text, pause)
             if not len(rows):
                 continue
             vec = self.scales[rows] @ np.asarray(self.rows[rows], np.float32)
@@ -118,8 +129,9 @@ def shared() -> StaticEmbedder:
 
 
 def release() -> bool:
-    """Let the loaded embedder go (its tokenizer and mapping are freed with it); the next
-    ``vector`` loads it again. Returns whether one was loaded."""
+    """Let the loaded embedder go (its mapping is freed with it, and its tokenizer unless
+    the e5 engine holds it too); the next ``vector`` loads it again. Returns whether one
+    was loaded."""
     global _shared
     with _lock:
         loaded, _shared = _shared is not None, None
@@ -130,14 +142,83 @@ def release() -> bool:
     return loaded
 
 
-def vector(text: str) -> list[float] | None:
+class _Gate:
+    """Closed while the event loop serves an acknowledged write (``serving``).
+
+    A note's static vector is computed where its point is built, in a worker thread,
+    just after its ack; e5's tokenizer runs there in Python (~0.3-1 ms a cold note) and
+    holds the interpreter, so the next ``add_note`` of a burst, arriving meanwhile,
+    waited for it at every step that hands the interpreter over (bench/LOG.md, "fast
+    first: the ack"). ``pause`` (between the words the tokenizer solves) waits while
+    the gate is closed, at most ``PAUSE_BUDGET_S`` per text, so a steady stream of adds
+    delays a vector by that much at most; a waiting thread holds no interpreter."""
+
+    def __init__(self) -> None:
+        self._open = threading.Event()
+        self._open.set()
+        self._serving = 0  # only the event loop's thread counts
+
+    @contextmanager
+    def serving(self) -> Iterator[None]:
+        self._serving += 1
+        self._open.clear()
+        try:
+            yield
+        finally:
+            self._serving -= 1
+            if not self._serving:
+                self._open.set()
+
+    def pauser(self) -> Callable[[], None]:
+        """A ``pause`` for one text."""
+        deadline = time.monotonic() + PAUSE_BUDGET_S
+
+        def pause() -> None:
+            if not self._open.is_set():
+                self._open.wait(max(0.0, deadline - time.monotonic()))
+
+        return pause
+
+
+# the most a text's static vector waits for adds being served (a burst's adds come
+# back to back: the vector still lands within this of its point's write)
+PAUSE_BUDGET_S = 0.02
+gate = _Gate()
+
+
+# the thread that computes the vectors of points (``yielding``) runs this much nicer, as
+# the e5 document lanes do (``embedder.document_nice``'s default): the event loop that
+# serves the next add gets the core first
+NICE = 10
+_niced: ThreadPoolExecutor | None = None
+
+
+def _niced_thread() -> ThreadPoolExecutor:
+    global _niced
+    with _lock:
+        if _niced is None:
+            _niced = ThreadPoolExecutor(
+                1, "static-vectors", initializer=lower_thread_priority, initargs=(NICE,)
+            )
+        return _niced
+
+
+def vector(text: str, yielding: bool = False) -> list[float] | None:
     """The static vector of a text the model has not read yet, None when fast vectors
-    are off, unavailable or the text has no piece in the table. ~0.1 ms: runs where its
-    point is built (off the event loop)."""
+    are off, unavailable or the text has no piece in the table. ~0.1-1 ms, off the
+    event loop. ``yielding`` (a point's vector, computed just after its note's ack):
+    computed on a thread of its own at a lower priority (``NICE``), waiting while an
+    add is being served (``gate``); the caller's thread waits for it."""
     if not _enabled:
         return None
+    if yielding:
+        return _niced_thread().submit(_vector, text, gate.pauser()).result()
+    return _vector(text, None)
+
+
+def _vector(text: str, pause: Callable[[], None] | None) -> list[float] | None:
     try:
-        vec = shared().encode([text])[0]
+        vec = shared().encode([text], pause)[0]
     except (OSError, ValueError, KeyError, ImportError) as exc:  # no model, bad file
         log.warning("fast first vectors off: %s", exc)
         enable(False)

@@ -63,7 +63,7 @@ def note_point(
         latent=latent if dense is not None else None,
         channels=channels or {},
         # searchable by meaning until its dense vector lands (index.fast_pool)
-        fast=static.vector(doc) if dense is None else None,
+        fast=static.vector(doc, yielding=True) if dense is None else None,
     )
 
 
@@ -83,7 +83,7 @@ def record_point(
         dense=list(dense) if dense is not None else None,
         latent=latent if dense is not None else None,
         channels=channels or {},
-        fast=static.vector(doc) if dense is None and current else None,
+        fast=static.vector(doc, yielding=True) if dense is None and current else None,
     )
 
 

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mcp_gateway.common.types import IndexFilter, IndexPoint, SparseVector
+from mcp_gateway.index.ack_lags import AckLags
 from mcp_gateway.index.base import Channels, ChannelSearch, Index, IndexSpec
 from mcp_gateway.index.fast_pool import FastPool
 
@@ -32,6 +33,8 @@ class LiveIndex(ChannelSearch):
         self.generation = 0
         # pending points' static vectors (None: off), kept beside the live collection
         self.fast_pool: FastPool | None = None
+        # when each acknowledged note's vectors landed here (``kioku status``)
+        self.ack_lags = AckLags()
 
     @property
     def spec(self) -> IndexSpec:
@@ -89,6 +92,7 @@ class LiveIndex(ChannelSearch):
                 await target.upsert(points if same_model else _lexical_only(points))
             if self.fast_pool is not None:  # after the write: a failed one changes nothing
                 self.fast_pool.write(points)
+            self.ack_lags.landed(points, self.fast_pool)
         finally:
             self.generation += 1
 

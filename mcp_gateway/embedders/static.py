@@ -21,11 +21,11 @@ its e5 job, and the piece table is not held twice.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -33,7 +33,6 @@ import numpy as np
 
 from mcp_gateway.embedders import e5_tokenizer
 from mcp_gateway.embedders.e5_tokenizer import UnigramTokenizer
-from mcp_gateway.embedders.lanes import lower_thread_priority
 
 log = logging.getLogger(__name__)
 
@@ -143,39 +142,54 @@ def release() -> bool:
 
 
 class _Gate:
-    """Closed while the event loop serves an acknowledged write (``serving``).
+    """Closed while the event loop serves an acknowledged write (``serving``) and for
+    ``LINGER_S`` after (its reply is still being written).
 
     A note's static vector is computed where its point is built, in a worker thread,
     just after its ack; e5's tokenizer runs there in Python (~0.3-1 ms a cold note) and
     holds the interpreter, so the next ``add_note`` of a burst, arriving meanwhile,
     waited for it at every step that hands the interpreter over (bench/LOG.md, "fast
-    first: the ack"). ``pause`` (between the words the tokenizer solves) waits while
-    the gate is closed, at most ``PAUSE_BUDGET_S`` per text, so a steady stream of adds
-    delays a vector by that much at most; a waiting thread holds no interpreter."""
+    first: the ack, and when a note is searchable"). ``pause`` (before each word the
+    tokenizer solves) waits while the gate is closed, at most ``PAUSE_BUDGET_S`` per
+    text, so a steady stream of adds delays a vector by that much at most; while it is
+    open it still sleeps ``YIELD_S``: a request that arrives then waits for one word,
+    not for a whole note (the interpreter is only handed over on a thread's wait or
+    after the switch interval, 5 ms). A waiting thread holds no interpreter."""
 
     def __init__(self) -> None:
         self._open = threading.Event()
         self._open.set()
-        self._serving = 0  # only the event loop's thread counts
+        self._serving = 0  # only the event loop's thread counts and schedules
+        self._closed_at = 0
 
     @contextmanager
     def serving(self) -> Iterator[None]:
         self._serving += 1
+        self._closed_at += 1
         self._open.clear()
         try:
             yield
         finally:
             self._serving -= 1
             if not self._serving:
-                self._open.set()
+                closed = self._closed_at
+                asyncio.get_running_loop().call_later(LINGER_S, self._reopen, closed)
+
+    def _reopen(self, closed: int) -> None:
+        if not self._serving and self._closed_at == closed:  # no add since
+            self._open.set()
 
     def pauser(self) -> Callable[[], None]:
         """A ``pause`` for one text."""
         deadline = time.monotonic() + PAUSE_BUDGET_S
 
         def pause() -> None:
-            if not self._open.is_set():
-                self._open.wait(max(0.0, deadline - time.monotonic()))
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            if not self._open.wait(left):
+                return
+            time.sleep(YIELD_S)
 
         return pause
 
@@ -183,37 +197,19 @@ class _Gate:
 # the most a text's static vector waits for adds being served (a burst's adds come
 # back to back: the vector still lands within this of its point's write)
 PAUSE_BUDGET_S = 0.02
+LINGER_S = 0.002  # after an add returns, while its reply is written (as writebehind.DEFER_S)
+YIELD_S = 0.0001  # a sleep between two words solved: the interpreter handed over
 gate = _Gate()
-
-
-# the thread that computes the vectors of points (``yielding``) runs this much nicer, as
-# the e5 document lanes do (``embedder.document_nice``'s default): the event loop that
-# serves the next add gets the core first
-NICE = 10
-_niced: ThreadPoolExecutor | None = None
-
-
-def _niced_thread() -> ThreadPoolExecutor:
-    global _niced
-    with _lock:
-        if _niced is None:
-            _niced = ThreadPoolExecutor(
-                1, "static-vectors", initializer=lower_thread_priority, initargs=(NICE,)
-            )
-        return _niced
 
 
 def vector(text: str, yielding: bool = False) -> list[float] | None:
     """The static vector of a text the model has not read yet, None when fast vectors
-    are off, unavailable or the text has no piece in the table. ~0.1-1 ms, off the
-    event loop. ``yielding`` (a point's vector, computed just after its note's ack):
-    computed on a thread of its own at a lower priority (``NICE``), waiting while an
-    add is being served (``gate``); the caller's thread waits for it."""
+    are off, unavailable or the text has no piece in the table. ~0.1-1 ms of CPU, off
+    the event loop. ``yielding`` (a point's vector, computed just after its note's ack):
+    it gives way to adds being served (``gate``)."""
     if not _enabled:
         return None
-    if yielding:
-        return _niced_thread().submit(_vector, text, gate.pauser()).result()
-    return _vector(text, None)
+    return _vector(text, gate.pauser() if yielding else None)
 
 
 def _vector(text: str, pause: Callable[[], None] | None) -> list[float] | None:

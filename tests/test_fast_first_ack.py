@@ -171,3 +171,28 @@ def test_lags_count_each_note_once_and_only_acknowledged_ones() -> None:
     fast, first = lags.figures().fast, lags.figures().first_e5
     assert fast is not None and fast.count == 3  # 4 pooled, the last 3 kept
     assert first is not None and first.count == 3
+
+
+def test_an_expected_fast_vector_is_pooled_only_while_its_point_is_pending() -> None:
+    from mcp_gateway.common.types import IndexFilter, IndexPoint, SparseVector
+    from mcp_gateway.index.fast_pool import FastPool
+
+    pool = FastPool(2)
+    lexical = IndexPoint("n1", {"type": "note"}, SparseVector([], []))
+    pool.write([lexical])
+    pool.expect("n1", lexical.payload)
+    assert pool.empty_for() == 0.0  # a vector is on its way: the model stays
+    pool.set_payload(["n1"], {"priority": "high"})
+    assert pool.fill("n1", [1.0, 0.0]) and "n1" in pool
+    assert not pool.fill("n1", [1.0, 0.0])  # filled once
+    [hit] = pool.search([1.0, 0.0], IndexFilter(), 5)
+    assert hit.payload == {"type": "note", "priority": "high"}
+
+    pool.expect("n2", {})
+    pool.write([IndexPoint("n2", {}, SparseVector([], []), dense=[0.0, 1.0])])  # e5 first
+    assert not pool.fill("n2", [0.0, 1.0]) and "n2" not in pool
+    pool.expect("n3", {})
+    pool.discard(["n3"])  # deleted before its vector
+    assert not pool.fill("n3", [0.0, 1.0]) and "n3" not in pool
+    pool.expect("n4", {})
+    assert not pool.fill("n4", None)  # no piece in the table: nothing pooled

@@ -7,10 +7,11 @@ its first e5 vector (a draft or the exact one) in the index. The owner records b
 per note, from the acknowledgement, and ``kioku status`` shows rolling quantiles over
 the last ``KEPT`` notes beside the embedding backlog (``services.maintenance``).
 
-Measured where the writes land (``LiveIndex.upsert``): a point written with a dense
-vector is the note's first e5 vector; one written without, that the pool then holds, is
-its fast vector. Monotonic seconds, in memory, per process; a note this process did not
-acknowledge (an import, another gateway's add) is not counted.
+Measured where the writes land (``LiveIndex.upsert``, ``fill_fast``): a point written
+with a dense vector is the note's first e5 vector; the note's static vector pooled,
+with its point or just after it (a new note's, off the ack's path), its fast vector.
+Monotonic seconds, in memory, per process; a note this process did not acknowledge (an
+import, another gateway's add) is not counted.
 """
 
 from __future__ import annotations
@@ -75,6 +76,13 @@ class AckLags:
             elif not fast_counted and pooled is not None and p.id in pooled:
                 self._fast.append(now - at)
                 self._acked[p.id] = (at, True)
+
+    def fast_landed(self, point_id: str) -> None:
+        """The fast vector of ``point_id`` was pooled now (``LiveIndex.fill_fast``)."""
+        seen = self._acked.get(point_id)
+        if seen is not None and not seen[1]:
+            self._fast.append(time.monotonic() - seen[0])
+            self._acked[point_id] = (seen[0], True)
 
     def figures(self) -> SearchableAfterAck:
         return SearchableAfterAck(fast=_quantiles(self._fast), first_e5=_quantiles(self._first))

@@ -96,6 +96,21 @@ class LiveIndex(ChannelSearch):
         finally:
             self.generation += 1
 
+    def expect_fast(self, point: IndexPoint) -> None:
+        """``point``, just written without a dense vector, gets its fast vector later
+        (``fill_fast``); nothing without a fast pool."""
+        if self.fast_pool is not None:
+            self.fast_pool.expect(point.id, point.payload)
+
+    def expects_fast(self, point_id: str) -> bool:
+        return self.fast_pool is not None and self.fast_pool.expects(point_id)
+
+    def fill_fast(self, point_id: str, vector: Sequence[float] | None) -> None:
+        """The fast vector ``expect_fast`` promised (None: the text has none)."""
+        if self.fast_pool is not None and self.fast_pool.fill(point_id, vector):
+            self.ack_lags.fast_landed(point_id)
+            self.generation += 1  # a search's answer from before lacks it
+
     async def set_payload(self, ids: Sequence[str], payload: Mapping[str, Any]) -> None:
         self._note(ids)
         try:

@@ -168,6 +168,7 @@ class NoteService:
                 tune=bool(note.solved_query),
             )
             app.notes_pending()
+            await app.indexer.fill_fast(note)  # its static vector, off the ack's path
 
         if behind:
             app.index.ack_lags.acked(point_id("note", note.id))

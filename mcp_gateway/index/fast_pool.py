@@ -2,11 +2,13 @@
 
 A note's first dense vector (an e5 draft) costs ~19 ms of a core; in a burst over MCP
 the queue's tail waits ~10 s for it (bench/LOG.md, "burst over MCP"). Until it lands
-the note is only lexically indexed. Its static vector (``embedders.static``, ~0.1 ms)
-is computed with its lexical-only point (``IndexPoint.fast``) and held here, in
-memory, for exactly as long as the point has no dense vector: ``LiveIndex`` adds a
-point written without one and drops it when its dense vector is written, or when it
-is deleted. Search scores the pool by brute force (it is at most a backlog: a few
+the note is only lexically indexed. Its static vector (``embedders.static``, ~0.1-1 ms)
+is computed with its lexical-only point (``IndexPoint.fast``), or for a new note just
+after it, off the ack's path (``expect``, then ``fill``: tens of ms after the ack in a
+burst, bench/LOG.md, "fast first: the ack, and when a note is searchable"), and held
+here, in memory, for exactly as long as the point has no dense vector: ``LiveIndex``
+adds a point written without one and drops it when its dense vector is written, or
+when it is deleted. Search scores the pool by brute force (it is at most a backlog: a few
 thousand rows) and fuses its hits for pending notes only (``search.fast_first``).
 
 Per process, in memory: each gateway fills its own from the points it writes (its own

@@ -3,9 +3,11 @@
 Only the owner of the index calls ``Indexer``. ``put_new_lexical`` computes the sparse
 vector locally (no model); for ``add_note`` it runs just after the acknowledgement
 (``writebehind``), and every search waits for it, so a note is lexically searchable
-from the first search after ``add_note`` returns. Dense vectors are computed by jobs into the
-truth store (``vectors``); ``put_notes``/``put_records`` build whole points from
-whatever vector the truth store holds for the item's current text.
+from the first search after ``add_note`` returns (by meaning, with
+``search.fast_first``, once ``fill_fast`` has pooled its static vector just after).
+Dense vectors are computed by jobs into the truth store (``vectors``);
+``put_notes``/``put_records`` build whole points from whatever vector the truth store
+holds for the item's current text.
 """
 
 from __future__ import annotations

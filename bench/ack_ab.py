@@ -8,7 +8,11 @@ lexical write, its embedding -- run in the pause, or not, as they would). Idle, 
 with two busy processes beside them. p50 / p95 in ms; what differs is the daemon.
 
     flock "${TMPDIR:-/tmp}/kioku-bench.lock" python bench/ack_ab.py \\
-        --baseline-src DIR [--rounds 120] [--gap 0.03]
+        --baseline-src DIR [--rounds 120] [--gap 0.03] [--env SIDE:KEY=VALUE]
+
+``--env this:KEY=VALUE`` / ``--env baseline:KEY=VALUE`` set a side's own settings: one
+checkout against itself with a setting on and off (``--baseline-src . --env
+this:KIOKU_SEARCH__FAST_FIRST=true --env baseline:KIOKU_SEARCH__FAST_FIRST=false``).
 """
 
 # ruff: noqa: E402
@@ -38,11 +42,12 @@ from mcp_gateway.daemon import local_gateway as gw
 SERVE = [sys.executable, "-m", "mcp_gateway.cli", "serve"]
 
 
-async def daemon(name: str, src: Path, data: Path) -> Side:
+async def daemon(name: str, src: Path, data: Path, settings: dict[str, str]) -> Side:
     """Start ``src``'s daemon on ``data`` (through its own proxy) and connect to its
-    session socket."""
+    session socket; ``settings``: that side's own environment."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("KIOKU_")}
     env.update(KIOKU_DATA_DIR=str(data), KIOKU_LOG_LEVEL="WARNING", PYTHONPATH=str(src))
+    env.update(settings)
     proxy = await stdio_side(f"{name}-proxy", SERVE, env, src)
     await proxy.call("tools/call", {"name": "add_note", "arguments": {"text": "warm up"}})
     sock = gw.GatewayPaths.for_settings(KiokuSettings(data_dir=data)).session_socket
@@ -56,10 +61,17 @@ def call_of(what: str, text: str) -> tuple[str, dict[str, object]]:
     return "tools/call", {"name": "add_note", "arguments": {"text": text}}
 
 
-async def run(rounds: int, gap: float, baseline: Path) -> dict[tuple[str, ...], list[float]]:
+async def run(
+    rounds: int, gap: float, baseline: Path, envs: list[str]
+) -> dict[tuple[str, ...], list[float]]:
     tmp = Path(tempfile.mkdtemp(prefix="kioku-ack-ab-"))
     checkouts = {"this": ROOT, "baseline": baseline}
-    sides = [await daemon(name, src, tmp / name) for name, src in checkouts.items()]
+    own: dict[str, dict[str, str]] = {name: {} for name in checkouts}
+    for item in envs:
+        side, _, pair = item.partition(":")
+        key, _, value = pair.partition("=")
+        own[side][key] = value
+    sides = [await daemon(name, src, tmp / name, own[name]) for name, src in checkouts.items()]
     samples: dict[tuple[str, ...], list[float]] = {}
     try:
         for phase in ("idle", "hog"):
@@ -85,9 +97,15 @@ def main() -> None:
     ap.add_argument("--baseline-src", type=Path, required=True, help="the other checkout")
     ap.add_argument("--rounds", type=int, default=120)
     ap.add_argument("--gap", type=float, default=0.03, help="seconds between calls")
+    ap.add_argument(
+        "--env", action="append", default=[], help="SIDE:KEY=VALUE (SIDE: this, baseline)"
+    )
     args = ap.parse_args()
-    samples = asyncio.run(run(args.rounds, args.gap, args.baseline_src.resolve()))
-    print(f"{args.rounds} rounds, gap {args.gap * 1000:.0f} ms (ms, p50 / p95, this / baseline)")
+    samples = asyncio.run(run(args.rounds, args.gap, args.baseline_src.resolve(), args.env))
+    print(
+        f"load {os.getloadavg()[0]:.1f}; {args.rounds} rounds, gap {args.gap * 1000:.0f} ms "
+        f"(ms, p50 / p95, this / baseline) {' '.join(args.env)}"
+    )
     print_ab(samples, ("ping", "add"))
 
 

@@ -22,6 +22,11 @@ varying share of the cores, which stretches the wall-clock lag of one run and no
 other's; the CPU-seconds lag moves much less with it, and halved it estimates the lag on
 two free cores (an estimate, not a measurement).
 
+The owner's own figures beside them (``kioku status``'s ``searchable_after_ack``, rolling
+over its last 1,000 notes, ``index/ack_lags.py``): from each ack as the owner sent it to
+the note's static vector in the fast pool ("fast vector after ack", only with
+``search.fast_first`` on) and to its first e5 vector in the index.
+
 A second session (another editor) sends new-query ``search_memory`` calls (real
 questions, never repeated) every ``--search-gap-ms`` from the first add until every note
 is searchable (at most ``--queries``), and as many again once settled; client-side ms.
@@ -178,6 +183,10 @@ class Run:
     # the ack where search.fast_first is on (the write-behind every search waits for
     # pools them; search/fast_first.py)
     latin: int = 0
+    # the owner's own figures (``kioku status``'s ``searchable_after_ack``): from each
+    # note's ack (as the owner sent it) to its static vector in the fast pool (absent
+    # with search.fast_first off) and to its first e5 vector in the index
+    after_ack: dict[str, Any] = field(default_factory=dict)
 
 
 def memory_mb(pid: int) -> dict[str, float]:
@@ -266,7 +275,9 @@ def burst(args: argparse.Namespace, label: str, src: Path, inflight: int, asks: 
             f"+{d:g} s": sum(1 for nid in acked if watch.seen.get(nid, 1e18) <= run.last_ack + d)
             for d in (0, 2, 5, 10)
         }
-        run.jobs = status(env).get("jobs", {})
+        settled_status = status(env)
+        run.jobs = settled_status.get("jobs", {})
+        run.after_ack = settled_status.get("searchable_after_ack") or {}
         for q in asks[args.queries : 2 * args.queries]:  # the same kind once nothing embeds
             reply = searcher.tool("search_memory", {"query": q})
             searcher.wait(reply)
@@ -304,26 +315,42 @@ def report(run: Run, notes: int) -> None:
         f"searchable {run.cpu_searchable:.1f} s, CPU-seconds from ack to searchable p50 "
         f"{pct(run.cpu_lags, 0.5):.2f} p95 {pct(run.cpu_lags, 0.95):.2f}; owner MB at the "
         f"first add {run.rss[0]:.0f}, peak {run.rss[1]:.0f}, settled {run.rss[2]:.0f}; "
-        f"{run.latin} notes with a static vector (pooled at the ack where "
-        "search.fast_first is on); jobs "
+        f"{run.latin} notes with a static vector; fast vector after ack "
+        f"{owner_lag(run, 'fast', 1000, 'ms')}; first e5 vector after ack "
+        f"{owner_lag(run, 'first_e5', 1, 's')} (owner); jobs "
         f"{ {k: run.jobs.get(k) for k in ('batches', 'embedder_calls', 'drafted')} }",
         flush=True,
     )
 
 
+def owner_lag(run: Run, key: str, scale: float, unit: str) -> str:
+    """The owner's p50 / p95 / p99 of ``key`` (``fast``, ``first_e5``) and its count,
+    "-" where it has none (the fast vector with search.fast_first off)."""
+    q = run.after_ack.get(key)
+    if not q:
+        return "-"
+    digits = 1 if unit == "ms" else 2
+    return (
+        " / ".join(f"{q[k] * scale:.{digits}f}" for k in ("p50_s", "p95_s", "p99_s"))
+        + f" {unit} (n={q['count']})"
+    )
+
+
 def table(runs: list[Run]) -> None:
     print(
-        "\n| run | in flight | load | adds/s | ack p50 / p95 ms | searchable p50 / p95 / p99 s "
+        "\n| run | in flight | load | adds/s | ack p50 / p95 ms | fast vector after ack "
+        "p50 / p95 / p99 (owner) | first e5 vector after ack p50 / p95 / p99 s (store) "
         "| all searchable s | settled s | search during p50 / p95 ms | settled p50 / p95 ms "
         "| owner CPU s | kioku CPU-s ack -> searchable p50 / p95 | owner MB first add / peak "
         "/ settled |\n"
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     )
     for r in runs:
         adds = len(r.acks) / max(1e-9, r.last_ack - r.first_add)
         print(
             f"| {r.label} | {r.inflight} | {r.load[0]:.1f}-{r.load[1]:.1f} | {adds:.0f} | "
-            f"{pct(r.acks, 0.5):.1f} / {pct(r.acks, 0.95):.1f} | {pct(r.lags, 0.5):.2f} / "
+            f"{pct(r.acks, 0.5):.1f} / {pct(r.acks, 0.95):.1f} | "
+            f"{owner_lag(r, 'fast', 1000, 'ms')} | {pct(r.lags, 0.5):.2f} / "
             f"{pct(r.lags, 0.95):.2f} / {pct(r.lags, 0.99):.2f} | {r.all_searchable:.1f} | "
             f"{r.settled:.1f} | {pct(r.during, 0.5):.1f} / {pct(r.during, 0.95):.1f} | "
             f"{pct(r.after, 0.5):.1f} / {pct(r.after, 0.95):.1f} | {r.owner_cpu:.1f} | "

@@ -18,7 +18,7 @@ from typing import Any
 import anyio
 
 from mcp_gateway.cli.client import RemoteMemory, connect, owner_answers, owner_client
-from mcp_gateway.cli.progress import backlog_lines, follow
+from mcp_gateway.cli.progress import backlog_lines, follow, searchable_lines
 from mcp_gateway.common.errors import InvalidInput
 from mcp_gateway.common.inputs import NoteChanges, NoteFields, NoteQuery, fill, wire
 from mcp_gateway.common.render import render_note, render_search
@@ -107,6 +107,11 @@ async def stats(args: argparse.Namespace, settings: KiokuSettings) -> int:
             for line in backlog_lines(value) or ["(none)"]:
                 print(f"  {line}")
             continue
+        if section == "searchable_after_ack":
+            print("searchable after ack:")
+            for line in searchable_lines(value) or ["(no note acknowledged yet)"]:
+                print(f"  {line}")
+            continue
         if not isinstance(value, dict):
             print(f"{section.replace('_', ' '):<28} {value}")
             continue
@@ -149,6 +154,8 @@ async def status(args: argparse.Namespace, settings: KiokuSettings) -> int:
     print(f"notes      {notes['total']} live, {notes['pending_embedding']} pending embedding")
     for i, line in enumerate(backlog_lines(data.get("backlog") or [])):
         print(f"{'backlog' if i == 0 else '':10s} {line}")
+    for line in searchable_lines(data.get("searchable_after_ack") or {}):
+        print(f"{'':10s} {line}")
     print(
         f"index      {index['points']} points / {index['expected_points']} expected "
         f"({index['collection']}, {index['model']}; "

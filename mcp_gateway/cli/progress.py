@@ -51,6 +51,25 @@ def backlog_lines(backlog: Sequence[dict[str, Any]]) -> list[str]:
     return out
 
 
+def searchable_lines(figures: dict[str, Any]) -> list[str]:
+    """`kioku status`: how long after its ack a recent note was searchable by meaning
+    (``index.ack_lags``): by its fast vector (``search.fast_first``), by its first e5
+    vector; a line for each the owner has figures of."""
+    out: list[str] = []
+    for key, name in (("fast", "fast vector"), ("first_e5", "first e5 vector")):
+        q = figures.get(key)
+        if q:
+            out.append(
+                f"{name} after the ack: p50 {_lag(q['p50_s'])}, p95 {_lag(q['p95_s'])}, "
+                f"p99 {_lag(q['p99_s'])} (last {q['count']} notes)"
+            )
+    return out
+
+
+def _lag(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
 def duration(seconds: float) -> str:
     seconds = max(0, round(seconds))
     if seconds < 60:

@@ -38,8 +38,14 @@ import numpy as np
 
 from mcp_gateway.common import heap
 from mcp_gateway.common.types import SparseVector
-from mcp_gateway.embedders import e5_file, e5_graph, e5_int8, e5_latent, graph_cache
-from mcp_gateway.embedders.e5_tokenizer import UnigramTokenizer
+from mcp_gateway.embedders import (
+    e5_file,
+    e5_graph,
+    e5_int8,
+    e5_latent,
+    e5_tokenizer,
+    graph_cache,
+)
 
 # Every window runs alone, on both graphs. Measured on 2 cores, one thread, interleaved
 # (bench/LOG.md): the exact graph embeds 35-token notes at 47-54 a second alone, 30-50 two
@@ -104,7 +110,8 @@ class OnnxE5:
 
         self._ort: Any = onnxruntime
         self._file = e5_file.load(path)
-        self._tokenizer = UnigramTokenizer(self._file.vocab)
+        # shared with the static table's embedder (e5_tokenizer.shared)
+        self._tokenizer = e5_tokenizer.shared(path, lambda: self._file.vocab)
         # graphs are files (``graph_cache``): sessions load them, no process holds their bytes
         self._graphs: dict[str, str | bytes] = {}
         stats = e5_int8.load_stats(int8_queries, self._file) if int8_queries else None

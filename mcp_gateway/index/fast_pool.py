@@ -2,11 +2,13 @@
 
 A note's first dense vector (an e5 draft) costs ~19 ms of a core; in a burst over MCP
 the queue's tail waits ~10 s for it (bench/LOG.md, "burst over MCP"). Until it lands
-the note is only lexically indexed. Its static vector (``embedders.static``, ~0.1 ms)
-is computed with its lexical-only point (``IndexPoint.fast``) and held here, in
-memory, for exactly as long as the point has no dense vector: ``LiveIndex`` adds a
-point written without one and drops it when its dense vector is written, or when it
-is deleted. Search scores the pool by brute force (it is at most a backlog: a few
+the note is only lexically indexed. Its static vector (``embedders.static``, ~0.1-1 ms)
+is computed with its lexical-only point (``IndexPoint.fast``), or for a new note just
+after it, off the ack's path (``expect``, then ``fill``: tens of ms after the ack in a
+burst, bench/LOG.md, "fast first: the ack, and when a note is searchable"), and held
+here, in memory, for exactly as long as the point has no dense vector: ``LiveIndex``
+adds a point written without one and drops it when its dense vector is written, or
+when it is deleted. Search scores the pool by brute force (it is at most a backlog: a few
 thousand rows) and fuses its hits for pending notes only (``search.fast_first``).
 
 Per process, in memory: each gateway fills its own from the points it writes (its own
@@ -36,6 +38,9 @@ class FastPool:
         self._rows: dict[str, int] = {}  # point id -> row
         self._payloads: list[dict[str, Any]] = []
         self._empty_since: float | None = time.monotonic()
+        # new notes' points written without their fast vector, which follows off the
+        # ack's path (``expect``, ``fill``): point id -> payload
+        self._expected: dict[str, dict[str, Any]] = {}
 
     def __len__(self) -> int:
         return len(self._ids)
@@ -44,8 +49,28 @@ class FastPool:
         return point_id in self._rows
 
     def empty_for(self) -> float:
-        """Seconds the pool has been empty (0 while it holds a point)."""
-        return 0.0 if self._empty_since is None else time.monotonic() - self._empty_since
+        """Seconds the pool has been empty (0 while it holds or expects a point)."""
+        if self._empty_since is None or self._expected:
+            return 0.0
+        return time.monotonic() - self._empty_since
+
+    def expect(self, point_id: str, payload: dict[str, Any]) -> None:
+        """The point just written without a dense vector gets its fast vector later
+        (``fill``), unless its dense vector lands first or it is deleted (``write``,
+        ``discard``)."""
+        self._expected[point_id] = payload
+
+    def expects(self, point_id: str) -> bool:
+        return point_id in self._expected
+
+    def fill(self, point_id: str, vector: Sequence[float] | None) -> bool:
+        """Pool an expected point's fast vector (None: it has none); whether it was
+        pooled (False: not expected any more)."""
+        payload = self._expected.pop(point_id, None)
+        if payload is None or vector is None or len(vector) != self.dim:
+            return False
+        self.put(point_id, vector, payload)
+        return True
 
     def write(self, points: Iterable[IndexPoint]) -> None:
         """Hold each point written without a dense vector that has a fast one; drop
@@ -76,10 +101,13 @@ class FastPool:
             row = self._rows.get(point_id)
             if row is not None:
                 self._payloads[row] = {**self._payloads[row], **payload}
+            if point_id in self._expected:
+                self._expected[point_id] = {**self._expected[point_id], **payload}
 
     def discard(self, ids: Iterable[str]) -> None:
         """Drop these points (absent ones are ignored): the last row moves into the gap."""
         for point_id in ids:
+            self._expected.pop(point_id, None)
             row = self._rows.pop(point_id, None)
             if row is None:
                 continue

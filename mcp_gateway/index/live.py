@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mcp_gateway.common.types import IndexFilter, IndexPoint, SparseVector
+from mcp_gateway.index.ack_lags import AckLags
 from mcp_gateway.index.base import Channels, ChannelSearch, Index, IndexSpec
 from mcp_gateway.index.fast_pool import FastPool
 
@@ -32,6 +33,8 @@ class LiveIndex(ChannelSearch):
         self.generation = 0
         # pending points' static vectors (None: off), kept beside the live collection
         self.fast_pool: FastPool | None = None
+        # when each acknowledged note's vectors landed here (``kioku status``)
+        self.ack_lags = AckLags()
 
     @property
     def spec(self) -> IndexSpec:
@@ -89,8 +92,24 @@ class LiveIndex(ChannelSearch):
                 await target.upsert(points if same_model else _lexical_only(points))
             if self.fast_pool is not None:  # after the write: a failed one changes nothing
                 self.fast_pool.write(points)
+            self.ack_lags.landed(points, self.fast_pool)
         finally:
             self.generation += 1
+
+    def expect_fast(self, point: IndexPoint) -> None:
+        """``point``, just written without a dense vector, gets its fast vector later
+        (``fill_fast``); nothing without a fast pool."""
+        if self.fast_pool is not None:
+            self.fast_pool.expect(point.id, point.payload)
+
+    def expects_fast(self, point_id: str) -> bool:
+        return self.fast_pool is not None and self.fast_pool.expects(point_id)
+
+    def fill_fast(self, point_id: str, vector: Sequence[float] | None) -> None:
+        """The fast vector ``expect_fast`` promised (None: the text has none)."""
+        if self.fast_pool is not None and self.fast_pool.fill(point_id, vector):
+            self.ack_lags.fast_landed(point_id)
+            self.generation += 1  # a search's answer from before lacks it
 
     async def set_payload(self, ids: Sequence[str], payload: Mapping[str, Any]) -> None:
         self._note(ids)

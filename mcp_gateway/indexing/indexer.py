@@ -3,22 +3,28 @@
 Only the owner of the index calls ``Indexer``. ``put_new_lexical`` computes the sparse
 vector locally (no model); for ``add_note`` it runs just after the acknowledgement
 (``writebehind``), and every search waits for it, so a note is lexically searchable
-from the first search after ``add_note`` returns. Dense vectors are computed by jobs into the
-truth store (``vectors``); ``put_notes``/``put_records`` build whole points from
-whatever vector the truth store holds for the item's current text.
+from the first search after ``add_note`` returns (by meaning, with
+``search.fast_first``, once ``fill_fast`` has pooled its static vector just after).
+Dense vectors are computed by jobs into the truth store (``vectors``);
+``put_notes``/``put_records`` build whole points from whatever vector the truth store
+holds for the item's current text.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
+import time
 from collections.abc import Mapping, Sequence
 
 import anyio.to_thread
 
 from mcp_gateway.common.errors import EmbedderUnavailable
 from mcp_gateway.common.types import IndexPoint, Note, point_id
+from mcp_gateway.embedders import static
 from mcp_gateway.embedders.base import Embedder
 from mcp_gateway.index.base import Index
+from mcp_gateway.index.live import LiveIndex
 from mcp_gateway.indexing.note_priors import load_priors
 from mcp_gateway.indexing.points import (
     channel_rows,
@@ -69,6 +75,7 @@ class Indexer:
         # encoding (bounded: the oldest entries go first)
         self.written: dict[str, float] = {}
         self.fast = dict(fast or {})
+        self._fill_one: anyio.CapacityLimiter | None = None  # fill_fast's one thread
 
     @property
     def model_id(self) -> str:
@@ -91,9 +98,32 @@ class Indexer:
         before it writes embedded points."""
         # Sparse encoding is CPU work (~25 ms for a 32 KB note): never on the event loop.
         channels = await self._fast_channels(note)
-        point = await anyio.to_thread.run_sync(note_point, note, None, None, None, channels)
+        point = await anyio.to_thread.run_sync(
+            functools.partial(note_point, note, None, None, None, channels, fast=False)
+        )
         await self.index.upsert([point])
+        if isinstance(self.index, LiveIndex):
+            self.index.expect_fast(point)  # before the write lands: the applier waits
         self._wrote([note])
+
+    async def fill_fast(self, note: Note) -> None:
+        """The static vector of a note ``put_new_lexical`` wrote, into the fast pool
+        (``search.fast_first``): after the add's follow-ups, off the path its ack and the
+        searches wait on, computed giving way to the adds being served
+        (``static.gate``); skipped where its dense vector landed first."""
+        index = self.index
+        pid = point_id("note", note.id)
+        if not isinstance(index, LiveIndex) or not index.expects_fast(pid):
+            return
+        since = time.monotonic()  # just after its ack: its wait for the gate counts from here
+        if self._fill_one is None:
+            self._fill_one = anyio.CapacityLimiter(1)
+        # one at a time: parked threads woken together by the gate would contend for
+        # the interpreter with the add being served
+        vec = await anyio.to_thread.run_sync(
+            static.vector, note_document(note), True, since, limiter=self._fill_one
+        )
+        index.fill_fast(pid, vec)
 
     def _wrote(self, notes: Sequence[Note]) -> None:
         for note in notes:

@@ -49,7 +49,11 @@ def note_point(
     prior: float | None = None,
     latent: SparseVector | None = None,
     channels: dict[str, list[float]] | None = None,
+    *,
+    fast: bool = True,
 ) -> IndexPoint:
+    """``fast`` False: no static vector now, even without ``dense`` (a new note's
+    follows off the ack's path: ``Indexer.fill_fast``)."""
     # "dense" tells ranking that a missing dense score means "not embedded yet", not
     # "far away", so a fresh note competes on its lexical evidence alone (and on the
     # further channels it already has, ``channels``).
@@ -63,7 +67,7 @@ def note_point(
         latent=latent if dense is not None else None,
         channels=channels or {},
         # searchable by meaning until its dense vector lands (index.fast_pool)
-        fast=static.vector(doc) if dense is None else None,
+        fast=static.vector(doc, yielding=True) if dense is None and fast else None,
     )
 
 
@@ -83,7 +87,7 @@ def record_point(
         dense=list(dense) if dense is not None else None,
         latent=latent if dense is not None else None,
         channels=channels or {},
-        fast=static.vector(doc) if dense is None and current else None,
+        fast=static.vector(doc, yielding=True) if dense is None and current else None,
     )
 
 

@@ -51,6 +51,9 @@ class MaintenanceService:
             "records": records,
             "vectors": await app.vectors.counts(),
             "backlog": await self.backlog(notes["total"] + records.get("total", 0)),
+            # how long after its ack a note was searchable by meaning (fast vector, first
+            # e5 vector): rolling quantiles over recent notes (index.ack_lags)
+            "searchable_after_ack": app.index.ack_lags.figures().model_dump(),
             "jobs": await app.jobs.stats(),
         }
 

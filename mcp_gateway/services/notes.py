@@ -26,8 +26,9 @@ from mcp_gateway.common.inputs import (
     checked_query,
 )
 from mcp_gateway.common.render import iso, preview
-from mcp_gateway.common.types import Note, SearchResponse
+from mcp_gateway.common.types import Note, SearchResponse, point_id
 from mcp_gateway.common.validation import bounded_int
+from mcp_gateway.embedders import static
 from mcp_gateway.records.model import RECORD_TYPES
 from mcp_gateway.search.request import SearchRequest
 from mcp_gateway.services.app import AppContext
@@ -111,6 +112,11 @@ class NoteService:
 
     # -- use cases --------------------------------------------------------------------
     async def add(self, scope: Scope, fields: NoteFields) -> AddNoteResult:
+        # the previous adds' static vectors wait while this one is served (static.gate)
+        with static.gate.serving():
+            return await self._add(scope, fields)
+
+    async def _add(self, scope: Scope, fields: NoteFields) -> AddNoteResult:
         started = time.perf_counter()
         checked = fields.checked(self.rules)
         note, created = await self.store_checked(checked, scope.write, behind=True)
@@ -162,8 +168,10 @@ class NoteService:
                 tune=bool(note.solved_query),
             )
             app.notes_pending()
+            await app.indexer.fill_fast(note)  # its static vector, off the ack's path
 
         if behind:
+            app.index.ack_lags.acked(point_id("note", note.id))
             app.writes.start(write, queue, f"indexing note {note.id}", note.namespace)
         else:
             await write()

@@ -179,9 +179,11 @@ class SearchSettings(BaseModel):
     # searched by its static vector (a table distilled from e5 and trained on its text
     # vectors, ~0.1 ms, every script) against the query's own e5 vector, its best
     # fast_first_limit pool hits scored as dense hits at fast_weight (pending notes
-    # only). Off: it adds ~2 ms to an add's ack; its gain right after a burst is small
-    # (+0.000 to +0.016, none below zero: bench/LOG.md, "fast first: a trained table")
-    fast_first: bool = False
+    # only). On: a burst's notes are searchable by meaning ~0.1 s after their ack
+    # instead of seconds later, and the ranking right after a burst gains (+0.000 to
+    # +0.016, none below zero: bench/LOG.md, "fast first: a trained table"); the price
+    # is ~1 ms of tokenizing a note during the burst, not after it
+    fast_first: bool = True
     fast_weight: float = Field(default=1.0, ge=0)
     fast_first_limit: int = Field(default=50, ge=1, le=1000)
     # a superseded or duplicate record that matches a query hands this share of its

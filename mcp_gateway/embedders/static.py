@@ -3,13 +3,14 @@
 The table is distilled from the bundled multilingual-e5-small (``static_build``, the
 Model2Vec method): each kept piece of e5's 250k-piece vocabulary was run through the
 exact e5 graph alone (``<s> passage: piece </s>``), the piece's own output state
-projected by PCA, weighted by how rare the
-piece is (SIF: ``a / (a + p)``) and stored as int8 with a per-row scale. A text's vector
-is the weighted mean of its pieces' rows, L2-normalised: ~0.1 ms, no model run, and it
-reads every script e5's tokenizer reads that the table keeps (Latin, Japanese, Thai,
-digits, symbols). It is much weaker than e5 (bench/LOG.md, "fast first from e5's own
-table"), so it serves only as the first semantic vector of a note the model has not read
-yet (``index.fast_pool``).
+projected by PCA, weighted by how rare the piece is (SIF: ``a / (a + p)``); then the
+rows of the pieces a corpus holds were trained so that a text's vector follows e5's
+vector of that text (``static_train``, Model2Vec's tokenlearn); stored as int8 with a
+per-row scale. A text's vector is the weighted mean of its pieces' rows, L2-normalised:
+~0.1-1 ms, no model run, and it reads every script e5's tokenizer reads that the table
+keeps (Latin, Japanese, Thai, digits, symbols). Alone it is about half of e5
+(bench/LOG.md, "fast first: a trained table"), so it serves only as the first semantic
+vector of a note the model has not read yet (``index.fast_pool``).
 
 The rows (``static_e5.npy``, package data) are memory-mapped, not read: only the pages
 of the pieces a process has met are resident. The text is tokenized by the in-house e5

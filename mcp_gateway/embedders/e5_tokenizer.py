@@ -62,11 +62,22 @@ class UnigramTokenizer:
         if not normal.startswith(" "):
             normal = " " + normal
         runs = [META + run for run in normal.replace(" ", META).split(META)[1:]]
-        got = list(map(self._cache.get, runs))
-        if None in got:
-            cold = self._solve([r for r, ids in zip(runs, got, strict=True) if ids is None], pause)
-            got = [cold[r] if ids is None else ids for r, ids in zip(runs, got, strict=True)]
-        return list(itertools.chain.from_iterable(got))  # type: ignore[arg-type]
+        cache = self._cache
+        out: list[int] = []
+        for run in runs:
+            ids = cache.get(run)
+            if ids is None:
+                break
+            out += ids
+        else:
+            return out
+        # held here, not looked up again: solving may drop cached runs (``_CACHE_LIMIT``)
+        got = [cache.get(run) for run in runs]
+        cold = self._solve([r for r, ids in zip(runs, got, strict=True) if ids is None], pause)
+        out = []
+        for run, ids in zip(runs, got, strict=True):
+            out += cold[run] if ids is None else ids
+        return out
 
     def _solve(self, runs: list[str], pause: Callable[[], None] | None) -> dict[str, list[int]]:
         """The ids of each of ``runs`` (none in the cache), cached."""

@@ -126,21 +126,22 @@ class UnigramTokenizer:
         start = [0] * (n + 1)
         best[0] = 0.0
         unk_score = self._unk_score
-        k, m = 0, len(starts)
-        for i in range(n):
-            here = best[i]
-            at = offset + i
-            if here <= -1e29:
-                while k < m and starts[k] == at:
-                    k += 1
-                continue
-            while k < m and starts[k] == at:
-                end = i + widths[k]
-                if here + scores[k] > best[end]:
-                    best[end], piece[end], start[end] = here + scores[k], ids[k], i
-                k += 1
-            if here + unk_score > best[i + 1]:
-                best[i + 1], piece[i + 1], start[i + 1] = here + unk_score, -1, i
+        # one pass over the edges; a position's unknown step once its pieces are done
+        # (every position is reached: an unknown character always steps to the next)
+        i = 0
+        for at, width, hit, score in zip(starts, widths, ids, scores, strict=True):
+            at -= offset
+            while i < at:
+                if best[i] + unk_score > best[i + 1]:
+                    best[i + 1], piece[i + 1], start[i + 1] = best[i] + unk_score, -1, i
+                i += 1
+            end = at + width
+            if best[at] + score > best[end]:
+                best[end], piece[end], start[end] = best[at] + score, hit, at
+        while i < n:
+            if best[i] + unk_score > best[i + 1]:
+                best[i + 1], piece[i + 1], start[i + 1] = best[i] + unk_score, -1, i
+            i += 1
         out: list[int] = []
         i = n
         while i > 0:

@@ -4,16 +4,17 @@ The unigram tokenizer (``e5_tokenizer``) needs, for each position of a word, eve
 that starts there. Looking up each substring (a ``hash`` of a new ``str`` and a bucket
 probe, ~71 per new word) was most of a cold note's cost. ``PieceIndex`` finds them for
 all of a text's new words at once, in numpy: a polynomial hash of every substring up to
-the longest piece (16 characters), extended one character per step over the positions
-still alive, and looked up in the pieces' sorted hashes. A position dies once its
-substring is no prefix of any piece (a bit array of the pieces' prefix hashes; a false
-"alive" costs a lookup, never an edge), so a step is a trie level walked for every
-position at once. A hash hit is an edge only when the piece's text equals the
-substring (checked in Python, so a collision costs a comparison, never a wrong id); of
-equal pieces the first id answers, as the C engine's hash table does.
+the longest piece (16 characters) from the text's prefix sums, a bit array of the
+pieces' hashes to drop most substrings that are no piece, a binary search of the rest
+in the pieces' sorted hashes. A hash hit is an edge only when the piece's text equals
+the substring (compared in Python for a few hits, as UTF-8 bytes in numpy for many), so
+a collision costs a comparison, never a wrong id; of equal pieces the first id answers,
+as the C engine's hash table does. Cold texts cost about half the lookups' time (a word
+alone gains little: numpy's calls cost ~30 us a text) (bench/LOG.md, "e5's tokenizer on
+cold words").
 
-~5 MB at rest (pieces' hashes 2 MB, their ids 1 MB, the prefix bits 1 MB, the byte
-offsets 1 MB); built at load from the vocabulary's blob in ~0.1 s.
+~5 MB at rest (the pieces' hashes 2 MB, their ids 1 MB, the bits 1 MB, the byte offsets
+1 MB; the blob is the vocabulary's); built at load from the blob in ~0.06 s.
 """
 
 from __future__ import annotations

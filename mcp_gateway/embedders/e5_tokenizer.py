@@ -163,7 +163,7 @@ def shared(model: Path, vocab: Callable[[], Vocabulary]) -> UnigramTokenizer:
     step is one operation under the GIL; a run solved twice at once is stored twice,
     equal)."""
     key = model.resolve()
-    with _shared_lock:  # two first users at once build one table (~0.2 s), not two
+    with _shared_lock:  # two first users at once build one index (~0.06 s), not two
         tok = _shared.get(key)
         if tok is None:
             tok = UnigramTokenizer(vocab())

@@ -148,7 +148,7 @@ class _Gate:
     request arrives (``touch``: before its handler runs).
 
     A new note's static vector is computed in a worker thread just after its ack
-    (``Indexer.fill_fast``); e5's tokenizer runs there in Python (~0.3-1 ms a cold note) and
+    (``Indexer.fill_fast``); e5's tokenizer runs there (~0.2-0.3 ms a cold note alone, more beside adds) and
     holds the interpreter, so the next ``add_note`` of a burst, arriving meanwhile,
     waited for it at every step that hands the interpreter over (bench/LOG.md, "fast
     first: the ack, and when a note is searchable"). ``pause`` (before each word the

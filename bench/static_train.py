@@ -65,14 +65,6 @@ def corpus_texts(lang: str = "en") -> list[str]:
         return [json.loads(line)["text"] for line in f]
 
 
-def script(text: str) -> str:
-    if any("\u0e00" <= c <= "\u0e7f" for c in text):
-        return "th"
-    if any("\u3040" <= c <= "\u30ff" or "\u4e00" <= c <= "\u9fff" for c in text):
-        return "ja"
-    return "latin"
-
-
 def man_paragraphs(source: str) -> list[str]:
     """A man page's (groff) paragraphs as text: requests dropped (their arguments kept
     for font requests), escapes removed, a paragraph request ends a paragraph."""
@@ -119,7 +111,7 @@ def extra(debs: Path) -> None:
         for text in texts:
             text = " ".join(text.split())
             key = distinct_corpus.near_key(text)
-            if 25 <= len(text) <= 800 and script(text) == lang and key not in seen:
+            if 25 <= len(text) <= 800 and distinct_corpus.script(text) == lang and key not in seen:
                 seen.add(key)
                 rows.append(text)
         rows.sort(key=lambda t: hashlib.sha1(("34:" + t).encode()).digest())

@@ -5,9 +5,9 @@ weighted mean of its pieces' rows, normalised) then only roughly follows e5's ve
 of that text. Here the rows are trained so that it follows it closely: for each corpus
 text, e5's passage vector is projected into the table's space (``target``) and the rows
 of the text's pieces move to raise the cosine between the text's static vector and that
-target, with an L2 pull toward the distilled rows (a piece seen in a few texts keeps most
-of what distillation gave it). Rows of pieces the corpus never holds are left exactly as
-distilled, so a script the corpus lacks reads as before.
+target (optionally with an L2 pull toward the distilled rows; the shipped recipe has
+none: no pull measured better). Rows of pieces the corpus never holds are left exactly
+as distilled, so a script the corpus lacks reads as before.
 
 Numpy only: Adam with lazy (sparse) updates, minibatches, early stopping on held-back
 texts. The trained table keeps the shipped format (int8 rows, a scale each, the same

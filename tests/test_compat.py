@@ -114,3 +114,33 @@ async def test_httpx_transport_uses_the_pool_it_is_given() -> None:
     async with httpx.AsyncClient(transport=transport) as client:
         with pytest.raises(httpx.ConnectError, match="refused by the test's backend"):
             await client.get("http://127.0.0.1:9/")
+
+
+async def test_arq_worker_tasks_and_a_job_cancelled_before_it_started() -> None:
+    """``Worker.tasks`` (job id -> task): a task cancelled before it ran ends cancelled,
+    and ``asyncio.gather`` over it, as ``Worker.close`` does, raises; dropped, it does
+    not, and a job that ran is kept."""
+    from arq.worker import Worker, func
+
+    async def job(ctx: dict[str, Any]) -> None:
+        return None
+
+    worker = Worker(functions=[func(job, name="job")], handle_signals=False)
+    assert isinstance(worker.tasks, dict)
+
+    async def ran() -> None:
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            return  # as arq's run_job does: "will be run again"
+
+    worker.tasks["ran"] = asyncio.create_task(ran())
+    await asyncio.sleep(0)  # it starts
+    worker.tasks["unstarted"] = asyncio.create_task(ran())
+    for task in worker.tasks.values():
+        task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.gather(*worker.tasks.values())
+    assert await compat.drop_unstarted_jobs(worker) == 1
+    assert list(worker.tasks) == ["ran"]
+    await asyncio.gather(*worker.tasks.values())

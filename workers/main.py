@@ -13,6 +13,7 @@ import sys
 from arq.connections import RedisSettings, create_pool
 from arq.worker import Worker
 
+from mcp_gateway.common import compat
 from mcp_gateway.common.settings import KiokuSettings, load_settings
 from mcp_gateway.jobs.scheduler import QueueNames
 
@@ -87,6 +88,7 @@ async def _run(settings: KiokuSettings, burst: bool) -> int:
     except asyncio.CancelledError:
         log.info("worker stopped by signal; the jobs it was running are retried")
     finally:
+        await compat.drop_unstarted_jobs(worker)  # else close() raises their cancellation
         await worker.close()
     log.info(
         "worker done: %d complete, %d failed, %d retried",

@@ -8,6 +8,7 @@ request. Nothing else in kioku touches a library's private names.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -79,3 +80,22 @@ def set_connection_pool(transport: Any, pool: Any) -> None:
     Unix-socket connection must run.
     """
     transport._pool = pool
+
+
+# -- arq: a worker's job tasks ---------------------------------------------------------
+
+
+async def drop_unstarted_jobs(worker: Any) -> int:
+    """Let a signalled arq worker's job tasks end, then forget those cancelled before
+    they started; returns how many. ``Worker.close`` gathers ``Worker.tasks`` (job id ->
+    task, undocumented) without ``return_exceptions``: a job its SIGTERM handler
+    cancelled before the task ran ends cancelled rather than logging "will be run
+    again", and its CancelledError came out of ``close`` as a traceback and exit 1.
+    Such a job never started, so it is still queued for the next worker."""
+    tasks: dict[str, asyncio.Task[Any]] = worker.tasks
+    if tasks:
+        await asyncio.wait(list(tasks.values()))
+    unstarted = [job_id for job_id, task in tasks.items() if task.cancelled()]
+    for job_id in unstarted:
+        del tasks[job_id]
+    return len(unstarted)

@@ -70,6 +70,7 @@ def attacker_listening(path: Path) -> Iterator[Path]:
     finally:
         proc.kill()
         proc.wait(10)
+        shutil.rmtree(spool, ignore_errors=True)
 
 
 def captured(capture: Path) -> bytes:
@@ -102,6 +103,11 @@ async def test_deep_data_dir_never_uses_a_predictable_tmp_socket(tmp_path: Path)
     finally:
         kill_daemon(data)
         old.unlink(missing_ok=True)
+        # the private socket dir the gateway made for it (mkdtemp, recorded in the data
+        # dir, kept for its restarts): the data dir goes with tmp_path, so it goes too
+        private = gateway_paths(data).socket.parent
+        if private.parent == Path(tempfile.gettempdir()) and private.name.startswith("kioku-"):
+            shutil.rmtree(private, ignore_errors=True)
 
 
 @as_root

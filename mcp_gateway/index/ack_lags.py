@@ -69,13 +69,11 @@ class AckLags:
             seen = self._acked.get(p.id)
             if seen is None:
                 continue
-            at, fast_counted = seen
             if p.dense is not None:
-                self._first.append(now - at)
+                self._first.append(now - seen[0])
                 del self._acked[p.id]
-            elif not fast_counted and pooled is not None and p.id in pooled:
-                self._fast.append(now - at)
-                self._acked[p.id] = (at, True)
+            elif pooled is not None and p.id in pooled:
+                self.fast_landed(p.id)
 
     def fast_landed(self, point_id: str) -> None:
         """The fast vector of ``point_id`` was pooled now (``LiveIndex.fill_fast``)."""

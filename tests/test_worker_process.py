@@ -339,21 +339,19 @@ def start():
 
 raise SystemExit(run_entry(start))
 """
-    stopped = subprocess.run(
-        [sys.executable, "-c", child, "signal"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+
+    def run(mode: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", child, mode],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+
+    stopped = run("signal")
     assert stopped.returncode == 0, stopped.stderr
     assert "Traceback" not in stopped.stderr, stopped.stderr
     assert "stopped by SIGTERM before it started" in stopped.stderr, stopped.stderr
-    failed = subprocess.run(
-        [sys.executable, "-c", child, "fail"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    failed = run("fail")
     assert failed.returncode == 1 and "ValueError: not a stop" in failed.stderr, failed.stderr

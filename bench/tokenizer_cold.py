@@ -11,7 +11,7 @@ And each tokenizer's build time and the memory it holds (tracemalloc, after the 
 Prints the medians over passes of the mean per text, and the ratios. Checks the ids
 agree on every text. Usage:
 
-    python bench/tokenizer_cold.py --base /tmp/base/mcp_gateway/embedders/e5_tokenizer.py
+    python bench/tokenizer_cold.py --base <other tree>/mcp_gateway/embedders/e5_tokenizer.py
 """
 
 from __future__ import annotations

@@ -207,6 +207,8 @@ class SearchSettings(BaseModel):
     feedback_fuse: float = Field(default=0.5, ge=0)
     feedback_ratio: float = Field(default=0.0, ge=0, le=1)
     feedback_by_score: bool = True
+    # experiment: each candidate's fused score times (channels that found it) ** agree
+    agree: float = Field(default=0.0, ge=0)
 
 
 class TokenGrant(BaseModel):

@@ -246,6 +246,16 @@ class SearchService:
                     fused(dense_hits, latent_hits), fed, params, self.settings.feedback_fuse
                 )
                 candidates = await self._carried(again, req)
+        if self.settings.agree > 0:
+            for c in candidates:
+                n = (
+                    (c.dense_rank is not None)
+                    + (c.latent_part > 0)
+                    + (c.sparse_rank is not None)
+                    + (c.channel_part > 0)
+                )
+                c.score *= max(n, 1) ** self.settings.agree
+            candidates.sort(key=lambda c: c.score, reverse=True)
         candidates = pin_exact(candidates, held)
         chosen = select(candidates, params, req.top, req.namespaces)
         results = await self.materialise(chosen, generation)

@@ -198,20 +198,6 @@ class SearchSettings(BaseModel):
     # a memory that alone holds an identifier of the query (a digit, joiner or inner
     # capital; exact_terms.py) comes first, whatever the other channels say
     exact_first: bool = True
-    # feedback from the first hits (search/feedback.py): the best feedback_depth memories
-    # of the first fusion (0: off) move the query toward their mean
-    feedback_depth: int = Field(default=0, ge=0, le=20)
-    feedback_weight: float = Field(default=0.5, ge=0)
-    feedback_mode: Literal["replace", "channel", "smooth", "latent"] = "replace"
-    feedback_terms: int = Field(default=20, ge=0)
-    feedback_fuse: float = Field(default=0.5, ge=0)
-    feedback_ratio: float = Field(default=0.0, ge=0, le=1)
-    feedback_by_score: bool = True
-    feedback_gap: float = Field(default=0.0, ge=0)
-    feedback_max_words: int = Field(default=0, ge=0)
-    feedback_not_retired: bool = False
-    # experiment: each candidate's fused score times (channels that found it) ** agree
-    agree: float = Field(default=0.0, ge=0)
 
 
 class TokenGrant(BaseModel):

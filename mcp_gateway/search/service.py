@@ -33,7 +33,6 @@ from mcp_gateway.search.answers import AnswerCache
 from mcp_gateway.search.calibration import Calibration, for_model
 from mcp_gateway.search.exact_terms import identifier_terms
 from mcp_gateway.search.fast_first import FastFirst
-from mcp_gateway.search.feedback import Feedback, add_evidence
 from mcp_gateway.search.fresh import FreshEmbedder
 from mcp_gateway.search.materialise import Materialiser
 from mcp_gateway.search.neardup import Folder, fold_results
@@ -42,7 +41,6 @@ from mcp_gateway.search.prefetch import Searches
 from mcp_gateway.search.query_memo import QueryMemo
 from mcp_gateway.search.query_vectors import QueryVectors
 from mcp_gateway.search.ranking import (
-    Candidate,
     RankingParams,
     best_of_views,
     fuse,
@@ -121,7 +119,6 @@ class SearchService:
             self.wide_shift,
             channels,
         )
-        self.feedback = Feedback(index, settings)
         self.materialise = Materialiser(
             self.shown, index, records, self.newer_similarity, settings.newer_ratio
         )
@@ -215,61 +212,20 @@ class SearchService:
             # the query's own dense vector scores them
             fast_hits = await self.fast_first.hits(query, flt, views[0] if views else None)
         params = self._params(query, thresholds)
-
-        def fused(dense: Sequence[IndexHit], latent: Sequence[IndexHit]) -> list[Candidate]:
-            return fuse(
-                dense,
-                sparse_hits,
-                params,
-                latent if terms is not None else None,
-                list(semantic.extra.values()),
-                [
-                    self.settings.channel_weights.get(n, params.channel_weight)
-                    for n in semantic.extra
-                ],
-                [channel_reads(n) for n in semantic.extra],
-                fast_hits,
-            )
-
-        first = fused(dense_hits, latent_hits)
-        s_ = self.settings
-        gated = (
-            (s_.feedback_not_retired and any(c.payload.get("current") is False for c in first[:5]))
-            or (s_.feedback_max_words and len(query.split()) > s_.feedback_max_words)
-            or (
-                s_.feedback_gap > 0
-                and len(first) > 1
-                and first[0].score < (1 + s_.feedback_gap) * first[1].score
-            )
+        candidates = fuse(
+            dense_hits,
+            sparse_hits,
+            params,
+            latent_hits if terms is not None else None,
+            list(semantic.extra.values()),
+            [self.settings.channel_weights.get(n, params.channel_weight) for n in semantic.extra],
+            [channel_reads(n) for n in semantic.extra],
+            fast_hits,
         )
-        candidates = await self._carried(first, req)
-        if gated:
-            pass
-        elif self.feedback.on and terms is not None and self.settings.feedback_mode == "latent":
-            more_latent = await self.feedback.latent_hits(candidates, terms, flt, limit)
-            if more_latent:
-                candidates = await self._carried(fused(dense_hits, more_latent), req)
-        elif self.feedback.on and views:
-            fed = await self.feedback.hits(candidates, views, flt, limit)
-            if fed and self.settings.feedback_mode == "replace":
-                candidates = await self._carried(fused(fed, latent_hits), req)
-            elif fed:
-                # on the retired records too, before they hand their evidence to their heads
-                again = add_evidence(
-                    fused(dense_hits, latent_hits), fed, params, self.settings.feedback_fuse
-                )
-                candidates = await self._carried(again, req)
-        if self.settings.agree > 0:
-            for c in candidates:
-                n = (
-                    (c.dense_rank is not None)
-                    + (c.latent_part > 0)
-                    + (c.sparse_rank is not None)
-                    + (c.channel_part > 0)
-                )
-                c.score *= max(n, 1) ** self.settings.agree
-            candidates.sort(key=lambda c: c.score, reverse=True)
         candidates = pin_exact(candidates, held)
+        if self.records is not None and any(c.payload.get("current") is False for c in candidates):
+            heads = await retired_heads(self.records, candidates, req)
+            candidates = carry_to_heads(candidates, heads, self.settings.retired_carry)
         chosen = select(candidates, params, req.top, req.namespaces)
         results = await self.materialise(chosen, generation)
         # The newest lessons/conclusions are a separate, labelled part of the answer
@@ -404,13 +360,6 @@ class SearchService:
                 hit = found.sparse[0]
                 held[hit.id] = (hit, held[hit.id][1] + 1 if hit.id in held else 1)
         return held
-
-    async def _carried(self, candidates: list[Candidate], req: SearchRequest) -> list[Candidate]:
-        """Each retired record found hands its evidence to its lifecycle head."""
-        if self.records is not None and any(c.payload.get("current") is False for c in candidates):
-            heads = await retired_heads(self.records, candidates, req)
-            candidates = carry_to_heads(candidates, heads, self.settings.retired_carry)
-        return candidates
 
     @property
     def _carries(self) -> bool:

@@ -148,19 +148,16 @@ class _Gate:
     request arrives (``touch``: before its handler runs).
 
     A new note's static vector is computed in a worker thread just after its ack
-    (``Indexer.fill_fast``); e5's tokenizer runs there (~0.2-0.3 ms a cold note alone, more beside adds) and
-    holds the interpreter, so the next ``add_note`` of a burst, arriving meanwhile,
-    waited for it at every step that hands the interpreter over (bench/LOG.md, "fast
-    first: the ack, and when a note is searchable"). ``pause`` (before each word the
-    tokenizer solves) waits while the gate is closed, until ``PAUSE_BUDGET_S`` after
-    the note's ack, so a steady stream of adds delays a vector by that much at most
-    (then it runs through: a vector late already waits no more, so the vectors keep up
-    with the adds, at their cost). A waiting thread holds no interpreter. (Sleeping
-    0.1 ms between words as well, so that a request arriving while the gate is open
-    waits for a word and not a note, was slower: 5.8-6.8 ms ack p50 against 2.9-5.8
-    without, in the same interleaved runs.) New notes' vectors are computed one at a
-    time (``Indexer.fill_fast``): threads woken together by the gate would contend with
-    the add being served."""
+    (``Indexer.fill_fast``). e5's tokenizer runs there (~0.2-0.3 ms a cold note, more
+    beside adds) and holds the interpreter, so the next ``add_note`` of a burst waited
+    for it at every step that hands the interpreter over (bench/LOG.md, "fast first:
+    the ack, and when a note is searchable"). ``pause``, before each word the tokenizer
+    solves, waits while the gate is closed, until ``PAUSE_BUDGET_S`` after the note's
+    ack: a steady stream of adds delays a vector by that much at most, then it runs
+    through, so the vectors keep up with the adds. A waiting thread holds no
+    interpreter. Sleeping between words as well was slower (same section). Vectors are
+    computed one at a time: threads woken together by the gate would contend with the
+    add being served."""
 
     def __init__(self) -> None:
         self._open = threading.Event()

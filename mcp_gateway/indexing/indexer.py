@@ -84,12 +84,17 @@ class Indexer:
 
     async def put_lexical(self, note: Note) -> None:
         """The point of a note whose text changed (an edit, an import), until its job
-        embeds it."""
+        embeds it. Its static vector is not computed here: ``fill_fast_many`` pools it
+        after the call (an import of 10,000 notes spent ~10 s of its call on them)."""
         async with self.points_lock:
             for latest in await self._latest([note]):
                 prior = (await load_priors(self.notes.db, [latest.id])).get(latest.id)
-                point = await anyio.to_thread.run_sync(note_point, latest, None, prior)
+                point = await anyio.to_thread.run_sync(
+                    functools.partial(note_point, latest, None, prior, fast=False)
+                )
                 await self.index.upsert([point])
+                if isinstance(self.index, LiveIndex):
+                    self.index.expect_fast(point)  # under the lock: the applier waits
                 self._wrote([latest])
 
     async def put_new_lexical(self, note: Note) -> None:
@@ -124,6 +129,12 @@ class Indexer:
             static.vector, note_document(note), True, since, limiter=self._fill_one
         )
         index.fill_fast(pid, vec)
+
+    async def fill_fast_many(self, notes: Sequence[Note]) -> None:
+        """``fill_fast`` for each note ``put_lexical`` wrote, one after another (the
+        app's background work: an import or an edit has returned by then)."""
+        for note in notes:
+            await self.fill_fast(note)
 
     def _wrote(self, notes: Sequence[Note]) -> None:
         for note in notes:

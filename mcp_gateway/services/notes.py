@@ -229,6 +229,7 @@ class NoteService:
             await app.indexer.put_lexical(note)
             await app.jobs.notes_changed([note], export=True)
             app.notes_pending()
+            app.pool_later([note])
         elif changed:
             await app.indexer.update_payload(note)
             await app.jobs.notes_changed([], export=True)

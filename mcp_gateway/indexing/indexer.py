@@ -44,6 +44,11 @@ from mcp_gateway.stores.vectors import VectorStore, content_hash
 log = logging.getLogger(__name__)
 
 WRITTEN_KEPT = 10_000
+FILL_BATCH = 64  # static vectors a thread hop computes (~0.1-1 ms each)
+
+
+def _static_vectors(docs: Sequence[str], since: float) -> list[list[float] | None]:
+    return [static.vector(doc, True, since) for doc in docs]
 
 
 class Indexer:
@@ -116,25 +121,30 @@ class Indexer:
         (``search.fast_first``): after the add's follow-ups, off the path its ack and the
         searches wait on, computed giving way to the adds being served
         (``static.gate``); skipped where its dense vector landed first."""
-        index = self.index
-        pid = point_id("note", note.id)
-        if not isinstance(index, LiveIndex) or not index.expects_fast(pid):
-            return
-        since = time.monotonic()  # just after its ack: its wait for the gate counts from here
-        if self._fill_one is None:
-            self._fill_one = anyio.CapacityLimiter(1)
-        # one at a time: parked threads woken together by the gate would contend for
-        # the interpreter with the add being served
-        vec = await anyio.to_thread.run_sync(
-            static.vector, note_document(note), True, since, limiter=self._fill_one
-        )
-        index.fill_fast(pid, vec)
+        await self.fill_fast_many([note])
 
     async def fill_fast_many(self, notes: Sequence[Note]) -> None:
-        """``fill_fast`` for each note ``put_lexical`` wrote, one after another (the
-        app's background work: an import or an edit has returned by then)."""
-        for note in notes:
-            await self.fill_fast(note)
+        """``fill_fast`` for many notes (an import's, in the app's background once the
+        import has returned): ``FILL_BATCH`` a thread hop, one hop at a time."""
+        index = self.index
+        if not isinstance(index, LiveIndex):
+            return
+        if self._fill_one is None:
+            self._fill_one = anyio.CapacityLimiter(1)
+        for start in range(0, len(notes), FILL_BATCH):
+            ids = {point_id("note", n.id): n for n in notes[start : start + FILL_BATCH]}
+            todo = [(pid, note_document(n)) for pid, n in ids.items() if index.expects_fast(pid)]
+            if not todo:
+                continue
+            # from just after the ack (or the batch's start): its wait for the gate counts
+            since = time.monotonic()
+            # one hop at a time: parked threads woken together by the gate would contend
+            # for the interpreter with the add being served
+            vectors = await anyio.to_thread.run_sync(
+                _static_vectors, [doc for _, doc in todo], since, limiter=self._fill_one
+            )
+            for (pid, _), vec in zip(todo, vectors, strict=True):
+                index.fill_fast(pid, vec)
 
     def _wrote(self, notes: Sequence[Note]) -> None:
         for note in notes:

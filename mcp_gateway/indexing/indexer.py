@@ -23,8 +23,7 @@ from mcp_gateway.common.errors import EmbedderUnavailable
 from mcp_gateway.common.types import IndexPoint, Note, point_id
 from mcp_gateway.embedders import static
 from mcp_gateway.embedders.base import Embedder
-from mcp_gateway.index.base import Index
-from mcp_gateway.index.live import LiveIndex
+from mcp_gateway.index.base import Index, PendingVectors
 from mcp_gateway.indexing.note_priors import load_priors
 from mcp_gateway.indexing.points import (
     channel_rows,
@@ -70,9 +69,12 @@ class Indexer:
         vectors: VectorStore,
         points_lock: anyio.Lock | None = None,
         fast: Mapping[str, Embedder] | None = None,
+        pending: PendingVectors | None = None,
     ) -> None:
         """``fast``: further dense channels (by name) whose vector a new note gets with
-        its first point, before its job runs: a burst is searchable by meaning at once."""
+        its first point, before its job runs: a burst is searchable by meaning at once.
+        ``pending``: where a note written without its dense vector gets its static one
+        after the write (the live index; None: nowhere, as for a rebuild's target)."""
         self.notes, self.records, self.index, self.vectors = notes, records, index, vectors
         self.points_lock = points_lock or anyio.Lock()
         # note id -> the version (updated_at) whose point this process wrote last: the
@@ -80,6 +82,7 @@ class Indexer:
         # encoding (bounded: the oldest entries go first)
         self.written: dict[str, float] = {}
         self.fast = dict(fast or {})
+        self.pending = pending
         self._fill_one: anyio.CapacityLimiter | None = None  # fill_fast's one thread
 
     @property
@@ -98,8 +101,8 @@ class Indexer:
                     functools.partial(note_point, latest, None, prior, fast=False)
                 )
                 await self.index.upsert([point])
-                if isinstance(self.index, LiveIndex):
-                    self.index.expect_fast(point)  # under the lock: the applier waits
+                if self.pending is not None:
+                    self.pending.expect_fast(point)  # under the lock: the applier waits
                 self._wrote([latest])
 
     async def put_new_lexical(self, note: Note) -> None:
@@ -112,8 +115,8 @@ class Indexer:
             functools.partial(note_point, note, None, None, None, channels, fast=False)
         )
         await self.index.upsert([point])
-        if isinstance(self.index, LiveIndex):
-            self.index.expect_fast(point)  # before the write lands: the applier waits
+        if self.pending is not None:
+            self.pending.expect_fast(point)  # before the write lands: the applier waits
         self._wrote([note])
 
     async def fill_fast(self, note: Note) -> None:
@@ -126,14 +129,14 @@ class Indexer:
     async def fill_fast_many(self, notes: Sequence[Note]) -> None:
         """``fill_fast`` for many notes (an import's, in the app's background once the
         import has returned): ``FILL_BATCH`` a thread hop, one hop at a time."""
-        index = self.index
-        if not isinstance(index, LiveIndex):
+        pending = self.pending
+        if pending is None:
             return
         if self._fill_one is None:
             self._fill_one = anyio.CapacityLimiter(1)
         for start in range(0, len(notes), FILL_BATCH):
             ids = {point_id("note", n.id): n for n in notes[start : start + FILL_BATCH]}
-            todo = [(pid, note_document(n)) for pid, n in ids.items() if index.expects_fast(pid)]
+            todo = [(pid, note_document(n)) for pid, n in ids.items() if pending.expects_fast(pid)]
             if not todo:
                 continue
             # from just after the ack (or the batch's start): its wait for the gate counts
@@ -144,7 +147,7 @@ class Indexer:
                 _static_vectors, [doc for _, doc in todo], since, limiter=self._fill_one
             )
             for (pid, _), vec in zip(todo, vectors, strict=True):
-                index.fill_fast(pid, vec)
+                pending.fill_fast(pid, vec)
 
     def _wrote(self, notes: Sequence[Note]) -> None:
         for note in notes:

@@ -326,6 +326,7 @@ def _compose(
         vectors,
         points_lock,
         fast={c.channel.name: c.embedder for c in channels if c.fast},
+        pending=index,
     )
     follower = Follower(db, ChangeFeed(db), indexer, applier, suffix) if suffix else None
     s = settings.search

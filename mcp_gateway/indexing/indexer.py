@@ -123,7 +123,7 @@ class Indexer:
         """The static vector of a note ``put_new_lexical`` wrote, into the fast pool
         (``search.fast_first``): after the add's follow-ups, off the path its ack and the
         searches wait on, computed giving way to the adds being served
-        (``static.gate``); skipped where its dense vector landed first."""
+        (``common.serving``); skipped where its dense vector landed first."""
         await self.fill_fast_many([note])
 
     async def fill_fast_many(self, notes: Sequence[Note]) -> None:

@@ -230,6 +230,42 @@ def test_the_pieces_decode_as_one_by_one(pieces: list[bytes]) -> None:
     assert [text[a:b] for a, b in itertools.pairwise(starts.tolist())] == vocab.pieces
 
 
+def _vocab(pieces: list[str], unk: int) -> e5_file.Vocabulary:
+    raw = [p.encode() for p in pieces]
+    return e5_file.Vocabulary(
+        blob=b"".join(raw),
+        offsets=np.cumsum([0, *map(len, raw)]).astype(np.uint32),
+        scores=np.zeros(len(raw), np.float32),
+        bos=0, eos=0, pad=0, unk=unk, normalise={}, max_piece_bytes=8,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("pieces", "unk", "asked", "answer"),
+    [
+        # of equal pieces the first id answers, as the C engine's hash table does
+        (["<s>", "ab", "a", "ab", "b"], 0, "ab", 1),
+        (["<s>", "b", "ab", "x", "ab", "ab"], 0, "ab", 2),
+        # the unknown piece's text is never matched (an unknown costs more)...
+        (["<s>", "<unk>", "a", "<unk>"], 1, "<unk>", None),
+        # ...unless an equal piece comes before it: the table then answers that one
+        (["<s>", "<unk>", "a", "<unk>"], 3, "<unk>", 1),
+        (["<s>", "", "a"], 0, "", None),  # an empty piece is no edge
+    ],
+)
+def test_equal_pieces_answer_with_the_first_id(
+    pieces: list[str], unk: int, asked: str, answer: int | None
+) -> None:
+    index = e5_pieces.PieceIndex(_vocab(pieces, unk))
+    assert index.get(asked) == answer
+    if asked:  # the batched path answers as the lookup of one does
+        starts, lengths, ids = index.edges(asked, np.full(len(asked), len(asked), np.int64))
+        whole = [
+            i for a, w, i in zip(starts, lengths, ids, strict=True) if (a, w) == (0, len(asked))
+        ]
+        assert whole == ([] if answer is None else [answer])
+
+
 def test_a_full_cache_dropped_while_a_text_is_solved_loses_no_word(
     reference: Reference, monkeypatch: pytest.MonkeyPatch
 ) -> None:

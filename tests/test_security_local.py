@@ -10,6 +10,7 @@ import asyncio
 import hashlib
 import os
 import shutil
+import signal
 import stat
 import subprocess
 import tempfile
@@ -100,12 +101,16 @@ async def test_deep_data_dir_never_uses_a_predictable_tmp_socket(tmp_path: Path)
         assert sock.exists() and not str(sock).startswith(str(old))
         st = os.lstat(sock.parent)
         assert st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) == 0o700
+        # a stopped owner leaves no private dir behind in the temp dir, nor its record
+        kill_daemon(data, signal.SIGTERM)
+        assert not sock.parent.exists()
+        assert not gateway_paths(data).socket_record.exists()
     finally:
+        private = gateway_paths(data).socket.parent  # before the kill: its record goes
         kill_daemon(data)
         old.unlink(missing_ok=True)
-        # the private socket dir the gateway made for it (mkdtemp, recorded in the data
-        # dir, kept for its restarts): the data dir goes with tmp_path, so it goes too
-        private = gateway_paths(data).socket.parent
+        # a killed owner cannot remove its private socket dir (mkdtemp, recorded in the
+        # data dir for its restarts): the data dir goes with tmp_path, so it goes too
         if private.parent == Path(tempfile.gettempdir()) and private.name.startswith("kioku-"):
             shutil.rmtree(private, ignore_errors=True)
 

@@ -8,7 +8,8 @@ through the note service of an in-process owner with the channels configured and
 note embedded. Each probe is searched with the channels (``embedder.channels``) and
 with them left out of the search (the same index), and the target's rank printed.
 
-    python bench/quality/probes.py [--notes 400] [--channels use]
+    python bench/quality/probes.py [--notes 400] [--channels use] [--filler conv]
+                                   [--no-distractors]
 """
 
 from __future__ import annotations
@@ -56,13 +57,14 @@ DISTRACTORS = [
 ]
 
 
-async def main(notes: int, channels: list[str]) -> None:
+async def main(notes: int, channels: list[str], filler_set: str, distract: bool) -> None:
+    near = DISTRACTORS if distract else []
     filler = [
         json.loads(line)["text"]
-        for line in (HERE / "data" / "memories.jsonl").read_text("utf-8").splitlines()
+        for line in (HERE / filler_set / "memories.jsonl").read_text("utf-8").splitlines()
         if line.strip() and json.loads(line)["kind"] == "note"
-    ][: max(0, notes - len(DISTRACTORS) - len(PROBES))]
-    texts = filler + DISTRACTORS + list(PROBES.values())
+    ][: max(0, notes - len(near) - len(PROBES))]
+    texts = filler + near + list(PROBES.values())
     with tempfile.TemporaryDirectory() as tmp:
         settings = KiokuSettings(
             data_dir=Path(tmp),
@@ -79,7 +81,10 @@ async def main(notes: int, channels: list[str]) -> None:
             await app.settle()
             while (await app.reconcile()).drafts:
                 await app.settle()
-            print(f"{len(texts)} notes, channels {channels or 'none'}")
+            print(
+                f"{len(texts)} notes ({filler_set} first, near-distractors {distract}), "
+                f"channels {channels or 'none'}"
+            )
             kept = app.search.vectors.channels
             for label, chans in (("without", ()), ("with", kept)):
                 app.search.vectors.channels = chans
@@ -97,5 +102,7 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--notes", type=int, default=400)
     ap.add_argument("--channels", nargs="*", default=["use"])
+    ap.add_argument("--filler", default="data", choices=["data", "conv", "heldout"])
+    ap.add_argument("--no-distractors", action="store_true", help="leave DISTRACTORS out")
     args = ap.parse_args()
-    anyio.run(main, args.notes, args.channels)
+    anyio.run(main, args.notes, args.channels, args.filler, not args.no_distractors)

@@ -318,6 +318,21 @@ def unlink_if_ours(path: Path, inode: int) -> None:
             path.unlink()
 
 
+def drop_private_dir(paths: GatewayPaths, sockets: Path) -> None:
+    """At the owner's exit, its lock still held: the private dir its sockets were in
+    (a deep data dir's, ``make_socket_path``) and the record naming it, so none lingers
+    in the temp dir after its data dir is gone; the next owner makes a new one. Only an
+    empty dir goes, and its record with it; nothing for a socket in the data dir."""
+    if paths.direct is not None:
+        return
+    try:
+        sockets.rmdir()
+    except OSError:
+        return  # not empty (not ours to judge) or gone already: keep the record
+    with contextlib.suppress(OSError):
+        paths.socket_record.unlink()
+
+
 def write_private(path: Path, text: str) -> None:
     """Write a small file readable by its owner only."""
     fd = fsperms.open_private(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)

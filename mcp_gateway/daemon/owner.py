@@ -317,6 +317,7 @@ def run_owner(
         sock.close()
         session_sock.close()
         info_path(paths).unlink(missing_ok=True)
+        gw.drop_private_dir(paths, sock_path.parent)
         os.close(fd)  # releases the lock last: the stores are closed by now
     log.info("kioku %s stopped", kind)
     from mcp_gateway.embedders.lanes import exit_if_busy

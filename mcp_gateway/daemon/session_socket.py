@@ -38,14 +38,13 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.message import SessionMessage
 
-from mcp_gateway.common import compat, peercred
+from mcp_gateway.common import compat, peercred, serving
 from mcp_gateway.common.access import Scope
 from mcp_gateway.common.errors import InvalidInput
 from mcp_gateway.daemon import local_gateway as gw
 from mcp_gateway.daemon.jsonrpc_peek import peek_id
 from mcp_gateway.daemon.owner_state import OwnerState
 from mcp_gateway.daemon.request_context import scope_of
-from mcp_gateway.embedders import static
 from mcp_gateway.protocol.session_scope import preamble_params, set_session
 
 log = logging.getLogger(__name__)
@@ -175,7 +174,7 @@ async def _run(
                     continue
                 state.requests += 1
                 state.last_request = time.monotonic()
-                static.gate.touch()  # the last adds' static vectors give way to it
+                serving.requests.touch()  # the last adds' static vectors give way to it
                 try:
                     message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
                 except ValueError as exc:

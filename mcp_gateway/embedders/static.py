@@ -22,16 +22,15 @@ its e5 job, and the piece table is not held twice.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
+from mcp_gateway.common import serving
 from mcp_gateway.embedders import e5_tokenizer
 from mcp_gateway.embedders.e5_tokenizer import UnigramTokenizer
 
@@ -142,87 +141,22 @@ def release() -> bool:
     return loaded
 
 
-class _Gate:
-    """Closed while the event loop serves an acknowledged write (``serving``) and for
-    ``LINGER_S`` after (its reply is still being written), and for ``HOLD_S`` after any
-    request arrives (``touch``: before its handler runs).
-
-    A new note's static vector is computed in a worker thread just after its ack
-    (``Indexer.fill_fast``); e5's tokenizer runs there (~0.2-0.3 ms a cold note alone, more beside adds) and
-    holds the interpreter, so the next ``add_note`` of a burst, arriving meanwhile,
-    waited for it at every step that hands the interpreter over (bench/LOG.md, "fast
-    first: the ack, and when a note is searchable"). ``pause`` (before each word the
-    tokenizer solves) waits while the gate is closed, until ``PAUSE_BUDGET_S`` after
-    the note's ack, so a steady stream of adds delays a vector by that much at most
-    (then it runs through: a vector late already waits no more, so the vectors keep up
-    with the adds, at their cost). A waiting thread holds no interpreter. (Sleeping
-    0.1 ms between words as well, so that a request arriving while the gate is open
-    waits for a word and not a note, was slower: 5.8-6.8 ms ack p50 against 2.9-5.8
-    without, in the same interleaved runs.) New notes' vectors are computed one at a
-    time (``Indexer.fill_fast``): threads woken together by the gate would contend with
-    the add being served."""
-
-    def __init__(self) -> None:
-        self._open = threading.Event()
-        self._open.set()
-        self._serving = 0  # only the event loop's thread counts and schedules
-        self._closed_at = 0
-
-    @contextmanager
-    def serving(self) -> Iterator[None]:
-        self._serving += 1
-        self._closed_at += 1
-        self._open.clear()
-        try:
-            yield
-        finally:
-            self._serving -= 1
-            if not self._serving:
-                closed = self._closed_at
-                asyncio.get_running_loop().call_later(LINGER_S, self._reopen, closed)
-
-    def touch(self) -> None:
-        """A request arrived (the session socket read its line): closed for
-        ``HOLD_S``, while it is dispatched (an add then holds it with ``serving``)."""
-        self._closed_at += 1
-        self._open.clear()
-        asyncio.get_running_loop().call_later(HOLD_S, self._reopen, self._closed_at)
-
-    def _reopen(self, closed: int) -> None:
-        if not self._serving and self._closed_at == closed:  # no add since
-            self._open.set()
-
-    def pauser(self, deadline: float) -> Callable[[], None]:
-        """A ``pause`` for one text: waits while the gate is closed, until ``deadline``
-        (monotonic)."""
-
-        def pause() -> None:
-            left = deadline - time.monotonic()
-            if left > 0 and not self._open.is_set():
-                self._open.wait(left)
-
-        return pause
-
-
 # the most a text's static vector waits for adds being served, from its note's ack
 PAUSE_BUDGET_S = 0.05
-LINGER_S = 0.002  # after an add returns, while its reply is written (as writebehind.DEFER_S)
-HOLD_S = 0.003  # from a request's line read to its handler (~1 ms of dispatch)
-gate = _Gate()
 
 
 def vector(text: str, yielding: bool = False, since: float | None = None) -> list[float] | None:
     """The static vector of a text the model has not read yet, None when fast vectors
     are off, unavailable or the text has no piece in the table. ~0.1-1 ms of CPU, off
     the event loop. ``yielding`` (a point's vector, computed after its note's ack): it
-    gives way to adds being served (``gate``) for ``PAUSE_BUDGET_S`` from ``since``
+    gives way to adds being served (``common.serving``) for ``PAUSE_BUDGET_S`` from ``since``
     (monotonic; None: now)."""
     if not _enabled:
         return None
     if not yielding:
         return _vector(text, None)
     start = time.monotonic() if since is None else since
-    return _vector(text, gate.pauser(start + PAUSE_BUDGET_S))
+    return _vector(text, serving.requests.pauser(start + PAUSE_BUDGET_S))
 
 
 def _vector(text: str, pause: Callable[[], None] | None) -> list[float] | None:

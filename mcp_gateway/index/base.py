@@ -200,6 +200,21 @@ def channel_requests(
     return out
 
 
+class PendingVectors(Protocol):
+    """Where a point written without its dense vector gets its static vector later,
+    off the writer's path (``LiveIndex`` over its fast pool, ``search.fast_first``)."""
+
+    def expect_fast(self, point: IndexPoint) -> None:
+        """``point`` was just written without a dense vector: its fast one follows."""
+        ...
+
+    def expects_fast(self, point_id: str) -> bool: ...
+
+    def fill_fast(self, point_id: str, vector: Sequence[float] | None) -> None:
+        """The vector ``expect_fast`` promised (None: the text has none)."""
+        ...
+
+
 class ChannelSearch:
     """``Index.search`` for a backend whose primitive is ``search_channels``."""
 

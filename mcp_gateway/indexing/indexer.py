@@ -23,8 +23,7 @@ from mcp_gateway.common.errors import EmbedderUnavailable
 from mcp_gateway.common.types import IndexPoint, Note, point_id
 from mcp_gateway.embedders import static
 from mcp_gateway.embedders.base import Embedder
-from mcp_gateway.index.base import Index
-from mcp_gateway.index.live import LiveIndex
+from mcp_gateway.index.base import Index, PendingVectors
 from mcp_gateway.indexing.note_priors import load_priors
 from mcp_gateway.indexing.points import (
     channel_rows,
@@ -44,6 +43,11 @@ from mcp_gateway.stores.vectors import VectorStore, content_hash
 log = logging.getLogger(__name__)
 
 WRITTEN_KEPT = 10_000
+FILL_BATCH = 64  # static vectors a thread hop computes (~0.1-1 ms each)
+
+
+def _static_vectors(docs: Sequence[str], since: float) -> list[list[float] | None]:
+    return [static.vector(doc, True, since) for doc in docs]
 
 
 class Indexer:
@@ -65,9 +69,12 @@ class Indexer:
         vectors: VectorStore,
         points_lock: anyio.Lock | None = None,
         fast: Mapping[str, Embedder] | None = None,
+        pending: PendingVectors | None = None,
     ) -> None:
         """``fast``: further dense channels (by name) whose vector a new note gets with
-        its first point, before its job runs: a burst is searchable by meaning at once."""
+        its first point, before its job runs: a burst is searchable by meaning at once.
+        ``pending``: where a note written without its dense vector gets its static one
+        after the write (the live index; None: nowhere, as for a rebuild's target)."""
         self.notes, self.records, self.index, self.vectors = notes, records, index, vectors
         self.points_lock = points_lock or anyio.Lock()
         # note id -> the version (updated_at) whose point this process wrote last: the
@@ -75,6 +82,7 @@ class Indexer:
         # encoding (bounded: the oldest entries go first)
         self.written: dict[str, float] = {}
         self.fast = dict(fast or {})
+        self.pending = pending
         self._fill_one: anyio.CapacityLimiter | None = None  # fill_fast's one thread
 
     @property
@@ -84,12 +92,17 @@ class Indexer:
 
     async def put_lexical(self, note: Note) -> None:
         """The point of a note whose text changed (an edit, an import), until its job
-        embeds it."""
+        embeds it. Its static vector is not computed here: ``fill_fast_many`` pools it
+        after the call (an import of 10,000 notes spent ~10 s of its call on them)."""
         async with self.points_lock:
             for latest in await self._latest([note]):
                 prior = (await load_priors(self.notes.db, [latest.id])).get(latest.id)
-                point = await anyio.to_thread.run_sync(note_point, latest, None, prior)
+                point = await anyio.to_thread.run_sync(
+                    functools.partial(note_point, latest, None, prior, fast=False)
+                )
                 await self.index.upsert([point])
+                if self.pending is not None:
+                    self.pending.expect_fast(point)  # under the lock: the applier waits
                 self._wrote([latest])
 
     async def put_new_lexical(self, note: Note) -> None:
@@ -102,28 +115,39 @@ class Indexer:
             functools.partial(note_point, note, None, None, None, channels, fast=False)
         )
         await self.index.upsert([point])
-        if isinstance(self.index, LiveIndex):
-            self.index.expect_fast(point)  # before the write lands: the applier waits
+        if self.pending is not None:
+            self.pending.expect_fast(point)  # before the write lands: the applier waits
         self._wrote([note])
 
     async def fill_fast(self, note: Note) -> None:
         """The static vector of a note ``put_new_lexical`` wrote, into the fast pool
         (``search.fast_first``): after the add's follow-ups, off the path its ack and the
         searches wait on, computed giving way to the adds being served
-        (``static.gate``); skipped where its dense vector landed first."""
-        index = self.index
-        pid = point_id("note", note.id)
-        if not isinstance(index, LiveIndex) or not index.expects_fast(pid):
+        (``common.serving``); skipped where its dense vector landed first."""
+        await self.fill_fast_many([note])
+
+    async def fill_fast_many(self, notes: Sequence[Note]) -> None:
+        """``fill_fast`` for many notes (an import's, in the app's background once the
+        import has returned): ``FILL_BATCH`` a thread hop, one hop at a time."""
+        pending = self.pending
+        if pending is None:
             return
-        since = time.monotonic()  # just after its ack: its wait for the gate counts from here
         if self._fill_one is None:
             self._fill_one = anyio.CapacityLimiter(1)
-        # one at a time: parked threads woken together by the gate would contend for
-        # the interpreter with the add being served
-        vec = await anyio.to_thread.run_sync(
-            static.vector, note_document(note), True, since, limiter=self._fill_one
-        )
-        index.fill_fast(pid, vec)
+        for start in range(0, len(notes), FILL_BATCH):
+            ids = {point_id("note", n.id): n for n in notes[start : start + FILL_BATCH]}
+            todo = [(pid, note_document(n)) for pid, n in ids.items() if pending.expects_fast(pid)]
+            if not todo:
+                continue
+            # from just after the ack (or the batch's start): its wait for the gate counts
+            since = time.monotonic()
+            # one hop at a time: parked threads woken together by the gate would contend
+            # for the interpreter with the add being served
+            vectors = await anyio.to_thread.run_sync(
+                _static_vectors, [doc for _, doc in todo], since, limiter=self._fill_one
+            )
+            for (pid, _), vec in zip(todo, vectors, strict=True):
+                pending.fill_fast(pid, vec)
 
     def _wrote(self, notes: Sequence[Note]) -> None:
         for note in notes:

@@ -14,7 +14,7 @@ search first catches up) under cursors of its own (``<key>@<gateway id>``).
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +27,7 @@ from mcp_gateway.common.access import settings_scope
 from mcp_gateway.common.errors import EmbedderUnavailable, KiokuError
 from mcp_gateway.common.keyfile import load_secret
 from mcp_gateway.common.settings import KiokuSettings
+from mcp_gateway.common.types import Note
 from mcp_gateway.embedders import build_embedder, latent_configured
 from mcp_gateway.embedders.base import Embedder
 from mcp_gateway.embedders.channels import (
@@ -108,6 +109,13 @@ class AppContext:
         if self.background is None:
             raise RuntimeError("background work needs an app opened with run_jobs=True")
         self.background.start_soon(fn)
+
+    def pool_later(self, notes: Sequence[Note]) -> None:
+        """Imported or re-texted notes' static vectors, after the call that wrote their
+        points (``Indexer.fill_fast_many``); none without background work: such a process
+        ends soon, and the owner pools what is still pending when it opens."""
+        if notes and self.background is not None and self.index.fast_pool is not None:
+            self.background.start_soon(self.indexer.fill_fast_many, notes)
 
     async def settle(self) -> None:
         """Wait until every job requested so far has run, a prefetch in flight has
@@ -318,6 +326,7 @@ def _compose(
         vectors,
         points_lock,
         fast={c.channel.name: c.embedder for c in channels if c.fast},
+        pending=index,
     )
     follower = Follower(db, ChangeFeed(db), indexer, applier, suffix) if suffix else None
     s = settings.search

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from mcp_gateway.common import serving
 from mcp_gateway.common.access import Scope
 from mcp_gateway.common.errors import NotFound
 from mcp_gateway.common.events import ADD_NOTE, CHECKPOINT, SEARCH, NoteAdded, Searched
@@ -28,7 +29,6 @@ from mcp_gateway.common.inputs import (
 from mcp_gateway.common.render import iso, preview
 from mcp_gateway.common.types import Note, SearchResponse, point_id
 from mcp_gateway.common.validation import bounded_int
-from mcp_gateway.embedders import static
 from mcp_gateway.records.model import RECORD_TYPES
 from mcp_gateway.search.request import SearchRequest
 from mcp_gateway.services.app import AppContext
@@ -112,8 +112,8 @@ class NoteService:
 
     # -- use cases --------------------------------------------------------------------
     async def add(self, scope: Scope, fields: NoteFields) -> AddNoteResult:
-        # the previous adds' static vectors wait while this one is served (static.gate)
-        with static.gate.serving():
+        # the previous adds' static vectors wait while this one is served
+        with serving.requests.serving():
             return await self._add(scope, fields)
 
     async def _add(self, scope: Scope, fields: NoteFields) -> AddNoteResult:
@@ -229,6 +229,7 @@ class NoteService:
             await app.indexer.put_lexical(note)
             await app.jobs.notes_changed([note], export=True)
             app.notes_pending()
+            app.pool_later([note])
         elif changed:
             await app.indexer.update_payload(note)
             await app.jobs.notes_changed([], export=True)

@@ -137,6 +137,7 @@ class TransferService:
             await app.indexer.put_lexical(note)
         await app.jobs.notes_changed(added_notes, export=bool(added_notes))
         app.notes_pending()
+        app.pool_later(added_notes)
         if added_records:
             from mcp_gateway.services.records import RecordService
 

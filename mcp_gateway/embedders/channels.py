@@ -17,6 +17,8 @@ from mcp_gateway.embedders.cache import CachedQueryEmbedder
 from mcp_gateway.embedders.minilm import DIM as MINILM_DIM
 from mcp_gateway.embedders.minilm import MODEL_ID as MINILM_MODEL
 from mcp_gateway.embedders.minilm import MiniLMEmbedder
+from mcp_gateway.embedders.static_channels import DIM as STATIC_DIM
+from mcp_gateway.embedders.static_channels import TABLES, StaticChannel
 from mcp_gateway.embedders.use import DIM as USE_DIM
 from mcp_gateway.embedders.use import MODEL_ID as USE_MODEL
 from mcp_gateway.embedders.use import UseEmbedder
@@ -25,6 +27,7 @@ from mcp_gateway.index.base import DenseChannel
 KNOWN: dict[str, DenseChannel] = {
     "use": DenseChannel("use", USE_MODEL, USE_DIM),
     "minilm": DenseChannel("minilm", MINILM_MODEL, MINILM_DIM),
+    **{name: DenseChannel(name, model, STATIC_DIM) for name, (model, _, _) in TABLES.items()},
 }
 # the query scripts (``search.calibration.query_script``) a channel answers; absent: all.
 # MiniLM is English only: a Japanese or Thai query is mostly unknown pieces to it.
@@ -32,8 +35,8 @@ SCRIPTS: dict[str, frozenset[str]] = {"minilm": frozenset({"latin"})}
 # the channels a new note gets with its first point (before its acknowledged write is
 # indexed); the others follow with its embedding job. MiniLM costs ~4x USE a document:
 # with it at the add, a 500-note burst took 25-35 s to acknowledge against 12 s without
-# (bench/LOG.md)
-FAST = frozenset({"use"})
+# (bench/LOG.md). A static table costs ~0.25 ms a text and no model.
+FAST = frozenset({"use", *TABLES})
 
 
 def channel_reads(name: str) -> frozenset[str] | None:
@@ -70,6 +73,8 @@ def build_channel_embedders(settings: EmbedderSettings) -> tuple[ChannelEmbedder
         embedder: Embedder
         if channel.name == "minilm":
             embedder = MiniLMEmbedder(threads=settings.channel_threads)
+        elif channel.name in TABLES:
+            embedder = StaticChannel(channel.name)
         else:
             embedder = UseEmbedder(threads=settings.channel_threads)
         if settings.query_cache_size > 0:

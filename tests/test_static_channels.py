@@ -20,8 +20,9 @@ from mcp_gateway.services.app import open_app
 from tests.test_channels import settings_for
 from tests.test_reindex import add_notes
 
-# the files as built (bench/static_train.py, bench/LOG.md round 23): a rebuilt table
-# needs a new model id in TABLES, or vectors of two tables would mix in one index
+# the files as built (bench/static_train.py; bench/LOG.md, "ranking: static channels
+# taught by USE and MiniLM"): a rebuilt table needs a new model id in TABLES, or
+# vectors of two tables would mix in one index
 SHA256 = {
     "static_use.npy": "2dd30b805eff6796786c6de6f951d6aece1172d742ba064b7be7a5f2f7267ad0",
     "static_use.npz": "6129260cef694cd5cb809f9dcb24758876195310d4df760ad1e1426aabc4ed5c",

@@ -104,6 +104,30 @@ def server(data_dir: Path, overrides: dict[str, str]) -> StdioServerParameters:
     return StdioServerParameters(command=KIOKU, args=["serve", "--standalone"], env=env)
 
 
+async def ensure_channels(data_dir: Path, overrides: dict[str, str]) -> None:
+    """Build the dense channels ``overrides`` asks for that ``data_dir``'s index lacks.
+
+    The ingest embeds with the default settings, and a server started with channels its
+    index lacks searches without them (it only logs a warning), so a ``--set
+    embedder.channels=...`` run would silently equal a run without. ``kioku reindex``
+    adds them, keeping every channel the index already holds (a reindex drops the ones
+    it is not given)."""
+    wanted = json.loads(overrides.get("KIOKU_EMBEDDER__CHANNELS", "[]"))
+    async with open_app(KiokuSettings(data_dir=data_dir), run_jobs=False) as app:
+        have = [c.name for c in app.index.spec.channels]
+    missing = [name for name in wanted if name not in have]
+    if not missing:
+        return
+    print(f"{data_dir.name}: building channels {missing} (kioku reindex)", file=sys.stderr)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KIOKU_")}
+    env.update(
+        {"KIOKU_DATA_DIR": str(data_dir), "KIOKU_EMBEDDER__CHANNELS": json.dumps(have + missing)}
+    )
+    proc = await asyncio.create_subprocess_exec(KIOKU, "reindex", env=env, stdout=sys.stderr)
+    if await proc.wait() != 0:
+        raise SystemExit(f"{data_dir}: kioku reindex failed (exit {proc.returncode})")
+
+
 async def ask(client: Client, q: dict[str, Any], top: int, keys: dict[str, str]) -> list[str]:
     """``q`` through ``search_memory``; the ranked ids as benchmark keys (``keys``)."""
     args: dict[str, Any] = {"query": q["query"], "top": top}
@@ -192,6 +216,7 @@ async def run_set(
             f"{time.perf_counter() - started:.0f} s",
             file=sys.stderr,
         )
+    await ensure_channels(data_dir, overrides)
     results = [await run_mode(data_dir, mode, queries, keys, overrides, top) for mode in modes]
     return len(memories), queries, results
 
@@ -256,6 +281,7 @@ async def main() -> None:
             print_latency(results)
             out[name] = results
             if args.compare is not None:
+                await ensure_channels(data_dir, {**overrides, **parse_overrides(args.compare)})
                 cand = [
                     await run_mode(
                         data_dir,

@@ -6,6 +6,9 @@
 - ``newer_first``: the newer of two notes that say nearly the same thing (dense cosine,
   per model) moves above the older: notes have no ``supersedes`` edge, and a changed
   fact leaves both live.
+- ``questions_after``: a note that ends in a question moves below the notes after it
+  that score nearly as well: a question asked in a conversation matches a question
+  about it best, and holds no answer (the reply a turn or two later does).
 """
 
 from __future__ import annotations
@@ -101,3 +104,38 @@ def _movable(cand: Candidate, vectors: Mapping[str, Sequence[float]]) -> bool:
 
 def _created(cand: Candidate) -> float:
     return float(cand.payload.get("created_at", 0.0))
+
+
+QUESTION_MARKS = ("?", "\uff1f")  # ASCII and full-width (Japanese, Chinese)
+
+
+def asks(text: str) -> bool:
+    """The note ends in a question: its last sentence asks, it does not tell."""
+    return text.rstrip().endswith(QUESTION_MARKS)
+
+
+def questions_after(
+    chosen: Sequence[Candidate], texts: Mapping[str, str], min_ratio: float
+) -> list[Candidate]:
+    """Move each note whose text (``texts``, by point id) ends in a question below the
+    hits after it, in the same namespace, that have at least ``min_ratio`` of its score
+    (0: below all of them); the others keep their order. A note that alone holds an
+    identifier of the query (``exact``) stays where it is."""
+    out = list(chosen)
+    for i in range(len(out) - 2, -1, -1):  # bottom-up: a question sinks past questions moved
+        cand = out[i]
+        if cand.exact or not asks(texts.get(cand.point_id, "")):
+            continue
+        j = i
+        while j + 1 < len(out):
+            below = out[j + 1]
+            if (
+                below.payload.get("namespace") != cand.payload.get("namespace")
+                or below.score < min_ratio * cand.score
+                or asks(texts.get(below.point_id, ""))
+            ):
+                break
+            j += 1
+        if j != i:
+            out.insert(j, out.pop(i))
+    return out

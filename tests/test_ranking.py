@@ -339,6 +339,16 @@ def test_questions_after_leaves_what_it_should_alone() -> None:
     assert not asks("Why? Because the cache was cold.") and asks("ok, and then?  \n")
 
 
+def test_a_note_only_asks_when_it_tells_nothing_before_its_question() -> None:
+    """Short filler before the question and a chat turn's frame do not count; a fact
+    before the question does (that turn holds an answer)."""
+    assert asks("[2026-02-23 session 1] assistant: Good. Who owns the release each cycle?")
+    assert asks("Dana: Welcome back! How far did Tomasz get?")
+    assert asks("[2026-01-10] Sam: did you reserve it by publishing a 0.0.1?")
+    assert not asks("Sam: I signed up for a pottery class on Monday. Have you tried it?")
+    assert not asks("[2026-03-02 session 1] user: we booked Memmo Alfama, four nights")
+
+
 def test_e5_ships_the_measured_newer_similarity() -> None:
     assert for_model("local/multilingual-e5-small-q4").newer_similarity == 0.92
     assert for_model("ollama/nomic-embed-text").newer_similarity == 0  # not measured: off

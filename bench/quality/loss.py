@@ -278,6 +278,7 @@ async def _ask_all(
                     k = keys.get(str(h.payload.get("source_id")), h.id)
                     deep_rank[k].setdefault(name, r)
             relevant = q["relevant"]
+            by_point = {c["source"]: c["score"] for c in seen["cands"]}
             lost = {}
             for key in relevant:
                 if key not in final[:top]:
@@ -296,6 +297,8 @@ async def _ask_all(
                     "lost": lost,
                     "deep": {k: deep_rank.get(k, {}) for k in relevant},
                     "first": first,
+                    # each answer's fused score, in its order (to replay an ordering rule)
+                    "scores": [by_point.get(i, 0.0) for i in seen["materialised"]],
                     **score(final, set(relevant)),
                 }
             )

@@ -201,7 +201,7 @@ class SearchSettings(BaseModel):
     # question_ratio of its score: it matches a question about it, the reply holds the
     # answer (reorder.questions_after; bench/LOG.md)
     questions_after: bool = False
-    question_ratio: float = Field(default=0.0, ge=0.0, le=1.0)
+    question_ratio: float = Field(default=0.8, ge=0.0, le=1.0)
     # a memory that alone holds an identifier of the query (a digit, joiner or inner
     # capital; exact_terms.py) comes first, whatever the other channels say
     exact_first: bool = True

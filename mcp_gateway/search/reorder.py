@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -107,11 +108,29 @@ def _created(cand: Candidate) -> float:
 
 
 QUESTION_MARKS = ("?", "\uff1f")  # ASCII and full-width (Japanese, Chinese)
+# a chat turn's frame: "[2026-03-02 session 1] user: ", "Dana: ", "[10:42] Sam: "
+_FRAME = re.compile(r"^\s*(?:\[[^\]]{0,80}\]\s*)?(?:[^\s:\[\]]{1,30}:\s)?")
+# a sentence ends at . ! ? before a space (not "0.0.1"), or at a full-width mark
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[\u3002\uff01\uff1f])")
+# "Good.", "Makes sense.", "Welcome back!": a sentence this short before the question
+# says nothing the answer needs
+FILLER_WORDS, FILLER_CHARS = 3, 20
 
 
 def asks(text: str) -> bool:
-    """The note ends in a question: its last sentence asks, it does not tell."""
-    return text.rstrip().endswith(QUESTION_MARKS)
+    """The note only asks: after its frame (a leading ``[...]`` and a ``speaker:``), its
+    last sentence is a question and every other sentence is a question or filler. A
+    turn that tells something and then asks ("I signed up for pottery! Have you tried
+    it?") holds a fact: it does not count."""
+    body = _FRAME.sub("", text, count=1).strip()
+    if not body.endswith(QUESTION_MARKS):
+        return False
+    for part in _SENTENCE_END.split(body):
+        part = part.strip()
+        if part and not part.endswith(QUESTION_MARKS):
+            if len(part.split()) > FILLER_WORDS or len(part) > FILLER_CHARS:
+                return False
+    return True
 
 
 def questions_after(

@@ -24,8 +24,8 @@ class Materialiser:
     records: RecordLookup | None
     newer_similarity: float
     newer_ratio: float
-    # a note ending in a question yields to the hits below it with this share of its
-    # score (None: off; ``reorder.questions_after``)
+    # a note that only asks yields to the hits below it with this share of its score
+    # (None: off; ``reorder.questions_after``)
     question_ratio: float | None = None
 
     async def __call__(self, chosen: list[Candidate], generation: int | None) -> list[SearchResult]:

@@ -6,9 +6,9 @@
 - ``newer_first``: the newer of two notes that say nearly the same thing (dense cosine,
   per model) moves above the older: notes have no ``supersedes`` edge, and a changed
   fact leaves both live.
-- ``questions_after``: a note that ends in a question moves below the notes after it
-  that score nearly as well: a question asked in a conversation matches a question
-  about it best, and holds no answer (the reply a turn or two later does).
+- ``questions_after``: a note that only asks moves below the hits after it that score
+  nearly as well: a question asked in a conversation matches a question about it
+  best, and holds no answer (the reply a turn or two later does).
 """
 
 from __future__ import annotations
@@ -136,14 +136,16 @@ def asks(text: str) -> bool:
 def questions_after(
     chosen: Sequence[Candidate], texts: Mapping[str, str], min_ratio: float
 ) -> list[Candidate]:
-    """Move each note whose text (``texts``, by point id) ends in a question below the
+    """Move each note whose text (``texts``, by point id) only asks (``asks``) below the
     hits after it, in the same namespace, that have at least ``min_ratio`` of its score
-    (0: below all of them); the others keep their order. A note that alone holds an
-    identifier of the query (``exact``) stays where it is."""
+    (0: below all of them), stopping above the next note that asks; the others keep
+    their order. A note that alone holds an identifier of the query (``exact``) stays
+    where it is."""
     out = list(chosen)
-    for i in range(len(out) - 2, -1, -1):  # bottom-up: a question sinks past questions moved
+    asking = {c.point_id for c in out if asks(texts.get(c.point_id, ""))}
+    for i in range(len(out) - 2, -1, -1):  # bottom-up: the lower questions settle first
         cand = out[i]
-        if cand.exact or not asks(texts.get(cand.point_id, "")):
+        if cand.exact or cand.point_id not in asking:
             continue
         j = i
         while j + 1 < len(out):
@@ -151,7 +153,7 @@ def questions_after(
             if (
                 below.payload.get("namespace") != cand.payload.get("namespace")
                 or below.score < min_ratio * cand.score
-                or asks(texts.get(below.point_id, ""))
+                or below.point_id in asking
             ):
                 break
             j += 1

@@ -17,7 +17,7 @@ from mcp_gateway.search.ranking import (
     recent_floor,
     select,
 )
-from mcp_gateway.search.reorder import Head, carry_to_heads, newer_first
+from mcp_gateway.search.reorder import Head, asks, carry_to_heads, newer_first, questions_after
 
 
 def hit(pid: str, score: float, **payload: Any) -> IndexHit:
@@ -310,6 +310,43 @@ def test_newer_first_leaves_what_it_should_alone() -> None:
     assert ids(newer_first(shared, VECTORS, 0.92, 0.8)) == ["old", "new"]
     unknown = [_note("old", 0.9, 10), _note("gone", 0.8, 20)]  # no vector: not judged
     assert ids(newer_first(unknown, VECTORS, 0.92, 0.8)) == ["old", "gone"]
+
+
+def test_a_note_ending_in_a_question_goes_below_the_hits_after_it() -> None:
+    """Ratio 0: below every hit after it (the other questions keep their order after
+    them); a ratio: only below those with that share of its score."""
+    texts = {
+        "q1": "Which hotel did you book?",
+        "q2": "\u3069\u3061\u3089\u306b\u3057\u307e\u3059\u304b\uff1f",
+    }
+    texts |= {"a": "we booked Memmo Alfama", "b": "four nights?  no, five.", "c": "Cascais after"}
+    chosen = [_note("q1", 1.0, 1), _note("a", 0.9, 2), _note("q2", 0.85, 3), _note("b", 0.5, 4)]
+    assert ids(questions_after(chosen, texts, 0.0)) == ["a", "b", "q1", "q2"]
+    assert ids(questions_after(chosen, texts, 0.8)) == ["a", "q1", "q2", "b"]
+    assert ids(questions_after(chosen, texts, 0.95)) == ["q1", "a", "q2", "b"]  # "a" too weak
+
+
+def test_questions_after_leaves_what_it_should_alone() -> None:
+    texts = {"q": "Which hotel did you book?", "a": "we booked Memmo Alfama"}
+    pinned = [_note("q", 1.0, 1), _note("a", 0.9, 2)]
+    pinned[0].exact = 1  # the one holder of the query's identifier stays first
+    assert ids(questions_after(pinned, texts, 0.0)) == ["q", "a"]
+    shared = [_note("q", 1.0, 1), _note("a", 0.9, 2)]
+    shared[1].payload["namespace"] = "team"  # own notes stay before shared ones
+    assert ids(questions_after(shared, texts, 0.0)) == ["q", "a"]
+    unread = [_note("q", 1.0, 1), _note("x", 0.9, 2)]  # no text for "x": not a question
+    assert ids(questions_after(unread, texts, 0.0)) == ["x", "q"]
+    assert not asks("Why? Because the cache was cold.") and asks("ok, and then?  \n")
+
+
+def test_a_note_only_asks_when_it_tells_nothing_before_its_question() -> None:
+    """Short filler before the question and a chat turn's frame do not count; a fact
+    before the question does (that turn holds an answer)."""
+    assert asks("[2026-02-23 session 1] assistant: Good. Who owns the release each cycle?")
+    assert asks("Dana: Welcome back! How far did Tomasz get?")
+    assert asks("[2026-01-10] Sam: did you reserve it by publishing a 0.0.1?")
+    assert not asks("Sam: I signed up for a pottery class on Monday. Have you tried it?")
+    assert not asks("[2026-03-02 session 1] user: we booked Memmo Alfama, four nights")
 
 
 def test_e5_ships_the_measured_newer_similarity() -> None:

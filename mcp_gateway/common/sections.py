@@ -197,6 +197,11 @@ class SearchSettings(BaseModel):
     # newer_ratio of that note's score (reorder.newer_first; bench/LOG.md)
     newer_similarity: float | None = Field(default=None, ge=0.0, le=1.0)
     newer_ratio: float = Field(default=0.8, ge=0.0, le=1.0)
+    # a note that only asks goes below the hits after it with at least
+    # question_ratio of its score: it matches a question about it, the reply holds the
+    # answer (reorder.questions_after; bench/LOG.md)
+    questions_after: bool = True
+    question_ratio: float = Field(default=0.8, ge=0.0, le=1.0)
     # a memory that alone holds an identifier of the query (a digit, joiner or inner
     # capital; exact_terms.py) comes first, whatever the other channels say
     exact_first: bool = True

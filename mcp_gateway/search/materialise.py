@@ -12,7 +12,7 @@ from mcp_gateway.common.types import Note, SearchResult
 from mcp_gateway.index.live import LiveIndex
 from mcp_gateway.search.note_reads import ShownNotes
 from mcp_gateway.search.ranking import Candidate
-from mcp_gateway.search.reorder import newer_first
+from mcp_gateway.search.reorder import newer_first, questions_after
 from mcp_gateway.search.request import RecordLookup
 from mcp_gateway.search.results import kind_of, note_result, record_result
 
@@ -24,6 +24,9 @@ class Materialiser:
     records: RecordLookup | None
     newer_similarity: float
     newer_ratio: float
+    # a note that only asks yields to the hits below it with this share of its score
+    # (None: off; ``reorder.questions_after``)
+    question_ratio: float | None = None
 
     async def __call__(self, chosen: list[Candidate], generation: int | None) -> list[SearchResult]:
         """The chosen hits' texts, in their final order: the newer of two notes that
@@ -55,6 +58,13 @@ class Materialiser:
                 records = await self.record_views(record_ids)
         if vectors:
             chosen = newer_first(chosen, vectors, self.newer_similarity, self.newer_ratio)
+        if self.question_ratio is not None and notes:
+            texts = {
+                c.point_id: notes[sid].text
+                for c in chosen
+                if kind_of(c) == "note" and (sid := str(c.payload.get("source_id"))) in notes
+            }
+            chosen = questions_after(chosen, texts, self.question_ratio)
         out: list[SearchResult] = []
         for cand in chosen:
             source_id = str(cand.payload.get("source_id"))

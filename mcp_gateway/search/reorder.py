@@ -6,10 +6,14 @@
 - ``newer_first``: the newer of two notes that say nearly the same thing (dense cosine,
   per model) moves above the older: notes have no ``supersedes`` edge, and a changed
   fact leaves both live.
+- ``questions_after``: a note that only asks moves below the hits after it that score
+  nearly as well: a question asked in a conversation matches a question about it
+  best, and holds no answer (the reply a turn or two later does).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -101,3 +105,58 @@ def _movable(cand: Candidate, vectors: Mapping[str, Sequence[float]]) -> bool:
 
 def _created(cand: Candidate) -> float:
     return float(cand.payload.get("created_at", 0.0))
+
+
+QUESTION_MARKS = ("?", "\uff1f")  # ASCII and full-width (Japanese, Chinese)
+# a chat turn's frame: "[2026-03-02 session 1] user: ", "Dana: ", "[10:42] Sam: "
+_FRAME = re.compile(r"^\s*(?:\[[^\]]{0,80}\]\s*)?(?:[^\s:\[\]]{1,30}:\s)?")
+# a sentence ends at . ! ? before a space (not "0.0.1"), or at a full-width mark
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[\u3002\uff01\uff1f])")
+# "Good.", "Makes sense.", "Welcome back!": a sentence this short before the question
+# says nothing the answer needs
+FILLER_WORDS, FILLER_CHARS = 3, 20
+
+
+def asks(text: str) -> bool:
+    """The note only asks: after its frame (a leading ``[...]`` and a ``speaker:``), its
+    last sentence is a question and every other sentence is a question or filler. A
+    turn that tells something and then asks ("I signed up for pottery! Have you tried
+    it?") holds a fact: it does not count."""
+    body = _FRAME.sub("", text, count=1).strip()
+    if not body.endswith(QUESTION_MARKS):
+        return False
+    for part in _SENTENCE_END.split(body):
+        part = part.strip()
+        if part and not part.endswith(QUESTION_MARKS):
+            if len(part.split()) > FILLER_WORDS or len(part) > FILLER_CHARS:
+                return False
+    return True
+
+
+def questions_after(
+    chosen: Sequence[Candidate], texts: Mapping[str, str], min_ratio: float
+) -> list[Candidate]:
+    """Move each note whose text (``texts``, by point id) only asks (``asks``) below the
+    hits after it, in the same namespace, that have at least ``min_ratio`` of its score
+    (0: below all of them), stopping above the next note that asks; the others keep
+    their order. A note that alone holds an identifier of the query (``exact``) stays
+    where it is."""
+    out = list(chosen)
+    asking = {c.point_id for c in out if asks(texts.get(c.point_id, ""))}
+    for i in range(len(out) - 2, -1, -1):  # bottom-up: the lower questions settle first
+        cand = out[i]
+        if cand.exact or cand.point_id not in asking:
+            continue
+        j = i
+        while j + 1 < len(out):
+            below = out[j + 1]
+            if (
+                below.payload.get("namespace") != cand.payload.get("namespace")
+                or below.score < min_ratio * cand.score
+                or below.point_id in asking
+            ):
+                break
+            j += 1
+        if j != i:
+            out.insert(j, out.pop(i))
+    return out

@@ -120,7 +120,12 @@ class SearchService:
             channels,
         )
         self.materialise = Materialiser(
-            self.shown, index, records, self.newer_similarity, settings.newer_ratio
+            self.shown,
+            index,
+            records,
+            self.newer_similarity,
+            settings.newer_ratio,
+            settings.question_ratio if settings.questions_after else None,
         )
 
     async def search(self, req: SearchRequest) -> SearchResponse:

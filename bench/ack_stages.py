@@ -28,9 +28,19 @@ other threads': the fast vector, onnxruntime), whether the fast vector's thread 
 during the window, and the follow-ups: the lexical point, the fast hop, its thread's
 CPU, pooled.
 
+The owner's loop thread is also split by the kernel's schedstat: on a CPU, waiting in a
+run queue (for a core), asleep (the interpreter lock, a worker's hop, I/O); and each
+run's owner CPU per add by thread over the burst (the loop; the rest: e5's lanes, the
+store's and the sparse vectors' workers, the fast vector). A run stops waiting for e5
+``--settle-limit`` s after its last ack: the figures are the burst's.
+
     flock /tmp/kioku-bench.lock nice -n 5 python bench/ack_stages.py --notes 1000
-        --repeat 2 --variant on:KIOKU_SEARCH__FAST_FIRST=true
+        --repeat 3 --variant on:KIOKU_SEARCH__FAST_FIRST=true
         --variant off:KIOKU_SEARCH__FAST_FIRST=false
+        [--variant on-hold:KIOKU_SEARCH__FAST_FIRST=true,BENCH_ACK_HOLD_E5=1]
+
+A variant's settings are ``KEY=VALUE`` pairs joined by commas (any environment
+variable: the hook's diagnostics, ``MALLOC_ARENA_MAX``).
 """
 
 # ruff: noqa: E402

@@ -6,7 +6,15 @@ directory. Nothing in ``mcp_gateway`` knows of it: the wrappers are put on from 
 Each process appends rows ``kind key wall cpu_thread cpu_process thread`` (wall:
 ``time.perf_counter``, CLOCK_MONOTONIC, the same clock as the client's) to
 ``<dir>/<pid>.tsv``. ``key``: the JSON-RPC id for what crosses a door, the note id for
-what the owner does with a note.
+what the owner does with a note. The owner's loop thread and the store's worker also
+record the kernel's schedstat (on a CPU, waiting in a run queue) at either end of the
+add and of its transaction, and every 200 adds each thread's CPU seconds.
+
+Two diagnostics, each only under its own variable (bench/LOG.md, "fast first: where the
+burst ack goes"): ``BENCH_ACK_HOLD_E5=1``: e5's document passes wait until no add came
+for 1 s, so the burst runs without them; ``BENCH_ACK_VECTOR_PROCESS=N``: the static
+vectors are computed in a child process at nice +N (pickles over a pipe) instead of a
+thread of the owner.
 """
 
 from __future__ import annotations

@@ -14,7 +14,8 @@ Two diagnostics, each only under its own variable (bench/LOG.md, "fast first: wh
 burst ack goes"): ``BENCH_ACK_HOLD_E5=1``: e5's document passes wait until no add came
 for 1 s, so the burst runs without them; ``BENCH_ACK_VECTOR_PROCESS=N``: the static
 vectors are computed in a child process at nice +N (pickles over a pipe) instead of a
-thread of the owner.
+thread of the owner; ``BENCH_ACK_VECTOR_LOOP=N``: the same child, its pipe written and
+watched by the owner's event loop (no thread at all).
 """
 
 from __future__ import annotations
@@ -170,6 +171,74 @@ def _child_vectors(indexer) -> None:  # type: ignore[no-untyped-def]
     indexer._static_vectors = _vectors
 
 
+def _loop_child_fill(indexer) -> None:  # type: ignore[no-untyped-def]
+    """``Indexer.fill_fast_many`` replaced: each note's text goes to a child process at
+    nice +N over a pipe the event loop writes and watches (``add_reader``): no thread
+    hop, no worker waiting on the pipe, the loop only pickles and unpickles."""
+    import asyncio
+    import collections
+    import pickle
+    import struct
+    import subprocess
+
+    from mcp_gateway.common.types import point_id
+    from mcp_gateway.indexing.points import note_document
+
+    nice = os.environ.get("BENCH_ACK_VECTOR_LOOP", "10")
+    env = {k: v for k, v in os.environ.items() if k != "BENCH_ACK_STAGES"}
+    child = subprocess.Popen(
+        [sys.executable, "-c", _CHILD, nice],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+        bufsize=0,
+    )
+    assert child.stdin is not None and child.stdout is not None
+    fd = child.stdout.fileno()
+    os.set_blocking(fd, False)
+    waiting: collections.deque[asyncio.Future[list]] = collections.deque()  # type: ignore[type-arg]
+    buf = bytearray()
+    watched: list[bool] = []
+
+    def readable() -> None:
+        try:
+            chunk = os.read(fd, 1 << 20)
+        except BlockingIOError:
+            return
+        buf.extend(chunk)
+        while len(buf) >= 4:
+            size = struct.unpack_from("<I", buf)[0]
+            if len(buf) < 4 + size:
+                break
+            vectors = pickle.loads(bytes(buf[4 : 4 + size]))
+            del buf[: 4 + size]
+            done = waiting.popleft()
+            if not done.done():
+                done.set_result(vectors)
+
+    async def fill_fast_many(self, notes):  # type: ignore[no-untyped-def]
+        pending = self.pending
+        if pending is None:
+            return
+        loop = asyncio.get_running_loop()
+        if not watched:
+            loop.add_reader(fd, readable)
+            watched.append(True)
+        ids = {point_id("note", n.id): n for n in notes}
+        todo = [(pid, note_document(n)) for pid, n in ids.items() if pending.expects_fast(pid)]
+        if not todo:
+            return
+        data = pickle.dumps([doc for _, doc in todo])
+        done = loop.create_future()
+        waiting.append(done)
+        child.stdin.write(struct.pack("<I", len(data)) + data)
+        vectors = await done
+        for (pid, _), vec in zip(todo, vectors, strict=True):
+            pending.fill_fast(pid, vec)
+
+    indexer.Indexer.fill_fast_many = fill_fast_many
+
+
 def _install_owner() -> None:
     from anyio._backends import _asyncio as anyio_asyncio
     from anyio.streams.buffered import BufferedByteReceiveStream
@@ -253,6 +322,8 @@ def _install_owner() -> None:
 
     indexer.Indexer.put_new_lexical = _lexical  # type: ignore[method-assign]
 
+    if os.environ.get("BENCH_ACK_VECTOR_LOOP"):
+        _loop_child_fill(indexer)
     many = indexer.Indexer.fill_fast_many
 
     async def _many(self, notes):  # type: ignore[no-untyped-def]

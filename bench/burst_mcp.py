@@ -187,6 +187,9 @@ class Run:
     # note's ack (as the owner sent it) to its static vector in the fast pool (absent
     # with search.fast_first off) and to its first e5 vector in the index
     after_ack: dict[str, Any] = field(default_factory=dict)
+    # each add's JSON-RPC id, sent and reply-read times (perf_counter: CLOCK_MONOTONIC,
+    # the clock the owner's own timestamps use; bench/ack_stages.py)
+    sent_at: list[tuple[int, float, float]] = field(default_factory=list)
 
 
 def memory_mb(pid: int) -> dict[str, float]:
@@ -248,6 +251,7 @@ def burst(args: argparse.Namespace, label: str, src: Path, inflight: int, asks: 
         acked = {r.message["result"]["structuredContent"]["id"]: r.at for r in replies}
         run.last_ack = max(acked.values())
         run.acks = [(r.at - r.sent) * 1000 for r in replies]
+        run.sent_at = [(r.message["id"], r.sent, r.at) for r in replies]
         watch.expected = len(acked)
         deadline = time.perf_counter() + args.settle_limit
         while not watch.settled_at and time.perf_counter() < deadline:

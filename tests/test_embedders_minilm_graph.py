@@ -38,8 +38,10 @@ class _Packaged:
     """The packaged model's own session, fed as it wants (token types too)."""
 
     def __init__(self) -> None:
-        options = ort.SessionOptions()
+        options = ort.SessionOptions()  # as ``MiniLM`` had it over the packaged file
         options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
+        options.enable_cpu_mem_arena = False
         self.session = ort.InferenceSession(
             str(packaged()), options, providers=["CPUExecutionProvider"]
         )

@@ -2,6 +2,7 @@
 added and embedded, and after searches.
 
     python bench/footprint.py [--notes 2000] [--step 1000] [--searches 300]
+        [--channels static_use,minilm]
 
 Runs the owner's stores, index, embedder and job runner in this process (``open_app``,
 as the daemon does) on a fresh data dir, adds notes written from the quality set's
@@ -46,7 +47,12 @@ def rss() -> dict[str, int]:
 
 async def main(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="kioku-footprint-") as tmp:  # up to ~250 MB
-        await measure(args, KiokuSettings(data_dir=Path(tmp) / "data"))
+        settings = KiokuSettings(data_dir=Path(tmp) / "data")
+        if args.channels:
+            embedder = settings.embedder.model_copy(update={"channels": args.channels})
+            settings = settings.model_copy(update={"embedder": embedder})
+        print(f"channels: {list(settings.embedder.channels)}", flush=True)
+        await measure(args, settings)
 
 
 async def measure(args: argparse.Namespace, settings: KiokuSettings) -> None:
@@ -80,4 +86,10 @@ if __name__ == "__main__":
     parser.add_argument("--notes", type=int, default=2000)
     parser.add_argument("--step", type=int, default=1000)
     parser.add_argument("--searches", type=int, default=300)
+    parser.add_argument(
+        "--channels",
+        type=lambda v: [c for c in v.split(",") if c],
+        default=None,
+        help="embedder.channels, comma-separated (default: the configured ones)",
+    )
     asyncio.run(main(parser.parse_args()))

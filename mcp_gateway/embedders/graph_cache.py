@@ -1,4 +1,4 @@
-"""The e5 engine's ONNX graphs, built once and kept on disk.
+"""The ONNX graphs of ours (the e5 engine's, MiniLM's), built once and kept on disk.
 
 Building a graph dequantises and re-packs every weight of the model: ~0.6 s, and
 ~150 MB of temporaries that the allocator keeps for the rest of the process's life
@@ -30,7 +30,7 @@ from mcp_gateway.common.fsperms import write_atomic
 
 log = logging.getLogger(__name__)
 
-KINDS = ("exact", "int8", "sae")
+KINDS = ("exact", "int8", "sae", "minilm")
 BUILD_TIMEOUT_S = 600.0
 
 
@@ -45,21 +45,29 @@ def _shaping_sources() -> list[Path]:
     return [Path(m.__file__ or "") for m in (e5_file, e5_graph, e5_int8, e5_latent, onnx_proto)]
 
 
+def _minilm_sources() -> list[Path]:
+    from mcp_gateway.embedders import minilm_graph, onnx_proto, onnx_read
+
+    return [Path(m.__file__ or "") for m in (minilm_graph, onnx_proto, onnx_read)]
+
+
 def digest(kind: str, inputs: Sequence[Path]) -> str:
     h = hashlib.sha256(kind.encode())
     for path in inputs:
         st = path.stat()
         h.update(f"\0{path.resolve()}\0{st.st_size}\0{st.st_mtime_ns}".encode())
-    for source in _shaping_sources():
+    for source in _minilm_sources() if kind == "minilm" else _shaping_sources():
         h.update(source.read_bytes())
     return h.hexdigest()[:20]
 
 
 def build(kind: str, inputs: Sequence[Path]) -> bytes:
     """The graph's bytes: ``exact`` (model), ``int8`` (model, calibration), ``sae``
-    (autoencoder)."""
-    from mcp_gateway.embedders import e5_file, e5_graph, e5_int8, e5_latent
+    (autoencoder), ``minilm`` (the packaged MiniLM model)."""
+    from mcp_gateway.embedders import e5_file, e5_graph, e5_int8, e5_latent, minilm_graph
 
+    if kind == "minilm":
+        return minilm_graph.build(minilm_graph.load(inputs[0]))
     if kind == "sae":
         return e5_latent.build(e5_latent.load(inputs[0]))
     model = e5_file.load(inputs[0])

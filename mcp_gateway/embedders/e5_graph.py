@@ -71,15 +71,13 @@ class _Graph:
         self.constant("scale", np.array(1.0 / np.sqrt(hd), np.float32))
 
     def constant(self, name: str, value: np.ndarray) -> str:
-        self.model.initializers.append(proto.tensor(name, value))
-        return name
+        return self.model.constant(name, value)
 
     def node(
         self, op: str, inputs: list[str], outputs: list[str], **attrs: int | float | list[int]
     ) -> str:
         domain = "com.microsoft" if op in _MICROSOFT else ""
-        self.model.nodes.append(proto.node(op, inputs, outputs, domain, **attrs))
-        return outputs[0]
+        return self.model.op(op, inputs, outputs, domain, **attrs)
 
     def mask_bias(self) -> None:
         """[batch, 1, 1, tokens]: 0 for real keys, -1e4 for padding (softmax weight ~0)."""

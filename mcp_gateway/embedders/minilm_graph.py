@@ -107,15 +107,12 @@ class _Graph:
         self.constant("scale", np.array(hd**-0.25, np.float32))
 
     def constant(self, name: str, value: np.ndarray) -> str:
-        self.model.initializers.append(proto.tensor(name, value))
-        return name
+        return self.model.constant(name, value)
 
     def node(
         self, op: str, inputs: list[str], outputs: list[str], **attrs: int | float | list[int]
     ) -> str:
-        domain = "com.microsoft" if op == "Gelu" else ""
-        self.model.nodes.append(proto.node(op, inputs, outputs, domain, **attrs))
-        return outputs[0]
+        return self.model.op(op, inputs, outputs, "com.microsoft" if op == "Gelu" else "", **attrs)
 
     def embeddings(self) -> str:
         """(word + type 0) + position, then LayerNorm, in the packaged graph's order."""

@@ -104,6 +104,23 @@ class Model:
     inputs: list[bytes] = field(default_factory=list)
     outputs: list[bytes] = field(default_factory=list)
 
+    def constant(self, name: str, value: np.ndarray) -> str:
+        """``value`` as an initializer named ``name``; returns the name."""
+        self.initializers.append(tensor(name, value))
+        return name
+
+    def op(
+        self,
+        op: str,
+        inputs: Sequence[str],
+        outputs: Sequence[str],
+        domain: str = "",
+        **attrs: object,
+    ) -> str:
+        """One node; returns its first output's name."""
+        self.nodes.append(node(op, inputs, outputs, domain, **attrs))
+        return outputs[0]
+
     def serialise(self) -> bytes:
         graph = b"".join(_bytes(1, n) for n in self.nodes) + _str(2, self.name)
         graph += b"".join(_bytes(5, t) for t in self.initializers)

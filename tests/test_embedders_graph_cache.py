@@ -3,9 +3,11 @@ engine loads its sessions from the files (``embedders/graph_cache.py``)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import stat
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -27,9 +29,9 @@ def test_a_graph_is_built_once_into_a_private_file(cache: Path) -> None:
     assert first.parent == cache and first.exists()
     assert stat.S_IMODE(cache.stat().st_mode) == 0o700
     assert stat.S_IMODE(first.stat().st_mode) == 0o600
-    built_at = first.stat().st_mtime_ns
+    built = first.stat().st_ino
     again = graph_cache.graph_file("exact", [model])
-    assert again == first and again.stat().st_mtime_ns == built_at  # not rebuilt
+    assert again == first and again.stat().st_ino == built  # not rebuilt (a rebuild replaces)
     assert [p.name for p in cache.iterdir()] == [first.name]  # no temporary left behind
 
 
@@ -80,3 +82,29 @@ def test_a_home_without_a_writable_cache_still_embeds(
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
     source = graph_cache.graph_source("sae", [e5_latent.sae_path()])
     assert isinstance(source, bytes) and len(source) > 1_000_000
+
+
+def test_a_build_removes_its_kinds_graphs_unused_for_a_month(cache: Path) -> None:
+    cache.mkdir(mode=0o700, parents=True)
+    month = graph_cache.STALE_DAYS * 86400
+    old_exact, recent_exact, old_sae = (
+        cache / n for n in ("exact-0.onnx", "exact-1.onnx", "sae-0.onnx")
+    )
+    for path in (old_exact, recent_exact, old_sae):
+        path.write_bytes(b"graph")
+    for path in (old_exact, old_sae):
+        os.utime(path, (time.time() - month - 60,) * 2)
+    os.utime(recent_exact, (time.time() - month + 3600,) * 2)
+    built = graph_cache.graph_file("exact", [e5_onnx.model_path("original")])
+    assert sorted(p.name for p in cache.iterdir()) == sorted(
+        [built.name, recent_exact.name, old_sae.name]  # another kind is not this build's
+    )
+
+
+def test_loading_a_graph_marks_it_used(cache: Path) -> None:
+    model = e5_onnx.model_path("original")
+    path = graph_cache.graph_file("exact", [model])
+    long_ago = time.time() - 2 * graph_cache.STALE_DAYS * 86400
+    os.utime(path, (long_ago, long_ago))
+    graph_cache.graph_file("exact", [model])
+    assert path.stat().st_mtime > time.time() - 60

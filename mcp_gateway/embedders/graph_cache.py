@@ -10,17 +10,22 @@ holds a graph's bytes.
 A graph's file name carries a digest of everything that shapes it: its kind, each input
 file's path, size and modification time (the model, the int8 calibration, the
 autoencoder) and the source of the modules that build it. A new kioku or a new model
-package therefore builds new files; old ones are left for the user to delete. The
-cache is ``$XDG_CACHE_HOME/kioku/graphs`` (``~/.cache/kioku/graphs``), private to the
-user (0700, files 0600), and safe to delete at any time.
+package therefore builds new files. Each load marks its file as used (its modification
+time), and a build removes the files of its kind unused for ``STALE_DAYS``: an upgrade's
+old graphs (MiniLM's is 55 MB) do not pile up, and a second install sharing the cache
+keeps its own while it runs. The cache is ``$XDG_CACHE_HOME/kioku/graphs``
+(``~/.cache/kioku/graphs``), private to the user (0700, files 0600), and safe to delete
+at any time.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -32,6 +37,7 @@ log = logging.getLogger(__name__)
 
 KINDS = ("exact", "int8", "sae", "minilm")
 BUILD_TIMEOUT_S = 600.0
+STALE_DAYS = 30
 
 
 def cache_dir() -> Path:
@@ -95,8 +101,11 @@ def graph_file(kind: str, inputs: Sequence[Path]) -> Path:
     """The graph's file, built first (in a child process) if the cache lacks it."""
     path = cache_dir() / f"{kind}-{digest(kind, inputs)}.onnx"
     if path.exists():
+        os.utime(path)  # in use: a build of another version keeps it
         return path
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    for stale in remove_stale(kind, keep=path):
+        log.info("removed %s from the graph cache (unused for %d days)", stale.name, STALE_DAYS)
     child = "mcp_gateway.embedders.graph_build"
     argv = [sys.executable, "-m", child, kind, *map(str, inputs), "--out", str(path)]
     try:
@@ -108,3 +117,19 @@ def graph_file(kind: str, inputs: Sequence[Path]) -> Path:
         log.warning("building the %s graph in a child failed (%s); building it here", kind, exc)
         write_atomic(path, build(kind, inputs))
     return path
+
+
+def remove_stale(kind: str, keep: Path) -> list[Path]:
+    """Remove the cached graphs of ``kind`` other than ``keep`` that no process has
+    loaded for ``STALE_DAYS``; returns them. A file another process removes first, or
+    cannot be removed, is skipped: the cache is only ever a saving."""
+    cutoff = time.time() - STALE_DAYS * 86400
+    removed = []
+    for path in keep.parent.glob(f"{kind}-*.onnx"):
+        try:
+            if path != keep and path.stat().st_mtime < cutoff:
+                path.unlink()
+                removed.append(path)
+        except OSError:
+            continue
+    return removed

@@ -542,6 +542,8 @@ async def kioku_settled(src: Path, kdir: Path, timeout_s: float) -> float:
         with suppress(ValueError):
             backlog = json.loads(done.stdout).get("backlog") or []
             if backlog and all(b["waiting"] == 0 and b["drafts"] == 0 for b in backlog):
+                models = ", ".join(str(b["model"]) for b in backlog)
+                print(f"  kioku settled: every note embedded by {models}", file=sys.stderr)
                 return time.perf_counter() - began
         await anyio.sleep(5)
     raise RuntimeError(f"kioku did not settle within {timeout_s:.0f} s")

@@ -34,7 +34,7 @@ run's owner CPU per add by thread over the burst (the loop; the rest: e5's lanes
 store's and the sparse vectors' workers, the fast vector). A run stops waiting for e5
 ``--settle-limit`` s after its last ack: the figures are the burst's.
 
-    flock /tmp/kioku-bench.lock nice -n 5 python bench/ack_stages.py --notes 1000
+    flock "${TMPDIR:-/tmp}/kioku-bench.lock" nice -n 5 python bench/ack_stages.py --notes 1000
         --repeat 3 --variant on:KIOKU_SEARCH__FAST_FIRST=true
         --variant off:KIOKU_SEARCH__FAST_FIRST=false
         [--variant on-hold:KIOKU_SEARCH__FAST_FIRST=true,BENCH_ACK_HOLD_E5=1]

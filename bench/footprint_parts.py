@@ -38,7 +38,7 @@ from mcp_gateway.services.app import open_app  # noqa: E402
 
 
 class _Mallinfo2(ctypes.Structure):
-    _fields_ = [  # noqa: RUF012
+    _fields_ = [
         (n, ctypes.c_size_t)
         for n in (
             "arena",

@@ -23,7 +23,7 @@ RETRY_BASE_S = 0.5
 LOCK_BUSY_DEFER_S = 0.2
 
 
-class Retry(Exception):  # noqa: N818 (arq's name: the same contract)
+class Retry(Exception):
     """Run this job again in ``defer_s`` seconds, as the next try (arq's ``Retry``).
 
     Ours, not arq's: the embedded runner must not import arq and redis (~8 MB resident,

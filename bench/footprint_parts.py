@@ -1,13 +1,20 @@
 """Where the in-process owner's anonymous memory is: at open and after notes.
 
-    python bench/footprint_parts.py [--notes 2000] [--step 1000] [--trace] [--searches 0]
+    flock "${TMPDIR:-/tmp}/kioku-bench.lock" python bench/footprint_parts.py \
+        [--notes 2000] [--step 1000] [--searches 0] [--trace] [--close-index] \
+        [--rebuild] [--exact-below N]
 
 Opens the owner as ``bench/footprint.py`` does and prints, at open and after each step
 of notes is embedded: RssAnon / RssFile; anonymous resident MB per mapping (glibc's
 main heap ``[heap]``, unnamed mappings: the other malloc arenas, Python's object arenas,
 thread stacks, the engine's allocations); glibc's ``mallinfo2`` (bytes in use / free
-in its arenas, bytes in mmapped chunks); with ``--trace``, what Python itself holds
-(tracemalloc, by file, growth since open).
+in its arenas, bytes in mmapped chunks: buffers over the 256 KB threshold, the
+onnxruntime sessions' weights); with ``--trace``, what Python itself holds
+(tracemalloc, by file, growth since open). Then, after the searches, a
+``malloc_trim``; ``--close-index``: the index closed alone (what the engine held is
+what its heap gives back), then the app. ``--rebuild``: a rebuild after the notes
+(``services.rebuild``; out of process, an optimised shard, at or above
+``--exact-below`` points, which sets ``index.exact_search_below``).
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ sys.path.append(str(ROOT / "bench"))
 from footprint import rss  # noqa: E402
 from owner_memory import DATA, texts  # noqa: E402
 
+from mcp_gateway.common import heap  # noqa: E402
 from mcp_gateway.common.access import settings_scope  # noqa: E402
 from mcp_gateway.common.inputs import NoteFields, NoteQuery  # noqa: E402
 from mcp_gateway.common.settings import KiokuSettings  # noqa: E402
@@ -111,6 +119,9 @@ async def main(args: argparse.Namespace) -> None:
     queries = [json.loads(line)["query"] for line in (DATA / "queries.jsonl").open()]
     with tempfile.TemporaryDirectory(prefix="kioku-parts-") as tmp:
         settings = KiokuSettings(data_dir=Path(tmp) / "data")
+        if args.exact_below is not None:
+            index = settings.index.model_copy(update={"exact_search_below": args.exact_below})
+            settings = settings.model_copy(update={"index": index})
         if args.trace:
             tracemalloc.start(1)
         async with open_app(settings) as app:
@@ -132,12 +143,16 @@ async def main(args: argparse.Namespace) -> None:
                 await app.applier.apply_pending()
                 done = start + len(todo[start : start + args.step])
                 report(f"{done} notes ({time.perf_counter() - began:.0f} s)", base)
+            if args.rebuild:  # a rebuild (out of process above exact_search_below), swapped in
+                began = time.perf_counter()
+                status = await services.rebuild.rebuild()
+                await app.settle()
+                heap.trim()
+                report(f"rebuilt ({status.state}, {time.perf_counter() - began:.0f} s)", base)
             for q in queries[: args.searches]:
                 await services.notes.search(scope, NoteQuery(query=q))
             if args.searches:
                 report(f"after {args.searches} searches", base)
-            from mcp_gateway.common import heap
-
             heap.trim()
             report("after malloc_trim", base)
             if args.close_index:
@@ -154,5 +169,7 @@ if __name__ == "__main__":
     parser.add_argument("--step", type=int, default=1000)
     parser.add_argument("--searches", type=int, default=0)
     parser.add_argument("--trace", action="store_true")
+    parser.add_argument("--rebuild", action="store_true", help="rebuild the index after the notes")
+    parser.add_argument("--exact-below", type=int, default=None, help="index.exact_search_below")
     parser.add_argument("--close-index", action="store_true", help="then close the index alone")
     asyncio.run(main(parser.parse_args()))

@@ -93,6 +93,33 @@ def test_the_embedded_default_needs_no_optional_driver(tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, timeout=120)
 
 
+def test_the_embedded_owner_loads_neither_arq_nor_redis(tmp_path: Path) -> None:
+    """The owner's modules and an opened app with its in-process job runner import
+    neither arq nor redis (~7 MB resident with the JWT modules redis brings; bench/LOG.md,
+    round 25, "footprint: the channel-less base"): only a Redis queue needs them."""
+    code = (
+        "import sys, asyncio, pathlib\n"
+        "import mcp_gateway.daemon.owner\n"
+        "from mcp_gateway.common.access import settings_scope\n"
+        "from mcp_gateway.common.inputs import NoteFields\n"
+        "from mcp_gateway.common.settings import KiokuSettings\n"
+        "from mcp_gateway.services import Services\n"
+        "from mcp_gateway.services.app import open_app\n"
+        "async def main():\n"
+        f"    s = KiokuSettings(data_dir=pathlib.Path({str(tmp_path)!r}))\n"
+        "    async with open_app(s) as app:\n"
+        "        await Services.over(app).notes.add(settings_scope(s), NoteFields(text='a'))\n"
+        "        await app.settle()\n"
+        "asyncio.run(main())\n"
+        "print(sorted(m for m in ('arq', 'redis', 'jwt') if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, timeout=300, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
 def test_a_qdrant_server_without_its_extra_says_how_to_install_it(tmp_path: Path) -> None:
     """qdrant-client is the `qdrant` extra: configured without it, opening the index
     names the extra (here the package is hidden from the import system)."""

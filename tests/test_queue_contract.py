@@ -431,3 +431,16 @@ async def test_lexical_first_then_semantic_with_real_model(
         )
         hit = [r for r in after.results if r.id == note_id and "[RECENT]" not in r.tags]
         assert hit and hit[0].distance is not None
+
+
+def test_redis_briefly_down_is_transient_where_redis_is_loaded() -> None:
+    """``is_transient`` looks Redis's errors up only once redis is imported (the
+    embedded runner never imports it): under arq, a dropped connection is retried."""
+    from redis.exceptions import ConnectionError as RedisConnectionError
+    from redis.exceptions import TimeoutError as RedisTimeoutError
+
+    from mcp_gateway.jobs.contract import is_transient
+
+    assert is_transient(RedisConnectionError("gone"))
+    assert is_transient(RedisTimeoutError("slow"))
+    assert not is_transient(ValueError("bad input"))

@@ -17,22 +17,27 @@ from typing import Any
 
 from arq.connections import ArqRedis, RedisSettings, create_pool
 from arq.constants import in_progress_key_prefix
+from arq.worker import Retry as ArqRetry
 
 from mcp_gateway.jobs import failures
 from mcp_gateway.jobs.context import JobContext
 from mcp_gateway.jobs.coordination import RedisCoordinator
-from mcp_gateway.jobs.run import JobRun
+from mcp_gateway.jobs.run import JobRun, Retry
 from mcp_gateway.jobs.scheduler import JobFunction, QueueNames, QueueScheduler
 
 log = logging.getLogger(__name__)
 
 
 def arq_function(job: JobFunction) -> Callable[..., Awaitable[Any]]:
-    """``job`` as arq calls it: arq hands a ``dict`` ctx, the job takes its ``JobRun``."""
+    """``job`` as arq calls it: arq hands a ``dict`` ctx, the job takes its ``JobRun``;
+    a ``Retry`` of ours becomes arq's."""
 
     @functools.wraps(job)
     async def from_ctx(ctx: dict[str, Any], *args: Any) -> Any:
-        return await job(JobRun.from_arq(ctx), *args)
+        try:
+            return await job(JobRun.from_arq(ctx), *args)
+        except Retry as retry:
+            raise ArqRetry(defer=retry.defer_s) from retry
 
     return from_ctx
 

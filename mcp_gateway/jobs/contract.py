@@ -16,18 +16,15 @@ is logged with its key and stored in SQLite (``failures``), visible in ``kioku s
 from __future__ import annotations
 
 import logging
+import sys
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, NoReturn
 
-from arq.worker import Retry
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
-
 from mcp_gateway.common.errors import EmbedderUnavailable, StoreUnavailable
 from mcp_gateway.jobs import failures
 from mcp_gateway.jobs.coordination import Coordinator
-from mcp_gateway.jobs.run import JobQueue, JobRun
+from mcp_gateway.jobs.run import JobQueue, JobRun, Retry
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +36,6 @@ MAX_BACKOFF_S = 60.0
 TRANSIENT: tuple[type[BaseException], ...] = (
     EmbedderUnavailable,
     StoreUnavailable,
-    RedisConnectionError,
-    RedisTimeoutError,
     ConnectionError,
     TimeoutError,
 )
@@ -51,7 +46,13 @@ def backoff_s(run: JobRun, attempt: int) -> float:
 
 
 def is_transient(exc: BaseException) -> bool:
-    return isinstance(exc, TRANSIENT)
+    """``TRANSIENT``, and Redis briefly down. Redis's errors are looked up only where
+    redis is imported (the arq runner): no other process can meet one, and the
+    embedded owner does not import it (``run.Retry``)."""
+    if isinstance(exc, TRANSIENT):
+        return True
+    redis = sys.modules.get("redis.exceptions")
+    return redis is not None and isinstance(exc, (redis.ConnectionError, redis.TimeoutError))
 
 
 async def give_up(run: JobRun, job: str, key: str, exc: BaseException, tries: int) -> None:
@@ -71,7 +72,7 @@ async def retry_or_fail(run: JobRun, job: str, key: str, exc: Exception) -> NoRe
         log.warning(
             "job %s for %s: %s; retry %d in %.2f s", job, key, exc, tries, delay, exc_info=False
         )
-        raise Retry(defer=delay) from exc
+        raise Retry(delay) from exc
     await give_up(run, job, key, exc, tries)
     raise exc
 
@@ -88,7 +89,7 @@ async def run_singleton(run: JobRun, name: str, body: Callable[[JobRun], Awaitab
     token = uuid.uuid4().hex
     ttl_ms = int(run.context.settings.queue.job_timeout_s * 1000 + 5_000)
     if not await coord.acquire(name, token, ttl_ms):
-        raise Retry(defer=run.lock_poll_s)
+        raise Retry(run.lock_poll_s)
     try:
         await coord.advance(name)
         result = await body(run)
@@ -106,7 +107,7 @@ async def _singleton_failed(run: JobRun, coord: Coordinator, name: str, exc: Exc
     if is_transient(exc) and failures_so_far < run.context.settings.queue.max_tries:
         delay = backoff_s(run, failures_so_far)
         log.warning("singleton %s: %s; retry in %.2f s", name, exc, delay)
-        raise Retry(defer=delay) from exc
+        raise Retry(delay) from exc
     await coord.clear_failures(name)
     await give_up(run, name, name, exc, failures_so_far)
     raise exc

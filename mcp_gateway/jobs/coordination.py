@@ -15,9 +15,10 @@ requests there are.
 from __future__ import annotations
 
 import time
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from redis.asyncio import Redis
+if TYPE_CHECKING:  # not imported by the embedded runner (``run.Retry``)
+    from redis.asyncio import Redis
 
 # Compare-and-delete: release the lock only if this run still owns it.
 _RELEASE = """

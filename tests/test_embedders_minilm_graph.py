@@ -86,3 +86,32 @@ def test_vectors_are_the_packaged_graphs() -> None:
         ours, theirs = model.encode(batch), reference.encode(batch)
         cosines = np.sum(ours * theirs, axis=1)
         assert cosines.min() >= 0.99999, cosines
+
+
+def test_the_int8_graph_runs_the_packaged_int8_weights_on_int8_kernels() -> None:
+    weights = minilm_graph.load(packaged())
+    block = minilm_graph.KERNEL_BLOCK
+    built = onnx_read.read(minilm_graph.build(weights, block))
+    kernels = [n for n in built.nodes if n.op == "MatMulNBits"]
+    assert len(kernels) == minilm_graph.LAYERS * 4  # qkv as one, attn, up, down
+    assert not [n for n in built.nodes if n.op == "MatMul" and n.inputs[1].endswith(".W")]
+    # the weights are the packaged int8 ones, each column's scale in every block
+    up = weights.linears["L2.up"]
+    packed, scales = built.initializers["L2.up.B"], built.initializers["L2.up.S"]
+    assert packed.shape == (1536, 384 // block, block) and packed.dtype == np.uint8
+    per_weight = np.repeat(scales.reshape(1536, 384 // block), block, axis=1)
+    dequantised = (packed.reshape(1536, 384).astype(np.float32) - 128) * per_weight
+    assert np.array_equal(dequantised.T, up.weight.astype(np.float32) * up.scale)
+    floats = sum(a.nbytes for a in built.initializers.values() if a.dtype == np.float32)
+    assert floats < 3e6  # no float copy of the linears (42 MB in the float graph)
+
+
+def test_int8_vectors_are_close_to_the_float_graphs_not_equal() -> None:
+    exact, fast = MiniLM(threads=1), MiniLM(threads=1, int8=True)
+    assert graph_cache.graph_file("minilm_int8", [packaged()]).exists()
+    for batch in (TEXTS, TEXTS[:1]):
+        a, b = exact.encode(batch), fast.encode(batch)
+        cosines = np.sum(a * b, axis=1)
+        assert cosines.min() >= 0.995, cosines
+        # int8 activations: another model's vectors (their own model id), not the same
+        assert np.abs(a - b).max() > 1e-4

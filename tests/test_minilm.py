@@ -12,10 +12,15 @@ import numpy as np
 
 from mcp_gateway.common.types import IndexFilter, Note, SparseVector, point_id
 from mcp_gateway.embedders import minilm
-from mcp_gateway.embedders.channels import build_channel_embedders
+from mcp_gateway.embedders.channels import (
+    build_channel_embedders,
+    configured_channels,
+    index_gaps,
+)
 from mcp_gateway.embedders.minilm import MODEL_ID, MiniLM, token_ids
 from mcp_gateway.indexing.points import note_payload
 from mcp_gateway.search.service import SearchRequest
+from mcp_gateway.services import Services
 from mcp_gateway.services.app import open_app
 from tests.test_channels import TEXTS, settings_for
 from tests.test_reindex import add_notes
@@ -94,3 +99,30 @@ def test_a_point_says_when_its_text_is_not_latin_script() -> None:
     assert script("Deploys go out on Tuesdays.") is None
     assert script("デプロイは火曜日に Docker で行う") == "cjk"
     assert script("ดีพลอยทุกวันอังคารหลังผ่าน smoke test") == "thai"
+
+
+async def test_switching_to_the_int8_graph_waits_for_a_reindex(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    async with open_app(settings_for(data, ["minilm"])) as app:
+        ids = await add_notes(app, TEXTS)
+        await app.settle()
+    settings = settings_for(data, ["minilm"])
+    settings = settings.model_copy(
+        update={"embedder": settings.embedder.model_copy(update={"minilm_int8": True})}
+    )
+    query = "copier gets stuck with shiny sheets"
+    async with open_app(settings, run_jobs=False) as app:
+        (held,) = app.index.spec.channels
+        assert held.model_id == MODEL_ID  # the float graph's vectors, until the reindex
+        (gap,) = index_gaps(configured_channels(settings.embedder), app.index.spec.channels)
+        assert MODEL_ID in gap and minilm.MODEL_ID_INT8 in gap
+        # the int8 query vector is not asked against the float graph's stored vectors
+        assert await app.search.vectors.channel_queries(query) == {}
+        status = await Services.over(app).rebuild.rebuild()
+        assert status.state == "done", status.message
+        (held,) = app.index.spec.channels
+        assert held.name == "minilm" and held.model_id == minilm.MODEL_ID_INT8
+        assert set(await app.vectors.get("note", minilm.MODEL_ID_INT8, ids)) == set(ids)
+        assert list(await app.search.vectors.channel_queries(query)) == ["minilm"]
+        response = await app.search.search(SearchRequest(query, namespaces=("default",)))
+        assert response.results and response.results[0].id == ids[0]

@@ -42,7 +42,9 @@ from metrics import percentile, score  # noqa: E402
 
 from mcp_gateway.common.access import settings_scope  # noqa: E402
 from mcp_gateway.common.inputs import NoteFields, RecordFields  # noqa: E402
+from mcp_gateway.common.sections import EmbedderSettings  # noqa: E402
 from mcp_gateway.common.settings import KiokuSettings  # noqa: E402
+from mcp_gateway.embedders.channels import configured_channels  # noqa: E402
 from mcp_gateway.services import Services  # noqa: E402
 from mcp_gateway.services.app import open_app  # noqa: E402
 
@@ -111,17 +113,27 @@ async def ensure_channels(data_dir: Path, overrides: dict[str, str]) -> None:
     index lacks searches without them (it only logs a warning), so a ``--set
     embedder.channels=...`` run would silently equal a run without. ``kioku reindex``
     adds them, keeping every channel the index already holds (a reindex drops the ones
-    it is not given)."""
-    wanted = json.loads(overrides.get("KIOKU_EMBEDDER__CHANNELS", "[]"))
+    it is not given), with the run's embedder settings: a channel whose model they change
+    (``embedder.minilm_int8``) is built again for that model."""
+    embedder = {
+        k: v for k, v in overrides.items() if k.startswith("KIOKU_EMBEDDER__")
+    }  # a channel's model follows these
+    fields = {k.removeprefix("KIOKU_EMBEDDER__").lower(): v for k, v in embedder.items()}
+    wanted = configured_channels(EmbedderSettings.model_validate_json(_json_object(fields)))
     async with open_app(KiokuSettings(data_dir=data_dir), run_jobs=False) as app:
-        have = [c.name for c in app.index.spec.channels]
-    missing = [name for name in wanted if name not in have]
+        have = {c.name: c.model_id for c in app.index.spec.channels}
+    missing = [c.name for c in wanted if have.get(c.name) != c.model_id]
     if not missing:
         return
     print(f"{data_dir.name}: building channels {missing} (kioku reindex)", file=sys.stderr)
     env = {k: v for k, v in os.environ.items() if not k.startswith("KIOKU_")}
+    keep = [name for name in have if name not in missing]
     env.update(
-        {"KIOKU_DATA_DIR": str(data_dir), "KIOKU_EMBEDDER__CHANNELS": json.dumps(have + missing)}
+        {
+            **embedder,
+            "KIOKU_DATA_DIR": str(data_dir),
+            "KIOKU_EMBEDDER__CHANNELS": json.dumps(keep + missing),
+        }
     )
     proc = await asyncio.create_subprocess_exec(KIOKU, "reindex", env=env, stdout=sys.stderr)
     if await proc.wait() != 0:
@@ -187,6 +199,18 @@ def print_latency(results: list[dict[str, Any]]) -> None:
             f"p95 {percentile(s, 0.95):6.2f} ms"
         )
     print()
+
+
+def _json_object(fields: dict[str, str]) -> str:
+    """Environment values (JSON where they parse, else strings) as one JSON object."""
+
+    def value(text: str) -> Any:
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
+
+    return json.dumps({k: value(v) for k, v in fields.items()})
 
 
 def parse_overrides(pairs: list[str]) -> dict[str, str]:

@@ -9,6 +9,7 @@ loading it, so an index can be made for it before the model has started.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mcp_gateway.common.sections import EmbedderSettings
@@ -16,7 +17,8 @@ from mcp_gateway.embedders.base import Embedder
 from mcp_gateway.embedders.cache import CachedQueryEmbedder
 from mcp_gateway.embedders.minilm import DIM as MINILM_DIM
 from mcp_gateway.embedders.minilm import MODEL_ID as MINILM_MODEL
-from mcp_gateway.embedders.minilm import MiniLMEmbedder
+from mcp_gateway.embedders.minilm import MODEL_ID_INT8 as MINILM_INT8_MODEL
+from mcp_gateway.embedders.minilm import MiniLMEmbedder, MiniLMInt8Embedder
 from mcp_gateway.embedders.static_channels import DIM as STATIC_DIM
 from mcp_gateway.embedders.static_channels import TABLES, StaticChannel
 from mcp_gateway.embedders.use import DIM as USE_DIM
@@ -29,6 +31,7 @@ KNOWN: dict[str, DenseChannel] = {
     "minilm": DenseChannel("minilm", MINILM_MODEL, MINILM_DIM),
     **{name: DenseChannel(name, model, STATIC_DIM) for name, (model, _, _) in TABLES.items()},
 }
+MINILM_INT8 = DenseChannel("minilm", MINILM_INT8_MODEL, MINILM_DIM)
 # the query scripts (``search.calibration.query_script``) a channel answers; absent: all.
 # MiniLM is English only: a Japanese or Thai query is mostly unknown pieces to it.
 SCRIPTS: dict[str, frozenset[str]] = {"minilm": frozenset({"latin"})}
@@ -39,14 +42,39 @@ SCRIPTS: dict[str, frozenset[str]] = {"minilm": frozenset({"latin"})}
 FAST = frozenset({"use", *TABLES})
 
 
+def index_gaps(configured: Sequence[DenseChannel], held: Sequence[DenseChannel]) -> list[str]:
+    """What the index lacks of the configured channels, one line each: a channel it has
+    not got, or holds for another model (``embedder.minilm_int8`` switched; search goes
+    without it, ``search.query_vectors``). ``kioku reindex`` mends both."""
+    have = {c.name: c.model_id for c in held}
+    missing = [c.name for c in configured if c.name not in have]
+    out = []
+    if missing:
+        out.append(
+            f"the index has no {', '.join(missing)} channel yet: `kioku reindex` adds it "
+            "(the main model's vectors are reused)"
+        )
+    for c in configured:
+        if have.get(c.name, c.model_id) != c.model_id:
+            out.append(
+                f"the index's {c.name} channel holds {have[c.name]} vectors but {c.model_id} "
+                f"is configured: search goes without it until `kioku reindex` builds it"
+            )
+    return out
+
+
 def channel_reads(name: str) -> frozenset[str] | None:
     """The scripts a channel reads (queries and texts alike); None: every script."""
     return SCRIPTS.get(name)
 
 
 def configured_channels(settings: EmbedderSettings) -> tuple[DenseChannel, ...]:
-    """The configured channels, in order, once each."""
-    return tuple(KNOWN[name] for name in dict.fromkeys(settings.channels))
+    """The configured channels, in order, once each (``minilm`` under the int8 graph's
+    model id with ``minilm_int8``: its vectors are not the float graph's)."""
+    return tuple(
+        MINILM_INT8 if name == "minilm" and settings.minilm_int8 else KNOWN[name]
+        for name in dict.fromkeys(settings.channels)
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +100,8 @@ def build_channel_embedders(settings: EmbedderSettings) -> tuple[ChannelEmbedder
     for channel in configured_channels(settings):
         embedder: Embedder
         if channel.name == "minilm":
-            embedder = MiniLMEmbedder(threads=settings.channel_threads)
+            kind = MiniLMInt8Embedder if settings.minilm_int8 else MiniLMEmbedder
+            embedder = kind(threads=settings.channel_threads)
         elif channel.name in TABLES:
             embedder = StaticChannel(channel.name)
         else:

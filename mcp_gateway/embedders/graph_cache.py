@@ -35,7 +35,7 @@ from mcp_gateway.common.fsperms import write_atomic
 
 log = logging.getLogger(__name__)
 
-KINDS = ("exact", "int8", "sae", "minilm")
+KINDS = ("exact", "int8", "sae", "minilm", "minilm_int8")
 BUILD_TIMEOUT_S = 600.0
 STALE_DAYS = 30
 
@@ -62,18 +62,20 @@ def digest(kind: str, inputs: Sequence[Path]) -> str:
     for path in inputs:
         st = path.stat()
         h.update(f"\0{path.resolve()}\0{st.st_size}\0{st.st_mtime_ns}".encode())
-    for source in _minilm_sources() if kind == "minilm" else _shaping_sources():
+    for source in _minilm_sources() if kind.startswith("minilm") else _shaping_sources():
         h.update(source.read_bytes())
     return h.hexdigest()[:20]
 
 
 def build(kind: str, inputs: Sequence[Path]) -> bytes:
     """The graph's bytes: ``exact`` (model), ``int8`` (model, calibration), ``sae``
-    (autoencoder), ``minilm`` (the packaged MiniLM model)."""
+    (autoencoder), ``minilm`` and ``minilm_int8`` (the packaged MiniLM model)."""
     from mcp_gateway.embedders import e5_file, e5_graph, e5_int8, e5_latent, minilm_graph
 
     if kind == "minilm":
         return minilm_graph.build(minilm_graph.load(inputs[0]))
+    if kind == "minilm_int8":
+        return minilm_graph.build(minilm_graph.load(inputs[0]), minilm_graph.KERNEL_BLOCK)
     if kind == "sae":
         return e5_latent.build(e5_latent.load(inputs[0]))
     model = e5_file.load(inputs[0])

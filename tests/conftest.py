@@ -42,6 +42,24 @@ def _private_graph_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[N
 
 
 @pytest.fixture(scope="session", autouse=True)
+def _session_bytecode(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The Python processes the tests start (``kioku`` commands, servers, workers) share
+    one bytecode cache of the session's own: where the environment sets
+    ``PYTHONDONTWRITEBYTECODE``, each of them would otherwise compile every module it
+    imports again. Nothing is written beside the sources or the installed packages."""
+    names = ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")
+    before = {name: os.environ.get(name) for name in names}
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = str(tmp_path_factory.mktemp("pycache"))
+    yield
+    for name, value in before.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
+@pytest.fixture(scope="session", autouse=True)
 def _no_daemon_outlives_the_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Every shared-gateway daemon a test started (through ``kioku serve`` on stdio) lives
     in a data dir under the session's base temp dir: kill any still running at the end.

@@ -20,6 +20,7 @@ import json
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,11 +29,11 @@ sys.path.append(str(ROOT / "bench"))  # the bench helpers, after every installed
 
 from owner_memory import DATA, texts  # noqa: E402  (the same notes through the doors)
 
-from mcp_gateway.common.access import settings_scope  # noqa: E402
+from mcp_gateway.common.access import Scope, settings_scope  # noqa: E402
 from mcp_gateway.common.inputs import NoteFields, NoteQuery  # noqa: E402
 from mcp_gateway.common.settings import KiokuSettings  # noqa: E402
 from mcp_gateway.services import Services  # noqa: E402
-from mcp_gateway.services.app import open_app  # noqa: E402
+from mcp_gateway.services.app import AppContext, open_app  # noqa: E402
 
 
 def rss() -> dict[str, int]:
@@ -55,6 +56,22 @@ async def main(args: argparse.Namespace) -> None:
         await measure(args, settings)
 
 
+async def add_in_steps(
+    app: AppContext, services: Services, scope: Scope, notes: int, step: int
+) -> AsyncIterator[tuple[int, float]]:
+    """Add ``notes`` notes (``owner_memory.texts``) in steps of ``step``, each step's
+    jobs drained and its points applied, so every note so far is embedded and indexed;
+    yields the notes added so far and the seconds the step took."""
+    todo = texts(notes)
+    for start in range(0, len(todo), step):
+        began = time.perf_counter()
+        for text, kind in todo[start : start + step]:
+            await services.notes.add(scope, NoteFields(text=text, type=kind))
+        await app.jobs.drain()
+        await app.applier.apply_pending()
+        yield start + len(todo[start : start + step]), time.perf_counter() - began
+
+
 async def measure(args: argparse.Namespace, settings: KiokuSettings) -> None:
     queries = [json.loads(line)["query"] for line in (DATA / "queries.jsonl").open()]
     async with open_app(settings) as app:
@@ -62,16 +79,9 @@ async def measure(args: argparse.Namespace, settings: KiokuSettings) -> None:
         opened = rss()
         print(f"open: {opened}", flush=True)
         rows = []
-        todo = texts(args.notes)
-        for start in range(0, len(todo), args.step):
-            began = time.perf_counter()
-            for text, kind in todo[start : start + args.step]:
-                await services.notes.add(scope, NoteFields(text=text, type=kind))
-            await app.jobs.drain()
-            await app.applier.apply_pending()
-            done = start + len(todo[start : start + args.step])
-            rows.append((done, rss(), time.perf_counter() - began))
-            print(f"{done} notes embedded: {rows[-1][1]} ({rows[-1][2]:.0f} s)", flush=True)
+        async for done, took in add_in_steps(app, services, scope, args.notes, args.step):
+            rows.append((done, rss(), took))
+            print(f"{done} notes embedded: {rows[-1][1]} ({took:.0f} s)", flush=True)
         for q in queries[: args.searches]:
             await services.notes.search(scope, NoteQuery(query=q))
         searched = rss()

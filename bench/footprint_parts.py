@@ -34,12 +34,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[0] = str(ROOT)
 sys.path.append(str(ROOT / "bench"))
 
-from footprint import rss  # noqa: E402
-from owner_memory import DATA, texts  # noqa: E402
+from footprint import add_in_steps, rss  # noqa: E402
+from owner_memory import DATA  # noqa: E402
 
 from mcp_gateway.common import heap  # noqa: E402
 from mcp_gateway.common.access import settings_scope  # noqa: E402
-from mcp_gateway.common.inputs import NoteFields, NoteQuery  # noqa: E402
+from mcp_gateway.common.inputs import NoteQuery  # noqa: E402
 from mcp_gateway.common.settings import KiokuSettings  # noqa: E402
 from mcp_gateway.services import Services  # noqa: E402
 from mcp_gateway.services.app import open_app  # noqa: E402
@@ -134,15 +134,8 @@ async def main(args: argparse.Namespace) -> None:
                 for stat in snap.statistics("filename")[:15]:
                     print(f"     {stat.size / 2**20:7.2f} MB {stat.traceback}", flush=True)
             report("open", None)
-            todo = texts(args.notes)
-            for start in range(0, len(todo), args.step):
-                began = time.perf_counter()
-                for text, kind in todo[start : start + args.step]:
-                    await services.notes.add(scope, NoteFields(text=text, type=kind))
-                await app.jobs.drain()
-                await app.applier.apply_pending()
-                done = start + len(todo[start : start + args.step])
-                report(f"{done} notes ({time.perf_counter() - began:.0f} s)", base)
+            async for done, took in add_in_steps(app, services, scope, args.notes, args.step):
+                report(f"{done} notes ({took:.0f} s)", base)
             if args.rebuild:  # a rebuild (out of process above exact_search_below), swapped in
                 began = time.perf_counter()
                 status = await services.rebuild.rebuild()

@@ -137,18 +137,12 @@ class _Graph:
         qkv = self.linear(
             x, [p + "q.w", p + "k.w", p + "v.w"], [p + "q.b", p + "k.b", p + "v.b"], n + ".qkv"
         )  # the names (L3.qkv, L3.attn, ...) are e5_int8's
-        q, k, v = (f"{n}.{t}" for t in "qkv")
-        self.node("Split", [qkv], [q, k, v], axis=-1, num_outputs=3)
-        for t in (q, k, v):
-            self.node("Reshape", [t, "by_head"], [t + ".h"])
-        self.node("Transpose", [q + ".h"], [q + ".t"], perm=[0, 2, 1, 3])
-        self.node("Transpose", [k + ".h"], [k + ".t"], perm=[0, 2, 3, 1])
-        self.node("Transpose", [v + ".h"], [v + ".t"], perm=[0, 2, 1, 3])
-        scores = self.node("MatMul", [q + ".t", k + ".t"], [n + ".scores"])
+        q, k, v = self.model.split_heads(qkv, n)
+        scores = self.node("MatMul", [q, k], [n + ".scores"])
         scaled = self.node("Mul", [scores, "scale"], [n + ".scaled"])
         biased = self.node("Add", [scaled, "mask_bias"], [n + ".biased"])
         probs = self.node("Softmax", [biased], [n + ".probs"], axis=-1)
-        ctx = self.node("MatMul", [probs, v + ".t"], [n + ".ctx"])
+        ctx = self.node("MatMul", [probs, v], [n + ".ctx"])
         ctx = self.node("Transpose", [ctx], [n + ".ctx.t"], perm=[0, 2, 1, 3])
         ctx = self.node("Reshape", [ctx, "by_token"], [n + ".ctx.flat"])
         attn = self.linear(ctx, [p + "ao.w"], [p + "ao.b"], n + ".attn")

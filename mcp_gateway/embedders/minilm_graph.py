@@ -196,19 +196,13 @@ class _Graph:
     def encoder_layer(self, x: str, layer: int) -> str:
         n, ln = f"L{layer}", f"{_PREFIX}{layer}."
         qkv = self.linear(x, [n + ".q", n + ".k", n + ".v"], n + ".qkv")
-        q, k, v = (f"{n}.{t}" for t in "qkv")
-        self.node("Split", [qkv], [q, k, v], axis=-1, num_outputs=3)
-        for t in (q, k, v):
-            self.node("Reshape", [t, "by_head"], [t + ".h"])
-        self.node("Transpose", [q + ".h"], [q + ".t"], perm=[0, 2, 1, 3])
-        self.node("Transpose", [k + ".h"], [k + ".t"], perm=[0, 2, 3, 1])
-        self.node("Transpose", [v + ".h"], [v + ".t"], perm=[0, 2, 1, 3])
-        qs = self.node("Mul", [q + ".t", "scale"], [q + ".s"])
-        ks = self.node("Mul", [k + ".t", "scale"], [k + ".s"])
+        q, k, v = self.model.split_heads(qkv, n)
+        qs = self.node("Mul", [q, "scale"], [f"{n}.q.s"])
+        ks = self.node("Mul", [k, "scale"], [f"{n}.k.s"])
         scores = self.node("MatMul", [qs, ks], [n + ".scores"])
         biased = self.node("Add", [scores, "mask_bias"], [n + ".biased"])
         probs = self.node("Softmax", [biased], [n + ".probs"], axis=-1)
-        ctx = self.node("MatMul", [probs, v + ".t"], [n + ".ctx"])
+        ctx = self.node("MatMul", [probs, v], [n + ".ctx"])
         ctx = self.node("Transpose", [ctx], [n + ".ctx.t"], perm=[0, 2, 1, 3])
         ctx = self.node("Reshape", [ctx, "by_token"], [n + ".ctx.flat"])
         attn = self.linear(ctx, [n + ".attn"], n + ".attn")

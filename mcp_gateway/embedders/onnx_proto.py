@@ -121,6 +121,19 @@ class Model:
         self.nodes.append(node(op, inputs, outputs, domain, **attrs))
         return outputs[0]
 
+    def split_heads(self, qkv: str, prefix: str) -> tuple[str, str, str]:
+        """A BERT layer's fused q|k|v projection as attention heads: q and v
+        [batch, heads, tokens, head dim], k [batch, heads, head dim, tokens] (ready for
+        q @ k); needs the ``by_head`` shape constant. Returns the three tensors' names."""
+        q, k, v = (f"{prefix}.{t}" for t in "qkv")
+        self.op("Split", [qkv], [q, k, v], axis=-1, num_outputs=3)
+        for t in (q, k, v):
+            self.op("Reshape", [t, "by_head"], [t + ".h"])
+        qt = self.op("Transpose", [q + ".h"], [q + ".t"], perm=[0, 2, 1, 3])
+        kt = self.op("Transpose", [k + ".h"], [k + ".t"], perm=[0, 2, 3, 1])
+        vt = self.op("Transpose", [v + ".h"], [v + ".t"], perm=[0, 2, 1, 3])
+        return qt, kt, vt
+
     def serialise(self) -> bytes:
         graph = b"".join(_bytes(1, n) for n in self.nodes) + _str(2, self.name)
         graph += b"".join(_bytes(5, t) for t in self.initializers)

@@ -2,9 +2,9 @@
 
 A pytest plugin and its report. Load it from this directory:
 
-    PYTHONPATH=bench SUITE_CLOCK_OUT=/tmp/run.tsv \\
+    PYTHONPATH=bench SUITE_CLOCK_OUT=run.tsv \\
         .venv/bin/pytest -q -m "not slow" -p suite_clock
-    python bench/suite_clock.py /tmp/run.tsv [/tmp/other.tsv]
+    python bench/suite_clock.py run.tsv [other.tsv]
 
 Each test (setup, call and teardown together) appends one TSV line: node id, wall
 seconds, this process's CPU (user+sys, every thread) and the CPU of the children it

@@ -100,7 +100,7 @@ def build_channel_embedders(settings: EmbedderSettings) -> tuple[ChannelEmbedder
     for channel in configured_channels(settings):
         embedder: Embedder
         if channel.name == "minilm":
-            kind = MiniLMInt8Embedder if settings.minilm_int8 else MiniLMEmbedder
+            kind = MiniLMInt8Embedder if channel == MINILM_INT8 else MiniLMEmbedder
             embedder = kind(threads=settings.channel_threads)
         elif channel.name in TABLES:
             embedder = StaticChannel(channel.name)

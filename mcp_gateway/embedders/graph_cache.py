@@ -72,10 +72,9 @@ def build(kind: str, inputs: Sequence[Path]) -> bytes:
     (autoencoder), ``minilm`` and ``minilm_int8`` (the packaged MiniLM model)."""
     from mcp_gateway.embedders import e5_file, e5_graph, e5_int8, e5_latent, minilm_graph
 
-    if kind == "minilm":
-        return minilm_graph.build(minilm_graph.load(inputs[0]))
-    if kind == "minilm_int8":
-        return minilm_graph.build(minilm_graph.load(inputs[0]), minilm_graph.KERNEL_BLOCK)
+    if kind.startswith("minilm"):
+        block = minilm_graph.KERNEL_BLOCK if kind == "minilm_int8" else 0
+        return minilm_graph.build(minilm_graph.load(inputs[0]), block)
     if kind == "sae":
         return e5_latent.build(e5_latent.load(inputs[0]))
     model = e5_file.load(inputs[0])

@@ -17,7 +17,7 @@ from __future__ import annotations
 import importlib
 import unicodedata
 from collections.abc import Sequence
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -167,14 +167,8 @@ class MiniLM:
         return back
 
 
-def _load(threads: int) -> Any:
-    model = MiniLM(threads)
-    model.encode(["warm"])
-    return model
-
-
-def _load_int8(threads: int) -> Any:
-    model = MiniLM(threads, int8=True)
+def _load(threads: int, int8: bool = False) -> Any:
+    model = MiniLM(threads, int8)
     model.encode(["warm"])
     return model
 
@@ -192,4 +186,4 @@ class MiniLMInt8Embedder(MiniLMEmbedder):
     """The same channel on the int8-kernel graph (``embedder.minilm_int8``)."""
 
     model_id = MODEL_ID_INT8
-    load = staticmethod(_load_int8)
+    load = staticmethod(partial(_load, int8=True))

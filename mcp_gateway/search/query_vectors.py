@@ -43,7 +43,7 @@ class QueryVectors:
             return out
         script = query_script(query) if self.channels else ""
         # one after the other: started together on their lanes, they were no faster over
-        # stdio idle and slower under a CPU hog (bench/LOG.md, round 25)
+        # stdio idle and slower under a CPU hog (bench/LOG.md, "minilm: int8 kernel quality")
         for ce in self.channels:
             if not self._indexed(ce) or not ce.answers(script):
                 continue

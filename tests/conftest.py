@@ -159,3 +159,22 @@ async def harness(settings: KiokuSettings) -> AsyncIterator[Harness]:
     apps: list[AppContext] = []
     async with connected(create_server(settings, on_app=apps.append)) as client:
         yield Harness(client, apps)
+
+
+async def answer_after_notes(
+    settings: KiokuSettings, notes: list[str], query: str, top: int, **search: object
+) -> list[str]:
+    """The texts ``search_memory`` answers for ``query`` (``top``) on a server of its own
+    over ``settings`` with the ``search`` settings changed, once ``notes`` are added and
+    settled; each variant in a data dir of its own."""
+    variant = settings.search.model_copy(update=search)
+    name = "-".join(f"{key}={value}" for key, value in sorted(search.items()))
+    own = settings.model_copy(update={"search": variant, "data_dir": settings.data_dir / name})
+    apps: list[AppContext] = []
+    async with connected(create_server(own, on_app=apps.append)) as client:
+        h = Harness(client, apps)
+        for text in notes:
+            await h.ok("add_note", text=text)
+        await h.settle()
+        data = await h.ok("search_memory", query=query, top=top)
+    return [r["text"] for r in data["results"]]

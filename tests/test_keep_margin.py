@@ -13,9 +13,8 @@ only the margin dropped, high priority excepted (``test_tools_notes.py`` holds i
 from __future__ import annotations
 
 from mcp_gateway.common.settings import KiokuSettings
-from mcp_gateway.protocol.server import create_server
 
-from .conftest import Harness, connected
+from .conftest import answer_after_notes
 
 CHAT = [
     "[2026-03-02 session 1] user: we're finally planning the Lisbon trip for late May",
@@ -35,20 +34,6 @@ CHAT = [
 ]
 
 
-async def _answer(settings: KiokuSettings, fill: bool, query: str, top: int) -> list[str]:
-    search = settings.search.model_copy(update={"margin_fill": fill})
-    own = settings.model_copy(update={"search": search, "data_dir": settings.data_dir / str(fill)})
-    apps: list = []
-    server = create_server(own, on_app=apps.append)
-    async with connected(server) as client:
-        h = Harness(client, apps)
-        for text in CHAT:
-            await h.ok("add_note", text=text)
-        await h.settle()
-        data = await h.ok("search_memory", query=query, top=top)
-    return [r["text"] for r in data["results"]]
-
-
 async def test_the_margin_does_not_cut_a_conversations_answer_short(
     settings: KiokuSettings,
 ) -> None:
@@ -56,7 +41,7 @@ async def test_the_margin_does_not_cut_a_conversations_answer_short(
     was cut to the turns nearest the best; with it, the turns the type's threshold
     keeps follow, and the margin's answer stays first, in its order."""
     query = "which hotel did we book in Lisbon?"
-    cut = await _answer(settings, False, query, top=10)
-    full = await _answer(settings, True, query, top=10)
+    cut = await answer_after_notes(settings, CHAT, query, 10, margin_fill=False)
+    full = await answer_after_notes(settings, CHAT, query, 10, margin_fill=True)
     assert cut[0].endswith("we booked the hotel, Memmo Alfama, four nights")
     assert len(full) > len(cut) and full[: len(cut)] == cut

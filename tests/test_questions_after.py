@@ -11,9 +11,8 @@ rule itself in ``test_ranking.py``.
 from __future__ import annotations
 
 from mcp_gateway.common.settings import KiokuSettings
-from mcp_gateway.protocol.server import create_server
 
-from .conftest import Harness, connected
+from .conftest import answer_after_notes
 
 CHAT = [
     "[2026-03-02 session 1] user: we're finally planning the Lisbon trip for late May",
@@ -26,20 +25,6 @@ CHAT = [
 QUESTION, ANSWER = CHAT[1], CHAT[2]
 
 
-async def _answer(settings: KiokuSettings, on: bool, query: str) -> list[str]:
-    search = settings.search.model_copy(update={"questions_after": on})
-    own = settings.model_copy(update={"search": search, "data_dir": settings.data_dir / str(on)})
-    apps: list = []
-    server = create_server(own, on_app=apps.append)
-    async with connected(server) as client:
-        h = Harness(client, apps)
-        for text in CHAT:
-            await h.ok("add_note", text=text)
-        await h.settle()
-        data = await h.ok("search_memory", query=query, top=5)
-    return [r["text"] for r in data["results"]]
-
-
 async def test_the_turn_that_answers_comes_before_the_turn_that_asks(
     settings: KiokuSettings,
 ) -> None:
@@ -47,8 +32,8 @@ async def test_the_turn_that_answers_comes_before_the_turn_that_asks(
     it the asking turn goes just below the answering turn (which has over 0.8 of its
     score) and stays above the hits that score much lower."""
     query = "which hotel did we book in Lisbon?"
-    before = await _answer(settings, False, query)
-    after = await _answer(settings, True, query)
+    before = await answer_after_notes(settings, CHAT, query, 5, questions_after=False)
+    after = await answer_after_notes(settings, CHAT, query, 5, questions_after=True)
     assert before[:2] == [QUESTION, ANSWER]
     assert after[:2] == [ANSWER, QUESTION]
     assert sorted(after) == sorted(before) and after[2:] == before[2:]

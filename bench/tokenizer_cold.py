@@ -26,9 +26,9 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from mcp_gateway.embedders import e5_file
 from mcp_gateway.embedders.e5_onnx import model_path
 from mcp_gateway.embedders.e5_tokenizer import UnigramTokenizer
+from mcp_gateway.graphs import e5_file
 
 QUALITY = Path(__file__).resolve().parent / "quality"
 

@@ -26,7 +26,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DOORS = {"protocol", "cli", "daemon", "ui"}
 SERVICES = {"services"}
-CORE = {"search", "stores", "records", "index", "indexing", "rebuild", "embedders", "jobs"}
+CORE = {
+    "search",
+    "stores",
+    "records",
+    "index",
+    "indexing",
+    "rebuild",
+    "embedders",
+    "graphs",
+    "jobs",
+}
 FLOOR = {"common"}
 
 

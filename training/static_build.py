@@ -6,7 +6,7 @@ pooling e5 gives a text). ``embedders.static`` then gives a text the weighted me
 pieces' rows: a vector in e5's own space, ~0.1 ms, no model run.
 
 This module computes raw rows (``piece_rows``) and chooses the pieces (``kept_pieces``);
-``python -m mcp_gateway.embedders.static_build`` rebuilds the shipped table from the
+``python -m training.static_build`` rebuilds the shipped table from the
 installed model (``static_table.write``), and a test recomputes a sample of rows and
 finds them equal to the shipped ones within quantisation.
 """
@@ -21,8 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from mcp_gateway.embedders import e5_file, e5_onnx, graph_cache
+from mcp_gateway.embedders import e5_onnx
 from mcp_gateway.embedders.e5_tokenizer import UnigramTokenizer
+from mcp_gateway.graphs import e5_file
+from mcp_gateway.graphs.cache import graph_source
 
 BATCH = 256  # pieces a forward pass: equal lengths, no padding, so batching is exact
 
@@ -92,7 +94,7 @@ class PieceRunner:
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
-        source = graph_cache.graph_source("exact", [path])
+        source = graph_source("exact", [path])
         self.session: Any = ort.InferenceSession(
             source, options, providers=["CPUExecutionProvider"]
         )

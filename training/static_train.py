@@ -172,7 +172,7 @@ def quantise_moved(
 ) -> tuple[np.ndarray, np.ndarray]:
     """int8 rows and quantisation scales: the moved rows quantised afresh (as
     ``static_build.quantise``), the others the shipped bytes unchanged."""
-    from mcp_gateway.embedders.static_build import quantise
+    from training.static_build import quantise
 
     q, quant = np.array(q0, np.int8, copy=True), np.array(quant0, np.float32, copy=True)
     if moved.any():

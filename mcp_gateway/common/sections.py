@@ -80,7 +80,7 @@ class EmbedderSettings(BaseModel):
     # threads for a channel's model per call: USE's own default (4) took ~370 ms a
     # query on 2 busy cores, one thread ~5 ms (bench/LOG.md)
     channel_threads: int = Field(default=1, ge=1, le=64)
-    # the "minilm" channel on int8 kernels (embedders/minilm_graph.py): ~26 MB less and a
+    # the "minilm" channel on int8 kernels (graphs/minilm_graph.py): ~26 MB less and a
     # faster query; its vectors move (a model id of their own: `kioku reindex` re-embeds)
     minilm_int8: bool = False
 

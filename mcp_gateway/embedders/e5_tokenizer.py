@@ -31,8 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-from mcp_gateway.embedders.e5_file import Vocabulary
 from mcp_gateway.embedders.e5_pieces import PieceIndex
+from mcp_gateway.graphs.e5_file import Vocabulary
 
 META = "\u2581"
 # runs kept; a run is a word (or an unspaced ja/th stretch). A run solved again costs

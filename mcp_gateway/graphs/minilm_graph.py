@@ -31,8 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-from mcp_gateway.embedders import onnx_proto as proto
-from mcp_gateway.embedders import onnx_read
+from mcp_gateway.graphs import onnx_proto as proto
+from mcp_gateway.graphs import onnx_read
 
 HIDDEN, HEADS, LAYERS, EPS = 384, 12, 6, 1e-12
 KERNEL_BLOCK = 32  # the minilm_int8 graph's activation block (chosen on dev: bench/LOG.md)

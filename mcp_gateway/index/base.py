@@ -15,7 +15,7 @@ from mcp_gateway.common.types import IndexFilter, IndexHit, IndexPoint, SparseVe
 
 DENSE = "dense"
 SPARSE = "sparse"
-LATENT = "latent"  # latent terms (embedders/e5_latent.py): a plain dot-product sparse vector
+LATENT = "latent"  # latent terms (graphs/e5_latent.py): a plain dot-product sparse vector
 CHANNEL_PREFIX = "dense_"  # a further dense channel's vector name: "dense_<channel>"
 
 # Payload fields that get a payload index (keyword unless noted).

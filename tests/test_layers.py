@@ -249,7 +249,6 @@ def test_the_browser_imports_no_process_door() -> None:
 MUTUAL_LEFT = {
     ("index", "search"),  # index.qdrant ranks with search.ranking's fusion
     ("indexing", "jobs"),  # reconcile queues jobs; the embedding job writes points' text
-    ("records", "stores"),  # the records store opens stores.db; stores.changes reads records
 }
 
 

@@ -20,7 +20,7 @@ from arq.cron import CronJob
 from arq.worker import Function, func
 
 from mcp_gateway.common.settings import KiokuSettings
-from mcp_gateway.jobs import JobContext, failures
+from mcp_gateway.jobs import JobContext
 from mcp_gateway.jobs.arq_queue import ArqQueue, arq_function
 from mcp_gateway.jobs.batcher import Batcher
 from mcp_gateway.jobs.context import KEY
@@ -84,7 +84,6 @@ def lifecycle(
         shared = kc
         if shared is None:
             shared = await stack.enter_async_context(open_worker_context(settings))
-        await failures.ensure_table(shared.db)
         batcher = Batcher(shared, size=settings.embedder.batch_size)
         stack.push_async_callback(batcher.close)
         ctx.update(

@@ -88,7 +88,6 @@ class ArqScheduler(QueueScheduler):
         url = self.kc.settings.redis_url
         if not url:
             raise RuntimeError("ArqScheduler needs settings.redis_url")
-        await failures.ensure_table(self.kc.db)
         self._pool = await open_pool(url, self.names)
         self._queue = ArqQueue(self._pool, self.names)
         self._coord = RedisCoordinator(self._pool, self.names.prefix)

@@ -10,31 +10,10 @@ import sqlite3
 import time
 from typing import Any
 
-from mcp_gateway.stores.db import Database, register_migration
+from mcp_gateway.stores.db import Database
 
-_TABLE = """
-CREATE TABLE IF NOT EXISTS job_failures (
-    job TEXT NOT NULL,
-    key TEXT NOT NULL,
-    error TEXT NOT NULL,
-    tries INTEGER NOT NULL,
-    count INTEGER NOT NULL DEFAULT 1,
-    first_at {time} NOT NULL,
-    last_at {time} NOT NULL,
-    PRIMARY KEY (job, key)
-)
-"""
-# SQLite creates the table on first use (as it always has); PostgreSQL by migration,
-# since concurrent CREATE TABLE IF NOT EXISTS can collide there
-_SCHEMA = _TABLE.format(time="REAL")
-register_migration("job_failures", 1, _TABLE.format(time="DOUBLE PRECISION"), "postgres")
-
+# the table: ``stores.schema`` (job_failures)
 MAX_ERROR_CHARS = 500
-
-
-async def ensure_table(db: Database) -> None:
-    if db.dialect == "sqlite":
-        await db.run(lambda c: c.execute(_SCHEMA))
 
 
 async def record(db: Database, job: str, key: str, error: BaseException, tries: int) -> None:
@@ -42,8 +21,6 @@ async def record(db: Database, job: str, key: str, error: BaseException, tries: 
     now = time.time()
 
     def write(conn: sqlite3.Connection) -> None:
-        if db.dialect == "sqlite":
-            conn.execute(_SCHEMA)
         conn.execute(
             "INSERT INTO job_failures(job, key, error, tries, count, first_at, last_at) "
             "VALUES (?, ?, ?, ?, 1, ?, ?) ON CONFLICT(job, key) DO UPDATE SET "
@@ -60,7 +37,6 @@ async def failed_since(db: Database, job: str, keys: list[str], since: float) ->
     after ``since``."""
     if not keys:
         return {}
-    await ensure_table(db)
     marks = ",".join("?" * len(keys))
     rows = await db.fetchall(
         f"SELECT key, last_at FROM job_failures WHERE job = ? AND key IN ({marks}) AND last_at > ?",
@@ -70,14 +46,12 @@ async def failed_since(db: Database, job: str, keys: list[str], since: float) ->
 
 
 async def clear(db: Database, job: str, key: str) -> None:
-    await ensure_table(db)
     await db.transaction(
         lambda c: c.execute("DELETE FROM job_failures WHERE job = ? AND key = ?", (job, key))
     )
 
 
 async def summary(db: Database, limit: int = 20) -> dict[str, Any]:
-    await ensure_table(db)
     total = await db.fetchall("SELECT COUNT(*) AS n FROM job_failures")
     rows = await db.fetchall(
         "SELECT job, key, error, tries, count, last_at FROM job_failures "

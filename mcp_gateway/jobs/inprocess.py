@@ -203,7 +203,6 @@ class InProcessScheduler(QueueScheduler):
 
     async def start(self) -> None:
         settings = self.kc.settings
-        await failures.ensure_table(self.kc.db)
         self._coord = MemoryCoordinator()
         self._batcher = Batcher(self.kc, size=settings.embedder.batch_size)
         run = JobRun(self.kc, coord=self._coord, batcher=self._batcher)

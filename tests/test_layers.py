@@ -247,7 +247,6 @@ def test_the_browser_imports_no_process_door() -> None:
 # Folders that still import each other, each pair (alphabetical) with why; the list may
 # only shrink.
 MUTUAL_LEFT = {
-    ("index", "search"),  # index.qdrant ranks with search.ranking's fusion
     ("indexing", "jobs"),  # reconcile queues jobs; the embedding job writes points' text
 }
 

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from mcp_gateway.common.types import IndexHit
+from mcp_gateway.index.base import best_of_views
 from mcp_gateway.search.calibration import MODELS, for_model, query_script, shift_query, shift_views
 from mcp_gateway.search.ranking import (
     Candidate,
     RankingParams,
-    best_of_views,
     fuse,
     recent_floor,
     select,

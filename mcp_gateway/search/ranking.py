@@ -135,18 +135,6 @@ def _fast_parts(
     return [params.fast_weight * v for v in _dbsf([h.score for h in fast], basis or None)]
 
 
-def best_of_views(views: Sequence[Sequence[IndexHit]], limit: int) -> list[IndexHit]:
-    """Dense hits of several query views merged by each point's best score."""
-    if len(views) == 1:
-        return list(views[0])
-    best: dict[str, IndexHit] = {}
-    for hits in views:
-        for h in hits:
-            if h.id not in best or h.score > best[h.id].score:
-                best[h.id] = h
-    return sorted(best.values(), key=lambda h: h.score, reverse=True)[:limit]
-
-
 def fuse(
     dense: Sequence[IndexHit],
     sparse: Sequence[IndexHit],

@@ -26,7 +26,7 @@ from mcp_gateway.common.types import (
 )
 from mcp_gateway.embedders.base import Embedder
 from mcp_gateway.embedders.channels import ChannelEmbedder, channel_reads
-from mcp_gateway.index.base import Channels
+from mcp_gateway.index.base import Channels, best_of_views
 from mcp_gateway.index.live import LiveIndex
 from mcp_gateway.indexing.writebehind import WriteBehind
 from mcp_gateway.search.answers import AnswerCache
@@ -40,14 +40,7 @@ from mcp_gateway.search.note_reads import RecentAt, RecentNotes, ShownNotes
 from mcp_gateway.search.prefetch import Searches
 from mcp_gateway.search.query_memo import QueryMemo
 from mcp_gateway.search.query_vectors import QueryVectors
-from mcp_gateway.search.ranking import (
-    RankingParams,
-    best_of_views,
-    fuse,
-    pin_exact,
-    recent_floor,
-    select,
-)
+from mcp_gateway.search.ranking import RankingParams, fuse, pin_exact, recent_floor, select
 from mcp_gateway.search.reorder import carry_to_heads
 from mcp_gateway.search.request import RecordLookup, SearchRequest, retired_heads
 from mcp_gateway.search.results import note_result

@@ -53,6 +53,7 @@ def _top_level_imports(folders: list[str]) -> dict[str, str]:
 OPTIONAL = {
     "mcp_gateway/stores/pg.py": "postgres",
     "mcp_gateway/index/qdrant.py": "qdrant",
+    "mcp_gateway/embedders/minilm.py": "minilm",
 }
 
 

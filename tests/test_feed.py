@@ -237,7 +237,7 @@ async def test_periodic_work_runs_in_one_gateway(
     the truth store lets one of them (the first to take it) run it every period."""
     import anyio
 
-    from mcp_gateway.jobs import inprocess
+    from mcp_gateway.queue import inprocess
 
     period, window = 0.25, 1.5
     monkeypatch.setattr(inprocess, "periodic_jobs", lambda settings: [("rerank", period, True)])

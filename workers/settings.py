@@ -21,11 +21,12 @@ from arq.worker import Function, func
 
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.jobs import JobContext
-from mcp_gateway.jobs.arq_queue import ArqQueue, arq_function
 from mcp_gateway.jobs.batcher import Batcher
-from mcp_gateway.jobs.context import KEY
-from mcp_gateway.jobs.coordination import RedisCoordinator
-from mcp_gateway.jobs.scheduler import JOBS, SINGLETON_JOBS, QueueNames
+from mcp_gateway.jobs.tasks import JOBS, SINGLETON_JOBS
+from mcp_gateway.queue.arq_queue import ArqQueue, arq_function
+from mcp_gateway.queue.context import KEY
+from mcp_gateway.queue.coordination import RedisCoordinator
+from mcp_gateway.queue.scheduler import QueueNames
 from workers.context import open_worker_context
 
 

@@ -19,11 +19,11 @@ from arq.connections import ArqRedis, RedisSettings, create_pool
 from arq.constants import in_progress_key_prefix
 from arq.worker import Retry as ArqRetry
 
-from mcp_gateway.jobs import failures
-from mcp_gateway.jobs.context import JobContext
-from mcp_gateway.jobs.coordination import RedisCoordinator
-from mcp_gateway.jobs.run import JobRun, Retry
-from mcp_gateway.jobs.scheduler import JobFunction, QueueNames, QueueScheduler
+from mcp_gateway.queue import failures
+from mcp_gateway.queue.context import JobContext
+from mcp_gateway.queue.coordination import RedisCoordinator
+from mcp_gateway.queue.run import JobRun, Retry
+from mcp_gateway.queue.scheduler import JobFunction, QueueNames, QueueScheduler
 
 log = logging.getLogger(__name__)
 

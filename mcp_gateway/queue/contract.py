@@ -22,9 +22,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any, NoReturn
 
 from mcp_gateway.common.errors import EmbedderUnavailable, StoreUnavailable
-from mcp_gateway.jobs import failures
-from mcp_gateway.jobs.coordination import Coordinator
-from mcp_gateway.jobs.run import JobQueue, JobRun, Retry
+from mcp_gateway.queue import failures
+from mcp_gateway.queue.coordination import Coordinator
+from mcp_gateway.queue.run import JobQueue, JobRun, Retry
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from arq.connections import RedisSettings, create_pool
 
 from mcp_gateway.common.settings import KiokuSettings
-from mcp_gateway.jobs.scheduler import QueueNames
+from mcp_gateway.queue.scheduler import QueueNames
 
 
 async def check_redis(settings: KiokuSettings) -> tuple[bool, str]:

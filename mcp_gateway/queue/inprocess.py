@@ -16,16 +16,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from mcp_gateway.jobs import failures
-from mcp_gateway.jobs.batcher import Batcher
-from mcp_gateway.jobs.context import JobContext
-from mcp_gateway.jobs.coordination import MemoryCoordinator
-from mcp_gateway.jobs.run import JobRun, Retry
-from mcp_gateway.jobs.scheduler import JOBS, JobFunction, QueueScheduler, periodic_jobs
+from mcp_gateway.queue import failures
+from mcp_gateway.queue.context import JobContext
+from mcp_gateway.queue.coordination import MemoryCoordinator
+from mcp_gateway.queue.run import JobRun, NoteBatcher, Retry
+from mcp_gateway.queue.scheduler import JobFunction, QueueScheduler, periodic_jobs
 from mcp_gateway.stores.leases import Leases
 
 log = logging.getLogger(__name__)
@@ -193,21 +192,32 @@ class InProcessQueue:
 
 
 class InProcessScheduler(QueueScheduler):
-    """``Scheduler`` for the embedded default (``KIOKU_REDIS_URL`` unset)."""
+    """``Scheduler`` for the embedded default (``KIOKU_REDIS_URL`` unset): runs ``jobs``
+    (name -> job function), per-note embeddings through the batcher ``make_batcher``
+    builds at start (``jobs.build_scheduler`` hands both in)."""
 
-    def __init__(self, kc: JobContext) -> None:
+    def __init__(
+        self,
+        kc: JobContext,
+        jobs: Mapping[str, JobFunction],
+        make_batcher: Callable[[JobContext], NoteBatcher],
+    ) -> None:
         super().__init__(kc)
+        self._jobs, self._make_batcher = jobs, make_batcher
         self._runner: InProcessQueue | None = None
-        self._batcher: Batcher | None = None
+        self._batcher: NoteBatcher | None = None
         self._timers: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
         settings = self.kc.settings
         self._coord = MemoryCoordinator()
-        self._batcher = Batcher(self.kc, size=settings.embedder.batch_size)
+        self._batcher = self._make_batcher(self.kc)
         run = JobRun(self.kc, coord=self._coord, batcher=self._batcher)
         self._runner = InProcessQueue(
-            JOBS, run, concurrency=settings.queue.max_jobs, timeout_s=settings.queue.job_timeout_s
+            self._jobs,
+            run,
+            concurrency=settings.queue.max_jobs,
+            timeout_s=settings.queue.job_timeout_s,
         )
         self._queue = self._runner
         self._runner.run = replace(run, queue=self._runner)

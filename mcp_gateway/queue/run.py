@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from mcp_gateway.jobs.context import KEY, JobContext
-from mcp_gateway.jobs.coordination import Coordinator
+from mcp_gateway.queue.context import KEY, JobContext
+from mcp_gateway.queue.coordination import Coordinator
 
 # a transient failure waits this long before its first retry, then twice as long each time
 RETRY_BASE_S = 0.5
@@ -43,8 +43,14 @@ class JobQueue(Protocol):
 
 
 class NoteBatcher(Protocol):
+    """``jobs.batcher.Batcher``, as the runners hold it."""
+
+    stats: Any  # what it counted (embedder calls, batches, drafted), for ``stats``
+
     async def submit(self, note_id: str) -> None:
         """Embed the note with others submitted meanwhile (one embedder call a batch)."""
+
+    async def close(self) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)

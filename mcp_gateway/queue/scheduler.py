@@ -6,7 +6,7 @@
 - ``export=True`` -> a singleton request (generation pattern, ``contract``);
 - ``tune=True`` -> carried by the index job, which requests tuning once the note's
   dense vector exists (tuning measures it).
-``JOBS`` is the one registry of queue functions both runners execute.
+The job functions both runners execute are registered above this (``jobs.tasks.JOBS``).
 """
 
 from __future__ import annotations
@@ -18,25 +18,21 @@ from typing import Any
 
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.common.types import Note
-from mcp_gateway.jobs import tasks
-from mcp_gateway.jobs.context import JobContext
-from mcp_gateway.jobs.contract import EXPORT, TUNE, request_singleton
-from mcp_gateway.jobs.coordination import Coordinator
-from mcp_gateway.jobs.run import JobQueue
+from mcp_gateway.queue.context import JobContext
+from mcp_gateway.queue.contract import EXPORT, TUNE, request_singleton
+from mcp_gateway.queue.coordination import Coordinator
+from mcp_gateway.queue.run import JobQueue
 
 log = logging.getLogger(__name__)
 
 JobFunction = Callable[..., Awaitable[Any]]
 
-JOBS: dict[str, JobFunction] = {
-    "index_note": tasks.index_note,
-    "index_records": tasks.index_records,
-    EXPORT: tasks.run_export,
-    TUNE: tasks.run_tune,
-    "rerank": tasks.rerank,
-    "request_tune": tasks.request_tune,
-}
-SINGLETON_JOBS = frozenset({EXPORT, TUNE})
+
+def index_job_id(note_id: str, updated_at: float) -> str:
+    """One job per note version: a newer edit gets a new id, duplicates collapse."""
+    return f"index:{note_id}:{updated_at!r}"
+
+
 RERANK_EVERY_S = 3600
 TUNE_EVERY_S = 3600
 
@@ -98,7 +94,7 @@ class QueueScheduler:
                 "index_note",
                 note.id,
                 tune,
-                job_id=tasks.index_job_id(note.id, note.updated_at),
+                job_id=index_job_id(note.id, note.updated_at),
             )
         if export:
             await request_singleton(self.coord, self.queue, EXPORT)

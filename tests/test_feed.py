@@ -27,9 +27,10 @@ from mcp_gateway.jobs.solve_credit import SolveCredit
 from mcp_gateway.services.app import AppContext, open_app
 from mcp_gateway.services.notes import NoteService
 from mcp_gateway.services.records import RecordService
-from mcp_gateway.stores.changes import TRIGGERS, ChangeFeed
+from mcp_gateway.stores.changes import ChangeFeed
 from mcp_gateway.stores.db import Database
 from mcp_gateway.stores.leases import Leases
+from mcp_gateway.stores.schema import TRIGGERS
 
 
 @pytest.fixture

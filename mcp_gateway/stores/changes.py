@@ -27,19 +27,6 @@ from dataclasses import dataclass
 
 from mcp_gateway.stores.db import Database
 
-# The triggers that feed the table (``stores.schema``'s ``zz_changes`` steps make them); a
-# later step that rebuilds notes, records or record_edges must recreate its trigger
-# (``services.app`` and ``tests/test_feed.py`` check every one exists).
-TRIGGERS = (
-    "changes_note_insert",
-    "changes_note_update",
-    "changes_note_delete",
-    "changes_record_insert",
-    "changes_record_update",
-    "changes_edge_insert",
-    "changes_edge_delete",
-)
-
 
 @dataclass(frozen=True, slots=True)
 class Change:

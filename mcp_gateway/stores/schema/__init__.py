@@ -25,6 +25,22 @@ from typing import Literal, NamedTuple
 
 Dialect = Literal["sqlite", "postgres"]
 
+# The change feed's triggers (``stores.changes``): a write of the columns a point is built
+# from (``indexing.points``) moves the item's row; a record's edges supersede it. A later
+# step that rebuilds notes, records or record_edges must recreate its triggers
+# (``services.app`` and ``tests/test_feed.py`` check every one exists).
+TRIGGERS = (
+    "changes_note_insert",
+    "changes_note_update",
+    "changes_note_delete",
+    "changes_record_insert",
+    "changes_record_update",
+    "changes_edge_insert",
+    "changes_edge_delete",
+)
+NOTE_COLUMNS = "text, type, priority, domain, solved_query, namespace, deleted"
+RECORD_COLUMNS = "title, content, status, type, namespace"
+
 
 class Step(NamedTuple):
     module: str

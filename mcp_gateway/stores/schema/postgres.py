@@ -4,11 +4,25 @@ A PostgreSQL database starts at the schema the SQLite steps reach together, so e
 module has one step here; later changes append steps of their own.
 """
 
-# ruff: noqa: E501  (each step is the SQL as databases applied it, verbatim)
-
 from __future__ import annotations
 
-from mcp_gateway.stores.schema import Step
+from mcp_gateway.stores.schema import NOTE_COLUMNS, RECORD_COLUMNS, TRIGGERS, Step
+
+
+def _function(name: str, kind: str, *columns: str) -> str:
+    """A trigger function feeding the change feed ``(kind, <row>.<column>)`` per column."""
+    new = "".join(f"PERFORM kioku_change('{kind}', NEW.{c}); " for c in columns)
+    old = "".join(f"PERFORM kioku_change('{kind}', OLD.{c}); " for c in columns)
+    return (
+        f"CREATE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+        f"IF TG_OP = 'DELETE' THEN {old}RETURN OLD; END IF; {new}RETURN NEW; END $$;\n"
+    )
+
+
+def _trigger(name: str, event: str, table: str, function: str) -> str:
+    each = f"FOR EACH ROW EXECUTE FUNCTION {function}()"
+    return f"CREATE TRIGGER {name} AFTER {event} ON {table} {each};\n"
+
 
 # fmt: off
 STEPS: tuple[Step, ...] = (
@@ -178,16 +192,16 @@ CREATE INDEX record_history_record ON record_history(record_id, n);
         INSERT INTO changes(kind, source_id, seq) SELECT p_kind, p_source, last FROM bumped
         ON CONFLICT (kind, source_id) DO UPDATE SET seq = excluded.seq;
     END $$;
-    CREATE FUNCTION changes_note() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF TG_OP = 'DELETE' THEN PERFORM kioku_change('note', OLD.id); RETURN OLD; END IF; PERFORM kioku_change('note', NEW.id); RETURN NEW; END $$;
-CREATE FUNCTION changes_record() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF TG_OP = 'DELETE' THEN PERFORM kioku_change('record', OLD.id); RETURN OLD; END IF; PERFORM kioku_change('record', NEW.id); RETURN NEW; END $$;
-CREATE FUNCTION changes_edge() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF TG_OP = 'DELETE' THEN PERFORM kioku_change('record', OLD.source); PERFORM kioku_change('record', OLD.target); RETURN OLD; END IF; PERFORM kioku_change('record', NEW.source); PERFORM kioku_change('record', NEW.target); RETURN NEW; END $$;
-CREATE TRIGGER changes_note_insert AFTER INSERT ON notes FOR EACH ROW EXECUTE FUNCTION changes_note();
-CREATE TRIGGER changes_note_update AFTER UPDATE OF text, type, priority, domain, solved_query, namespace, deleted ON notes FOR EACH ROW EXECUTE FUNCTION changes_note();
-CREATE TRIGGER changes_note_delete AFTER DELETE ON notes FOR EACH ROW EXECUTE FUNCTION changes_note();
-CREATE TRIGGER changes_record_insert AFTER INSERT ON records FOR EACH ROW EXECUTE FUNCTION changes_record();
-CREATE TRIGGER changes_record_update AFTER UPDATE OF title, content, status, type, namespace ON records FOR EACH ROW EXECUTE FUNCTION changes_record();
-CREATE TRIGGER changes_edge_insert AFTER INSERT ON record_edges FOR EACH ROW EXECUTE FUNCTION changes_edge();
-CREATE TRIGGER changes_edge_delete AFTER DELETE ON record_edges FOR EACH ROW EXECUTE FUNCTION changes_edge();
-"""),
+    """
+    + _function("changes_note", "note", "id")
+    + _function("changes_record", "record", "id")
+    + _function("changes_edge", "record", "source", "target")
+    + _trigger(TRIGGERS[0], "INSERT", "notes", "changes_note")
+    + _trigger(TRIGGERS[1], f"UPDATE OF {NOTE_COLUMNS}", "notes", "changes_note")
+    + _trigger(TRIGGERS[2], "DELETE", "notes", "changes_note")
+    + _trigger(TRIGGERS[3], "INSERT", "records", "changes_record")
+    + _trigger(TRIGGERS[4], f"UPDATE OF {RECORD_COLUMNS}", "records", "changes_record")
+    + _trigger(TRIGGERS[5], "INSERT", "record_edges", "changes_edge")
+    + _trigger(TRIGGERS[6], "DELETE", "record_edges", "changes_edge")),
 )
 # fmt: on

@@ -5,11 +5,54 @@ SQLite rebuilds a table to change its columns), kept as they were written: older
 databases applied them, fresh ones replay them to reach the same schema.
 """
 
-# ruff: noqa: E501  (each step is the SQL as databases applied it, verbatim)
-
 from __future__ import annotations
 
-from mcp_gateway.stores.schema import Step
+from mcp_gateway.stores.schema import NOTE_COLUMNS, RECORD_COLUMNS, TRIGGERS, Step
+
+
+def _fts(table: str, content: str, rowid: str, columns: tuple[str, ...]) -> str:
+    """An external-content trigram FTS5 table kept in sync by triggers (in the writer's
+    transaction, so the index never disagrees with the rows it mirrors)."""
+    return f"""
+CREATE VIRTUAL TABLE {table} USING fts5(
+    {", ".join(columns)}, content='{content}', content_rowid='{rowid}', tokenize='trigram'
+);
+""" + _fts_triggers(table, content, rowid, columns)
+
+
+def _fts_triggers(table: str, content: str, rowid: str, columns: tuple[str, ...]) -> str:
+    """The triggers of ``_fts`` alone (a rebuilt content table needs them again)."""
+    cols = ", ".join(columns)
+    new = ", ".join(f"new.{c}" for c in columns)
+    old = ", ".join(f"old.{c}" for c in columns)
+    return f"""
+CREATE TRIGGER {table}_ai AFTER INSERT ON {content} BEGIN
+    INSERT INTO {table}(rowid, {cols}) VALUES (new.{rowid}, {new});
+END;
+CREATE TRIGGER {table}_ad AFTER DELETE ON {content} BEGIN
+    INSERT INTO {table}({table}, rowid, {cols})
+    VALUES ('delete', old.{rowid}, {old});
+END;
+CREATE TRIGGER {table}_au AFTER UPDATE OF {cols} ON {content} BEGIN
+    INSERT INTO {table}({table}, rowid, {cols})
+    VALUES ('delete', old.{rowid}, {old});
+    INSERT INTO {table}(rowid, {cols}) VALUES (new.{rowid}, {new});
+END;
+"""
+
+
+# a change-feed row for ``{kind}``/``{sid}`` at the counter's new value (``stores.changes``)
+_BUMP = """
+    UPDATE change_seq SET last = last + 1 WHERE id = 1;
+    INSERT INTO changes(kind, source_id, seq) SELECT '{kind}', {sid}, last FROM change_seq
+    WHERE id = 1 ON CONFLICT(kind, source_id) DO UPDATE SET seq = excluded.seq;
+"""
+
+
+def _trigger(name: str, event: str, table: str, kind: str, *sids: str) -> str:
+    body = "".join(_BUMP.format(kind=kind, sid=sid) for sid in sids)
+    return f"CREATE TRIGGER {name} AFTER {event} ON {table} BEGIN{body}END;\n"
+
 
 # fmt: off
 STEPS: tuple[Step, ...] = (
@@ -122,24 +165,7 @@ CREATE TABLE record_history (
     at REAL NOT NULL
 );
 CREATE INDEX record_history_record ON record_history(record_id, n);
-
-CREATE VIRTUAL TABLE records_fts USING fts5(
-    title, content, content='records', content_rowid='pk', tokenize='trigram'
-);
-
-CREATE TRIGGER records_fts_ai AFTER INSERT ON records BEGIN
-    INSERT INTO records_fts(rowid, title, content) VALUES (new.pk, new.title, new.content);
-END;
-CREATE TRIGGER records_fts_ad AFTER DELETE ON records BEGIN
-    INSERT INTO records_fts(records_fts, rowid, title, content)
-    VALUES ('delete', old.pk, old.title, old.content);
-END;
-CREATE TRIGGER records_fts_au AFTER UPDATE OF title, content ON records BEGIN
-    INSERT INTO records_fts(records_fts, rowid, title, content)
-    VALUES ('delete', old.pk, old.title, old.content);
-    INSERT INTO records_fts(rowid, title, content) VALUES (new.pk, new.title, new.content);
-END;
-"""),
+""" + _fts("records_fts", "records", "pk", ("title", "content"))),
     # records v2 (records)
     Step("records", 2, """ALTER TABLE records ADD COLUMN namespace TEXT NOT NULL DEFAULT 'default';
 CREATE INDEX records_namespace ON records(namespace, type);"""),
@@ -184,20 +210,7 @@ ON CONFLICT (namespace, type, project) DO UPDATE SET last_seq = MAX(last_seq, ex
 DROP TABLE record_sequences;
 ALTER TABLE record_sequences_v3 RENAME TO record_sequences;
 CREATE TABLE record_namespace_tags (namespace TEXT PRIMARY KEY, tag TEXT NOT NULL UNIQUE);
-
-CREATE TRIGGER records_fts_ai AFTER INSERT ON records BEGIN
-    INSERT INTO records_fts(rowid, title, content) VALUES (new.pk, new.title, new.content);
-END;
-CREATE TRIGGER records_fts_ad AFTER DELETE ON records BEGIN
-    INSERT INTO records_fts(records_fts, rowid, title, content)
-    VALUES ('delete', old.pk, old.title, old.content);
-END;
-CREATE TRIGGER records_fts_au AFTER UPDATE OF title, content ON records BEGIN
-    INSERT INTO records_fts(records_fts, rowid, title, content)
-    VALUES ('delete', old.pk, old.title, old.content);
-    INSERT INTO records_fts(rowid, title, content) VALUES (new.pk, new.title, new.content);
-END;
-"""),
+""" + _fts_triggers("records_fts", "records", "pk", ("title", "content"))),
     # ui_signins v1 (stores.signins)
     Step("ui_signins", 1, """
     CREATE TABLE ui_secret (id INTEGER PRIMARY KEY CHECK (id = 1), secret TEXT NOT NULL);
@@ -249,50 +262,14 @@ END;
     CREATE INDEX changes_seq ON changes(seq);
     CREATE TABLE change_seq (id INTEGER PRIMARY KEY CHECK (id = 1), last INTEGER NOT NULL);
     INSERT INTO change_seq VALUES (1, 0);
-    CREATE TRIGGER changes_note_insert AFTER INSERT ON notes BEGIN
-    UPDATE change_seq SET last = last + 1 WHERE id = 1;
-    INSERT INTO changes(kind, source_id, seq) SELECT 'note', NEW.id, last FROM change_seq
-    WHERE id = 1 ON CONFLICT(kind, source_id) DO UPDATE SET seq = excluded.seq;
-END;
-CREATE TRIGGER changes_note_update AFTER UPDATE OF text, type, priority, domain, solved_query, namespace, deleted ON notes BEGIN
-    UPDATE change_seq SET last = last + 1 WHERE id = 1;
-    INSERT INTO changes(kind, source_id, seq) SELECT 'note', NEW.id, last FROM change_seq
-    WHERE id = 1 ON CONFLICT(kind, source_id) DO UPDATE SET seq = excluded.seq;
-END;
-CREATE TRIGGER changes_note_delete AFTER DELETE ON notes BEGIN
-    UPDATE change_seq SET last = last + 1 WHERE id = 1;
-    INSERT INTO changes(kind, source_id, seq) SELECT 'note', OLD.id, last FROM change_seq
-    WHERE id = 1 ON CONFLICT(kind, source_id) DO UPDATE SET seq = excluded.seq;
-END;
-CREATE TRIGGER changes_record_insert AFTER INSERT ON records BEGIN
-    UPDATE change_seq SET last = last + 1 WHERE id = 1;
-    INSERT INTO changes(kind, source_id, seq) SELECT 'record', NEW.id, last FROM change_seq
-    WHERE id = 1 ON CONFLICT(kind, source_id) DO UPDATE SET seq = excluded.seq;
-END;
-CREATE TRIGGER changes_record_update AFTER UPDATE OF title, content, status, type, namespace ON records BEGIN
-    UPDATE change_seq SET last = last + 1 WHERE id = 1;
-    INSERT INTO changes(kind, source_id, seq) SELECT 'record', NEW.id, last FROM change_seq
-    WHERE id = 1 ON CONFLICT(kind, source_id) DO UPDATE SET seq = excluded.seq;
-END;
-CREATE TRIGGER changes_edge_insert AFTER INSERT ON record_edges BEGIN
-    UPDATE change_seq SET last = last + 1 WHERE id = 1;
-    INSERT INTO changes(kind, source_id, seq) SELECT 'record', NEW.source, last FROM change_seq
-    WHERE id = 1 ON CONFLICT(kind, source_id) DO UPDATE SET seq = excluded.seq;
-
-    UPDATE change_seq SET last = last + 1 WHERE id = 1;
-    INSERT INTO changes(kind, source_id, seq) SELECT 'record', NEW.target, last FROM change_seq
-    WHERE id = 1 ON CONFLICT(kind, source_id) DO UPDATE SET seq = excluded.seq;
-END;
-CREATE TRIGGER changes_edge_delete AFTER DELETE ON record_edges BEGIN
-    UPDATE change_seq SET last = last + 1 WHERE id = 1;
-    INSERT INTO changes(kind, source_id, seq) SELECT 'record', OLD.source, last FROM change_seq
-    WHERE id = 1 ON CONFLICT(kind, source_id) DO UPDATE SET seq = excluded.seq;
-
-    UPDATE change_seq SET last = last + 1 WHERE id = 1;
-    INSERT INTO changes(kind, source_id, seq) SELECT 'record', OLD.target, last FROM change_seq
-    WHERE id = 1 ON CONFLICT(kind, source_id) DO UPDATE SET seq = excluded.seq;
-END;
-"""),
+    """
+    + _trigger(TRIGGERS[0], "INSERT", "notes", "note", "NEW.id")
+    + _trigger(TRIGGERS[1], f"UPDATE OF {NOTE_COLUMNS}", "notes", "note", "NEW.id")
+    + _trigger(TRIGGERS[2], "DELETE", "notes", "note", "OLD.id")
+    + _trigger(TRIGGERS[3], "INSERT", "records", "record", "NEW.id")
+    + _trigger(TRIGGERS[4], f"UPDATE OF {RECORD_COLUMNS}", "records", "record", "NEW.id")
+    + _trigger(TRIGGERS[5], "INSERT", "record_edges", "record", "NEW.source", "NEW.target")
+    + _trigger(TRIGGERS[6], "DELETE", "record_edges", "record", "OLD.source", "OLD.target")),
     # job_failures v1 (jobs.failures)
     # Created on first use before this list existed, hence IF NOT EXISTS.
     Step("job_failures", 1, """

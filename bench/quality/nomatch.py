@@ -67,17 +67,14 @@ async def ask_all(data_dir: Path, name: str, channels: list[str], top: int) -> l
     raw: list[dict[str, Any]] = []
     judge, signals = service_mod.judge, service_mod.signals
 
-    def tapped_signals(
-        dense: Any, channels: Any, reads: Any, exact: bool, sparse: Any = ()
-    ) -> match.Signals:
+    def tapped_signals(dense: Any, channels: Any, reads: Any, exact: bool) -> match.Signals:
         def top(hits: Any) -> list[float]:
             cur = [h.score for h in hits if h.payload.get("current") is not False]
             return sorted(cur, reverse=True)[:50]
 
         raw.append(
             {
-                "dense_all": top(dense),
-                "sparse_all": top(sparse),
+                "dense_all": top([h for hits in dense for h in hits]),
                 "channels_all": {
                     n: sorted(
                         (
@@ -91,7 +88,7 @@ async def ask_all(data_dir: Path, name: str, channels: list[str], top: int) -> l
                 },
             }
         )
-        return signals(dense, channels, reads, exact, sparse)
+        return signals(dense, channels, reads, exact)
 
     def tapped(sig: match.Signals, bars: Any, answered: bool) -> match.Match:
         seen.append(sig)

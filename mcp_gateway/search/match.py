@@ -76,26 +76,27 @@ def bars_for(model_id: str, channels: Collection[str]) -> Bars | None:
 
 
 def signals(
-    dense: Sequence[IndexHit],
+    dense: Sequence[Sequence[IndexHit]],
     channels: Mapping[str, Sequence[IndexHit]],
     reads: Mapping[str, Collection[str] | None],
     exact: bool,
-    sparse: Sequence[IndexHit] = (),
 ) -> Signals:
-    """The best cosine of each channel over the current memories it can read."""
-    best: dict[str, float] = {}
-    for name, hits in channels.items():
-        can = reads.get(name)
-        found = [
-            h.score
-            for h in hits
-            if h.payload.get("current") is not False
-            and (can is None or h.payload.get("script", "latin") in can)
-        ]
-        if found:
-            best[name] = max(found)
-    top = max((h.score for h in dense if h.payload.get("current") is not False), default=None)
-    return Signals(dense=top, channels=best, exact=exact)
+    """The best cosine of each channel over the current memories it can read. Every hit
+    list comes best first (the index's order), so each read stops at its first
+    current hit: ~1 us, not a pass over every hit. ``dense``: the main model's lists
+    (its hits, and the fast pool's, whose cosines are mapped onto its scale)."""
+    tops = [s for hits in dense if (s := _first(hits, None)) is not None]
+    best = {n: s for n, hits in channels.items() if (s := _first(hits, reads.get(n))) is not None}
+    return Signals(dense=max(tops, default=None), channels=best, exact=exact)
+
+
+def _first(hits: Sequence[IndexHit], can: Collection[str] | None) -> float | None:
+    for h in hits:
+        if h.payload.get("current") is not False and (
+            can is None or h.payload.get("script", "latin") in can
+        ):
+            return h.score
+    return None
 
 
 def judge(sig: Signals, bars: Bars | None, answered: bool) -> Match:

@@ -236,11 +236,11 @@ class SearchService:
             candidates = carry_to_heads(candidates, heads, self.settings.retired_carry)
         chosen = select(candidates, params, req.top, req.namespaces)
         found = signals(
-            [*dense_hits, *fast_hits],  # a pending note's fast cosine is on e5's scale
+            # a pending note's fast cosine is on e5's scale
+            [dense_hits, fast_hits],
             semantic.extra,
             {n: channel_reads(n) for n in semantic.extra},
             bool(held),
-            sparse_hits,
         )
         match = judge(found, self.match_bars, bool(chosen))
         if match == "weak":  # no memory close enough: only the closest few, marked

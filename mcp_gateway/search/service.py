@@ -34,6 +34,7 @@ from mcp_gateway.search.calibration import Calibration, for_model
 from mcp_gateway.search.exact_terms import identifier_terms
 from mcp_gateway.search.fast_first import FastFirst
 from mcp_gateway.search.fresh import FreshEmbedder
+from mcp_gateway.search.match import WEAK_SHOWN, WEAK_TAG, bars_for, judge, signals
 from mcp_gateway.search.materialise import Materialiser
 from mcp_gateway.search.neardup import Folder, fold_results
 from mcp_gateway.search.note_reads import RecentAt, RecentNotes, ShownNotes
@@ -91,6 +92,8 @@ class SearchService:
         self.recent, self.shown = RecentNotes(notes, settings), ShownNotes(notes)
         self.answers = AnswerCache(settings.answer_cache_size)
         self.calibration: Calibration = for_model(embedder.model_id)
+        # what a strong match is, for this model and these further channels (match.py)
+        self.match_bars = bars_for(embedder.model_id, [c.channel.name for c in channels])
         # ``is None``, not ``or``: 0 is a meaningful setting for every one of these
         c, s = self.calibration, settings
         self.high_first_margin = (
@@ -225,18 +228,33 @@ class SearchService:
             heads = await retired_heads(self.records, candidates, req)
             candidates = carry_to_heads(candidates, heads, self.settings.retired_carry)
         chosen = select(candidates, params, req.top, req.namespaces)
+        found = signals(
+            # a pending note's fast cosine is on e5's scale
+            [dense_hits, fast_hits],
+            semantic.extra,
+            {n: channel_reads(n) for n in semantic.extra},
+            bool(held),
+        )
+        match = judge(found, self.match_bars, bool(chosen))
+        if match == "weak":  # no memory close enough: only the closest few, marked
+            chosen = chosen[:WEAK_SHOWN]
         results = await self.materialise(chosen, generation)
         # The newest lessons/conclusions are a separate, labelled part of the answer
         # (never counted against ``top``), and only those the index found relevant to
-        # this query: an unrelated lesson does not ride along with every search.
+        # this query: an unrelated lesson does not ride along with every search, nor
+        # with one that matched nothing well.
         present = {r.id for r in results}
-        floor = recent_floor(candidates, params, {n.id for n in recent if n.id not in present})
+        wanted = {n.id for n in recent if n.id not in present} if match == "strong" else set()
+        floor = recent_floor(candidates, params, wanted)
         related = [n for n in recent if n.id in floor]
+        if match == "weak":
+            results = [r.model_copy(update={"tags": [*r.tags, WEAK_TAG]}) for r in results]
         response = SearchResponse(
             query=query,
             results=results,
             recent=[note_result(n, floor[n.id], [RECENT_TAG]) for n in related],
             dense_available=dense_ok,
+            match=match,
         )
         settled = not any(h.payload.get("dense") is False for h in sparse_hits)
         return response, settled
@@ -373,6 +391,7 @@ class SearchService:
             priority_rule=s.priority_rule,
             high_boost=s.high_boost,
             high_first_margin=self.high_first_margin,
+            priority_near=s.priority_near,
             keep_margin=self.keep_margin,
             margin_fill=s.margin_fill,
             lexical_keep_ratio=s.lexical_keep_ratio,

@@ -180,7 +180,7 @@ class SearchService:
         held: dict[str, tuple[IndexHit, int]] = {}
         # the look-up is lexical: the dense-only baseline (bench/quality) goes without
         exact = self.settings.exact_first and self.settings.mode != "dense"
-        identifiers = identifier_terms(query) if exact else []
+        identifiers = identifier_terms(query, self.settings.exact_names) if exact else []
 
         async def find_held() -> None:
             held.update(await self._held(identifiers, flt))

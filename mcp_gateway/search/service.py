@@ -43,6 +43,7 @@ from mcp_gateway.search.query_vectors import QueryVectors
 from mcp_gateway.search.ranking import (
     RankingParams,
     best_of_views,
+    by_meaning,
     fuse,
     pin_exact,
     recent_floor,
@@ -139,7 +140,16 @@ class SearchService:
             await self.catch_up()
         # read before anything else: a write that lands meanwhile makes this answer stale
         generation: int | None = self.index.generation
-        key = (query, req.type, req.domain, req.top, tuple(req.namespaces), req.alternatives)
+        key = (
+            query,
+            req.type,
+            req.domain,
+            req.top,
+            tuple(req.namespaces),
+            req.alternatives,
+            req.kinds,
+            req.by_meaning,
+        )
         thresholds = await self.thresholds.get(namespace)
         if generation is not None and (known := self.answers.get(key, generation, thresholds)):
             return known
@@ -166,6 +176,7 @@ class SearchService:
         mode = self.settings.mode
         sparse = SparseVector([], []) if mode == "dense" else self.memo.sparse(query)
         flt = IndexFilter(
+            kinds=req.kinds,
             types=(req.type,) if req.type else (),
             domains=(req.domain,) if req.domain else (),
             namespaces=req.namespaces,
@@ -232,13 +243,16 @@ class SearchService:
             heads = await retired_heads(self.records, candidates, req)
             candidates = carry_to_heads(candidates, heads, self.settings.retired_carry)
         chosen = select(candidates, params, req.top, req.namespaces)
+        if req.by_meaning:
+            best = min((c.distance for c in candidates if c.distance is not None), default=2.0)
+            chosen = [c for c in chosen if by_meaning(c, params, best)]
         results = await self.materialise(chosen, generation)
         # The newest lessons/conclusions are a separate, labelled part of the answer
         # (never counted against ``top``), and only those the index found relevant to
         # this query: an unrelated lesson does not ride along with every search.
         present = {r.id for r in results}
         floor = recent_floor(candidates, params, {n.id for n in recent if n.id not in present})
-        related = [n for n in recent if n.id in floor]
+        related = [n for n in recent if n.id in floor and (not req.kinds or "note" in req.kinds)]
         response = SearchResponse(
             query=query,
             results=results,

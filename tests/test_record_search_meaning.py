@@ -9,6 +9,7 @@ no English record at all.
 from __future__ import annotations
 
 from .conftest import Harness
+from .test_rare_words import on_store  # noqa: F401  (the fixture: SQLite and PostgreSQL)
 
 
 async def ids_for(h: Harness, query: str, **more: object) -> list[str]:
@@ -16,8 +17,8 @@ async def ids_for(h: Harness, query: str, **more: object) -> list[str]:
     return [hit["id"] for hit in found["hits"]]
 
 
-async def test_record_search_finds_by_meaning_across_languages(harness: Harness) -> None:
-    h = harness
+async def test_record_search_finds_by_meaning_across_languages(on_store: Harness) -> None:  # noqa: F811
+    h = on_store
 
     async def add(type_: str, title: str, content: str) -> str:
         out = await h.ok("record_add", type=type_, title=title, content=content)

@@ -7,6 +7,7 @@ import logging
 from collections.abc import Sequence
 
 from mcp_gateway.common.access import Scope
+from mcp_gateway.common.errors import InvalidInput
 from mcp_gateway.common.inputs import RecordChanges, RecordFields
 from mcp_gateway.common.types import SearchResult
 from mcp_gateway.records import validate as v
@@ -22,6 +23,7 @@ from mcp_gateway.records.model import (
     RecordUpdated,
     RecordView,
 )
+from mcp_gateway.records.reads import MAX_SEARCH_LIMIT
 from mcp_gateway.search.request import SearchRequest
 from mcp_gateway.services.app import AppContext
 
@@ -70,7 +72,10 @@ class RecordService:
         a match on common words alone ("in", "logs") does not come back. Full text
         (``records.search``: every language, inside Japanese and Thai runs) checks the
         input and names which version matched; with ``current_only`` false, the
-        retired versions it finds follow their head."""
+        retired versions it finds follow their head, or stand in its place when only
+        their words matched. Without a dense channel, full text alone answers."""
+        if not 1 <= limit <= MAX_SEARCH_LIMIT:
+            raise InvalidInput(f"limit must be between 1 and {MAX_SEARCH_LIMIT}, got {limit}")
         text = await self.app.records.search(query, type, current_only, MAX_TEXT_HITS, scope=scope)
         rtype = v.record_type(type) if type.strip() else ""
         found = await self.app.search.search(
@@ -83,6 +88,10 @@ class RecordService:
                 by_meaning=True,
             )
         )
+        if not found.dense_available:  # no meaning to go by (the embedder is down)
+            return RecordSearchResponse(
+                query=query, type=type, current_only=current_only, hits=text[:limit]
+            )
         hits = await self._hits(found.results, text, current_only, scope)
         return RecordSearchResponse(
             query=query, type=type, current_only=current_only, hits=hits[:limit]
@@ -114,10 +123,15 @@ class RecordService:
             rec = records.get(result.id)
             if rec is None:
                 continue
-            matched = by_text[rec.id].matched_id if rec.id in by_text else rec.id
-            out.append(search_hit(rec, matched, result.score, True))
-            out += [v.model_copy(update={"score": result.score}) for v in versions.get(rec.id, [])]
-        return out
+            older = [o.model_copy(update={"score": result.score}) for o in versions.get(rec.id, [])]
+            if rec.id in by_text or not older:  # the head matched itself, or by meaning
+                matched = by_text[rec.id].matched_id if rec.id in by_text else rec.id
+                out.append(search_hit(rec, matched, result.score, True))
+            out += older  # only an old version's words matched: it stands for its head
+        first: dict[str, RecordSearchHit] = {}
+        for hit in out:  # each record once, in its first place
+            first.setdefault(hit.id, hit)
+        return list(first.values())
 
     async def update(self, scope: Scope, id: str, changes: RecordChanges) -> RecordUpdated:
         out = await self.app.records.update(id, changes, scope)

@@ -67,3 +67,24 @@ def identifier_terms(query: str, names: bool = True) -> list[tuple[str, int]]:
             if len(out) == MAX_TERMS:
                 break
     return out
+
+
+# Words of a query looked up one by one for ``plain_terms`` (record_search's floor).
+MAX_WORDS = 8
+
+
+def plain_terms(query: str) -> list[tuple[str, int]]:
+    """Every spaced-script word of the query of ``MIN_CHARS`` or more, as the lexical
+    channel indexes it whole, with its term id, in query order, without repeats, at
+    most ``MAX_WORDS``: a word one memory alone holds is no common word *there*, and a
+    match on it is evidence beyond the query's common words (``by_meaning``)."""
+    out: list[tuple[str, int]] = []
+    for word in compounds(query):
+        if len(word) < MIN_CHARS:
+            continue
+        token = word_token(word) if word.isalnum() else word.casefold()
+        if token not in (t for t, _ in out):
+            out.append((token, term_id(token)))
+            if len(out) == MAX_WORDS:
+                break
+    return out

@@ -31,7 +31,7 @@ from mcp_gateway.index.live import LiveIndex
 from mcp_gateway.indexing.writebehind import WriteBehind
 from mcp_gateway.search.answers import AnswerCache
 from mcp_gateway.search.calibration import Calibration, for_model
-from mcp_gateway.search.exact_terms import identifier_terms
+from mcp_gateway.search.exact_terms import identifier_terms, plain_terms
 from mcp_gateway.search.fast_first import FastFirst
 from mcp_gateway.search.fresh import FreshEmbedder
 from mcp_gateway.search.materialise import Materialiser
@@ -245,7 +245,8 @@ class SearchService:
         chosen = select(candidates, params, req.top, req.namespaces)
         if req.by_meaning:
             best = min((c.distance for c in candidates if c.distance is not None), default=2.0)
-            chosen = [c for c in chosen if by_meaning(c, params, best)]
+            rare = await self._held(plain_terms(query), flt)
+            chosen = [c for c in chosen if c.point_id in rare or by_meaning(c, params, best)]
         results = await self.materialise(chosen, generation)
         # The newest lessons/conclusions are a separate, labelled part of the answer
         # (never counted against ``top``), and only those the index found relevant to

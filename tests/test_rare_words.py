@@ -93,3 +93,35 @@ async def test_a_common_word_one_note_holds_does_not_pull_it_first(harness: Harn
         await add(text)
     await harness.settle()
     assert (await top_ids(harness, "docker image build takes forever"))[0] == docker
+
+
+KATAKANA = "アイウエオカキクケコサシスセソタチツテトナニヌネノハヒフヘホマミムメモラリルレロ"
+THAI = "กขคงจฉชซญฎฏฐฑฒณดตถทธนบปผพฟภมยรลวศษสหฬอฮ"
+
+
+def unspaced_name(i: int, alphabet: str) -> str:
+    """A made-up six-letter name in an unspaced script."""
+    digest = hashlib.sha1(f"name{i}".encode()).digest()
+    return "".join(alphabet[b % len(alphabet)] for b in digest[:6])
+
+
+async def test_a_made_up_japanese_or_thai_name_finds_its_note(harness: Harness) -> None:
+    """No name rule reads unspaced scripts (no word to look up whole); their character
+    n-grams and the dense channel find such a name: this holds that (a guard)."""
+    h, n = harness, 20
+    ja = [
+        (
+            await h.ok(
+                "add_note", text=f"{unspaced_name(i, KATAKANA)}の認証サービスで接続プールが枯渇した"
+            )
+        )["id"]
+        for i in range(n)
+    ]
+    th = [
+        (await h.ok("add_note", text=f"บริการ{unspaced_name(n + i, THAI)}ใช้การเชื่อมต่อจนหมดพูล"))["id"]
+        for i in range(n)
+    ]
+    await h.settle()
+    missed = [i for i in range(n) if ja[i] not in await top_ids(h, unspaced_name(i, KATAKANA))]
+    missed += [n + i for i in range(n) if th[i] not in await top_ids(h, unspaced_name(n + i, THAI))]
+    assert missed == [], f"{len(missed)} of {2 * n} ja/th names missed the top 5"

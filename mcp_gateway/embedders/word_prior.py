@@ -12,7 +12,7 @@ even where one memory alone holds it. Two signals, both shipped with the package
   words of any Latin-script language are one or two frequent pieces (``sourdough``
   -3.8, ``spreadsheet`` -2.9); letters in an order no language uses cost more (random
   12-letter strings: median -5.7, 99 % at or below -4.2; words of the dictionary above
-  -4.25: 92 %).
+  -4.25: 94 % of 20,365).
 
 A word is a name when it is in neither: not a dictionary word and its spelling costs at
 most ``NAME_LOGP`` a character. Acronyms of five letters or fewer (``CORS``, ``PDPA``) are

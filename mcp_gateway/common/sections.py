@@ -211,6 +211,9 @@ class SearchSettings(BaseModel):
     # a memory that alone holds an identifier of the query (a digit, joiner or inner
     # capital; exact_terms.py) comes first, whatever the other channels say
     exact_first: bool = True
+    # ...and so does the one memory holding a name of the query: a plain word in no
+    # dictionary, spelt as no language spells (``zqzwkdriqyaf``; word_prior.py)
+    exact_names: bool = True
 
 
 class TokenGrant(BaseModel):

@@ -79,6 +79,10 @@ class UnigramTokenizer:
             out += cold[run] if ids is None else ids
         return out
 
+    def piece_score(self, ids: list[int]) -> float:
+        """The summed unigram log-probability of the pieces ``ids`` (``encode``'s)."""
+        return float(self._scores[ids].sum()) if ids else 0.0
+
     def _solve(self, runs: list[str], pause: Callable[[], None] | None) -> dict[str, list[int]]:
         """The ids of each of ``runs`` (none in the cache), cached."""
         if pause is not None:

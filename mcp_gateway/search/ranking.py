@@ -315,6 +315,21 @@ def close_to_best(cand: Candidate, params: RankingParams, best: float) -> bool:
     return best <= 0 or cand.base_score >= params.priority_near * best
 
 
+def by_meaning(cand: Candidate, params: RankingParams, best_distance: float) -> bool:
+    """Kept on more than the query's words: it alone holds an identifier or a name of
+    the query, or it is close by meaning, within its type's distance threshold and the
+    keep margin of the best (a memory not embedded yet: on its lexical evidence, as the
+    keep rule judged it)."""
+    if cand.exact:
+        return True
+    if cand.distance is None:
+        return cand.payload.get("dense") is False
+    return (
+        cand.distance <= params.threshold_for(cand.type)
+        and cand.distance <= best_distance + params.keep_margin
+    )
+
+
 def select(
     candidates: list[Candidate],
     params: RankingParams,

@@ -31,7 +31,7 @@ from mcp_gateway.index.live import LiveIndex
 from mcp_gateway.indexing.writebehind import WriteBehind
 from mcp_gateway.search.answers import AnswerCache
 from mcp_gateway.search.calibration import Calibration, for_model
-from mcp_gateway.search.exact_terms import identifier_terms
+from mcp_gateway.search.exact_terms import identifier_terms, plain_terms
 from mcp_gateway.search.fast_first import FastFirst
 from mcp_gateway.search.fresh import FreshEmbedder
 from mcp_gateway.search.match import WEAK_SHOWN, WEAK_TAG, bars_for, judge, signals
@@ -41,7 +41,14 @@ from mcp_gateway.search.note_reads import RecentAt, RecentNotes, ShownNotes
 from mcp_gateway.search.prefetch import Searches
 from mcp_gateway.search.query_memo import QueryMemo
 from mcp_gateway.search.query_vectors import QueryVectors
-from mcp_gateway.search.ranking import RankingParams, fuse, pin_exact, recent_floor, select
+from mcp_gateway.search.ranking import (
+    RankingParams,
+    by_meaning,
+    fuse,
+    pin_exact,
+    recent_floor,
+    select,
+)
 from mcp_gateway.search.reorder import carry_to_heads
 from mcp_gateway.search.request import RecordLookup, SearchRequest, retired_heads
 from mcp_gateway.search.results import note_result
@@ -135,7 +142,16 @@ class SearchService:
             await self.catch_up()
         # read before anything else: a write that lands meanwhile makes this answer stale
         generation: int | None = self.index.generation
-        key = (query, req.type, req.domain, req.top, tuple(req.namespaces), req.alternatives)
+        key = (
+            query,
+            req.type,
+            req.domain,
+            req.top,
+            tuple(req.namespaces),
+            req.alternatives,
+            req.kinds,
+            req.by_meaning,
+        )
         thresholds = await self.thresholds.get(namespace)
         if generation is not None and (known := self.answers.get(key, generation, thresholds)):
             return known
@@ -162,6 +178,7 @@ class SearchService:
         mode = self.settings.mode
         sparse = SparseVector([], []) if mode == "dense" else self.memo.sparse(query)
         flt = IndexFilter(
+            kinds=req.kinds,
             types=(req.type,) if req.type else (),
             domains=(req.domain,) if req.domain else (),
             namespaces=req.namespaces,
@@ -176,7 +193,7 @@ class SearchService:
         held: dict[str, tuple[IndexHit, int]] = {}
         # the look-up is lexical: the dense-only baseline (bench/quality) goes without
         exact = self.settings.exact_first and self.settings.mode != "dense"
-        identifiers = identifier_terms(query) if exact else []
+        identifiers = identifier_terms(query, self.settings.exact_names) if exact else []
 
         async def find_held() -> None:
             held.update(await self._held(identifiers, flt))
@@ -228,6 +245,10 @@ class SearchService:
             heads = await retired_heads(self.records, candidates, req)
             candidates = carry_to_heads(candidates, heads, self.settings.retired_carry)
         chosen = select(candidates, params, req.top, req.namespaces)
+        if req.by_meaning:
+            best = min((c.distance for c in candidates if c.distance is not None), default=2.0)
+            rare = await self._held(plain_terms(query), flt)
+            chosen = [c for c in chosen if c.point_id in rare or by_meaning(c, params, best)]
         found = signals(
             # a pending note's fast cosine is on e5's scale
             [dense_hits, fast_hits],
@@ -236,7 +257,10 @@ class SearchService:
             bool(held),
         )
         match = judge(found, self.match_bars, bool(chosen))
-        if match == "weak":  # no memory close enough: only the closest few, marked
+        # no memory close enough: only the closest few, marked (record_search keeps its
+        # own relevance floor above instead)
+        weak = match == "weak" and not req.by_meaning
+        if weak:
             chosen = chosen[:WEAK_SHOWN]
         results = await self.materialise(chosen, generation)
         # The newest lessons/conclusions are a separate, labelled part of the answer
@@ -246,8 +270,8 @@ class SearchService:
         present = {r.id for r in results}
         wanted = {n.id for n in recent if n.id not in present} if match == "strong" else set()
         floor = recent_floor(candidates, params, wanted)
-        related = [n for n in recent if n.id in floor]
-        if match == "weak":
+        related = [n for n in recent if n.id in floor and (not req.kinds or "note" in req.kinds)]
+        if weak:
             results = [r.model_copy(update={"tags": [*r.tags, WEAK_TAG]}) for r in results]
         response = SearchResponse(
             query=query,

@@ -47,7 +47,8 @@ def _dictionary() -> frozenset[str]:
 @functools.cache
 def _tokenizer() -> UnigramTokenizer:
     """The e5 tokenizer (shared with the e5 engine and the static table when loaded)."""
-    from mcp_gateway.embedders import e5_file, e5_tokenizer
+    from mcp_gateway.embedders import e5_tokenizer
+    from mcp_gateway.graphs import e5_file
     from mcp_gateway.embedders.e5_onnx import model_path
 
     path = model_path("original")  # every variant spells with the same vocabulary
@@ -93,5 +94,5 @@ def is_name(word: str) -> bool:
         return False
     try:
         return spelling_logp(lower) <= NAME_LOGP
-    except (ImportError, OSError, ValueError):
+    except (OSError, ValueError):  # the model file unreadable: no name rule, never an error
         return False

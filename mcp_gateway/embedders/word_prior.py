@@ -48,8 +48,8 @@ def _dictionary() -> frozenset[str]:
 def _tokenizer() -> UnigramTokenizer:
     """The e5 tokenizer (shared with the e5 engine and the static table when loaded)."""
     from mcp_gateway.embedders import e5_tokenizer
-    from mcp_gateway.graphs import e5_file
     from mcp_gateway.embedders.e5_onnx import model_path
+    from mcp_gateway.graphs import e5_file
 
     path = model_path("original")  # every variant spells with the same vocabulary
     with _lock:

@@ -35,7 +35,7 @@ STEPS: tuple[Step, ...] = (
     );
     CREATE INDEX activity_log_ts ON activity_log(ts);
     """),
-    # job_failures v1 (jobs.failures)
+    # job_failures v1 (queue.failures)
     Step("job_failures", 1, """
 CREATE TABLE IF NOT EXISTS job_failures (
     job TEXT NOT NULL,

@@ -270,7 +270,7 @@ CREATE TABLE record_namespace_tags (namespace TEXT PRIMARY KEY, tag TEXT NOT NUL
     + _trigger(TRIGGERS[4], f"UPDATE OF {RECORD_COLUMNS}", "records", "record", "NEW.id")
     + _trigger(TRIGGERS[5], "INSERT", "record_edges", "record", "NEW.source", "NEW.target")
     + _trigger(TRIGGERS[6], "DELETE", "record_edges", "record", "OLD.source", "OLD.target")),
-    # job_failures v1 (jobs.failures)
+    # job_failures v1 (queue.failures)
     # Created on first use before this list existed, hence IF NOT EXISTS.
     Step("job_failures", 1, """
 CREATE TABLE IF NOT EXISTS job_failures (

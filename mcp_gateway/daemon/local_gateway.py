@@ -221,7 +221,7 @@ def spawn_daemon(settings: KiokuSettings, paths: GatewayPaths) -> subprocess.Pop
                 [
                     sys.executable,
                     "-m",
-                    "mcp_gateway.daemon.owner",
+                    "mcp_gateway.daemon.boot",
                     "--data-dir",
                     str(settings.data_dir),
                     "--lock-fd",

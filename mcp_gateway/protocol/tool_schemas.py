@@ -38,18 +38,19 @@ def _schema(**extra: Any) -> Any:
     return Field(json_schema_extra=extra)
 
 
-def _one_of(values: Sequence[str]) -> Any:
+def one_of(values: Sequence[str]) -> Any:
+    """``Annotated[str, one_of(...)]``: the string is one of ``values``."""
     return _schema(enum=list(values))
 
 
 NoteId = Annotated[str, _schema(pattern=f"^{NOTE_ID}$")]
 RecordId = Annotated[str, _schema(pattern=f"^{RECORD_ID}$")]
-Priority = Annotated[str, _one_of(PRIORITIES)]
-RecordType = Annotated[str, _one_of(RECORD_TYPES)]
-RecordTypeFilter = Annotated[str, _one_of(("", *RECORD_TYPES))]
-Status = Annotated[str, _one_of(STATUSES)]
-ActionState = Annotated[str, _one_of(ACTION_STATES)]
-Relation = Annotated[str, _one_of(RELATIONS)]
+Priority = Annotated[str, one_of(PRIORITIES)]
+RecordType = Annotated[str, one_of(RECORD_TYPES)]
+RecordTypeFilter = Annotated[str, one_of(("", *RECORD_TYPES))]
+Status = Annotated[str, one_of(STATUSES)]
+ActionState = Annotated[str, one_of(ACTION_STATES)]
+Relation = Annotated[str, one_of(RELATIONS)]
 # ``link`` may be left empty; ``links`` items may not
 OptionalLink = Annotated[str, _schema(pattern=f"^({LINK})?$")]
 Link = Annotated[str, _schema(pattern=f"^{LINK}$")]
@@ -61,11 +62,6 @@ Limit = Annotated[int, _schema(minimum=1, maximum=MAX_SEARCH_LIMIT)]
 def search_types(note_types: Sequence[str]) -> list[str]:
     """``search_memory``'s type filter: empty (any), a note type or a record type."""
     return list(dict.fromkeys(["", *note_types, *RECORD_TYPES]))
-
-
-def one_of(values: Sequence[str]) -> Any:
-    """``Annotated[str, one_of(...)]``: a closed set known only from the settings."""
-    return _one_of(values)
 
 
 def within(low: int, high: int) -> Any:

@@ -52,7 +52,7 @@ def owner_processes(data: Path) -> list[int]:
             argv = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"mcp_gateway.daemon.boot" in argv and os.fsencode(data) in argv:
+        if b"mcp_gateway.daemon.owner" in argv and os.fsencode(data) in argv:
             found.append(int(entry.name))
     return found
 

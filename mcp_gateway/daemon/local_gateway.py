@@ -221,7 +221,7 @@ def spawn_daemon(settings: KiokuSettings, paths: GatewayPaths) -> subprocess.Pop
                 [
                     sys.executable,
                     "-m",
-                    "mcp_gateway.daemon.boot",
+                    "mcp_gateway.daemon.owner",
                     "--data-dir",
                     str(settings.data_dir),
                     "--lock-fd",

@@ -28,7 +28,7 @@ from mcp_gateway.common.errors import EmbedderUnavailable, KiokuError
 from mcp_gateway.common.keyfile import load_secret
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.common.types import Note
-from mcp_gateway.embedders import build_embedder, latent_configured, preload
+from mcp_gateway.embedders import build_embedder, latent_configured
 from mcp_gateway.embedders.base import Embedder
 from mcp_gateway.embedders.channels import (
     ChannelEmbedder,
@@ -216,12 +216,10 @@ async def open_app(settings: KiokuSettings, *, run_jobs: bool = True) -> AsyncIt
         await db.open()
         stack.push_async_callback(db.close)
 
-        # loaded meanwhile when the process began it at its start (a daemon: preload)
-        preloaded = await preload.take(settings.embedder)
-        embedder = preloaded.embedder if preloaded else build_embedder(settings.embedder)
+        embedder = build_embedder(settings.embedder)
         await start_embedder(embedder, db, settings)
         stack.push_async_callback(embedder.aclose)
-        channels = preloaded.channels if preloaded else build_channel_embedders(settings.embedder)
+        channels = build_channel_embedders(settings.embedder)
         for channel in channels:
             # not installed: one line that says what to do (embedders/use.py), no start
             await channel.embedder.start()

@@ -235,7 +235,7 @@ async def doctor(args: argparse.Namespace, settings: KiokuSettings) -> int:
         ok = ok and check["ok"]
         print(f"{check['name']:<10} {'ok ' if check['ok'] else 'FAILED'} {check['detail']}")
     if settings.redis_url:
-        from mcp_gateway.jobs.health import check_redis
+        from mcp_gateway.queue.health import check_redis
 
         redis_ok, detail = await check_redis(settings)
         ok = ok and redis_ok

@@ -143,6 +143,11 @@ class SearchResponse(BaseModel):
     dense_available: bool = Field(
         default=True, description="false while the embedder is unavailable: lexical only"
     )
+    match: Literal["strong", "weak", "none"] = Field(
+        default="strong",
+        description='"strong": the results are about the query; "weak": no memory is close '
+        'enough, the few closest are shown, tagged [WEAK]; "none": nothing matched',
+    )
 
 
 class RebuildStatus(BaseModel):

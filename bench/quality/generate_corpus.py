@@ -55,6 +55,7 @@ QUERY_KINDS = [
 OUTDATED_VARIANTS = ("replaced", "control")
 LINK_KINDS = {"supersedes", "resolves", "verifies", "duplicates"}
 
+
 def _load(name: str) -> list[dict]:
     with (SEEDS / name).open(encoding="utf-8") as fh:
         return [json.loads(line) for line in fh if line.strip()]

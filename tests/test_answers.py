@@ -61,14 +61,14 @@ async def test_a_filtered_answer_does_not_shrink_the_stored_one(harness: Harness
 
 def test_huge_answers_and_other_generations_are_not_served() -> None:
     from mcp_gateway.common.types import SearchResponse, SearchResult
-    from mcp_gateway.search.answers import MAX_ANSWER_CHARS, AnswerCache
+    from mcp_gateway.search.answers import MAX_ANSWER_CHARS, AnswerCache, AnswerKey
 
     def response(chars: int) -> SearchResponse:
         hit = SearchResult(id="n", type="note", created_at="", score=1.0, text="x" * chars)
         return SearchResponse(query="q", results=[hit])
 
     cache = AnswerCache(size=2)
-    key = ("q", "", "", 5, ("default",), ())
+    key: AnswerKey = ("q", "", "", 5, ("default",), (), (), False)
     cache.put(key, 7, {"*": 0.2}, response(MAX_ANSWER_CHARS + 1))
     assert cache.get(key, 7, {"*": 0.2}) is None
     cache.put(key, 7, {"*": 0.2}, response(10))

@@ -13,7 +13,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PYTEST := $(BIN)/pytest -q -ra --durations=10
 
-.PHONY: serve serve-http test test-slow test-all lint bench-latency bench-quality bench-heldout bench-fresh bench-queue clean
+.PHONY: serve serve-http test test-slow test-all lint bench-latency bench-quality bench-heldout bench-fresh bench-queue bench-scale clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -m venv $(VENV) >&2
@@ -62,6 +62,12 @@ bench-fresh: $(STAMP)
 
 bench-queue: $(STAMP)
 	$(BIN)/python bench/queue_bench.py
+
+# PostgreSQL + Redis + a worker + two gateways at growing sizes: ingest, memory, join
+# (bench/scale_join.py; SIZES=2000,10000,50000 for more)
+SIZES ?= 2000,10000
+bench-scale: $(STAMP)
+	$(BIN)/python bench/scale_join.py --sizes $(SIZES) --baseline
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

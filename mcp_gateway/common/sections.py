@@ -91,6 +91,13 @@ class IndexSettings(BaseModel):
     backend: Literal["edge", "qdrant"] = "edge"
     collection: str = "kioku"
     qdrant_api_key: SecretStr | None = None
+    # A Qdrant server's new collection: shards (spread over its nodes), copies of each
+    # shard, copies a write waits for, vectors and graph on disk (docs/scale.md, "One
+    # shared index"); an existing collection keeps its own; local mode ignores them
+    qdrant_shards: int = Field(default=1, ge=1)
+    qdrant_replicas: int = Field(default=1, ge=1)
+    qdrant_write_consistency: int = Field(default=1, ge=1)
+    qdrant_on_disk: bool = False
     exact_search_below: int = Field(
         default=20_000, ge=0, description="use exact dense search below this many points"
     )

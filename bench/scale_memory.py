@@ -83,13 +83,25 @@ def child(args: argparse.Namespace) -> None:
     import numpy as np
 
     from mcp_gateway.common.types import IndexFilter, SparseVector
+    from mcp_gateway.index import edge_shard
     from mcp_gateway.index.base import IndexSpec
     from mcp_gateway.index.edge import EdgeIndex
+    from mcp_gateway.rebuild.build import BUILD_HNSW, BUILD_OPTIMIZERS, BUILD_QUANTIZATION
 
+    pinned = args.placement == "pinned"
+    edge_shard.SPARSE_MEMORY = None if pinned else edge_shard.qe.Memory.Cold
+    exact_below = 10**9 if not args.optimize else 1
     spec = IndexSpec("bench", DIM, "synthetic", latent=True)
 
     async def write() -> None:
-        index = EdgeIndex(spec, Path(args.dir), exact_search_below=10**9)
+        index = EdgeIndex(
+            spec,
+            Path(args.dir),
+            exact_search_below=exact_below,
+            optimizers=BUILD_OPTIMIZERS if args.optimize else None,
+            hnsw=BUILD_HNSW if args.optimize else None,
+            quantization=BUILD_QUANTIZATION if args.optimize else None,
+        )
         await index.open()
         batch = []
         for p in points(args.size):
@@ -98,11 +110,13 @@ def child(args: argparse.Namespace) -> None:
                 await index.upsert(batch)
                 batch = []
         await index.upsert(batch)
+        if args.optimize:
+            await index.build_graph()
         await index.close()
 
     async def read() -> dict[str, object]:
         base = rss()
-        index = EdgeIndex(spec, Path(args.dir), exact_search_below=10**9)
+        index = EdgeIndex(spec, Path(args.dir), exact_search_below=exact_below)
         await index.open()
         opened = rss()
         rng = np.random.default_rng(11)
@@ -138,8 +152,11 @@ def child(args: argparse.Namespace) -> None:
         print(json.dumps(anyio.run(read)))
 
 
-def run(step: str, size: int, placement: str, directory: Path, searches: int) -> str:
+def run(
+    step: str, size: int, placement: str, directory: Path, searches: int, optimize: bool
+) -> str:
     argv = [sys.executable, __file__, "--child", step, "--size", str(size)]
+    argv += ["--optimize"] if optimize else []
     argv += ["--placement", placement, "--dir", str(directory), "--searches", str(searches)]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     return subprocess.run(argv, check=True, capture_output=True, text=True, env=env).stdout
@@ -148,7 +165,8 @@ def run(step: str, size: int, placement: str, directory: Path, searches: int) ->
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="2000,10000,20000")
-    parser.add_argument("--placements", default="pinned")
+    parser.add_argument("--placements", default="pinned,cold")
+    parser.add_argument("--optimize", action="store_true", help="build the graph first")
     parser.add_argument("--searches", type=int, default=200)
     parser.add_argument("--child", choices=["write", "read"])
     parser.add_argument("--size", type=int, default=0)
@@ -164,8 +182,9 @@ def main() -> None:
     for size in [int(s) for s in args.sizes.split(",")]:
         for placement in args.placements.split(","):
             with tempfile.TemporaryDirectory(prefix="kioku-scale-mem-") as tmp:
-                run("write", size, placement, Path(tmp), 0)
-                r = json.loads(run("read", size, placement, Path(tmp), args.searches))
+                run("write", size, placement, Path(tmp), 0, args.optimize)
+                out = run("read", size, placement, Path(tmp), args.searches, args.optimize)
+                r = json.loads(out)
             o, s, b = r["opened"], r["searched"], r["base"]
             rows[(size, placement)] = s["RssAnon"] + s["RssFile"] - b["RssAnon"] - b["RssFile"]
             print(

@@ -234,7 +234,8 @@ async def open_app(settings: KiokuSettings, *, run_jobs: bool = True) -> AsyncIt
         suffix = ""
         if settings.shared_store:
             suffix = "@" + load_secret(settings.data_dir, GATEWAY_ID_FILE)[:6].hex()
-            if _embedded(settings):  # no index here yet: start from the newest snapshot
+            if _embedded(settings) and settings.index.snapshot_every_s > 0:
+                # no index here yet: start from the newest snapshot
                 await snapshot.load_newest(db, catalog.edge_root(settings), spec, suffix)
         index = LiveIndex(await catalog.open_index(settings, spec))
         stack.push_async_callback(index.close)

@@ -5,14 +5,19 @@ Real processes and the real door: ``kioku serve --http`` gateways on the machine
 PostgreSQL (a schema of this test's own, ``tests/pg_server.py``), jobs in-process.
 
 1. Gateway A takes notes over HTTP and publishes a snapshot of its index (the first
-   one: there is none yet); then more notes than a search may catch up inline.
-2. Gateway B starts on an empty data dir: it loads the snapshot and is SIGKILLed while
-   loading it (on its log line), started again (it loads again: the first load never
-   set its cursors), searched at once (refused with ``IndexJoining``'s words: it is
-   hundreds of changes behind), SIGKILLed while catching up, started a third time.
-3. B then answers, and every acknowledged note is in B's index: its point ids,
-   read from B's shard after a clean stop, hold every note id in the truth store; the
-   first, a middle and the last note are found over HTTP.
+   one: there is none yet); then more notes than a joining search applies inline.
+2. Gateway B starts on an empty data dir and is SIGKILLed on its "loading index
+   snapshot" line (during the load, or just after it on a fast machine), started again
+   (it loads again, or finishes the interrupted load from the position file), searched
+   at once (refused with ``IndexJoining``'s words, or, already current, answered with the
+   newest note: never a partial answer), SIGKILLed while catching up, started a third
+   time.
+3. B then answers, and every acknowledged note is in B's index: its point ids, read from
+   B's shard after a clean stop, hold every note id in the truth store; the first, a
+   middle and the last note are found over HTTP.
+
+The in-process test below makes each step happen without timing: the refusal while
+behind, the answer after one follower pass, inline catch-up once joined.
 """
 
 from __future__ import annotations
@@ -151,10 +156,10 @@ async def test_a_new_gateway_loads_a_snapshot_and_loses_nothing_across_kills(
         b = launch(gateway(deployment, "b", hb, "INFO"))
         wait_log(b, "loading index snapshot", 120)
         b.kill()  # during the load: nothing of it counts yet
-        loads = b.tail(200_000).count("loaded index snapshot")
         launch(b)
-        wait_log(b, "loaded index snapshot", 120, after=loads)
         listening(b)
+        log = b.tail(1_000_000)
+        assert "loaded index snapshot" in log or "position restored" in log, log
         async with http_client(b.url, TOKEN) as client:
             refused, text, ids = await search(client, EARLY + LATE - 1)
         # refused while behind (how long B stays behind depends on this machine's

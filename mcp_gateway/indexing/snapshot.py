@@ -34,6 +34,7 @@ import logging
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -207,7 +208,7 @@ async def due(db: Database, index: EdgeIndex, follower: Follower, min_changes: i
 
 async def publish_every(
     db: Database,
-    index_of: object,
+    index_of: Callable[[], object],
     follower: Follower,
     lock: anyio.Lock,
     gateway: str,
@@ -220,7 +221,7 @@ async def publish_every(
     while True:
         await anyio.sleep(every_s)
         try:
-            index = index_of() if callable(index_of) else None
+            index = index_of()
             if not isinstance(index, EdgeIndex):
                 continue
             if not await leases.acquire(LEASE, every_s * 1.5):

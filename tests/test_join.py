@@ -270,6 +270,8 @@ async def test_a_joining_gateway_refuses_searches_until_current_then_answers_inl
     # B: a new data dir; no background work, so nothing catches up but what is asked
     async with open_app(shared_settings(tmp_path, "b", url, collection), run_jobs=False) as b:
         assert b.follower is not None and not b.follower.joined
+        # a one-shot command's app (no background follower) catches up inline...
+        b.follower.background = True  # ...a serving gateway's follower runs meanwhile
         pids = [point_id("note", nid) for nid in early]
         present = await b.index.present(pids)
         assert all(present.get(p) is True for p in pids)  # from the snapshot, embedded

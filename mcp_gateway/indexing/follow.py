@@ -76,6 +76,10 @@ class Follower:
         # set once both cursors reached the feeds' heads since the start (``catch_up``)
         self.joined = False
         self.started = time.monotonic()
+        # True while ``run`` follows in the background: only then may a joining search
+        # be refused (someone catches up meanwhile); a one-shot CLI command's app has no
+        # background follower and catches up inline, however far behind
+        self.background = False
 
     async def cursor(self) -> int:
         if self.seq is None:
@@ -84,6 +88,7 @@ class Follower:
 
     async def run(self) -> None:
         """Follow forever (the gateway's lifetime); a failing pass is retried."""
+        self.background = True
         while True:
             try:
                 await self.apply_pending()  # vectors: the applier's own loop
@@ -144,7 +149,8 @@ class Follower:
 
     async def catch_up(self) -> None:
         """Before a read: apply whatever was committed anywhere before it started.
-        Raises ``IndexJoining`` while joining with more than ``JOIN_INLINE`` missing."""
+        Raises ``IndexJoining`` while joining with more than ``JOIN_INLINE`` missing
+        and ``run`` catching up in the background."""
         if self.joined:
             changes, vectors = await self.feed.heads()
             if changes > await self.cursor():
@@ -153,7 +159,7 @@ class Follower:
                 await self.applier.apply_pending()
             return
         changes, vectors = await self.behind()
-        if not self.joined and changes + vectors > JOIN_INLINE:
+        if self.background and not self.joined and changes + vectors > JOIN_INLINE:
             raise IndexJoining(
                 f"this gateway is still catching up with the shared memory after its start "
                 f"({changes} changes and {vectors} vectors behind): searching its index "

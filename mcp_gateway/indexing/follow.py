@@ -75,6 +75,7 @@ class Follower:
         self._told = 0.0
         # set once both cursors reached the feeds' heads since the start (``catch_up``)
         self.joined = False
+        self.current = anyio.Event()  # set with ``joined``
         self.started = time.monotonic()
         # True while ``run`` follows in the background: only then may a joining search
         # be refused (someone catches up meanwhile); a one-shot CLI command's app has no
@@ -144,6 +145,7 @@ class Follower:
             gap = (gap[0], int(rows[0]["n"]))
         if gap == (0, 0) and not self.joined:
             self.joined = True
+            self.current.set()
             log.info("index current: joined in %.1f s", time.monotonic() - self.started)
         return gap
 

@@ -149,7 +149,7 @@ async def join(b: Proc, n: int, timeout_s: float) -> dict[str, float]:
                                 await asyncio.sleep(0.2)
                                 break
                             answered = answered or time.monotonic() - started
-                            found = [r["text"] for r in out.structured_content["results"]]  # type: ignore[index]
+                            found = [r["text"] for r in (out.structured_content or {})["results"]]
                             target = text or next((t for t in found if query in t), None)
                             if target in found:
                                 del wanted[query]
@@ -230,7 +230,7 @@ async def main() -> None:
                     done = n
                     embed_s = await wait_embedded(db, n, args.timeout)
                     snap = await wait_snapshot(db, n - STALE, 120)
-                    variants = [("snapshot", {})]
+                    variants: list[tuple[str, dict[str, str]]] = [("snapshot", {})]
                     if args.baseline:
                         variants.append(("from feed", {"KIOKU_INDEX__SNAPSHOT_EVERY_S": "0"}))
                     for label, env in variants:

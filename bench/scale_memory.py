@@ -28,9 +28,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from mcp_gateway.common.types import IndexPoint  # noqa: E402
+
 DIM = 384
 
 
@@ -43,10 +48,10 @@ def rss() -> dict[str, float]:
     return out
 
 
-def points(n: int, seed: int = 7):  # type: ignore[no-untyped-def]
+def points(n: int, seed: int = 7) -> Iterator[IndexPoint]:
     import numpy as np
 
-    from mcp_gateway.common.types import IndexPoint, SparseVector, point_id
+    from mcp_gateway.common.types import SparseVector, point_id
 
     rng = np.random.default_rng(seed)
     vocab = 50_000

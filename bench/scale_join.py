@@ -31,6 +31,7 @@ import argparse
 import asyncio
 import contextlib
 import re
+import shutil
 import signal
 import statistics
 import tempfile
@@ -254,6 +255,7 @@ async def main() -> None:
                 dep.close()
     finally:
         pg.drop()
+        shutil.rmtree(root, ignore_errors=True)
     print()
     print(
         "| notes | A's ingest over HTTP | A resident | worker resident | B answers | "

@@ -17,7 +17,7 @@ DEV    := $(VENV)/.installed-dev
 PYTEST := $(BIN)/pytest -q -ra --durations=10
 CLOCK  := $(BIN)/python bench/clocked.py
 
-.PHONY: serve serve-http test test-slow test-all lint bench-latency bench-quality bench-heldout bench-fresh bench-queue clean
+.PHONY: serve serve-http test test-slow test-all lint bench-latency bench-quality bench-heldout bench-fresh bench-queue bench-scale clean
 
 # Serving: kioku and its runtime dependencies only (no dev tools, no opt-in extras).
 # Editable, so a pulled or edited checkout serves its own code. setuptools reports every
@@ -78,6 +78,12 @@ bench-fresh: $(DEV)
 
 bench-queue: $(DEV)
 	$(BIN)/python bench/queue_bench.py
+
+# PostgreSQL + Redis + a worker + two gateways at growing sizes: ingest, memory, join
+# (bench/scale_join.py; SIZES=2000,10000,50000 for more)
+SIZES ?= 2000,10000
+bench-scale: $(STAMP)
+	$(BIN)/python bench/scale_join.py --sizes $(SIZES) --baseline
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

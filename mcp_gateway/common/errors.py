@@ -15,6 +15,9 @@ Exception map (where each is raised, and what the caller sees):
 - ``StoreUnavailable``      data dir not writable, disk full, index locked by another process.
 - ``EmbedderUnavailable``   the embedding provider is down; adds are still stored and are
   indexed once it is back (transient: jobs retry).
+- ``IndexJoining``          (a ``StoreUnavailable``) a gateway that shares the truth store
+  and has not yet caught up with it since it started: a search is refused, with how far
+  behind it is, instead of answering from a half-built index; retry in a moment.
 - ``AccessDenied``          a token tried to read or write a namespace it has no grant for.
 """
 
@@ -44,6 +47,10 @@ class IndexMismatch(KiokuError):
 
 
 class StoreUnavailable(KiokuError):
+    pass
+
+
+class IndexJoining(StoreUnavailable):
     pass
 
 

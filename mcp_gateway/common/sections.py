@@ -91,6 +91,13 @@ class IndexSettings(BaseModel):
     backend: Literal["edge", "qdrant"] = "edge"
     collection: str = "kioku"
     qdrant_api_key: SecretStr | None = None
+    # A Qdrant server's new collection: shards (spread over its nodes), copies of each
+    # shard, copies a write waits for, vectors and graph on disk (docs/scale.md, "One
+    # shared index"); an existing collection keeps its own; local mode ignores them
+    qdrant_shards: int = Field(default=1, ge=1)
+    qdrant_replicas: int = Field(default=1, ge=1)
+    qdrant_write_consistency: int = Field(default=1, ge=1)
+    qdrant_on_disk: bool = False
     exact_search_below: int = Field(
         default=20_000, ge=0, description="use exact dense search below this many points"
     )
@@ -112,6 +119,12 @@ class IndexSettings(BaseModel):
     # each: 24k ~18 MB); at 100k notes a search meets ~160 notes, so this holds the
     # last ~150 searches' (docs/performance.md, "Scale")
     payload_cache_size: int = Field(default=24_000, ge=0)
+    # Edge on a shared truth store: one gateway at a time publishes its index to the
+    # truth store this often (0: never) when the feed moved snapshot_min_changes since
+    # the last snapshot; a gateway with no index yet loads it and follows the feed from
+    # its position (indexing/snapshot.py, docs/scale.md "Joining")
+    snapshot_every_s: float = Field(default=300.0, ge=0)
+    snapshot_min_changes: int = Field(default=1000, ge=1)
 
 
 class NoteSettings(BaseModel):

@@ -125,7 +125,7 @@ async def open_index(settings: KiokuSettings, spec: IndexSpec) -> Index:
         await index.open()
         return index
     try:
-        from mcp_gateway.index.qdrant import open_qdrant_index
+        from mcp_gateway.index.qdrant import ServerLayout, open_qdrant_index
     except ImportError as exc:  # qdrant-client is the `qdrant` extra, not the default
         raise StoreUnavailable(QDRANT_INSTALL_HINT) from exc
 
@@ -138,6 +138,12 @@ async def open_index(settings: KiokuSettings, spec: IndexSpec) -> Index:
         if settings.qdrant_url
         else settings.index_path / "qdrant-local" / spec.collection,
         api_key=key.get_secret_value() if key else None,
+        layout=ServerLayout(
+            shards=settings.index.qdrant_shards,
+            replicas=settings.index.qdrant_replicas,
+            write_consistency=settings.index.qdrant_write_consistency,
+            on_disk=settings.index.qdrant_on_disk,
+        ),
     )
 
 

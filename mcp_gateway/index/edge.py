@@ -70,6 +70,7 @@ from mcp_gateway.index.edge_pages import (
 )
 from mcp_gateway.index.edge_search import channels_found, search_shard
 from mcp_gateway.index.edge_shard import open_shard
+from mcp_gateway.index.edge_snapshot import copy_tree
 from mcp_gateway.index.edge_types import (
     NamespaceCensus,
     Payloads,
@@ -128,6 +129,10 @@ class EdgeIndex(ChannelSearch):
         self._payloads = PayloadCache(payload_cache_size)
         self._census = NamespaceCensus(self._payloads)
         self._paged_at = 0.0  # when written pages were last given back
+        # a snapshot's copy holds writes back (``copy_files``): set while it runs
+        self._gate: anyio.Event | None = None
+        self._writing = 0
+        self._writes_done: anyio.Event | None = None
 
     # -- plumbing -----------------------------------------------------------------
 
@@ -164,7 +169,33 @@ class EdgeIndex(ChannelSearch):
                 cache.changed()
                 self._page_out_written()
 
-        return await self._run(write)
+        while self._gate is not None:  # a snapshot is copying the files: wait for it
+            await self._gate.wait()
+        self._writing += 1
+        try:
+            return await self._run(write)
+        finally:
+            self._writing -= 1
+            if self._writing == 0 and self._writes_done is not None:
+                self._writes_done.set()
+
+    async def copy_files(self, dest: Path) -> int:
+        """Copy the shard's files to ``dest`` as they stand after every write begun so
+        far, flushed: the copy opens as this shard (``edge_snapshot``). Writes wait
+        meanwhile (searches do not); returns the bytes copied."""
+        while self._gate is not None:
+            await self._gate.wait()
+        self._gate = anyio.Event()
+        try:
+            while self._writing:
+                self._writes_done = anyio.Event()
+                await self._writes_done.wait()
+            self._writes_done = None
+            await self._run(lambda s: s.flush())
+            return await anyio.to_thread.run_sync(copy_tree, self.dir, dest)
+        finally:
+            gate, self._gate = self._gate, None
+            gate.set()
 
     def _page_out_written(self) -> None:
         """Give back the pages writes left resident (WAL, sparse vectors, payloads), at

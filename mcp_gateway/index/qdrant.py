@@ -101,6 +101,19 @@ def _hits(points: Sequence[models.ScoredPoint]) -> list[IndexHit]:
     return [IndexHit(id=str(p.id), score=p.score, payload=dict(p.payload or {})) for p in points]
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class ServerLayout:
+    """How a new collection is laid out on a Qdrant server (``index.qdrant_*``
+    settings; docs/scale.md, "One shared index"). Local mode takes and ignores them.
+    ``on_disk``: dense vectors and the HNSW graph on the server's disk, mapped (its
+    memory then holds the int8 copies and the pages searches touch)."""
+
+    shards: int = 1
+    replicas: int = 1
+    write_consistency: int = 1
+    on_disk: bool = False
+
+
 class QdrantIndex(ChannelSearch):
     """``Index`` on an ``AsyncQdrantClient`` collection named ``spec.collection``."""
 
@@ -108,9 +121,12 @@ class QdrantIndex(ChannelSearch):
     graph_points = 0
     dense_storage = ""
 
-    def __init__(self, spec: IndexSpec, client: AsyncQdrantClient) -> None:
+    def __init__(
+        self, spec: IndexSpec, client: AsyncQdrantClient, layout: ServerLayout | None = None
+    ) -> None:
         self.spec = spec
         self.client = client
+        self.layout = layout or ServerLayout()
 
     async def wants_graph(self) -> bool:
         return False
@@ -138,17 +154,24 @@ class QdrantIndex(ChannelSearch):
                 sparse[LATENT] = models.SparseVectorParams(
                     index=models.SparseIndexParams(full_scan_threshold=1)
                 )
+            on_disk = self.layout.on_disk or None
             dense = {
-                DENSE: models.VectorParams(size=self.spec.dim, distance=models.Distance.COSINE)
+                DENSE: models.VectorParams(
+                    size=self.spec.dim, distance=models.Distance.COSINE, on_disk=on_disk
+                )
             }
             for channel in self.spec.channels:
                 dense[channel.vector_name] = models.VectorParams(
-                    size=channel.dim, distance=models.Distance.COSINE
+                    size=channel.dim, distance=models.Distance.COSINE, on_disk=on_disk
                 )
             await self.client.create_collection(
                 self._name,
                 vectors_config=dense,
                 sparse_vectors_config=sparse,
+                shard_number=self.layout.shards,
+                replication_factor=self.layout.replicas,
+                write_consistency_factor=self.layout.write_consistency,
+                hnsw_config=models.HnswConfigDiff(on_disk=True) if on_disk else None,
             )
         with warnings.catch_warnings():
             # Local mode warns that payload indexes have no effect there: expected.
@@ -332,7 +355,11 @@ class QdrantIndex(ChannelSearch):
 
 
 async def open_qdrant_index(
-    spec: IndexSpec, url: str | None, path: Path | None, api_key: str | None
+    spec: IndexSpec,
+    url: str | None,
+    path: Path | None,
+    api_key: str | None,
+    layout: ServerLayout | None = None,
 ) -> QdrantIndex:
     """A server at ``url`` when given, else local mode under ``path`` (in memory if None)."""
     try:
@@ -347,7 +374,7 @@ async def open_qdrant_index(
         raise StoreUnavailable(
             f"the local Qdrant index at {path} is in use by another process: {exc}"
         ) from exc
-    index = QdrantIndex(spec, client)
+    index = QdrantIndex(spec, client, layout)
     try:
         await index.open()
     except BaseException:

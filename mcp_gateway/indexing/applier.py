@@ -70,6 +70,11 @@ class Applier:
         self._lock = points_lock or anyio.Lock()
         self.applied = 0
 
+    @property
+    def points_lock(self) -> anyio.Lock:
+        """Held while a pass (or the indexer) writes whole points."""
+        return self._lock
+
     def wake(self) -> None:
         self._wake.set()
 

@@ -39,6 +39,7 @@ from mcp_gateway.embedders.channels import (
 from mcp_gateway.index import catalog
 from mcp_gateway.index.base import IndexSpec
 from mcp_gateway.index.live import LiveIndex
+from mcp_gateway.indexing import snapshot
 from mcp_gateway.indexing.applier import Applier
 from mcp_gateway.indexing.follow import Follower
 from mcp_gateway.indexing.indexer import Indexer
@@ -230,16 +231,20 @@ async def open_app(settings: KiokuSettings, *, run_jobs: bool = True) -> AsyncIt
         for name in await anyio.to_thread.run_sync(
             catalog.remove_leftovers, settings, spec.collection
         ):
-            log.info("removed %s, left by an interrupted rebuild", name)
+            log.info("removed %s, left by an interrupted rebuild or snapshot load", name)
+        suffix = ""
+        if settings.shared_store:
+            suffix = "@" + load_secret(settings.data_dir, GATEWAY_ID_FILE)[:6].hex()
+            if _embedded(settings) and settings.index.snapshot_every_s > 0:
+                # no index here yet: start from the newest snapshot
+                await snapshot.load_newest(db, catalog.edge_root(settings), spec, suffix)
         index = LiveIndex(await catalog.open_index(settings, spec))
         stack.push_async_callback(index.close)
         fast_first.attach(index, settings.search)  # before any point is written
         for gap in index_gaps(spec.channels, index.spec.channels):
             log.warning("%s", gap)
 
-        suffix = ""
         if settings.shared_store:
-            suffix = "@" + load_secret(settings.data_dir, GATEWAY_ID_FILE)[:6].hex()
             await _check_feed(db)
         app = _compose(settings, db, embedder, index, suffix, channels)
         pooled = await fast_first.rebuild(index, app.notes)
@@ -266,6 +271,17 @@ async def open_app(settings: KiokuSettings, *, run_jobs: bool = True) -> AsyncIt
             tg.start_soon(app.applier.run)
             if app.follower is not None:
                 tg.start_soon(app.follower.run)
+                if _embedded(settings) and settings.index.snapshot_every_s > 0:
+                    tg.start_soon(
+                        snapshot.publish_every,
+                        db,
+                        lambda: index.current,
+                        app.follower,
+                        app.applier.points_lock,
+                        suffix,
+                        settings.index.snapshot_every_s,
+                        settings.index.snapshot_min_changes,
+                    )
             tg.start_soon(_reconcile_every, app, settings.queue.reconcile_every_s)
             if app.prefetcher is not None:
                 tg.start_soon(app.prefetcher.run)
@@ -287,7 +303,15 @@ async def open_app(settings: KiokuSettings, *, run_jobs: bool = True) -> AsyncIt
 
 
 GATEWAY_ID_FILE = "gateway.id"
+
+
+def _embedded(settings: KiokuSettings) -> bool:
+    """Each gateway has an index of its own (the embedded engine): it joins, publishes."""
+    return settings.index.backend == "edge" and not settings.qdrant_url
+
+
 RECONCILE_LEASE = "reconcile"
+RECONCILE_AFTER_JOIN_S = 120.0
 
 
 async def _check_feed(db: Database) -> None:
@@ -389,6 +413,14 @@ def _compose(
 
 
 async def _reconcile_every(app: AppContext, every_s: float) -> None:
+    # A joining gateway's first pass waits until its index is current: the pass pages
+    # every note under the points lock the feed's catch-up needs too, so run beside it
+    # it delayed the join (3,000 notes: current 20 s after ready, the pass beside it)
+    # (at most RECONCILE_AFTER_JOIN_S: a gateway under a stream of writes may take long
+    # to meet the heads exactly)
+    if app.follower is not None:
+        with anyio.move_on_after(RECONCILE_AFTER_JOIN_S):
+            await app.follower.current.wait()
     while True:
         try:
             await app.reconcile()

@@ -284,5 +284,27 @@ CREATE TABLE IF NOT EXISTS job_failures (
     PRIMARY KEY (job, key)
 )
 """),
+    # index_snapshots v1 (stores.snapshots)
+    Step("index_snapshots", 1, """
+    CREATE TABLE index_snapshots (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        collection TEXT NOT NULL,
+        model TEXT NOT NULL,
+        cursors TEXT NOT NULL,
+        change_seq INTEGER NOT NULL,
+        points INTEGER NOT NULL,
+        bytes INTEGER NOT NULL DEFAULT 0,
+        chunks INTEGER NOT NULL DEFAULT 0,
+        complete INTEGER NOT NULL DEFAULT 0,
+        created_at REAL NOT NULL,
+        gateway TEXT NOT NULL
+    );
+    CREATE TABLE index_snapshot_chunks (
+        snapshot_id INTEGER NOT NULL,
+        n INTEGER NOT NULL,
+        data BLOB NOT NULL,
+        PRIMARY KEY (snapshot_id, n)
+    );
+    """),
 )
 # fmt: on

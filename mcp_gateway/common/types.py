@@ -143,6 +143,10 @@ class SearchResponse(BaseModel):
     dense_available: bool = Field(
         default=True, description="false while the embedder is unavailable: lexical only"
     )
+    channels: list[str] = Field(
+        default_factory=list,
+        description="the further dense channels (embedder.channels) that ranked this answer",
+    )
 
 
 class RebuildStatus(BaseModel):

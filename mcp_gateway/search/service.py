@@ -244,6 +244,7 @@ class SearchService:
             results=results,
             recent=[note_result(n, floor[n.id], [RECENT_TAG]) for n in related],
             dense_available=dense_ok,
+            channels=list(semantic.extra),
         )
         settled = not any(h.payload.get("dense") is False for h in sparse_hits)
         return response, settled

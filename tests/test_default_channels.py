@@ -35,6 +35,35 @@ OLD_NOTES = [
 ]
 
 
+# A paraphrase from the generated quality set (dev, query q137) with the ten memories e5
+# and BM25 alone ranked above its answer there (bench/quality/data): off the channels the
+# answer is not in the top 5 of this store; with them it is first.
+PARAPHRASE = "sharing a real person's contact details in a public ticket while debugging"
+ANSWER = (
+    "Never paste production customer data into chat, an issue or a prompt. I pasted a failing "
+    "row with an email address and phone number into a GitHub issue; it had to be purged and "
+    "reported to the privacy officer. Reproduce with the anonymised fixtures instead."
+)
+AROUND = [
+    ("Note to self: the request logger in api/middleware.py dumped full JSON bodies, including "
+     "email and phone, into Loki. Bodies are now logged only at DEBUG and through redact_pii(); "
+     "check new log lines with the pii-scan CI step before merging.", "lesson", ""),
+    ("บั๊กที่ฝ่าย support เจอจะส่งมาทาง Google Form แล้วไปขึ้นในช่อง #support-bugs", "knowledge", ""),
+    ("alert ของ staging ส่งเข้าช่อง Slack #alerts-staging", "knowledge", ""),
+    ("Never merge someone else's PR, even when it is approved and green, without their explicit "
+     "OK. I merged a colleague's approved PR to unblock my work; it was waiting on a config "
+     "change in another repo and took the notifications service down for an hour.",
+     "lesson", "high"),
+    ("レビューで設計の議論が長引いたら、PR の中で続けずに 15 分の通話に切り替える。", "lesson", ""),
+    ("การสแกนช่องโหว่ในโค้ดใช้ SonarQube ที่ sonar.internal รันทุก PR", "knowledge", ""),
+    ("fraud-scorer ตอนรันบนเครื่อง local ใช้พอร์ต 8071", "knowledge", ""),
+    ("外部に公開する ID に連番を使わない。URL の数字を変えるだけで他人の注文が見えた。",
+     "lesson", ""),
+    ("tax-calculator のステージング環境は https://tax-calculator.staging.internal（VPN 必須）。",
+     "knowledge", ""),
+]  # fmt: skip
+
+
 async def search(client: Client, query: str, top: int = 5) -> dict[str, Any]:
     res = await client.call_tool("search_memory", {"query": query, "top": top})
     assert not res.is_error, res.content[0].text  # type: ignore[union-attr]
@@ -45,6 +74,17 @@ async def test_default_settings_name_both_channels() -> None:
     embedder = KiokuSettings().embedder
     assert embedder.channels == DEFAULT_CHANNELS
     assert embedder.minilm_int8
+
+
+async def test_a_fresh_default_server_finds_a_paraphrase_only_the_channels_find(
+    harness: Harness,
+) -> None:
+    for text, type_, priority in [(ANSWER, "lesson", "high"), *AROUND]:
+        await harness.ok("add_note", text=text, type=type_, priority=priority)
+    await harness.settle()
+    data = await harness.ok("search_memory", query=PARAPHRASE, top=5)
+    assert data["results"][0]["text"] == ANSWER
+    assert data["channels"] == DEFAULT_CHANNELS
 
 
 async def test_a_fresh_default_server_says_the_channels_ranked_its_answer(

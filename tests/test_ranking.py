@@ -358,7 +358,9 @@ def test_a_further_channel_adds_its_evidence_and_keeps_its_top_hits() -> None:
     """A further dense channel (embedder.channels) is fused at ``channel_weight``; a
     hit it ranks within ``channel_keep_rank`` passes the keep rule although the main
     model puts it beyond the threshold and no word matches; one ranked lower does not."""
-    params = RankingParams(thresholds={"*": 0.1}, keep_margin=0.05, channel_keep_rank=1)
+    params = RankingParams(
+        thresholds={"*": 0.1}, keep_margin=0.05, channel_keep_rank=1, channel_pool=3
+    )
     dense = [hit("a", 0.95), hit("b", 0.80), hit("c", 0.79)]
     alone = fuse(dense, [], params)
     assert ids(select(alone, params, 10)) == ["a"]
@@ -368,6 +370,19 @@ def test_a_further_channel_adds_its_evidence_and_keeps_its_top_hits() -> None:
     assert by_id["c"].channel_rank == 1 and by_id["c"].channel_part > by_id["b"].channel_part
     assert by_id["c"].score > by_id["b"].score  # the channel turned the main model's order
     assert ids(select(fused, params, 10)) == ["a", "c"]  # b: rank 2 in the channel
+
+
+def test_a_channel_in_a_small_store_keeps_the_same_share_of_its_hits() -> None:
+    """In a 9-memory store every memory is in a channel's top 10: the keep rank is a
+    share of a full list (``channel_pool``), so only the channel's top hit passes here
+    (rank 1 of 9 is rank 6 of 50), not every memory the store holds."""
+    params = RankingParams(thresholds={"*": 0.1}, keep_margin=0.05, channel_keep_rank=10)
+    dense = [hit("a", 0.95), *(hit(x, 0.70) for x in "bcdefghi")]
+    channel = [hit(x, 0.50 - i / 100) for i, x in enumerate("cbdefghia")]
+    small = select(fuse(dense, [], params, channels=[channel]), params, 10)
+    assert sorted(ids(small)) == ["a", "c"]
+    full = RankingParams(thresholds={"*": 0.1}, keep_margin=0.05, channel_pool=9)
+    assert len(select(fuse(dense, [], full, channels=[channel]), full, 10)) == 9
 
 
 def test_a_note_not_embedded_yet_is_judged_on_its_words_and_the_channel() -> None:

@@ -358,9 +358,7 @@ def test_a_further_channel_adds_its_evidence_and_keeps_its_top_hits() -> None:
     """A further dense channel (embedder.channels) is fused at ``channel_weight``; a
     hit it ranks within ``channel_keep_rank`` passes the keep rule although the main
     model puts it beyond the threshold and no word matches; one ranked lower does not."""
-    params = RankingParams(
-        thresholds={"*": 0.1}, keep_margin=0.05, channel_keep_rank=1, channel_pool=3
-    )
+    params = RankingParams(thresholds={"*": 0.1}, keep_margin=0.05, channel_keep_rank=1)
     dense = [hit("a", 0.95), hit("b", 0.80), hit("c", 0.79)]
     alone = fuse(dense, [], params)
     assert ids(select(alone, params, 10)) == ["a"]
@@ -372,17 +370,21 @@ def test_a_further_channel_adds_its_evidence_and_keeps_its_top_hits() -> None:
     assert ids(select(fused, params, 10)) == ["a", "c"]  # b: rank 2 in the channel
 
 
-def test_a_channel_in_a_small_store_keeps_the_same_share_of_its_hits() -> None:
-    """In a 9-memory store every memory is in a channel's top 10: the keep rank is a
-    share of a full list (``channel_pool``), so only the channel's top hit passes here
-    (rank 1 of 9 is rank 6 of 50), not every memory the store holds."""
+def test_a_channel_keeps_on_rank_only_hits_close_to_its_best() -> None:
+    """In a 9-memory store every memory is in a channel's top 10: a hit passes the keep
+    rule on its channel rank only with a cosine there of at least ``channel_keep_ratio``
+    of the channel's best, so a channel keeps its close hits, not every memory."""
     params = RankingParams(thresholds={"*": 0.1}, keep_margin=0.05, channel_keep_rank=10)
     dense = [hit("a", 0.95), *(hit(x, 0.70) for x in "bcdefghi")]
-    channel = [hit(x, 0.50 - i / 100) for i, x in enumerate("cbdefghia")]
-    small = select(fuse(dense, [], params, channels=[channel]), params, 10)
-    assert sorted(ids(small)) == ["a", "c"]
-    full = RankingParams(thresholds={"*": 0.1}, keep_margin=0.05, channel_pool=9)
-    assert len(select(fuse(dense, [], full, channels=[channel]), full, 10)) == 9
+    channel = [
+        hit("c", 0.32),
+        hit("b", 0.22),
+        *(hit(x, 0.13 - i / 100) for i, x in enumerate("defghia")),
+    ]
+    kept = select(fuse(dense, [], params, channels=[channel]), params, 10)
+    assert sorted(ids(kept)) == ["a", "b", "c"]
+    by_rank = RankingParams(thresholds={"*": 0.1}, keep_margin=0.05, channel_keep_ratio=0.0)
+    assert len(select(fuse(dense, [], by_rank, channels=[channel]), by_rank, 10)) == 9
 
 
 def test_a_note_not_embedded_yet_is_judged_on_its_words_and_the_channel() -> None:

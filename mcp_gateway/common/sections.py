@@ -168,6 +168,8 @@ class SearchSettings(BaseModel):
     # alone (the keep rule otherwise asks the main model's distance or the words)
     channel_weight: float = Field(default=0.5, ge=0)
     channel_keep_rank: int = Field(default=10, ge=0)
+    # ... when its cosine in that channel is at least this share of the channel's best
+    channel_keep_ratio: float = Field(default=0.5, ge=0, le=1)
     # a channel's own weight over channel_weight, by channel name; MiniLM (English only,
     # abstaining on Japanese and Thai texts) at 1.0 was best on dev (bench/LOG.md)
     channel_weights: dict[str, float] = Field(default_factory=lambda: {"minilm": 1.0})

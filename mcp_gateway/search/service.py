@@ -390,7 +390,7 @@ class SearchService:
             latent_weight=s.latent_weight,
             channel_weight=s.channel_weight,
             channel_keep_rank=s.channel_keep_rank,
-            channel_pool=s.candidates,
+            channel_keep_ratio=s.channel_keep_ratio,
             fast_weight=s.fast_weight,
             thresholds=thresholds,  # read once, with the answer cache's key
         )

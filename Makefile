@@ -64,9 +64,13 @@ lint: $(DEV)
 bench-latency: $(DEV)
 	$(BIN)/python bench/latency.py
 
-# Both distributions (generated data/ and conversational conv/), per split and kind, 95% CIs.
+# Every distribution (generated data/, conversational conv/, held-out heldout/, and any
+# folder in QUALITY_EXTRA, e.g. bench/quality/nomatch for the out-of-scope set), per split
+# and kind, 95% CIs; the default's hybrid beside the previous release's (channels off), paired.
+QUALITY_EXTRA ?=
 bench-quality: $(DEV)
-	$(BIN)/python bench/quality/run.py
+	$(BIN)/python bench/quality/run.py --data bench/quality/data bench/quality/conv \
+		bench/quality/heldout $(QUALITY_EXTRA) --previous 'embedder.channels=[]'
 
 # The held-out set: written apart from the tuned one, reported only, never tuned on.
 bench-heldout: $(DEV)

@@ -38,7 +38,9 @@ def settings_for(data_dir: Path, channels: list[str]) -> KiokuSettings:
         qdrant_url=None,
         # no drafts: a drafted vector is embedded again exactly later, whatever the
         # channels (the reindex test counts e5 vectors written)
-        embedder={"channels": channels, "draft_backlog": 0},  # type: ignore[arg-type]
+        # the float MiniLM graph: these tests name its model id (the default's int8
+        # graph is tested through the door, test_default_channels.py)
+        embedder={"channels": channels, "draft_backlog": 0, "minilm_int8": False},  # type: ignore[arg-type]
     )
 
 

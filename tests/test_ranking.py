@@ -373,6 +373,23 @@ def test_a_further_channel_adds_its_evidence_and_keeps_its_top_hits() -> None:
     assert ids(select(fused, params, 10)) == ["a", "c"]  # b: rank 2 in the channel
 
 
+def test_a_channel_keeps_on_rank_only_hits_close_to_its_best() -> None:
+    """In a 9-memory store every memory is in a channel's top 10: a hit passes the keep
+    rule on its channel rank only with a cosine there of at least ``channel_keep_ratio``
+    of the channel's best, so a channel keeps its close hits, not every memory."""
+    params = RankingParams(thresholds={"*": 0.1}, keep_margin=0.05, channel_keep_rank=10)
+    dense = [hit("a", 0.95), *(hit(x, 0.70) for x in "bcdefghi")]
+    channel = [
+        hit("c", 0.32),
+        hit("b", 0.22),
+        *(hit(x, 0.13 - i / 100) for i, x in enumerate("defghia")),
+    ]
+    kept = select(fuse(dense, [], params, channels=[channel]), params, 10)
+    assert sorted(ids(kept)) == ["a", "b", "c"]
+    by_rank = RankingParams(thresholds={"*": 0.1}, keep_margin=0.05, channel_keep_ratio=0.0)
+    assert len(select(fuse(dense, [], by_rank, channels=[channel]), by_rank, 10)) == 9
+
+
 def test_a_note_not_embedded_yet_is_judged_on_its_words_and_the_channel() -> None:
     """A pending note (no main-model vector yet) with the fast channel's vector outranks
     a pending note with the same lexical evidence and none."""

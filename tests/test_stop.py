@@ -103,9 +103,14 @@ def test_stop_reaches_a_daemon_still_importing_then_one_still_opening(tmp_path: 
         kill_daemon(data, signal.SIGTERM)
 
 
-async def seed_long(data: Path, n: int) -> None:
-    """``n`` long acknowledged notes without vectors (``test_shutdown.seed``'s, longer)."""
+async def seed_long(data: Path, n: int, channels: list[str] | None = None) -> None:
+    """``n`` long acknowledged notes without vectors (``test_shutdown.seed``'s, longer),
+    in an index made for ``channels`` (default: the configured ones), so that an owner
+    with those channels starts no rebuild for a channel its index lacks."""
     settings = KiokuSettings(data_dir=data, redis_url=None, qdrant_url=None)
+    if channels is not None:
+        embedder = settings.embedder.model_copy(update={"channels": channels})
+        settings = settings.model_copy(update={"embedder": embedder})
     async with open_app(settings, run_jobs=False) as app:
         for i in range(n):
             await app.notes.add(NoteFields(text=f"step {i}: {LONG}", type="note"))
@@ -125,7 +130,7 @@ async def test_sigterm_mid_channel_backlog_of_long_notes_exits_at_once(tmp_path:
     own lane, checks for the stop between them, and the owner does not wait for the call
     in progress; what was not embedded is left to the next start."""
     data = tmp_path / "data"
-    await seed_long(data, 64)
+    await seed_long(data, 64, ["use", "minilm"])
     env: dict[str, Any] = {
         "KIOKU_EMBEDDER__CHANNELS": '["use","minilm"]',
         "KIOKU_EMBEDDER__BATCH_SIZE": "64",

@@ -11,12 +11,15 @@
    p50/p95 (client round trip over stdio, and server side from the activity log).
 4. With ``--compare`` (settings) or ``--baseline`` (an earlier ``--out``), prints the
    paired difference per split and kind and lists the groups significantly worse.
+   ``--previous`` (settings) runs the hybrid mode again as the previous release ranked
+   (``make bench-quality``: channels off) and prints this tree's default beside it.
 
     python bench/quality/run.py                 # data/ (generated) and conv/ (conversations)
     python bench/quality/run.py --modes hybrid --compare search.rrf_k=20
     python bench/quality/run.py --modes hybrid --out main.json      # on main, then:
     python bench/quality/run.py --modes hybrid --baseline main.json # on a branch
     python bench/quality/run.py --data bench/quality/heldout   # the held-out set (test only)
+    python bench/quality/run.py --modes hybrid --previous 'embedder.channels=[]'
 """
 
 from __future__ import annotations
@@ -263,6 +266,13 @@ async def main() -> None:
         "paired difference (candidate minus --set) is printed per split and kind",
     )
     ap.add_argument(
+        "--previous",
+        nargs="*",
+        metavar="SECTION.KEY=VALUE",
+        help="the previous release's settings (on top of --set): the hybrid mode runs again\n"
+        "with them first, and this run minus that one is printed per split and kind",
+    )
+    ap.add_argument(
         "--baseline",
         type=Path,
         help="an earlier --out file (e.g. written on main): paired difference of this run\n"
@@ -304,6 +314,8 @@ async def main() -> None:
             intervals.print_report(name, results, TABLE_METRICS, **boot)
             print_latency(results)
             out[name] = results
+            if args.previous is not None:
+                worse += await run_previous(data_dir, name, queries, results, args, boot, out)
             if args.compare is not None:
                 await ensure_channels(data_dir, {**overrides, **parse_overrides(args.compare)})
                 cand = [
@@ -340,13 +352,49 @@ async def main() -> None:
                         cand_label="this run",
                         **boot,
                     )
-    if args.compare is not None or baseline:
+    if args.compare is not None or args.previous is not None or baseline:
         print(
             "significantly worse (95% CI of the difference below 0): "
             + (", ".join(worse) or "none")
         )
     if args.out:
         args.out.write_text(json.dumps(out, ensure_ascii=False, indent=1))
+
+
+async def run_previous(
+    data_dir: Path,
+    name: str,
+    queries: list[dict[str, Any]],
+    results: list[dict[str, Any]],
+    args: argparse.Namespace,
+    boot: dict[str, int],
+    out: dict[str, Any],
+) -> list[str]:
+    """The hybrid mode as the previous release ranks (``--previous`` over ``--set``) on
+    the same data dir, its table, then this run's hybrid minus it (paired); returns the
+    groups significantly worse. A channel the previous settings turn off stays in the
+    index: a server not configured for it never reads it."""
+    mine = [r for r in results if r["mode"] == "hybrid"]
+    if not mine:
+        return []
+    label = " ".join(args.previous) or "defaults"
+    overrides = {**parse_overrides(args.set), **parse_overrides(args.previous)}
+    await ensure_channels(data_dir, overrides)
+    prev = await run_mode(data_dir, "hybrid", queries, keys_of(data_dir), overrides, args.top)
+    prev["mode"] = "hybrid"
+    out[name + "+previous"] = [prev]
+    print(f"### {name}: the previous release ({label})\n")
+    intervals.print_report(name, [prev], TABLE_METRICS, **boot)
+    print_latency([prev])
+    return intervals.print_paired(
+        name,
+        prev,
+        mine[0],
+        PAIRED_METRICS,
+        base_label=f"previous ({label})",
+        cand_label="default",
+        **boot,
+    )
 
 
 def keys_of(data_dir: Path) -> dict[str, str]:

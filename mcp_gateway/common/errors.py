@@ -58,5 +58,10 @@ class EmbedderUnavailable(KiokuError):
     pass
 
 
+class EmbedderStopping(EmbedderUnavailable):
+    """The process is stopping: its embedders start no further call. What was skipped
+    is done by the next start (the embedding job, reconcile), so it is no fault."""
+
+
 class AccessDenied(KiokuError, PermissionError):
     pass

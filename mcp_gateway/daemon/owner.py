@@ -170,6 +170,11 @@ async def _serve_opened(
         # once it starts): a session's answer never comes before the CLI's socket does
         sock.listen(64)
         opening.opened()
+        if services.rebuild.mend_channels(app.spawn):
+            log.warning(
+                "building the index's missing dense channels in the background "
+                "(searches go without them until it is done)"
+            )
         if settings.index.graph_check_s > 0:
             every = settings.index.graph_check_s
             app.spawn(lambda: services.rebuild.watch_graph(every))

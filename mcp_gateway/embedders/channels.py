@@ -51,14 +51,15 @@ def index_gaps(configured: Sequence[DenseChannel], held: Sequence[DenseChannel])
     out = []
     if missing:
         out.append(
-            f"the index has no {', '.join(missing)} channel yet: `kioku reindex` adds it "
-            "(the main model's vectors are reused)"
+            f"the index has no {', '.join(missing)} channel yet: a running kioku builds it "
+            "in the background, `kioku reindex` at once (the main model's vectors are reused)"
         )
     for c in configured:
         if have.get(c.name, c.model_id) != c.model_id:
             out.append(
                 f"the index's {c.name} channel holds {have[c.name]} vectors but {c.model_id} "
-                f"is configured: search goes without it until `kioku reindex` builds it"
+                f"is configured: search goes without it until a running kioku (or `kioku "
+                "reindex`) builds it"
             )
     return out
 

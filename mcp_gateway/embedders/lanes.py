@@ -22,7 +22,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, TypeVar
 
-from mcp_gateway.common.errors import EmbedderUnavailable
+from mcp_gateway.common.errors import EmbedderStopping
 
 logger = logging.getLogger(__name__)
 
@@ -109,7 +109,7 @@ class Lane:
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         if self._stopping.is_set():
-            raise EmbedderUnavailable("the local embedder is stopping")
+            raise EmbedderStopping("the local embedder is stopping")
 
         def on_lane() -> T:
             if _omp_set_num_threads is not None:

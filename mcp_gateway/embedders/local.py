@@ -50,7 +50,7 @@ import anyio.to_thread
 import numpy as np
 
 from mcp_gateway.common import heap
-from mcp_gateway.common.errors import EmbedderUnavailable
+from mcp_gateway.common.errors import EmbedderStopping, EmbedderUnavailable
 from mcp_gateway.common.types import SparseVector
 from mcp_gateway.embedders import e5_onnx
 from mcp_gateway.embedders.base import Encoded, as_list
@@ -256,7 +256,7 @@ class LocalEmbedder:
 
         await asyncio.gather(*(lane.run(pull, lane) for lane in lanes))
         if any(e is None for e in out):  # a lane stopped in the middle
-            raise EmbedderUnavailable("the local embedder is stopping")
+            raise EmbedderStopping("the local embedder is stopping")
         return [e for e in out if e is not None]
 
     async def encode_query(self, text: str) -> Encoded:

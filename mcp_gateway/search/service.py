@@ -279,6 +279,7 @@ class SearchService:
             recent=[note_result(n, floor[n.id], [RECENT_TAG]) for n in related],
             dense_available=dense_ok,
             match=match,
+            channels=list(semantic.extra),
         )
         settled = not any(h.payload.get("dense") is False for h in sparse_hits)
         return response, settled
@@ -425,6 +426,7 @@ class SearchService:
             latent_weight=s.latent_weight,
             channel_weight=s.channel_weight,
             channel_keep_rank=s.channel_keep_rank,
+            channel_keep_ratio=s.channel_keep_ratio,
             fast_weight=s.fast_weight,
             thresholds=thresholds,  # read once, with the answer cache's key
         )

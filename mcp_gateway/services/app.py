@@ -33,11 +33,10 @@ from mcp_gateway.embedders.base import Embedder
 from mcp_gateway.embedders.channels import (
     ChannelEmbedder,
     build_channel_embedders,
-    configured_channels,
     index_gaps,
 )
 from mcp_gateway.index import catalog
-from mcp_gateway.index.base import IndexSpec
+from mcp_gateway.index.base import DenseChannel, IndexSpec
 from mcp_gateway.index.live import LiveIndex
 from mcp_gateway.indexing import snapshot
 from mcp_gateway.indexing.applier import Applier
@@ -185,13 +184,18 @@ async def start_embedder(embedder: Embedder, db: Database, settings: KiokuSettin
         embedder.dim = info.dim
 
 
-async def live_spec(db: Database, settings: KiokuSettings, embedder: Embedder) -> IndexSpec:
-    """The live collection's spec; a data dir that never built one adopts the embedder."""
+async def live_spec(
+    db: Database,
+    settings: KiokuSettings,
+    embedder: Embedder,
+    channels: tuple[DenseChannel, ...],
+) -> IndexSpec:
+    """The live collection's spec; a data dir that never built one adopts the embedder
+    and ``channels`` (the configured channels whose models started)."""
     info = await catalog.live_info(db, settings)
     catalog.check_schema(info)
     # asked for when the collection is made; an existing one says what it has (index open)
     latent = latent_configured(settings.embedder)
-    channels = configured_channels(settings.embedder)
     if info.model_id is None or info.dim is None:
         spec = IndexSpec(
             info.collection, embedder.dim, embedder.model_id, latent=latent, channels=channels
@@ -221,13 +225,8 @@ async def open_app(settings: KiokuSettings, *, run_jobs: bool = True) -> AsyncIt
         embedder = build_embedder(settings.embedder)
         await start_embedder(embedder, db, settings)
         stack.push_async_callback(embedder.aclose)
-        channels = build_channel_embedders(settings.embedder)
-        for channel in channels:
-            # not installed: one line that says what to do (embedders/use.py), no start
-            await channel.embedder.start()
-            stack.push_async_callback(channel.embedder.aclose)
-
-        spec = await live_spec(db, settings, embedder)
+        channels = await _start_channels(stack, settings)
+        spec = await live_spec(db, settings, embedder, tuple(c.channel for c in channels))
         for name in await anyio.to_thread.run_sync(
             catalog.remove_leftovers, settings, spec.collection
         ):
@@ -300,6 +299,27 @@ async def open_app(settings: KiokuSettings, *, run_jobs: bool = True) -> AsyncIt
             type(app.jobs).__name__,
         )
         yield app
+
+
+async def _start_channels(
+    stack: AsyncExitStack, settings: KiokuSettings
+) -> tuple[ChannelEmbedder, ...]:
+    """The configured further dense channels whose models start. One that cannot (its
+    package or onnxruntime missing) is one warning that says what to do, and this
+    process ranks and writes without it: the channels are on by default, and a memory
+    server that no longer starts where a channel's model cannot load would be worse
+    than one ranking as the release before. A later start with it available builds it
+    (``Rebuilder.mend_channels``)."""
+    started = []
+    for channel in build_channel_embedders(settings.embedder):
+        try:
+            await channel.embedder.start()
+        except EmbedderUnavailable as exc:
+            log.warning("%s -- going without the %s channel", exc, channel.channel.name)
+            continue
+        stack.push_async_callback(channel.embedder.aclose)
+        started.append(channel)
+    return tuple(started)
 
 
 GATEWAY_ID_FILE = "gateway.id"

@@ -86,6 +86,27 @@ class Rebuilder:
             spawn(self._go)
         return self.status
 
+    def mend_channels(
+        self, spawn: Callable[[Callable[[], Coroutine[Any, Any, Any]]], None]
+    ) -> bool:
+        """Start a rebuild in the background (``start``) when the live index lacks a
+        configured further dense channel or holds one for another model: a data dir
+        made before the channel was a default gains it with no `kioku reindex`. Search
+        goes without that channel until the swap (the live index serves every search
+        and every write is mirrored into the new one), so nothing is lost meanwhile.
+        Not when the main model changed too (that rebuild embeds every note: the user's
+        `kioku reindex` to start), nor on a shared store (one gateway's rebuild is every
+        gateway's: `kioku reindex` there too). Returns whether it started one."""
+        app = self.app
+        live = app.index.spec
+        if app.settings.shared_store or live.model_id != app.embedder.model_id:
+            return False
+        held = {c.name: c.model_id for c in live.channels}
+        if all(held.get(c.channel.name) == c.channel.model_id for c in app.channels):
+            return False
+        self.start(spawn)
+        return True
+
     async def rebuild(self, adopted: str | None = None) -> RebuildStatus:
         """Run a whole rebuild in the calling task; returns the final status.
         ``adopted``: build this gateway's copy of the collection another gateway of

@@ -253,6 +253,7 @@ def serve_ui(
         async with anyio.create_task_group() as tg:
 
             async def serve_then_stop() -> None:
+                tg.start_soon(httpguard.deepen_queues, server)
                 await server.serve()
                 tg.cancel_scope.cancel()  # Ctrl-C or SIGTERM: the page's timer ends too
 

@@ -268,7 +268,9 @@ def _doors(state: OwnerState) -> int:
 
 
 async def _run_server(server: uvicorn.Server, socks: list[socket.socket] | None) -> None:
-    await server.serve(sockets=socks)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(httpguard.deepen_queues, server)
+        await server.serve(sockets=socks)
 
 
 def run_owner(

@@ -47,6 +47,7 @@ from mcp_gateway.daemon import local_gateway as gw
 from mcp_gateway.daemon.jsonrpc_peek import peek_id
 from mcp_gateway.daemon.owner_state import OwnerState
 from mcp_gateway.daemon.request_context import scope_of
+from mcp_gateway.protocol import httpguard
 from mcp_gateway.protocol.session_scope import preamble_params, set_session
 
 log = logging.getLogger(__name__)
@@ -122,7 +123,7 @@ async def serve_sessions(
     An editor's session lives for hours and is the same user's (peer uid), so no idle
     deadline applies here. ``accept()`` failing for want of file descriptors is one
     counted line every 10 s and a short pause, not a crash of the listener."""
-    sock.listen(64)
+    sock.listen(httpguard.LISTEN_QUEUE)
     listener = await anyio.abc.SocketListener.from_socket(sock)
     report = Every(10.0)
     refused = 0

@@ -29,7 +29,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import resource
+import socket
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,7 +48,13 @@ RESERVED_FDS = 192
 MIN_PER_DOOR = 16
 # connections asyncio accepts in one turn of the loop (uvicorn's ``backlog``), before any
 # is admitted or closed: its 2,048 by default took a whole 1,024 open-file limit at once
-BACKLOG = 128
+BACKLOG = 16
+# ...while the kernel's queue of connections not yet accepted is longer: a flood waits
+# there with the legitimate clients instead of failing them (a Unix socket's connect()
+# fails at once when the queue is full; TCP retries its SYN a second later)
+LISTEN_QUEUE = 2048
+# a connection nothing was read from yet is not closed for its silence before this
+GRACE_S = 0.5
 
 
 def fd_budget(doors: int) -> int:
@@ -115,21 +124,27 @@ class Door:
         self.live.pop(conn, None)
 
     def _oldest_waiting(self, newcomer: Any) -> Any | None:
-        """The first of: the oldest connection waiting for headers that never got an
-        answer below 400 (a flood), the oldest unfinished body, the oldest idle
-        keep-alive connection of a client that was served."""
-        slow_body = idle_served = None
+        """The oldest connection waiting on its client that had its chance: never served
+        (no answer below 400) and part of its headers read, or an unfinished body, or
+        silent for ``GRACE_S``; else a served client's idle keep-alive connection; else
+        the oldest silent one. A connection the loop has not read yet is not judged by
+        its silence at once: under a flood a client's whole request waits a few turns
+        of the loop to be read."""
+        now = time.monotonic()
+        silent = idle_served = None
         for conn in self.live:
             if conn is newcomer or conn.transport is None or conn.transport.is_closing():
                 continue
             if compat.awaiting_headers(conn):
-                if not conn.served:
+                if conn.served:
+                    idle_served = idle_served or conn
+                elif conn.heard or now - conn.born > GRACE_S:
                     return conn
-                if idle_served is None:
-                    idle_served = conn
-            elif slow_body is None and compat.awaiting_body(conn):
-                slow_body = conn
-        return slow_body if slow_body is not None else idle_served
+                else:
+                    silent = silent or conn
+            elif compat.awaiting_body(conn):
+                return conn
+        return idle_served or silent
 
 
 def guarded_protocol(door: Door, *, peer_check: bool = False) -> type[Any]:
@@ -142,6 +157,8 @@ def guarded_protocol(door: Door, *, peer_check: bool = False) -> type[Any]:
         _timer: asyncio.TimerHandle | None = None
         _timing: str = ""  # "headers" or "body": what the armed timer waits for
         served = False  # answered below 400 once: a client, not a flood (Door)
+        heard = False  # some bytes of this connection were read
+        born = 0.0  # monotonic time it was accepted
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
@@ -159,6 +176,7 @@ def guarded_protocol(door: Door, *, peer_check: bool = False) -> type[Any]:
             return watched
 
         def connection_made(self, transport: Any) -> None:
+            self.born = time.monotonic()
             super().connection_made(transport)
             if peer_check and not peercred.same_user(transport.get_extra_info("socket")):
                 log.warning("dropped a connection from another user")
@@ -170,6 +188,7 @@ def guarded_protocol(door: Door, *, peer_check: bool = False) -> type[Any]:
             self._arm("headers", header_s)
 
         def data_received(self, data: bytes) -> None:
+            self.heard = True
             super().data_received(data)
             self._follow()
 
@@ -216,6 +235,19 @@ def guarded_protocol(door: Door, *, peer_check: bool = False) -> type[Any]:
 
     Guarded.__name__ = f"Guarded{base.__name__}"
     return Guarded
+
+
+async def deepen_queues(server: Any) -> None:
+    """Once uvicorn ``server`` listens, lengthen its sockets' kernel queue to
+    ``LISTEN_QUEUE`` (asyncio's ``backlog`` sets the queue and the accept batch alike)."""
+    while not server.started:
+        if server.should_exit:
+            return
+        await asyncio.sleep(0.05)
+    for listening in getattr(server, "servers", []):
+        for wrapped in listening.sockets:
+            with socket.socket(fileno=os.dup(wrapped.fileno())) as sock:
+                sock.listen(LISTEN_QUEUE)
 
 
 def quiet_accept_errors(loop: asyncio.AbstractEventLoop) -> None:

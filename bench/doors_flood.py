@@ -2,7 +2,8 @@
 
 Doors: ``kioku serve --http`` (TCP), ``kioku ui``'s port (TCP), and the owner's socket
 (``gateway.sock``), each server under a 1,024 open-file limit (``prlimit``). Floods:
-half-sent headers, slow bodies (complete headers with a token, the body never sent)
+half-sent headers, slow bodies (complete headers with another tenant's token, the body
+never sent)
 and connection churn (connect and close at once), ``--count`` connections each,
 re-opened as the server closes them. The legitimate client makes ``--requests``
 requests, each on a fresh connection: MCP ``initialize`` with a token, the browser's
@@ -143,11 +144,18 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="kioku-doors-bench-"))
     print(f"open-file limit of each server: {LIMIT}; {args.count} hostile connections a flood")
 
-    with serve_http(root / "http", LIMIT, KIOKU_HTTP__HEADER_TIMEOUT_S="5") as gw:
-        token = gw.token()
+    grants = json.dumps(
+        {
+            "reader": {"token": "reader-token-0123456789", "namespace": "reader"},
+            "alice": {"token": "alice-token-0123456789", "namespace": "alice"},
+        }
+    )
+    env = {"KIOKU_HTTP__HEADER_TIMEOUT_S": "5", "KIOKU_HTTP__GRANTS": grants}
+    with serve_http(root / "http", LIMIT, **env) as gw:
+        token = "alice-token-0123456789"  # the legitimate tenant; the slow bodies: reader
 
         def mcp_init() -> int:
-            conn = http.client.HTTPConnection("127.0.0.1", gw.port, timeout=20)
+            conn = http.client.HTTPConnection("127.0.0.1", gw.port, timeout=10)
             try:
                 headers = {
                     "Authorization": f"Bearer {token}",
@@ -161,7 +169,7 @@ def main() -> None:
             finally:
                 conn.close()
 
-        slow = flood.slow_body(f"127.0.0.1:{gw.port}", token)
+        slow = flood.slow_body(f"127.0.0.1:{gw.port}", "reader-token-0123456789")
         floods: dict[str, bytes | None] = {
             "half headers": flood.HALF_HEADERS,
             "slow bodies": slow,
@@ -177,7 +185,7 @@ def main() -> None:
         host, cookie = _sign_in(ui.link)
 
         def browse() -> int:
-            conn = http.client.HTTPConnection("127.0.0.1", ui.port, timeout=20)
+            conn = http.client.HTTPConnection("127.0.0.1", ui.port, timeout=10)
             try:
                 conn.request("GET", "/ui/", headers={"Host": host, "Cookie": cookie})
                 res = conn.getresponse()
@@ -193,7 +201,7 @@ def main() -> None:
         sock, key = gateway_paths(data).socket, owner_key(data)
 
         def status() -> int:
-            conn = UnixHTTP(sock, 20)
+            conn = UnixHTTP(sock, 10)
             try:
                 conn.request("GET", "/api/status", headers={OWNER_HEADER: key})
                 res = conn.getresponse()

@@ -73,6 +73,50 @@ async def test_uvicorn_protocol_exposes_its_request_cycle() -> None:
         await server.wait_closed()
 
 
+async def test_uvicorn_cycle_says_when_the_body_is_complete() -> None:
+    """``cycle.more_body``: True while a request's body is still coming (httpguard's
+    body deadline and the door's choice of whom to close)."""
+    entered, release = asyncio.Event(), asyncio.Event()
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        entered.set()
+        await release.wait()
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    config = uvicorn.Config(app, lifespan="off", log_level="warning")
+    config.load()
+    state = ServerState()
+    made: list[Any] = []
+
+    def factory() -> Any:
+        proto = compat.uvicorn_http_protocol()(config=config, server_state=state, app_state={})
+        made.append(proto)
+        return proto
+
+    server = await asyncio.get_running_loop().create_server(factory, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    _reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc")
+        await writer.drain()
+        await asyncio.wait_for(entered.wait(), 10)
+        proto = made[0]
+        assert compat.awaiting_body(proto) and not compat.awaiting_headers(proto)
+        writer.write(b"defghij")
+        await writer.drain()
+        for _ in range(200):
+            if not compat.awaiting_body(proto):
+                break
+            await asyncio.sleep(0.01)
+        assert not compat.awaiting_body(proto)  # the body is complete: the app's turn
+        release.set()
+    finally:
+        writer.close()
+        server.close()
+        await server.wait_closed()
+
+
 def test_mcp_server_has_a_lowlevel_server() -> None:
     low = compat.lowlevel_server(MCPServer("compat"))
     assert callable(low.run)

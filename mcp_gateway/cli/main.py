@@ -18,7 +18,7 @@ from typing import Any
 import anyio
 
 from mcp_gateway import __version__
-from mcp_gateway.common import fsperms
+from mcp_gateway.common import fsperms, logbounds
 from mcp_gateway.common.errors import KiokuError, NotFound
 from mcp_gateway.common.sections import DEFAULT_NOTE_TYPES
 from mcp_gateway.common.settings import KiokuSettings, load_settings
@@ -235,11 +235,8 @@ def main(argv: list[str] | None = None) -> int:
     fsperms.private_umask()  # SQLite, WAL, logs, index, exports: owner-only files
     args = _parser().parse_args(argv)
     # warnings while reading the settings (unknown KIOKU_* variables) need a handler
-    logging.basicConfig(
-        level="WARNING",
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    # repeated messages are counted, not each written (logbounds: a flood of errors)
+    logbounds.configure("WARNING", fmt="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         settings = _settings(args)
         _check_args(args, settings)

@@ -16,6 +16,7 @@ gateway sharing this data dir (e.g. run inside the home server's container).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import socket
@@ -227,14 +228,32 @@ def serve_ui(
     app = _build(settings, port)
     app.ensure_daemon()
     base = f"http://{app.host}"
+    httpguard.raise_open_file_limit()
+    http = settings.http
+    # the same deadlines and cap as every door (httpguard); each forwarded request also
+    # opens a connection to the owner's socket, hence two file descriptors a request
+    cap = min(http.max_connections, httpguard.fd_budget(2))
+    limits = httpguard.Limits(http.header_timeout_s, http.body_timeout_s, cap)
     server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="auto")
+        uvicorn.Config(
+            app,
+            host="127.0.0.1",
+            port=port,
+            log_level="warning",
+            lifespan="auto",
+            access_log=False,
+            timeout_keep_alive=http.idle_timeout_s,
+            backlog=httpguard.BACKLOG,
+            http=httpguard.guarded_protocol(httpguard.Door(f"kioku ui port {port}", limits)),
+        )
     )
 
     async def run() -> None:
+        httpguard.quiet_accept_errors(asyncio.get_running_loop())
         async with anyio.create_task_group() as tg:
 
             async def serve_then_stop() -> None:
+                tg.start_soon(httpguard.deepen_queues, server)
                 await server.serve()
                 tg.cancel_scope.cancel()  # Ctrl-C or SIGTERM: the page's timer ends too
 

@@ -36,6 +36,14 @@ def awaiting_headers(protocol: Any) -> bool:
     return cycle is None or bool(cycle.response_complete)
 
 
+def awaiting_body(protocol: Any) -> bool:
+    """Whether a uvicorn protocol instance has a request's headers but not all of its
+    body yet: the cycle's private ``more_body`` flag (cleared at the end of the body by
+    both HTTP implementations) while its response is not complete."""
+    cycle = getattr(protocol, "cycle", None)
+    return cycle is not None and not cycle.response_complete and bool(cycle.more_body)
+
+
 # -- the MCP SDK -----------------------------------------------------------------------
 
 

@@ -255,6 +255,13 @@ class HttpSettings(BaseModel):
     # with neither: a token generated into <data_dir>/http.token (0600) is required
     # a connection whose request headers are not complete by then is closed (slowloris)
     header_timeout_s: float = Field(default=10.0, gt=0)
+    # ...and one whose request body is not complete this long after its headers
+    body_timeout_s: float = Field(default=30.0, gt=0)
+    # an idle keep-alive connection is closed after this long (uvicorn's keep-alive)
+    idle_timeout_s: int = Field(default=15, ge=1)
+    # open connections per listening door (HTTP port, owner socket, `kioku ui` port,
+    # session socket); lowered to what the open-file limit leaves (httpguard.fd_budget)
+    max_connections: int = Field(default=1000, ge=16)
     # open MCP sessions per grant (the SDK's 10,000 stays the server-wide cap)
     max_sessions_per_grant: int = Field(default=1000, ge=1)
 
@@ -288,3 +295,5 @@ class LocalGatewaySettings(BaseModel):
     idle_exit_s: float = Field(default=900.0, ge=0, description="0: never exit when idle")
     start_timeout_s: float = Field(default=60.0, gt=0)
     request_timeout_s: float = Field(default=300.0, gt=0)
+    # the daemon's log (logs/gateway.log) is rotated past this size (one old file kept)
+    log_max_mb: float = Field(default=10.0, gt=0)

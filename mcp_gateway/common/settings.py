@@ -9,6 +9,7 @@ objects; it never reads the environment itself.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 from collections.abc import Mapping
@@ -24,6 +25,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from mcp_gateway.common import redact
 from mcp_gateway.common.config_check import ConfigError, check_toml, describe, unknown_env
 from mcp_gateway.common.sections import (
     EmbedderSettings,
@@ -95,6 +97,18 @@ class KiokuSettings(BaseSettings):
                 "database_url must be a postgresql://user@host:port/dbname URL "
                 "(or sqlite:////abs/path for processes sharing one host)"
             )
+        if url.startswith("sqlite:"):
+            return url
+        problem = redact.url_problem(url)  # never quoted back: it may hold a password
+        if problem is not None:
+            raise ValueError(
+                f"not a usable postgresql://user@host:port/dbname URL: {problem}; fix the URL"
+            )
+        if not _installed("psycopg"):
+            raise ValueError(
+                "a PostgreSQL URL needs the postgres extra: pip install 'kioku[postgres]' "
+                "(or unset it to use SQLite in the data dir)"
+            )
         return url
 
     @field_validator("log_level")
@@ -159,6 +173,14 @@ class KiokuSettings(BaseSettings):
         if toml_files:
             sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_files))
         return tuple(sources)
+
+
+def _installed(module: str) -> bool:
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        return False
+    return True
 
 
 def _config_files() -> list[Path]:

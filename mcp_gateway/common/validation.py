@@ -21,6 +21,21 @@ def visible(text: str) -> bool:
     return any(not ch.isspace() and unicodedata.category(ch) != "Cf" for ch in text)
 
 
+MAX_ID_CHARS = 200
+
+
+def storable_id(value: object) -> bool:
+    """Whether ``value`` can be an id at all: a string of at most ``MAX_ID_CHARS`` with no
+    control character and no lone surrogate. Checked before a store is asked, so a NUL
+    gets "no such id" on every store (PostgreSQL refuses NUL in text with an error,
+    SQLite just finds nothing: issue 47)."""
+    if not isinstance(value, str) or len(value) > MAX_ID_CHARS:
+        return False
+    return all(
+        ch >= " " and not "\x7f" <= ch <= "\x9f" and not "\ud800" <= ch <= "\udfff" for ch in value
+    )
+
+
 def clean_text(value: str, field: str, max_bytes: int, *, required: bool = True) -> str:
     """Normalise to NFC, drop control characters except newline/tab, enforce limits."""
     if not isinstance(value, str):

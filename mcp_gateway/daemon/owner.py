@@ -23,12 +23,12 @@ truth store, which the owner applies (``applier``).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
 import signal
 import socket
-import sys
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
@@ -40,7 +40,7 @@ from mcp.server.mcpserver import MCPServer
 from starlette.applications import Starlette
 from starlette.routing import Mount
 
-from mcp_gateway.common import fsperms, heap
+from mcp_gateway.common import fsperms, heap, logbounds
 from mcp_gateway.common.errors import KiokuError
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.daemon import local_gateway as gw
@@ -66,19 +66,30 @@ log = logging.getLogger(__name__)
 EXIT_OK, EXIT_LOST_ELECTION, EXIT_STARTUP_FAILED = 0, 0, 3
 
 
-def _uvicorn(app: Any, settings: KiokuSettings, *, unix: bool, **options: Any) -> uvicorn.Server:
+def _uvicorn(
+    app: Any, settings: KiokuSettings, door: httpguard.Door, *, unix: bool, **options: Any
+) -> uvicorn.Server:
     config = uvicorn.Config(
         app,
         log_level="warning",
         lifespan="off",
         timeout_graceful_shutdown=10,
         access_log=False,
-        # bounds the wait for request headers (slowloris); on the Unix socket it also
-        # drops connections from another uid (peercred)
-        http=httpguard.guarded_protocol(settings.http.header_timeout_s, peer_check=unix),
+        # header and body deadlines and the door's connection cap (slowloris, slow
+        # bodies, floods); on the Unix socket it also drops another uid's connections
+        http=httpguard.guarded_protocol(door, peer_check=unix),
+        backlog=httpguard.BACKLOG,
         **options,
     )
     return uvicorn.Server(config)
+
+
+def door(settings: KiokuSettings, name: str, doors: int) -> httpguard.Door:
+    """A listener's limits: the HTTP settings, the cap within the open-file limit."""
+    http = settings.http
+    cap = min(http.max_connections, httpguard.fd_budget(doors))
+    limits = httpguard.Limits(http.header_timeout_s, http.body_timeout_s, cap)
+    return httpguard.Door(name, limits)
 
 
 async def _serve(
@@ -93,6 +104,8 @@ async def _serve(
     holds every other request until they are (``Opening``); the other listeners start
     once they are open."""
     sock, session_sock = bound
+    httpguard.quiet_accept_errors(asyncio.get_running_loop())
+    doors = _doors(state)
     services = Services.unopened()
     local = create_server(settings, services=services)
     opening = Opening()
@@ -102,7 +115,8 @@ async def _serve(
     async def sessions() -> None:
         try:
             with sessions_scope:
-                await serve_sessions(local, session_sock, state, opening)
+                cap = door(settings, "session.sock", doors).cap
+                await serve_sessions(local, session_sock, state, opening, cap)
         finally:
             sessions_done.set()
 
@@ -200,6 +214,7 @@ async def _serve_opened(
             _uvicorn(
                 owner_watch.Activity(Starlette(routes=routes), state),
                 settings,
+                door(settings, "gateway.sock", _doors(state)),
                 unix=True,
                 timeout_keep_alive=3600,
             )
@@ -219,9 +234,11 @@ async def _serve_opened(
                 _uvicorn(
                     owner_watch.Activity(remote_http, state),
                     settings,
+                    door(settings, f"http port {settings.http.port}", _doors(state)),
                     unix=False,
                     host=settings.http.host,
                     port=settings.http.port,
+                    timeout_keep_alive=settings.http.idle_timeout_s,
                 )
             )
             listeners.append(None)
@@ -250,8 +267,15 @@ async def _serve_opened(
                 helpers.cancel_scope.cancel()
 
 
+def _doors(state: OwnerState) -> int:
+    """Listeners sharing the open-file limit: the two sockets, and the HTTP port."""
+    return 3 if state.kind == "http" else 2
+
+
 async def _run_server(server: uvicorn.Server, socks: list[socket.socket] | None) -> None:
-    await server.serve(sockets=socks)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(httpguard.deepen_queues, server)
+        await server.serve(sockets=socks)
 
 
 def run_owner(
@@ -279,6 +303,7 @@ def run_owner(
         log.error("%s%s", gw.CANNOT_START, busy_message(settings))
         return EXIT_STARTUP_FAILED
     state = OwnerState(kind=kind)
+    httpguard.raise_open_file_limit()  # before the doors size their caps from it
     if kind == "http":
         state.http_url = f"http://{settings.http.host}:{settings.http.port}/mcp"
         try:
@@ -385,10 +410,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     fsperms.private_umask()  # logs, SQLite, index: owner-only whatever the parent's umask
     settings = load_settings(data_dir=args.data_dir)
-    logging.basicConfig(
-        level=settings.log_level.upper(),
-        stream=sys.stderr,
-        format="%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s",
+    # the spawner's stderr is logs/gateway.log: rotated, repeats counted (logbounds)
+    logbounds.configure(
+        settings.log_level.upper(),
+        rotate=gw.GatewayPaths.for_settings(settings).log,
+        max_bytes=int(settings.local_gateway.log_max_mb * 1024 * 1024),
     )
     # Stateless mode "terminates" a transport after every request: not news.
     logging.getLogger("mcp.server.streamable_http").setLevel(logging.WARNING)

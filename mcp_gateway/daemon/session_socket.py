@@ -25,6 +25,7 @@ them instead of the owner's.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import socket
@@ -41,10 +42,12 @@ from mcp.shared.message import SessionMessage
 from mcp_gateway.common import compat, peercred, serving
 from mcp_gateway.common.access import Scope
 from mcp_gateway.common.errors import InvalidInput
+from mcp_gateway.common.logbounds import Every
 from mcp_gateway.daemon import local_gateway as gw
 from mcp_gateway.daemon.jsonrpc_peek import peek_id
 from mcp_gateway.daemon.owner_state import OwnerState
 from mcp_gateway.daemon.request_context import scope_of
+from mcp_gateway.protocol import httpguard
 from mcp_gateway.protocol.session_scope import preamble_params, set_session
 
 log = logging.getLogger(__name__)
@@ -112,13 +115,37 @@ class Opening:
 
 
 async def serve_sessions(
-    server: MCPServer[Any], sock: socket.socket, state: OwnerState, opening: Opening
+    server: MCPServer[Any], sock: socket.socket, state: OwnerState, opening: Opening, cap: int
 ) -> None:
-    """Accept proxies on ``sock`` (bound, not yet listening) until cancelled."""
-    sock.listen(64)
+    """Accept proxies on ``sock`` (bound, not yet listening) until cancelled; at most
+    ``cap`` sessions at once (a proxy past it is closed: it starts over and says so).
+
+    An editor's session lives for hours and is the same user's (peer uid), so no idle
+    deadline applies here. ``accept()`` failing for want of file descriptors is one
+    counted line every 10 s and a short pause, not a crash of the listener."""
+    sock.listen(httpguard.LISTEN_QUEUE)
     listener = await anyio.abc.SocketListener.from_socket(sock)
-    async with listener:
-        await listener.serve(lambda stream: _session(server, stream, state, opening))
+    report = Every(10.0)
+    refused = 0
+    async with listener, anyio.create_task_group() as tg:
+        while True:
+            try:
+                stream = await listener.accept()
+            except OSError as exc:
+                if exc.errno not in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                    raise
+                refused += 1
+                if report.due():
+                    log.warning("session.sock: accept() failed %d times (%s)", refused, exc)
+                await anyio.sleep(0.1)
+                continue
+            if state.sessions >= cap:
+                refused += 1
+                if report.due():
+                    log.warning("session.sock: %d sessions open (its cap): closed a new one", cap)
+                await stream.aclose()
+                continue
+            tg.start_soon(_session, server, stream, state, opening)
 
 
 async def _session(

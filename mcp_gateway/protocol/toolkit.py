@@ -14,6 +14,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel
 
+from mcp_gateway.common import redact
 from mcp_gateway.common.access import Scope
 from mcp_gateway.common.errors import KiokuError, NotFound
 from mcp_gateway.protocol.http_auth import request_scope
@@ -65,7 +66,8 @@ def tool_errors(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
         except NotFound as exc:
             raise ToolError(f"{exc}{NOT_FOUND_HINTS.get(exc.kind, '')}") from exc
         except KiokuError as exc:
-            raise ToolError(str(exc)) from exc
+            # a message quoting a URL (an index or embedder server) loses its password
+            raise ToolError(redact.scrub(str(exc))) from exc
         except Exception as exc:
             log.exception("tool %s failed unexpectedly", fn.__name__)
             raise ToolError(

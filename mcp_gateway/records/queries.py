@@ -12,6 +12,7 @@ import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 
 from mcp_gateway.common.errors import Conflict, NotFound
+from mcp_gateway.common.validation import storable_id
 from mcp_gateway.records import lifecycle
 from mcp_gateway.records.fts import escape_like
 from mcp_gateway.records.model import Edge, HistoryEntry, Lifecycle, Record, RecordGraph
@@ -27,6 +28,8 @@ def to_record(row: sqlite3.Row) -> Record:
 
 
 def get_record(conn: sqlite3.Connection, record_id: str) -> Record:
+    if not storable_id(record_id):  # the same answer as an unknown id, on every store
+        raise NotFound(f"no record {record_id!r}", kind="record")
     row = conn.execute(f"SELECT {_RECORD_COLS} FROM records WHERE id = ?", (record_id,)).fetchone()
     if row is None:
         raise NotFound(f"no record {record_id!r}", kind="record")

@@ -68,6 +68,7 @@ def check_items(items: Any, limits: Limits) -> list[dict[str, Any]]:
         raise InvalidInput("items must be a list of notes and records")
     out: list[dict[str, Any]] = []
     problems: list[str] = []
+    first_of: dict[tuple[str, str], dict[str, Any]] = {}  # (kind, id) -> its first item
     for n, item in enumerate(items, 1):
         where = place(item.get("where") if isinstance(item, dict) else None) or f"item {n}"
         try:
@@ -80,6 +81,7 @@ def check_items(items: Any, limits: Limits) -> list[dict[str, Any]]:
                 out.append({**_record(item, limits), "where": where})
             else:
                 raise InvalidInput(f"unknown kind {kind!r}: a kioku export has notes and records")
+            _same_as_before(out[-1], first_of)
         except InvalidInput as exc:
             problems.append(f"{where}: {exc}")
     if problems:
@@ -91,6 +93,22 @@ def check_items(items: Any, limits: Limits) -> list[dict[str, Any]]:
             + (f"\n  ... and {more} more" if more else "")
         )
     return out
+
+
+def _same_as_before(item: dict[str, Any], first_of: dict[tuple[str, str], dict[str, Any]]) -> None:
+    """An id given twice in one import must carry the same item both times: one would
+    silently win over the other (the first was kept, and nothing said so: issue 47)."""
+    key = (str(item["kind"]), str(item["id"]))
+    earlier = first_of.setdefault(key, item)
+    if earlier is item:
+        return
+    fields = ("text", "title", "content", "type", "status", "domain", "priority")
+    differs = [f for f in fields if earlier.get(f) != item.get(f)]
+    if differs:
+        raise InvalidInput(
+            f"{key[0]} id {key[1]!r} is also at {earlier['where']} with another "
+            f"{differs[0]}: keep one of them"
+        )
 
 
 def place(value: Any) -> str:

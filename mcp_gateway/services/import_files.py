@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +28,11 @@ from mcp_gateway.services.markdown_notes import domain_of, markdown_note
 
 FORMAT = "kioku-export"
 VERSION = 1
+# What one import reads at most, checked before reading: an export file's bytes (a
+# 100,000-note export is ~100 MB) and a Markdown folder's files. ``/dev/zero`` was read
+# without end (4.8 GB of memory in 10 s, issue 47); a device or FIFO is refused unread.
+MAX_FILE_BYTES = 1024 * 1024 * 1024
+MAX_FOLDER_FILES = 100_000
 
 
 @dataclass
@@ -71,7 +77,7 @@ def _json_lines(path: Path) -> list[tuple[int, Any]]:
     """(line number, value) of each non-blank line."""
     shown = place(str(path))
     try:
-        data = path.read_bytes()
+        data = _read_file(path, MAX_FILE_BYTES)
     except OSError as exc:
         raise InvalidInput(
             f"cannot read {shown} ({exc.strerror}): give a `kioku export` file, a "
@@ -145,12 +151,12 @@ def parse_markdown_folder(root: Path, limits: Limits) -> Parsed:
                     "it into several files"
                 )
             text = _read_inside(path).decode("utf-8", errors="replace")
+            note, warning = markdown_note(text, limits.note_types)
         except OSError as exc:
             out.warnings.append(f"skipped {place(rel)}: cannot read it ({exc.strerror})")
             continue
         except InvalidInput as exc:
             raise InvalidInput(f"{place(rel)}: {exc}; nothing imported") from None
-        note, warning = markdown_note(text, limits.note_types)
         if warning:
             out.warnings.append(f"{place(rel)}: {warning}")
         if not visible(note["text"]):  # a blank page or a template: nothing to remember
@@ -183,7 +189,11 @@ def _markdown_files(root: Path, warnings: list[str]) -> list[tuple[Path, str]]:
             if name.startswith("."):
                 dirnames.remove(name)
             elif (here / name).is_symlink():  # os.walk does not enter it; say so if it leads out
-                if not (here / name).resolve().is_relative_to(top):
+                lead = _resolved(here / name)
+                if lead is None:
+                    rel = place(_rel(here / name, top))
+                    warnings.append(f"skipped {rel}: a symlink loop")
+                elif not lead.is_relative_to(top):
                     rel = place(_rel(here / name, top))
                     warnings.append(f"skipped {rel}: a link to outside the folder")
         for name in sorted(filenames):
@@ -191,8 +201,15 @@ def _markdown_files(root: Path, warnings: list[str]) -> list[tuple[Path, str]]:
                 continue
             path = here / name
             rel = _rel(path, top)
-            target = path.resolve()
-            if not target.is_relative_to(top):
+            target = _resolved(path)
+            if len(found) >= MAX_FOLDER_FILES:
+                raise InvalidInput(
+                    f"over {MAX_FOLDER_FILES:,} Markdown files in {place(str(root))}: import "
+                    "its folders one at a time; nothing imported"
+                )
+            if target is None:
+                warnings.append(f"skipped {place(rel)}: a symlink loop")
+            elif not target.is_relative_to(top):
                 warnings.append(f"skipped {place(rel)}: a link to outside the folder")
             elif not target.is_file():
                 warnings.append(f"skipped {place(rel)}: not a regular file")
@@ -204,6 +221,37 @@ def _markdown_files(root: Path, warnings: list[str]) -> list[tuple[Path, str]]:
                     continue
                 found.append((target, rel))
     return sorted(found, key=lambda pair: pair[1])
+
+
+def _read_file(path: Path, limit: int) -> bytes:
+    """A regular file's bytes, refused unread when it is anything else or over ``limit``
+    (``InvalidInput`` naming it); opened without blocking, so a FIFO cannot hang us."""
+    shown = place(str(path))
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as fh:
+        info = os.fstat(fh.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise InvalidInput(
+                f"{shown} is not a regular file: give a `kioku export` file, a "
+                "server-memory memory.json, or a folder of Markdown notes"
+            )
+        if info.st_size > limit:
+            raise InvalidInput(
+                f"{shown} is {info.st_size:,} bytes, over the {limit:,}-byte limit of one "
+                "import: split it (kioku export --namespace, or by lines)"
+            )
+        data = fh.read(limit + 1)
+    if len(data) > limit:  # it grew while we read
+        raise InvalidInput(f"{shown} is over the {limit:,}-byte limit of one import: split it")
+    return data
+
+
+def _resolved(path: Path) -> Path | None:
+    """Where ``path`` leads, or None for a symlink loop or an unreadable link."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):  # RuntimeError: "Symlink loop" (Python 3.11)
+        return None
 
 
 def _rel(path: Path, top: Path) -> str:

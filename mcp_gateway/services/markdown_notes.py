@@ -52,6 +52,11 @@ def markdown_note(text: str, types: Sequence[str]) -> tuple[dict[str, Any], str]
             mark = getattr(exc, "problem_mark", None)
             where = f" at line {mark.line + 2}" if mark is not None else ""
             warning = f"front matter is not valid YAML{where}: imported as written"
+        except (RecursionError, ValueError):  # 5,000 levels deep; a 5,000-digit number
+            raise InvalidInput(
+                "its front matter is nested too deeply or holds a number over 4,300 "
+                "digits: fix or remove the front matter"
+            ) from None
         else:
             if isinstance(loaded, dict):
                 meta = loaded

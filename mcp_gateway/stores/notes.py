@@ -21,6 +21,7 @@ from ulid import ULID
 from mcp_gateway.common.errors import NotFound
 from mcp_gateway.common.inputs import NoteChanges, NoteFields
 from mcp_gateway.common.types import Note
+from mcp_gateway.common.validation import storable_id
 from mcp_gateway.stores.db import Database
 from mcp_gateway.stores.note_keys import backfill, normalised, text_key
 
@@ -109,6 +110,8 @@ class NoteStore:
         return await self.db.transaction(apply)
 
     async def get(self, note_id: str, *, include_deleted: bool = False) -> Note:
+        if not storable_id(note_id):  # the same answer as an unknown id, on every store
+            raise NotFound(f"no note with id {note_id!r}", kind="note")
         rows = await self.db.fetchall(f"SELECT {_COLUMNS} FROM notes WHERE id = ?", (note_id,))
         if not rows or (rows[0]["deleted"] and not include_deleted):
             raise NotFound(f"no note with id {note_id!r}", kind="note")
@@ -128,6 +131,8 @@ class NoteStore:
 
         Returns the updated note and the names of the fields that really changed.
         """
+        if not storable_id(note_id):
+            raise NotFound(f"no note with id {note_id!r}", kind="note")
 
         def apply(conn: sqlite3.Connection) -> list[str]:
             row = conn.execute(
@@ -141,6 +146,9 @@ class NoteStore:
         return await self.get(note_id), changed
 
     async def set_deleted(self, note_id: str, deleted: bool) -> Note:
+        if not storable_id(note_id):
+            raise NotFound(f"no note with id {note_id!r}", kind="note")
+
         def apply(conn: sqlite3.Connection) -> None:
             row = conn.execute("SELECT deleted FROM notes WHERE id = ?", (note_id,)).fetchone()
             if row is None:

@@ -26,12 +26,12 @@ import time
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import psycopg_pool
 from psycopg.rows import RowMaker
 
+from mcp_gateway.common import redact
 from mcp_gateway.common.errors import StoreUnavailable
 
 log = logging.getLogger(__name__)
@@ -113,22 +113,17 @@ class PgConnection:
         self.raw.execute(sql.encode("utf-8"))  # several statements, no parameters
 
 
-def redacted(url: str) -> str:
-    """``url`` without its password, for messages and logs."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{parts.username}:***@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
-
-
 def unavailable(url: str, exc: BaseException) -> StoreUnavailable:
+    """The error every caller sees (a tenant too: no user, host, port or database name,
+    ``redact``); the owner's log gets the server's words, host and port, no password."""
     detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    log.warning(
+        "PostgreSQL at %s is unavailable: %s", redact.owner_url(url), redact.scrub(detail, url)
+    )
     return StoreUnavailable(
-        f"PostgreSQL at {redacted(url)} is unavailable ({detail}). Retry in a moment: "
-        "kioku reconnects by itself once the server is back (a repeated add finds the "
-        "note or record if the first one was committed after all)."
+        "The database is unavailable. Retry in a moment: kioku reconnects by itself once "
+        "it is back (a repeated add finds the note or record if the first one was "
+        "committed after all)."
     )
 
 

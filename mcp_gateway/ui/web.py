@@ -53,6 +53,7 @@ SECURITY_HEADERS = {
     "Cross-Origin-Resource-Policy": "same-origin",
 }
 MAX_FORM_BYTES = 256 * 1024
+FORM_TYPE = "application/x-www-form-urlencoded"
 _MAX_FIELDS = 50
 
 
@@ -116,10 +117,15 @@ def app_of(request: Request) -> AppContext:
 
 
 def same_origin(request: Request) -> bool:
+    """``Origin`` (else ``Referer``) names this very origin: the scheme the request came
+    in on and the ``Host`` it asked for (``https://`` for an ``http://`` door is
+    another origin, issue 47)."""
     origin = request.headers.get("origin") or request.headers.get("referer") or ""
     parts = urlsplit(origin)
     host = request.headers.get("host", "")
-    return parts.scheme in ("http", "https") and bool(host) and parts.netloc.lower() == host.lower()
+    return (
+        parts.scheme == request.url.scheme and bool(host) and parts.netloc.lower() == host.lower()
+    )
 
 
 async def viewer(request: Request) -> Viewer | None:
@@ -199,10 +205,15 @@ def guarded(handler: Handler, *, change: bool = False) -> Callable[[Request], Aw
 
 async def read_form(request: Request) -> dict[str, str]:
     """The urlencoded form (cached on the request: the guard and handler both read it).
-    The pages post urlencoded forms only (no file fields)."""
+    The pages post urlencoded forms only (no file fields); any other content type
+    (``text/plain``, which a cross-site page may send without a preflight) is refused
+    unread, and so is a form with more than one ``csrf`` field (which one would count?)."""
     cached = request.scope.get("kioku.form")
     if cached is not None:
         return cached
+    kind = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if kind != FORM_TYPE:
+        raise Refused(415, "send the form from the page (application/x-www-form-urlencoded)")
     try:  # bounded before it is read: a chunked body has no Content-Length to check
         body = await httpguard.read_body(request, MAX_FORM_BYTES)
     except httpguard.TooLarge:
@@ -211,6 +222,8 @@ async def read_form(request: Request) -> dict[str, str]:
         pairs = parse_qsl(body.decode("utf-8"), keep_blank_values=True, max_num_fields=_MAX_FIELDS)
     except (UnicodeDecodeError, ValueError):
         raise Refused(400, "unreadable form: send it from the page") from None
+    if sum(1 for key, _ in pairs if key == "csrf") > 1:
+        raise Refused(403, "more than one form token: reload the page")
     out = dict(pairs)
     request.scope["kioku.form"] = out
     return out

@@ -199,6 +199,8 @@ def _browse(port: int, host: str, cookie: str, timeout_s: float) -> float | None
         conn.close()
 
 
+# slow: `kioku ui` and its daemon start, 30-55 s on a loaded machine
+@pytest.mark.slow
 def test_ui_port_closes_half_sent_headers(tmp_path: Path) -> None:
     """Before: 300 of 300 half-sent requests to `kioku ui`'s port still open after 15 s."""
     with kioku_ui(tmp_path / "data", KIOKU_HTTP__HEADER_TIMEOUT_S="1") as ui:
@@ -244,6 +246,8 @@ def test_owner_socket_serves_the_cli_through_a_flood(tmp_path: Path) -> None:
         assert flood.size(log) - before < 64 * 1024, log.read_text()[-3000:]
 
 
+# slow: a daemon start, 30-55 s on a loaded machine
+@pytest.mark.slow
 def test_the_daemon_log_is_rotated(tmp_path: Path) -> None:
     """Before: no rotation anywhere: the daemon's gateway.log grew without bound."""
     data = tmp_path / "data"

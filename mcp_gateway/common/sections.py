@@ -208,6 +208,12 @@ class SearchSettings(BaseModel):
     # a memory that alone holds an identifier of the query (a digit, joiner or inner
     # capital; exact_terms.py) comes first, whatever the other channels say
     exact_first: bool = True
+    # learned keys (search/learned_keys.py): a query at cosine >= key_min_cosine to a
+    # question a memory answered in the caller's namespace scores that memory as a
+    # dense hit of (cosine - key_offset); tuned on dev (make bench-learning)
+    learned_keys: bool = True
+    key_min_cosine: float = Field(default=0.9, ge=0.0, le=1.0)
+    key_offset: float = Field(default=0.1, ge=0.0, le=1.0)
 
 
 class TokenGrant(BaseModel):

@@ -34,6 +34,7 @@ from mcp_gateway.search.calibration import Calibration, for_model
 from mcp_gateway.search.exact_terms import identifier_terms
 from mcp_gateway.search.fast_first import FastFirst
 from mcp_gateway.search.fresh import FreshEmbedder
+from mcp_gateway.search.learned_keys import KeyMatcher
 from mcp_gateway.search.materialise import Materialiser
 from mcp_gateway.search.neardup import Folder, fold_results
 from mcp_gateway.search.note_reads import RecentAt, RecentNotes, ShownNotes
@@ -85,6 +86,7 @@ class SearchService:
         catch_up: Callable[[], Awaitable[None]] | None = None,
         channels: Sequence[ChannelEmbedder] = (),
         fast_first: FastFirst | None = None,
+        learned: KeyMatcher | None = None,
     ) -> None:
         """``catch_up``: where other gateways write the same truth store, applies what
         they committed before this search began (read-your-writes, ``indexing.follow``)."""
@@ -93,6 +95,8 @@ class SearchService:
         self.settings, self.thresholds, self.records = settings, thresholds, records
         self.fresh, self.writes, self.folder = fresh, writes, folder
         self.fast_first = fast_first
+        self.learned = learned
+        self._keys_seen = 0
         self.searches = Searches()
         self.memo = QueryMemo()
         self.recent, self.shown = RecentNotes(notes, settings), ShownNotes(notes)
@@ -140,6 +144,9 @@ class SearchService:
         # read before anything else: a write that lands meanwhile makes this answer stale
         generation: int | None = self.index.generation
         key = (query, req.type, req.domain, req.top, tuple(req.namespaces), req.alternatives)
+        if self.learned is not None and self.learned.version != self._keys_seen:
+            self.answers.clear()  # a new learned key makes earlier answers stale
+            self._keys_seen = self.learned.version
         thresholds = await self.thresholds.get(namespace)
         if generation is not None and (known := self.answers.get(key, generation, thresholds)):
             return known
@@ -211,6 +218,16 @@ class SearchService:
                 dense_hits = best_of_views([dense_hits, fresh_dense], limit)
             if fresh_latent:
                 latent_hits = best_of_views([latent_hits, fresh_latent], limit)
+        if self.learned is not None and views and self.settings.learned_keys:
+            # the questions memories answered in the caller's namespace (learned_keys.py)
+            dense_hits = await self.learned.lift(
+                req.namespaces[0] if req.namespaces else "default",
+                views[0],
+                dense_hits,
+                (sparse_hits, latent_hits),
+                flt,
+                self.index.payloads,
+            )
         fast_hits: list[IndexHit] = []
         if self.fast_first is not None and self.settings.mode == "hybrid":
             # pending notes by their static vector, until e5 has read them (fast_first.py);

@@ -1,0 +1,180 @@
+"""Learned keys on the search path: a query close to a question a memory answered
+finds that memory, in the namespace where it answered it.
+
+``KeyMatcher.lift`` runs after the index call, in process: one matrix product of the
+query's first view against the namespace's keys (``stores.learned_keys``; at most
+``MAX_PER_NAMESPACE`` rows, ~0.1 ms at 5k), no index round trip when the memory is
+among the channels' hits already. A key at cosine ``c >= min_cosine`` to the query
+scores its memory as a dense hit of ``c - offset`` (less ``DECAY_PENALTY`` as the key
+ages unconfirmed): the memory's dense score is the best of its own and its keys'.
+Question-to-question cosines run higher than question-to-memory ones, hence the offset
+(tuned on dev, ``make bench-learning``).
+
+Keys are read only for the caller's own namespace (the first of the request's) and a
+key's memory is admitted only through the request's own filter (namespaces, type,
+domain, current): feedback in one namespace never moves another's answers, and a key
+never brings a memory its caller may not read.
+
+``RecentAsks`` remembers each namespace's last searches for ``used=[ids]``: the id
+must have been shown to that namespace in the last ``WINDOW_S``, and the question of
+the newest search that showed it is what the memory answered.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from mcp_gateway.common.types import IndexFilter, IndexHit, point_id
+from mcp_gateway.index.base import match_any_terms
+from mcp_gateway.stores.learned_keys import EMPTY, KeyMatrix, LearnedKeyStore
+
+# a key unconfirmed for this long has lost half its pull; DECAY_PENALTY is what a key
+# loses in score as its weight goes from 1 to 0
+KEY_HALF_LIFE_S = 90 * 86_400
+DECAY_PENALTY = 0.1
+# per memory, only its best key counts; at most this many memories a search lifts
+MAX_LIFTED = 10
+WINDOW_S = 30 * 60
+ASKS_KEPT = 64
+
+PayloadReader = Callable[[Sequence[str]], Awaitable[Mapping[str, dict[str, Any]]]]
+
+
+@dataclass(frozen=True, slots=True)
+class Asked:
+    at: float
+    query: str
+    shown: frozenset[str]
+
+
+class RecentAsks:
+    """Each namespace's newest searches (in process: the owner serves every door)."""
+
+    def __init__(self, window_s: float = WINDOW_S, kept: int = ASKS_KEPT) -> None:
+        self.window_s, self.kept = window_s, kept
+        self._asks: dict[str, deque[Asked]] = {}
+
+    def note(self, namespace: str, query: str, shown: Iterable[str], now: float) -> None:
+        asks = self._asks.setdefault(namespace, deque(maxlen=self.kept))
+        asks.append(Asked(now, query, frozenset(shown)))
+
+    def question_for(self, namespace: str, memory_id: str, now: float) -> str | None:
+        """The query of the newest search of ``namespace`` within the window that
+        showed ``memory_id``; None when none did."""
+        for asked in reversed(self._asks.get(namespace, ())):
+            if asked.at < now - self.window_s:
+                return None
+            if memory_id in asked.shown:
+                return asked.query
+        return None
+
+
+def admits(payload: Mapping[str, Any], flt: IndexFilter) -> bool:
+    """Whether a point with ``payload`` meets ``flt`` as the index applies it."""
+    if payload.get("kind") != "note":  # keys are kept for notes only
+        return False
+    for key, values in match_any_terms(flt):
+        if payload.get(key) not in values:
+            return False
+    if flt.current_only and payload.get("current") is False:
+        return False
+    return payload.get("type") not in flt.exclude_types
+
+
+class KeyMatcher:
+    def __init__(
+        self,
+        store: LearnedKeyStore,
+        model_id: str,
+        *,
+        min_cosine: float,
+        offset: float,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store, self.model_id = store, model_id
+        self.min_cosine, self.offset, self.clock = min_cosine, offset, clock
+        self.asks = RecentAsks()
+        self._cache: dict[str, tuple[int, KeyMatrix]] = {}
+
+    @property
+    def version(self) -> int:
+        """Part of the answer cache's key: a new key makes earlier answers stale."""
+        return self.store.version
+
+    async def _keys(self, namespace: str) -> KeyMatrix:
+        known = self._cache.get(namespace)
+        if known is not None and known[0] == self.store.version:
+            return known[1]
+        version = self.store.version
+        keys = await self.store.matrix(namespace, self.model_id)
+        self._cache[namespace] = (version, keys)
+        return keys
+
+    async def matches(self, namespace: str, view: Sequence[float]) -> dict[str, float]:
+        """Memory id -> its best key's score (as a dense cosine) for this query view."""
+        keys = await self._keys(namespace)
+        if keys is EMPTY or not keys.note_ids or keys.vectors.shape[1] != len(view):
+            return {}
+        q = np.asarray(view, dtype=np.float32)
+        q = q / (float(np.linalg.norm(q)) or 1.0)
+        cos = keys.vectors @ q
+        near = np.nonzero(cos >= self.min_cosine)[0]
+        if near.size == 0:
+            return {}
+        age = np.maximum(self.clock() - keys.used_at[near], 0.0)
+        weight = 0.5 ** (age / KEY_HALF_LIFE_S)
+        scores = cos[near] - self.offset - DECAY_PENALTY * (1.0 - weight)
+        best: dict[str, float] = {}
+        for i, score in zip(near.tolist(), scores.tolist(), strict=True):
+            nid = keys.note_ids[i]
+            if score > best.get(nid, -2.0):
+                best[nid] = float(score)
+        top = sorted(best.items(), key=lambda kv: -kv[1])[:MAX_LIFTED]
+        return dict(top)
+
+    async def lift(
+        self,
+        namespace: str,
+        view: Sequence[float] | None,
+        dense: list[IndexHit],
+        others: Sequence[Sequence[IndexHit]],
+        flt: IndexFilter,
+        payloads: PayloadReader,
+    ) -> list[IndexHit]:
+        """``dense`` with each memory a key matched scored at least its key's score;
+        a memory not among the dense hits joins them, with its payload from the other
+        channels' hits or, failing that, the index (checked against ``flt``)."""
+        if view is None:
+            return dense
+        found = {
+            point_id("note", nid): s for nid, s in (await self.matches(namespace, view)).items()
+        }
+        if not found:
+            return dense
+        out = list(dense)
+        at = {h.id: i for i, h in enumerate(out)}
+        missing: dict[str, float] = {}
+        for nid, score in found.items():
+            i = at.get(nid)
+            if i is not None:
+                if out[i].score < score:
+                    out[i] = IndexHit(nid, score, out[i].payload)
+            else:
+                missing[nid] = score
+        if missing:
+            known = {h.id: h.payload for hits in others for h in hits if h.id in missing}
+            unknown = [nid for nid in missing if nid not in known]
+            if unknown:
+                known.update(await payloads(unknown))
+            for nid, score in missing.items():
+                payload = known.get(nid)
+                if payload is not None and admits(payload, flt):
+                    out.append(IndexHit(nid, score, payload))
+        out.sort(key=lambda h: -h.score)
+        return out

@@ -12,10 +12,10 @@ at most ``--askings`` askings a need, in a seeded random order. A need is first 
 the first ``FIRST_DAYS`` days, each later asking after an exponential gap (mean
 ``GAP_DAYS``), up to ``WEEKS`` weeks.
 
-The simulated assistant reads the top 5 it is shown. When a relevant memory is among
-them it uses the best-ranked one, except with probability ``--wrong`` (0.2) when it uses
-the best-ranked unrelated one instead; when none is relevant it acts on the first
-result anyway with probability ``--wrong`` (a wrong pick), and otherwise uses nothing.
+The simulated assistant reads the top 5 it is shown. When relevant memories are among
+them it uses them all, except with probability ``--wrong`` (0.2) when it uses the
+best-ranked unrelated one instead; when none is relevant it acts on the first result
+anyway with probability ``--wrong`` (a wrong pick), and otherwise uses nothing.
 It says what it used (``used=[id]``), which is all that learning gets. With learning
 off, the same askings run without it (no keys are ever stored).
 
@@ -147,28 +147,45 @@ async def replay(
             out.append(Outcome(a, [keys.get(i, i) for i in ids]))
             if not learn:
                 continue
+            if a.order > 0:  # which memories the learned keys lifted for this asking
+                views = (await app.search.vectors.embed(a.query))[0]
+                lifted = await learned.matches(scope.write, views[0]) if views else {}
+                hit = any(keys.get(i) in a.relevant for i in lifted)
+                miss = any(keys.get(i) not in a.relevant for i in lifted)
+                picks["key->relevant"] = picks.get("key->relevant", 0) + hit
+                picks["key->other"] = picks.get("key->other", 0) + miss
             shown = ids[:SHOWN]
             right = [i for i in shown if keys.get(i) in a.relevant]
             others = [i for i in shown if keys.get(i) not in a.relevant]
-            pick: str | None = None
-            if right:
-                if rng.random() < wrong and others:
-                    pick, picks["wrong"] = others[0], picks["wrong"] + 1
-                else:
-                    pick, picks["right"] = right[0], picks["right"] + 1
-            elif shown and rng.random() < wrong:
-                pick, picks["wrong"] = shown[0], picks["wrong"] + 1
+            used: list[str] = []
+            if right and rng.random() >= wrong:
+                used, picks["right"] = right, picks["right"] + 1
+            elif others and (right or rng.random() < wrong):
+                used, picks["wrong"] = others[:1], picks["wrong"] + 1
             else:
                 picks["none"] += 1
-            if pick is not None:
+            if used:
                 now[0] += 60  # it read, acted, and said so on its next call
-                await credit_used(app, scope, [pick])
+                await credit_used(app, scope, used)
     return out, picks
 
 
 def metrics(o: Outcome) -> tuple[float, float]:
     rel = set(o.asking.relevant)
     return ndcg_at(o.ranked, rel, 10), recall_at(o.ranked, rel, 1)
+
+
+def worst(off: list[Outcome], on: list[Outcome], n: int) -> None:
+    """The ``n`` askings learning hurt most (nDCG@10), to read where it goes wrong."""
+    pairs = sorted(zip(off, on, strict=True), key=lambda p: metrics(p[1])[0] - metrics(p[0])[0])
+    for a, b in pairs[:n]:
+        drop = metrics(b)[0] - metrics(a)[0]
+        if drop >= 0:
+            break
+        print(
+            f"  {drop:+.2f} #{a.asking.order} {a.asking.query[:60]!r} "
+            f"off {a.ranked[:3]} on {b.ranked[:3]} want {sorted(a.asking.relevant)}"
+        )
 
 
 def report(name: str, off: list[Outcome], on: list[Outcome], splits: tuple[str, ...]) -> None:
@@ -215,6 +232,7 @@ async def main() -> None:
     ap.add_argument("--seed", type=int, default=49)
     ap.add_argument("--min-cosine", type=float)
     ap.add_argument("--offset", type=float)
+    ap.add_argument("--worst", type=int, default=0, help="print the askings hurt most")
     args = ap.parse_args()
     root = args.data_dir or Path(tempfile.mkdtemp(prefix="kioku-learning-"))
     overrides: dict[str, Any] = {}
@@ -264,6 +282,8 @@ async def main() -> None:
             f"(wrong-pick rate {args.wrong:.0%}); {time.perf_counter() - started:.0f} s"
         )
         report(name, off, on, tuple(args.splits))
+        if args.worst:
+            worst(off, on, args.worst)
 
 
 if __name__ == "__main__":

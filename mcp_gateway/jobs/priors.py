@@ -69,7 +69,10 @@ class Usage:
         """(retrievals, useful credits) as the prior of a note of ``namespace`` reads them."""
         seen = float(self.retrieved) if self.seen is None else self.seen
         helped = float(self.useful) if self.helped is None else self.helped
-        useful = helped + EXPLICIT_WEIGHT * self.used.get(namespace, 0.0)
+        # never more explicit credits than retrievals: marking one answer over and
+        # over counts once per time it was shown
+        explicit = min(self.used.get(namespace, 0.0), seen)
+        useful = helped + EXPLICIT_WEIGHT * explicit
         return max(seen, useful), useful
 
 

@@ -46,11 +46,11 @@ ASKS_KEPT = 64
 PayloadReader = Callable[[Sequence[str]], Awaitable[Mapping[str, dict[str, Any]]]]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Asked:
     at: float
     query: str
-    shown: frozenset[str]
+    shown: set[str]  # an id leaves once credited: one credit per showing
 
 
 class RecentAsks:
@@ -62,15 +62,17 @@ class RecentAsks:
 
     def note(self, namespace: str, query: str, shown: Iterable[str], now: float) -> None:
         asks = self._asks.setdefault(namespace, deque(maxlen=self.kept))
-        asks.append(Asked(now, query, frozenset(shown)))
+        asks.append(Asked(now, query, set(shown)))
 
     def question_for(self, namespace: str, memory_id: str, now: float) -> str | None:
         """The query of the newest search of ``namespace`` within the window that
-        showed ``memory_id``; None when none did."""
+        showed ``memory_id`` and was not credited for it yet (it is now); None when
+        none did."""
         for asked in reversed(self._asks.get(namespace, ())):
             if asked.at < now - self.window_s:
                 return None
             if memory_id in asked.shown:
+                asked.shown.discard(memory_id)
                 return asked.query
         return None
 
@@ -137,6 +139,21 @@ class KeyMatcher:
                 best[nid] = float(score)
         top = sorted(best.items(), key=lambda kv: -kv[1])[:MAX_LIFTED]
         return dict(top)
+
+    async def rivals(
+        self, namespace: str, view: Sequence[float], answered_by: Iterable[str]
+    ) -> list[tuple[str, str]]:
+        """(memory id, question) of the keys of ``namespace`` that match ``view`` but
+        lead to a memory other than ``answered_by``: the need was answered by those,
+        so these keys point the wrong way (a wrong pick earlier, or a stale answer)."""
+        keys = await self._keys(namespace)
+        if not keys.note_ids or keys.vectors.shape[1] != len(view):
+            return []
+        q = np.asarray(view, dtype=np.float32)
+        q = q / (float(np.linalg.norm(q)) or 1.0)
+        near = np.nonzero(keys.vectors @ q >= self.min_cosine)[0].tolist()
+        keep = set(answered_by)
+        return [(keys.note_ids[i], keys.questions[i]) for i in near if keys.note_ids[i] not in keep]
 
     async def lift(
         self,

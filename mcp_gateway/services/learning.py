@@ -23,9 +23,31 @@ from pydantic import BaseModel
 from mcp_gateway.common.access import Scope
 from mcp_gateway.common.errors import InvalidInput, NotFound
 from mcp_gateway.common.events import USED, Used
+from mcp_gateway.common.types import Note
 from mcp_gateway.services.app import AppContext
+from mcp_gateway.stores.learned_keys import LearnedKey
 
 MAX_USED = 10
+
+
+class KeyView(BaseModel):
+    """A learned key as doors show it: the question a memory answered, where, when."""
+
+    note_id: str
+    namespace: str
+    question: str
+    used_at: float
+    uses: int
+
+    @classmethod
+    def of(cls, key: LearnedKey) -> KeyView:
+        return cls(
+            note_id=key.note_id,
+            namespace=key.namespace,
+            question=key.question,
+            used_at=key.used_at,
+            uses=key.uses,
+        )
 
 
 class UseCredited(BaseModel):
@@ -71,13 +93,21 @@ async def credit_used(
         if shown_for is None or not question or not await _readable_note(app, scope, memory_id):
             out.ignored.append(memory_id)
             continue
+        questions[memory_id] = question
+        out.credited.append(memory_id)
+    for question in dict.fromkeys(questions.values()):
         views, _, _ = await app.search.vectors.embed(question)
-        if views:  # embedder down: the credit still counts, the key waits for next time
+        if not views:  # embedder down: the credit still counts, the key waits
+            continue
+        answered_by = [m for m, q in questions.items() if q == question]
+        # keys that sent this need to other memories lose out to what answered it now:
+        # one wrong pick misleads until the need is next answered, not for good
+        for rival, asked in await learned.rivals(scope.write, views[0], answered_by):
+            await learned.store.remove(scope.write, rival, asked)
+        for memory_id in answered_by:
             await learned.store.add(
                 scope.write, memory_id, question, learned.model_id, views[0], now=now
             )
-        questions[memory_id] = question
-        out.credited.append(memory_id)
     if out.credited:
         marked = Used(namespace=scope.write, ids=out.credited, questions=questions)
         await app.activity.append(USED, **marked.fields())
@@ -90,3 +120,45 @@ async def _readable_note(app: AppContext, scope: Scope, memory_id: str) -> bool:
     except NotFound:
         return False  # a record, or a note deleted since: records learn no keys yet
     return scope.can_read(note.namespace)
+
+
+async def keys_of(app: AppContext, scope: Scope, note_id: str) -> list[KeyView]:
+    """The questions ``note_id`` answered, as learned in the namespaces ``scope`` reads;
+    a note it may not read answers like an unknown id (its keys never show)."""
+    note = await _note_for(app, scope, note_id)
+    learned = app.search.learned
+    if learned is None:
+        return []
+    return [KeyView.of(k) for k in await learned.store.of_note(note.id, scope.read)]
+
+
+async def forget_key(app: AppContext, scope: Scope, note_id: str, question: str) -> bool:
+    """Remove one learned key of ``note_id`` from the caller's own namespace."""
+    note = await _note_for(app, scope, note_id)
+    learned = app.search.learned
+    return learned is not None and await learned.store.remove(scope.write, note.id, question)
+
+
+async def newest_keys(app: AppContext, scope: Scope, limit: int = 30) -> list[KeyView]:
+    """The newest learned keys of the caller's namespaces whose notes it may read."""
+    learned = app.search.learned
+    if learned is None:
+        return []
+    keys = await learned.store.newest(scope.read, limit)
+    notes = await app.notes.get_many([k.note_id for k in keys])
+    return [
+        KeyView.of(k)
+        for k in keys
+        if k.note_id in notes and scope.can_read(notes[k.note_id].namespace)
+    ]
+
+
+async def _note_for(app: AppContext, scope: Scope, note_id: str) -> Note:
+    try:
+        note = await app.notes.get(str(note_id).strip(), include_deleted=True)
+    except NotFound:
+        note = None
+    if note is None or not scope.can_read(note.namespace):
+        # the same words as NoteService for an unknown id: ids cannot be probed
+        raise NotFound(f"no note with id {str(note_id).strip()!r}", kind="note")
+    return note

@@ -83,11 +83,12 @@ class KeyMatrix:
     unit-length question vector, ``used_at[i]`` when it was last confirmed."""
 
     note_ids: tuple[str, ...]
+    questions: tuple[str, ...]
     vectors: np.ndarray  # (n, dim) float32
     used_at: np.ndarray  # (n,) float64
 
 
-EMPTY = KeyMatrix((), np.zeros((0, 0), np.float32), np.zeros(0))
+EMPTY = KeyMatrix((), (), np.zeros((0, 0), np.float32), np.zeros(0))
 
 
 class LearnedKeyStore:
@@ -167,7 +168,7 @@ class LearnedKeyStore:
 
     async def matrix(self, namespace: str, model: str) -> KeyMatrix:
         rows = await self.db.fetchall(
-            "SELECT note_id, vector, used_at FROM learned_keys "
+            "SELECT note_id, question, vector, used_at FROM learned_keys "
             "WHERE namespace = ? AND model = ? ORDER BY note_id, question",
             (namespace, model),
         )
@@ -176,6 +177,7 @@ class LearnedKeyStore:
         vectors = np.stack([np.frombuffer(bytes(r["vector"]), dtype=np.float32) for r in rows])
         return KeyMatrix(
             tuple(str(r["note_id"]) for r in rows),
+            tuple(str(r["question"]) for r in rows),
             vectors,
             np.asarray([float(r["used_at"]) for r in rows]),
         )

@@ -13,7 +13,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PYTEST := $(BIN)/pytest -q -ra --durations=10
 
-.PHONY: serve serve-http test test-slow test-all lint bench-latency bench-quality bench-heldout bench-fresh bench-queue clean
+.PHONY: serve serve-http test test-slow test-all lint bench-latency bench-quality bench-heldout bench-fresh bench-queue bench-learning clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -m venv $(VENV) >&2
@@ -55,6 +55,10 @@ bench-quality: $(STAMP)
 # The held-out set: written apart from the tuned one, reported only, never tuned on.
 bench-heldout: $(STAMP)
 	$(BIN)/python bench/quality/run.py --data bench/quality/heldout
+
+# a memory that gets better with use (issue 49): simulated weeks, learning off vs on
+bench-learning: $(STAMP)
+	$(BIN)/python bench/quality/learning.py
 
 # Quality right after a 500-note burst, through the real server (+0 s and +10 s; ~15 min).
 bench-fresh: $(STAMP)

@@ -40,9 +40,7 @@ STORE = [
 ]
 TARGET = 5
 ASKED = "our rollout of forty services keeps getting stuck halfway, how do we unblock it?"
-REWORDED = (
-    "deploying lots of microservices together hangs partway through, what setting fixes that?"
-)
+REWORDED = "our deploy of forty services keeps stalling halfway, how do we get it moving?"
 
 
 async def store(h: Harness) -> list[str]:
@@ -207,7 +205,8 @@ async def test_feedback_stays_in_its_namespace_and_keys_never_leak(tmp_path: Pat
             pending = "SELECT count(*) FROM notes WHERE embedded_model IS NULL"
             assert wait_until(lambda: db_rows(data, pending)[0][0] == 0, 120, 0.2)
             bob_before = await _ids(bob, REWORDED)
-            assert bob_before[:1] != [ids[TARGET]]
+            alice_before = await _ids(alice, REWORDED)
+            assert bob_before[:1] != [ids[TARGET]] and alice_before[:1] != [ids[TARGET]]
             # alice uses the team memory for her question, and her own secret for another
             assert ids[TARGET] in await _ids(alice, ASKED)
             assert secret in await _ids(alice, "where did I write down the vault hint?")
@@ -217,8 +216,8 @@ async def test_feedback_stays_in_its_namespace_and_keys_never_leak(tmp_path: Pat
             assert await _ids(bob, REWORDED) == bob_before  # bob's answer did not move
             # alice's key for her secret never brings it to bob, by any door
             assert secret not in await _ids(bob, "where did I write down the vault hint?")
-            out = await _ok(bob, "search_memory", query="vault", used=[secret, ids[TARGET]])
-            assert out["credited"] == [] and secret in out["not_credited"]
+            out = await _ok(bob, "search_memory", query="vault", used=[secret])
+            assert out["credited"] == [] and out["not_credited"] == [secret]
             # seen by the user: the questions a memory answered, escaped, per namespace
             marked = "<script>alert(1)</script> KUBE_BURST"
             assert ids[TARGET] in await _ids(alice, marked)
@@ -244,7 +243,7 @@ async def test_feedback_stays_in_its_namespace_and_keys_never_leak(tmp_path: Pat
                 assert r.status_code == 303
                 shown = await page(f"/ui/notes/{ids[TARGET]}", as_alice)
                 assert html.escape(ASKED, quote=False) not in shown
-            assert await _ids(alice, REWORDED) == bob_before  # removed: learned no more
+            assert await _ids(alice, REWORDED) == alice_before  # removed: learned no more
             unknown = await bob.call_tool("get_note", {"id": "01NOSUCHNOTE0000000000000"})
             foreign = await bob.call_tool("get_note", {"id": secret})
             assert text_of(foreign).replace(secret, "X") == text_of(unknown).replace(

@@ -213,7 +213,7 @@ class SearchSettings(BaseModel):
     # dense hit of (cosine - key_offset); tuned on dev (make bench-learning)
     learned_keys: bool = True
     key_min_cosine: float = Field(default=0.9, ge=0.0, le=1.0)
-    key_offset: float = Field(default=0.1, ge=-0.2, le=1.0)
+    key_offset: float = Field(default=-0.05, ge=-0.2, le=1.0)
 
 
 class TokenGrant(BaseModel):

@@ -32,6 +32,7 @@ import numpy as np
 
 from mcp_gateway.common.types import IndexFilter, IndexHit, point_id
 from mcp_gateway.index.base import match_any_terms
+from mcp_gateway.search.ranking import Candidate
 from mcp_gateway.stores.learned_keys import EMPTY, KeyMatrix, LearnedKeyStore
 
 # a key unconfirmed for this long has lost half its pull; DECAY_PENALTY is what a key
@@ -163,17 +164,17 @@ class KeyMatcher:
         others: Sequence[Sequence[IndexHit]],
         flt: IndexFilter,
         payloads: PayloadReader,
-    ) -> list[IndexHit]:
+    ) -> Lifted:
         """``dense`` with each memory a key matched scored at least its key's score;
         a memory not among the dense hits joins them, with its payload from the other
         channels' hits or, failing that, the index (checked against ``flt``)."""
         if view is None:
-            return dense
+            return Lifted(dense)
         found = {
             point_id("note", nid): s for nid, s in (await self.matches(namespace, view)).items()
         }
         if not found:
-            return dense
+            return Lifted(dense)
         out = list(dense)
         at = {h.id: i for i, h in enumerate(out)}
         missing: dict[str, float] = {}
@@ -194,4 +195,26 @@ class KeyMatcher:
                 if payload is not None and admits(payload, flt):
                     out.append(IndexHit(nid, score, payload))
         out.sort(key=lambda h: -h.score)
-        return out
+        lifted = {h.id for h in out if h.id in found and h.score == found[h.id]}
+        best = max((h.score for h in dense), default=None)
+        return Lifted(out, lifted, None if best is None else 1.0 - best)
+
+
+@dataclass(frozen=True, slots=True)
+class Lifted:
+    """The dense hits with the keys' lifts; which points a key lifted; the query's own
+    best dense distance before any lift."""
+
+    dense: list[IndexHit]
+    lifted: frozenset[str] | set[str] = frozenset()
+    own_best: float | None = None
+
+    def keep_reference(self, candidates: Sequence[Candidate]) -> None:
+        """A lifted memory ranks by its key, but the keep rule stays measured from the
+        query's own best distance: a lifted hit never sets the bar that drops the
+        memories the query itself found (its distance reads no closer than that)."""
+        if not self.lifted or self.own_best is None:
+            return
+        for cand in candidates:
+            if cand.point_id in self.lifted and cand.distance is not None:
+                cand.distance = max(cand.distance, self.own_best)

@@ -218,9 +218,10 @@ class SearchService:
                 dense_hits = best_of_views([dense_hits, fresh_dense], limit)
             if fresh_latent:
                 latent_hits = best_of_views([latent_hits, fresh_latent], limit)
+        lifted = None
         if self.learned is not None and views and self.settings.learned_keys:
             # the questions memories answered in the caller's namespace (learned_keys.py)
-            dense_hits = await self.learned.lift(
+            lifted = await self.learned.lift(
                 req.namespaces[0] if req.namespaces else "default",
                 views[0],
                 dense_hits,
@@ -228,6 +229,7 @@ class SearchService:
                 flt,
                 self.index.payloads,
             )
+            dense_hits = lifted.dense
         fast_hits: list[IndexHit] = []
         if self.fast_first is not None and self.settings.mode == "hybrid":
             # pending notes by their static vector, until e5 has read them (fast_first.py);
@@ -244,6 +246,8 @@ class SearchService:
             [channel_reads(n) for n in semantic.extra],
             fast_hits,
         )
+        if lifted is not None:
+            lifted.keep_reference(candidates)
         candidates = pin_exact(candidates, held)
         if self.records is not None and any(c.payload.get("current") is False for c in candidates):
             heads = await retired_heads(self.records, candidates, req)

@@ -69,12 +69,12 @@ async def main() -> None:
             for i, q in enumerate(queries):
                 req = SearchRequest(query=q["query"], top=5, namespaces=scope.read)
                 order = (True, False) if (i + r) % 2 else (False, True)
-                for on in order:
-                    app.search.settings.learned_keys = on
+                for keys_on in order:
+                    app.search.settings.learned_keys = keys_on
                     started = time.perf_counter()
                     await app.search.search(req)
                     if r:  # the first round warms the embedding cache and the keys
-                        times[on].append((time.perf_counter() - started) * 1000)
+                        times[keys_on].append((time.perf_counter() - started) * 1000)
         await app.db.transaction(lambda c: c.execute("DELETE FROM learned_keys"))
     for q in (0.5, 0.95):
         on, off = pct(times[True], q), pct(times[False], q)

@@ -3,17 +3,17 @@ finds that memory, in the namespace where it answered it.
 
 ``KeyMatcher.lift`` runs after the index call, in process: one matrix product of the
 query's first view against the namespace's keys (``stores.learned_keys``; at most
-``MAX_PER_NAMESPACE`` rows, ~0.1 ms at 5k), no index round trip when the memory is
-among the channels' hits already. A key at cosine ``c >= min_cosine`` to the query
+``MAX_PER_NAMESPACE`` rows), no index round trip: a key lifts a memory the query's own
+channels found. A key at cosine ``c >= min_cosine`` to the query
 scores its memory as a dense hit of ``c - offset`` (less ``DECAY_PENALTY`` as the key
 ages unconfirmed): the memory's dense score is the best of its own and its keys'.
 Question-to-question cosines run higher than question-to-memory ones, hence the offset
 (tuned on dev, ``make bench-learning``).
 
-Keys are read only for the caller's own namespace (the first of the request's) and a
-key's memory is admitted only through the request's own filter (namespaces, type,
-domain, current): feedback in one namespace never moves another's answers, and a key
-never brings a memory its caller may not read.
+Keys are read only for the caller's own namespace (the first of the request's) and
+lift only hits of the request's own channels (its namespaces, type, domain, current):
+feedback in one namespace never moves another's answers, and a key never brings a
+memory its caller may not read.
 
 ``RecentAsks`` remembers each namespace's last searches for ``used=[ids]``: the id
 must have been shown to that namespace in the last ``WINDOW_S``, and the question of
@@ -24,14 +24,12 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
-from mcp_gateway.common.types import IndexFilter, IndexHit, point_id
-from mcp_gateway.index.base import match_any_terms
+from mcp_gateway.common.types import IndexHit, point_id
 from mcp_gateway.search.ranking import Candidate
 from mcp_gateway.stores.learned_keys import EMPTY, KeyMatrix, LearnedKeyStore
 
@@ -43,8 +41,6 @@ DECAY_PENALTY = 0.1
 MAX_LIFTED = 10
 WINDOW_S = 30 * 60
 ASKS_KEPT = 64
-
-PayloadReader = Callable[[Sequence[str]], Awaitable[Mapping[str, dict[str, Any]]]]
 
 
 @dataclass(slots=True)
@@ -76,18 +72,6 @@ class RecentAsks:
                 asked.shown.discard(memory_id)
                 return asked.query
         return None
-
-
-def admits(payload: Mapping[str, Any], flt: IndexFilter) -> bool:
-    """Whether a point with ``payload`` meets ``flt`` as the index applies it."""
-    if payload.get("kind") != "note":  # keys are kept for notes only
-        return False
-    for key, values in match_any_terms(flt):
-        if payload.get(key) not in values:
-            return False
-    if flt.current_only and payload.get("current") is False:
-        return False
-    return payload.get("type") not in flt.exclude_types
 
 
 class KeyMatcher:
@@ -162,12 +146,11 @@ class KeyMatcher:
         view: Sequence[float] | None,
         dense: list[IndexHit],
         others: Sequence[Sequence[IndexHit]],
-        flt: IndexFilter,
-        payloads: PayloadReader,
     ) -> Lifted:
-        """``dense`` with each memory a key matched scored at least its key's score;
-        a memory not among the dense hits joins them, with its payload from the other
-        channels' hits or, failing that, the index (checked against ``flt``)."""
+        """``dense`` with each memory a key matched scored at least its key's score; a
+        memory only the other channels (``others``: lexical, latent terms) found joins
+        the dense hits. The channels applied the request's filter: a key never brings
+        a memory the request may not see."""
         if view is None:
             return Lifted(dense)
         found = {
@@ -185,15 +168,13 @@ class KeyMatcher:
                     out[i] = IndexHit(nid, score, out[i].payload)
             else:
                 missing[nid] = score
+        # a key lifts a memory the query's own channels found; it never brings one in
+        # (measured no better, and it would cost a read of the index on the search path)
         if missing:
-            known = {h.id: h.payload for hits in others for h in hits if h.id in missing}
-            unknown = [nid for nid in missing if nid not in known]
-            if unknown:
-                known.update(await payloads(unknown))
-            for nid, score in missing.items():
-                payload = known.get(nid)
-                if payload is not None and admits(payload, flt):
-                    out.append(IndexHit(nid, score, payload))
+            for hits in others:
+                for h in hits:
+                    if h.id in missing:
+                        out.append(IndexHit(h.id, missing.pop(h.id), h.payload))
         out.sort(key=lambda h: -h.score)
         lifted = {h.id for h in out if h.id in found and h.score == found[h.id]}
         best = max((h.score for h in dense), default=None)

@@ -226,8 +226,6 @@ class SearchService:
                 views[0],
                 dense_hits,
                 (sparse_hits, latent_hits),
-                flt,
-                self.index.payloads,
             )
             dense_hits = lifted.dense
         fast_hits: list[IndexHit] = []

@@ -24,7 +24,7 @@ import numpy as np
 from mcp_gateway.stores.db import Database, register_migration
 
 MAX_PER_NOTE = 8
-MAX_PER_NAMESPACE = 5000
+MAX_PER_NAMESPACE = 2000
 
 register_migration(
     "learned_keys",

@@ -188,7 +188,7 @@ class Run:
     # with search.fast_first off) and to its first e5 vector in the index
     after_ack: dict[str, Any] = field(default_factory=dict)
     # each add's JSON-RPC id, sent and reply-read times (perf_counter: CLOCK_MONOTONIC,
-    # the clock the owner's own timestamps use; bench/ack_stages.py)
+    # the clock the owner's own timestamps use)
     sent_at: list[tuple[int, float, float]] = field(default_factory=list)
 
 

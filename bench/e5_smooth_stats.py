@@ -1,4 +1,4 @@
-"""Write the int8 query graph's calibration (``mcp_gateway/embedders/e5_int8.py``).
+"""Write the int8 query graph's calibration (``mcp_gateway/graphs/e5_int8.py``).
 
 Per input channel of every smoothed linear, the largest ``|x|`` the exact graph sees over
 calibration texts that are not the quality benchmark's (``bench/quality/data`` is never
@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from mcp_gateway.embedders import e5_int8
 from mcp_gateway.embedders.e5_onnx import OnnxE5, model_path
+from mcp_gateway.graphs import e5_int8
 
 ROOT = _HERE.parent
 HELD_APART = [

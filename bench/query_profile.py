@@ -25,8 +25,8 @@ import time
 import numpy as np
 from peers import queries, real_questions
 
-from mcp_gateway.embedders import e5_latent
 from mcp_gateway.embedders.local import _onnx_engine
+from mcp_gateway.graphs import e5_latent
 
 
 def main(args: argparse.Namespace) -> None:

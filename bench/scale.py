@@ -167,8 +167,8 @@ def show(name: str, figures: dict[str, float]) -> None:
 
 
 async def feed_cost(adds: int) -> None:
-    from mcp_gateway.stores.changes import TRIGGERS
     from mcp_gateway.stores.notes import NoteStore
+    from mcp_gateway.stores.schema import TRIGGERS
 
     root = Path(tempfile.mkdtemp(prefix="kioku-feedcost-"))
     dbs = {"with feed": Database(root / "a.sqlite3"), "without": Database(root / "b.sqlite3")}

@@ -11,10 +11,13 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-from mcp_gateway.embedders.static_build import BATCH, PieceRunner, kept_pieces
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # training/ is not installed
+
+from training.static_build import BATCH, PieceRunner, kept_pieces
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""The static table's trained correction: the corpus driver (``embedders.static_train``
+"""The static table's trained correction: the corpus driver (``training.static_train``
 holds the trainer; bench/LOG.md, "fast first: a trained table").
 
 The corpus never holds a quality-set text. English: ``distinct_corpus.py``'s docstrings
@@ -253,7 +253,8 @@ def pieces_of(lang: str, texts: list[str]) -> list[np.ndarray]:
 
 def train_table(args: argparse.Namespace) -> None:
     """Fit a table on the cached teacher vectors; write it as ``--out`` under OUT."""
-    from mcp_gateway.embedders import static, static_train
+    from mcp_gateway.embedders import static
+    from training import static_train
 
     recipe = static_train.TrainRecipe(
         l2=args.l2, lr=args.lr, epochs=args.epochs, centre=args.centre, seed=args.seed

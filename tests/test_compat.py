@@ -9,8 +9,6 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import httpcore
-import httpx
 import pytest
 import uvicorn
 from mcp.server.mcpserver import MCPServer
@@ -100,20 +98,6 @@ def test_session_manager_admission_and_owners() -> None:
     assert list(compat.live_session_owners(manager)) == [{"client_id": "a"}]
     manager._server_instances.clear()  # the session closed; its owner entry may linger
     assert list(compat.live_session_owners(manager)) == []
-
-
-async def test_httpx_transport_uses_the_pool_it_is_given() -> None:
-    class Refusing(httpcore.AsyncNetworkBackend):
-        async def connect_tcp(self, *args: Any, **kwargs: Any) -> httpcore.AsyncNetworkStream:
-            raise httpcore.ConnectError("refused by the test's backend")
-
-    transport = httpx.AsyncHTTPTransport(retries=0)
-    compat.set_connection_pool(
-        transport, httpcore.AsyncConnectionPool(retries=0, network_backend=Refusing())
-    )
-    async with httpx.AsyncClient(transport=transport) as client:
-        with pytest.raises(httpx.ConnectError, match="refused by the test's backend"):
-            await client.get("http://127.0.0.1:9/")
 
 
 async def test_arq_worker_tasks_and_a_job_cancelled_before_it_started() -> None:

@@ -13,8 +13,9 @@ from importlib.metadata import packages_distributions
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-# kioku's packages, and the bench scripts tests load from bench/ by path
-OWN = {"mcp_gateway", "workers", "tests"} | {
+# kioku's packages, the offline training (training/), and the bench scripts tests load
+# from bench/ by path
+OWN = {"mcp_gateway", "workers", "training", "tests"} | {
     path.stem for folder in ("bench", "bench/quality") for path in (ROOT / folder).glob("*.py")
 }
 
@@ -52,6 +53,7 @@ def _top_level_imports(folders: list[str]) -> dict[str, str]:
 OPTIONAL = {
     "mcp_gateway/stores/pg.py": "postgres",
     "mcp_gateway/index/qdrant.py": "qdrant",
+    "mcp_gateway/embedders/minilm.py": "minilm",
 }
 
 

@@ -10,8 +10,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from mcp_gateway.embedders import e5_int8, local
+from mcp_gateway.embedders import local
 from mcp_gateway.embedders.e5_onnx import OnnxE5, model_path
+from mcp_gateway.graphs import e5_int8
 
 DATA = Path(__file__).resolve().parent.parent / "bench" / "quality" / "data"
 # Each vector within CLOSE of the exact one, and the texts of a test within CLOSE_MEAN on

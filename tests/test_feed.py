@@ -27,9 +27,10 @@ from mcp_gateway.jobs.solve_credit import SolveCredit
 from mcp_gateway.services.app import AppContext, open_app
 from mcp_gateway.services.notes import NoteService
 from mcp_gateway.services.records import RecordService
-from mcp_gateway.stores.changes import TRIGGERS, ChangeFeed
+from mcp_gateway.stores.changes import ChangeFeed
 from mcp_gateway.stores.db import Database
 from mcp_gateway.stores.leases import Leases
+from mcp_gateway.stores.schema import TRIGGERS
 
 
 @pytest.fixture
@@ -237,7 +238,7 @@ async def test_periodic_work_runs_in_one_gateway(
     the truth store lets one of them (the first to take it) run it every period."""
     import anyio
 
-    from mcp_gateway.jobs import inprocess
+    from mcp_gateway.queue import inprocess
 
     period, window = 0.25, 1.5
     monkeypatch.setattr(inprocess, "periodic_jobs", lambda settings: [("rerank", period, True)])

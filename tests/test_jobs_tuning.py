@@ -15,7 +15,7 @@ from mcp_gateway.common.sections import IndexSettings
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.common.types import IndexFilter, Note, SparseVector, point_id
 from mcp_gateway.jobs import priors, tasks, tuning
-from mcp_gateway.jobs.run import JobRun
+from mcp_gateway.queue.run import JobRun
 from mcp_gateway.search.thresholds import thresholds_key
 from mcp_gateway.services.app import open_app
 from tests.test_queue_contract import CountingEmbedder

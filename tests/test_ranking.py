@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from mcp_gateway.common.types import IndexHit
+from mcp_gateway.index.base import best_of_views
 from mcp_gateway.search.calibration import MODELS, for_model, query_script, shift_query, shift_views
 from mcp_gateway.search.ranking import (
     Candidate,
     RankingParams,
-    best_of_views,
     fuse,
     recent_floor,
     select,
@@ -68,12 +68,15 @@ def test_high_priority_jumps_only_as_the_querys_closest_match() -> None:
 
 def test_high_first_margin_is_relative_to_the_query() -> None:
     params = RankingParams(thresholds={"*": 0.5}, high_first_margin=0.02)
-    # same gap (0.01) at two absolute levels: the rule gives the same answer
+    # same gap (0.01) at two absolute levels: the rule gives the same answer (with the
+    # spread of a real query's 50 dense hits, so that the fused scores of the three are
+    # close too, as priority asks: ``close_to_best``)
     for best in (0.95, 0.80):
         dense = [
             hit("near", best),
             hit("n2", best - 0.005),
             hit("high", best - 0.01, priority="high"),
+            *(hit(f"f{i}", best - 0.05 - 0.004 * i) for i in range(47)),
         ]
         assert ids(select(fuse(dense, [], params), params, 5))[0] == "high"
 

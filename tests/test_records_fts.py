@@ -17,7 +17,6 @@ from mcp_gateway.common.inputs import RecordChanges, RecordFields
 from mcp_gateway.records import RecordStore
 from mcp_gateway.records.fts import (
     escape_like,
-    fts_schema,
     like_condition,
     match_rowids,
     parse_query,
@@ -68,11 +67,8 @@ def test_query_limits() -> None:
 @given(st.text(max_size=80))
 def test_any_text_gives_valid_match_or_invalid_input(text: str) -> None:
     conn = sqlite3.connect(":memory:")
-    conn.executescript(
-        "CREATE TABLE t (pk INTEGER PRIMARY KEY, body TEXT);"
-        + fts_schema("t_fts", "t", "pk", ("body",))
-    )
-    conn.execute("INSERT INTO t(body) VALUES ('hello world NEAR \"quoted\" a:b')")
+    conn.execute("CREATE VIRTUAL TABLE t_fts USING fts5(body, tokenize='trigram')")
+    conn.execute("INSERT INTO t_fts(body) VALUES ('hello world NEAR \"quoted\" a:b')")
     try:
         parsed = parse_query(text)
     except InvalidInput:

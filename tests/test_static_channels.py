@@ -14,11 +14,11 @@ import numpy as np
 
 from mcp_gateway.embedders import static
 from mcp_gateway.embedders.static_channels import TABLES
-from mcp_gateway.embedders.static_train import TrainRecipe
 from mcp_gateway.search.service import SearchRequest
 from mcp_gateway.services.app import open_app
 from tests.test_channels import settings_for
 from tests.test_reindex import add_notes
+from training.static_train import TrainRecipe
 
 # the files as built (bench/static_train.py; bench/LOG.md, "ranking: static channels
 # taught by USE and MiniLM"): a rebuilt table needs a new model id in TABLES, or

@@ -1,10 +1,10 @@
-"""The static table's trainer (``embedders.static_train``) on a tiny synthetic corpus."""
+"""The static table's trainer (``training.static_train``) on a tiny synthetic corpus."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from mcp_gateway.embedders import static_train
+from training import static_train
 
 
 def _corpus(rng: np.random.Generator, truth: np.ndarray, n: int) -> static_train.Texts:
@@ -38,7 +38,7 @@ def test_training_raises_the_cosine_and_keeps_untouched_rows() -> None:
 
 
 def test_requantising_keeps_the_bytes_of_rows_that_did_not_move() -> None:
-    from mcp_gateway.embedders.static_build import quantise
+    from training.static_build import quantise
 
     rng = np.random.default_rng(4)
     rows0 = rng.normal(size=(20, 8)).astype(np.float32)

@@ -9,6 +9,7 @@ the owner at once too (``tests/test_shutdown.py`` covers the default channel).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -140,3 +141,89 @@ async def test_sigterm_mid_channel_backlog_of_long_notes_exits_at_once(tmp_path:
         for bad in ("Traceback", "terminate called", ":onnxruntime:"):
             assert bad not in owner.stderr(), owner.stderr()[-3000:]
     assert channel_vectors(data, "minilm") < 64  # it stopped in the middle, as meant
+
+
+def running_owner(data: Path) -> int:
+    """The daemon's pid once it serves (its admin socket answers)."""
+    paths = gateway_paths(data)
+    assert wait_until(lambda: gw.can_connect(paths.socket), 120)
+    return int((read_owner(paths) or {})["pid"])
+
+
+def stop_on_a_terminal(data: Path, answer: str) -> tuple[int, str]:
+    """``kioku stop`` with a pseudo-terminal for stdin and stdout, answering its prompt."""
+    import pty
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [KIOKU, "stop"], env=kioku_env(data), stdin=slave, stdout=slave, stderr=slave
+    )
+    os.close(slave)
+    seen = b""
+    try:
+        while b"[y/N]" not in seen:
+            chunk = os.read(master, 4096)
+            assert chunk, seen
+            seen += chunk
+        os.write(master, answer.encode() + b"\n")
+        code = proc.wait(timeout=60)
+        with contextlib.suppress(OSError):  # EIO once the child closed its side
+            while chunk := os.read(master, 4096):
+                seen += chunk
+    finally:
+        os.close(master)
+        if proc.poll() is None:
+            proc.kill()
+    return code, seen.decode(errors="replace")
+
+
+# slow: its own daemons (model loads)
+@pytest.mark.slow
+def test_stop_with_an_editor_attached_says_so_and_needs_force(tmp_path: Path) -> None:
+    """Before: ``kioku stop`` stopped the daemon under an attached editor without a word,
+    and the editor's next call silently started a new one. Now, with an editor attached,
+    it says so and what will happen; it refuses without a terminal (exit 1), asks on one,
+    and ``--force`` stops it; the editor's next call is then served by a new daemon."""
+    data = tmp_path / "data"
+    editor = Editor(data)
+    try:
+        editor.send(INITIALIZE)
+        assert "result" in editor.reply(1)
+        editor.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        editor.call(2, "add_note", text="the editor keeps working while nobody stops it")
+        assert not editor.reply(2)["result"].get("isError")
+        pid = running_owner(data)
+
+        refused = subprocess.run(
+            [KIOKU, "stop"], env=kioku_env(data), capture_output=True, text=True, timeout=60
+        )
+        assert refused.returncode == 1, refused
+        assert f"not stopped: 1 editor is attached to kioku pid {pid}" in refused.stderr
+        assert "next memory call starts a new kioku daemon" in refused.stderr
+        assert "kioku stop --force" in refused.stderr
+        assert gw.owner_pid(gateway_paths(data)) == pid  # untouched
+        editor.call(3, "search_memory", query="who keeps working")
+        assert not editor.reply(3)["result"].get("isError")
+
+        code, said = stop_on_a_terminal(data, "n")
+        assert code == 1 and "Stop it? [y/N]" in said and "not stopped" in said, said
+        assert gw.owner_pid(gateway_paths(data)) == pid
+
+        forced = subprocess.run(
+            [KIOKU, "stop", "--force"],
+            env=kioku_env(data),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert forced.returncode == 0, forced
+        assert forced.stdout.splitlines() == [
+            f"stopped kioku pid {pid}",
+            "1 editor's session ended: the next memory call of each starts a new kioku daemon",
+        ]
+        editor.call(4, "search_memory", query="who keeps working")
+        assert not editor.reply(4)["result"].get("isError")  # a new daemon answered
+        assert gw.owner_pid(gateway_paths(data)) not in (None, pid)
+    finally:
+        editor.close()
+        kill_daemon(data, signal.SIGTERM)

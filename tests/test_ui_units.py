@@ -245,3 +245,25 @@ async def test_shared_sign_in_state_is_one_for_every_process(
     finally:
         await one.close()
         await two.close()
+
+
+def test_a_search_without_a_strong_match_is_a_miss() -> None:
+    """Issue 45: "Is it helping?" showed "100 % found something" while a question no
+    memory answers still got five unrelated notes. The log records the match level; a
+    weak or empty answer is a miss, an older entry without it counts by its hits."""
+    now = 10 * 86_400.0
+    log = [
+        {"ts": now - 30, "event": "search_memory", "hits": 3, "result_ids": ["a"], "match": "weak"},
+        {"ts": now - 20, "event": "search_memory", "hits": 0, "result_ids": [], "match": "none"},
+        {
+            "ts": now - 10,
+            "event": "search_memory",
+            "hits": 2,
+            "result_ids": ["b"],
+            "match": "strong",
+        },
+        {"ts": now - 5, "event": "search_memory", "hits": 1, "result_ids": ["c"], "query": "old"},
+    ]
+    facts = insights.summarise(log, days=7, now=now)
+    assert (facts.searches, facts.hits) == (4, 2)
+    assert [ts for ts, _ in facts.empty_queries] == [now - 20, now - 30]

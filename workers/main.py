@@ -15,7 +15,7 @@ from arq.worker import Worker
 
 from mcp_gateway.common import compat
 from mcp_gateway.common.settings import KiokuSettings, load_settings
-from mcp_gateway.jobs.scheduler import QueueNames
+from mcp_gateway.queue.scheduler import QueueNames
 
 log = logging.getLogger(__name__)
 

@@ -20,12 +20,13 @@ from arq.cron import CronJob
 from arq.worker import Function, func
 
 from mcp_gateway.common.settings import KiokuSettings
-from mcp_gateway.jobs import JobContext, failures
-from mcp_gateway.jobs.arq_queue import ArqQueue, arq_function
+from mcp_gateway.jobs import JobContext
 from mcp_gateway.jobs.batcher import Batcher
-from mcp_gateway.jobs.context import KEY
-from mcp_gateway.jobs.coordination import RedisCoordinator
-from mcp_gateway.jobs.scheduler import JOBS, SINGLETON_JOBS, QueueNames
+from mcp_gateway.jobs.tasks import JOBS, SINGLETON_JOBS
+from mcp_gateway.queue.arq_queue import ArqQueue, arq_function
+from mcp_gateway.queue.context import KEY
+from mcp_gateway.queue.coordination import RedisCoordinator
+from mcp_gateway.queue.scheduler import QueueNames
 from workers.context import open_worker_context
 
 
@@ -84,7 +85,6 @@ def lifecycle(
         shared = kc
         if shared is None:
             shared = await stack.enter_async_context(open_worker_context(settings))
-        await failures.ensure_table(shared.db)
         batcher = Batcher(shared, size=settings.embedder.batch_size)
         stack.push_async_callback(batcher.close)
         ctx.update(

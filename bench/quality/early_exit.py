@@ -45,8 +45,8 @@ def layer_means(texts: list[str], layers: list[int]) -> dict[int, np.ndarray]:
             return {k: data[f"L{k}"] for k in layers}
     import onnxruntime as ort
 
-    from mcp_gateway.embedders import e5_graph
     from mcp_gateway.embedders.e5_onnx import OnnxE5, _mean_pool, model_path
+    from mcp_gateway.graphs import e5_graph
 
     engine = OnnxE5(model_path("original"))
     file = engine._file

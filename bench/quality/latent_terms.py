@@ -87,8 +87,8 @@ def _single_pass_vectors() -> dict[str, np.ndarray]:
     """The shipped engine's terms (``OnnxE5.encode(terms=True)``): the autoencoder over
     the token states of the pass that makes the dense vector (with the e5 prefix; prefix
     and <s>/</s> tokens are not pooled), int8 activations as the encoder's."""
-    from mcp_gateway.embedders import e5_latent
     from mcp_gateway.embedders.e5_onnx import OnnxE5, model_path
+    from mcp_gateway.graphs import e5_latent
 
     engine = OnnxE5(model_path("original"), sae=e5_latent.sae_path())
     out: dict[str, np.ndarray] = {}
@@ -105,7 +105,7 @@ def _single_pass_vectors() -> dict[str, np.ndarray]:
 
 def query_terms(vec: np.ndarray) -> np.ndarray:
     """A query's terms as the server sends them: its ``QUERY_TERMS`` strongest."""
-    from mcp_gateway.embedders.e5_latent import QUERY_TERMS
+    from mcp_gateway.graphs.e5_latent import QUERY_TERMS
 
     nonzero = np.flatnonzero(vec)
     keep = nonzero[np.argsort(-vec[nonzero])[:QUERY_TERMS]]

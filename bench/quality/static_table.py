@@ -46,10 +46,10 @@ def main() -> None:
     from metrics import score
     from tune import load
 
-    from mcp_gateway.embedders import e5_file
     from mcp_gateway.embedders.e5_onnx import model_path
     from mcp_gateway.embedders.e5_tokenizer import UnigramTokenizer
-    from mcp_gateway.embedders.static_build import kept_pieces, piece_weights, project
+    from mcp_gateway.graphs import e5_file
+    from training.static_build import kept_pieces, piece_weights, project
 
     c = load()
     model = e5_file.load(model_path("original"))

@@ -7,10 +7,7 @@ Human output goes to stdout, logs and progress to stderr.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import os
-import signal
 import sys
 import time
 from typing import Any
@@ -181,38 +178,6 @@ def _ago(ts: float) -> str:
     return f"{minutes // 60} h {minutes % 60} min ago" if minutes >= 60 else f"{minutes} min ago"
 
 
-# a lock held by nobody named yet: a daemon's spawner between its fork and the pid
-_PID_WAIT_S = 2.0
-
-
-async def stop(args: argparse.Namespace, settings: KiokuSettings) -> int:
-    """Stop the owner, also one still starting: an editor's daemon holds the lock, its
-    pid in the lock file, from before its first import (``local_gateway.spawn_daemon``)."""
-    paths = gw.GatewayPaths.for_settings(settings)
-    owner = read_owner(paths)
-    named_by = time.monotonic() + _PID_WAIT_S
-    while owner is None and gw.lock_held(paths.lock) and time.monotonic() < named_by:
-        await anyio.sleep(0.02)  # the spawner names its child right after the fork
-        owner = read_owner(paths)
-    if owner is None:
-        print("no kioku process owns this data dir")
-        return 0
-    pid = int(owner["pid"])
-    # importing (no owner.json of its own yet), or opening its stores (not listening)
-    still = owner.get("kind") == "starting" or not gw.can_connect(paths.socket)
-    starting = " (it was still starting)" if still else ""
-    with contextlib.suppress(ProcessLookupError):  # it ended meanwhile
-        os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + args.timeout
-    while gw.owner_pid(paths) == pid:
-        if time.monotonic() > deadline:
-            print(f"kioku pid {pid} did not stop within {args.timeout:g} s", file=sys.stderr)
-            return 1
-        await anyio.sleep(0.05)
-    print(f"stopped kioku pid {pid}{starting}")
-    return 0
-
-
 async def reindex(args: argparse.Namespace, settings: KiokuSettings) -> int:
     """Blue/green rebuild: the live index serves until the new one is complete."""
     async with connect(settings, configured_engine=True) as memory:
@@ -270,7 +235,7 @@ async def doctor(args: argparse.Namespace, settings: KiokuSettings) -> int:
         ok = ok and check["ok"]
         print(f"{check['name']:<10} {'ok ' if check['ok'] else 'FAILED'} {check['detail']}")
     if settings.redis_url:
-        from mcp_gateway.jobs.health import check_redis
+        from mcp_gateway.queue.health import check_redis
 
         redis_ok, detail = await check_redis(settings)
         ok = ok and redis_ok

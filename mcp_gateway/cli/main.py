@@ -149,6 +149,11 @@ def _parser() -> argparse.ArgumentParser:
     stop.add_argument(
         "--timeout", type=float, default=30.0, help="seconds to wait for it (default: 30)"
     )
+    stop.add_argument(
+        "--force",
+        action="store_true",
+        help="stop it even with editors attached (their next call starts a new daemon)",
+    )
     sub.add_parser(
         "reindex",
         parents=[common],
@@ -285,7 +290,7 @@ def _dispatch(args: argparse.Namespace, settings: KiokuSettings) -> int:
         return serve(settings, http=args.http, standalone=args.standalone)
     if args.command == "worker":
         return _run_worker(args)
-    from mcp_gateway.cli import commands
+    from mcp_gateway.cli import commands, stopping
 
     handlers: dict[str, Callable[[argparse.Namespace, KiokuSettings], Awaitable[int]]] = {
         "add": commands.add,
@@ -297,7 +302,7 @@ def _dispatch(args: argparse.Namespace, settings: KiokuSettings) -> int:
         "restore": commands.delete,
         "stats": commands.stats,
         "status": commands.status,
-        "stop": commands.stop,
+        "stop": stopping.stop,
         "reindex": commands.reindex,
         "doctor": commands.doctor,
         "context": commands.context,

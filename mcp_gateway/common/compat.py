@@ -70,18 +70,6 @@ def live_session_owners(manager: Any) -> Iterator[Any]:
     return (who for sid, who in list(owners.items()) if sid in live)
 
 
-# -- httpx -----------------------------------------------------------------------------
-
-
-def set_connection_pool(transport: Any, pool: Any) -> None:
-    """Give an ``httpx.AsyncHTTPTransport`` another httpcore pool (``_pool``).
-
-    httpx takes no network backend, and the backend is where the peer-uid check of a
-    Unix-socket connection must run.
-    """
-    transport._pool = pool
-
-
 # -- arq: a worker's job tasks ---------------------------------------------------------
 
 

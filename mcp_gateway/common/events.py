@@ -60,6 +60,9 @@ class Searched(LoggedEvent):
     recent_ids: list[str] | None = None
     min_distance: dict[str, float] | None = None
     dense: bool = True
+    # "strong", "weak" (no memory close enough) or "none" (nothing came back); entries
+    # written before the field existed have none (then ``hits`` says whether it matched)
+    match: str | None = None
     latency_ms: float = 0.0
 
 

@@ -26,15 +26,8 @@ import struct
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
-
-from mcp_gateway.common import compat
 
 log = logging.getLogger(__name__)
-
-
-class PeerRefused(ConnectionError):
-    """The other end of the socket belongs to another user."""
 
 
 def peer_uid(sock: socket.socket) -> int:
@@ -60,14 +53,6 @@ def same_user(sock: socket.socket | None) -> bool:
     except OSError as exc:
         log.warning("cannot read the peer's credentials: %s", exc)
         return False
-
-
-def require_same_user(sock: socket.socket, path: object) -> None:
-    if not same_user(sock):
-        raise PeerRefused(
-            f"refusing {path}: the process listening there is not run by this user "
-            "(kioku only talks to its own gateway)"
-        )
 
 
 # -- the private socket directory -------------------------------------------------------
@@ -112,60 +97,3 @@ def ensure_private_dir(record: Path) -> Path:
         fh.write(f"{made}\n")
     os.replace(tmp, record)
     return made
-
-
-# -- the two ends ------------------------------------------------------------------------
-
-
-def checked_backend() -> Any:
-    """An httpcore network backend whose Unix-socket connections must reach our uid."""
-    import httpcore
-
-    class Checked(httpcore.AsyncNetworkBackend):
-        def __init__(self) -> None:
-            self._inner = httpcore.AnyIOBackend()
-
-        async def connect_tcp(self, *args: Any, **kwargs: Any) -> httpcore.AsyncNetworkStream:
-            return await self._inner.connect_tcp(*args, **kwargs)
-
-        async def connect_unix_socket(
-            self,
-            path: str,
-            timeout: float | None = None,  # noqa: ASYNC109 (httpcore's interface)
-            socket_options: Any = None,
-        ) -> httpcore.AsyncNetworkStream:
-            stream = await self._inner.connect_unix_socket(path, timeout, socket_options)
-            if not same_user(stream.get_extra_info("socket")):
-                await stream.aclose()
-                # A ConnectError: nothing was sent, so the proxy may safely start its own.
-                raise httpcore.ConnectError(
-                    f"refusing {path}: the process listening there is not run by this user"
-                )
-            return stream
-
-        async def sleep(self, seconds: float) -> None:
-            await self._inner.sleep(seconds)
-
-    return Checked()
-
-
-def checked_transport(uds: str, *, keepalive: int = 0) -> Any:
-    """An httpx transport over the Unix socket ``uds`` that refuses a peer of another
-    uid on every new connection (no retries: "connect failed" must mean "never
-    delivered"); ``keepalive`` idle connections are kept, without expiry."""
-    import httpcore
-    import httpx
-
-    transport = httpx.AsyncHTTPTransport(uds=uds, retries=0)
-    # httpx has no parameter for the network backend: swap in a pool that uses ours.
-    compat.set_connection_pool(
-        transport,
-        httpcore.AsyncConnectionPool(
-            uds=uds,
-            retries=0,
-            max_keepalive_connections=keepalive,
-            keepalive_expiry=None,
-            network_backend=checked_backend(),
-        ),
-    )
-    return transport

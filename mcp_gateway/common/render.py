@@ -71,10 +71,17 @@ def _why(items: list[SearchResult], start: int) -> list[str]:
 
 def render_search(response: SearchResponse) -> str:
     if not response.results and not response.recent:
-        return f'No memories matched "{response.query}".'
+        return f'No strong match for "{response.query}": no memories matched.'
     count = len(response.results)
     noun = "memory" if count == 1 else "memories"
-    lines = [f'{count} {noun} for "{response.query}", best first. {DATA_NOTICE}']
+    if response.match == "weak":
+        # first line: an assistant that reads no further must not take these as answers
+        lines = [
+            f'No strong match for "{response.query}". The {count} closest {noun}, only '
+            f"weakly related (not an answer to rely on). {DATA_NOTICE}"
+        ]
+    else:
+        lines = [f'{count} {noun} for "{response.query}", best first. {DATA_NOTICE}']
     if not response.dense_available:
         lines.append("(semantic search is unavailable right now: lexical matches only)")
     _render_items(lines, response.results, start=1)

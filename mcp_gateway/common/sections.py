@@ -80,7 +80,7 @@ class EmbedderSettings(BaseModel):
     # threads for a channel's model per call: USE's own default (4) took ~370 ms a
     # query on 2 busy cores, one thread ~5 ms (bench/LOG.md)
     channel_threads: int = Field(default=1, ge=1, le=64)
-    # the "minilm" channel on int8 kernels (embedders/minilm_graph.py): ~26 MB less and a
+    # the "minilm" channel on int8 kernels (graphs/minilm_graph.py): ~26 MB less and a
     # faster query; its vectors move (a model id of their own: `kioku reindex` re-embeds)
     minilm_int8: bool = False
 
@@ -137,6 +137,9 @@ class SearchSettings(BaseModel):
     fusion: Literal["rrf", "dbsf"] = "dbsf"
     priority_rule: Literal["first", "boost", "gated"] = "gated"
     high_boost: float = Field(default=1.25, ge=1.0)
+    # priority and [RECENT] only among hits whose fused score (before the boost) is at
+    # least this share of the best kept hit's (ranking.close_to_best)
+    priority_near: float = Field(default=0.9, ge=0.0, le=1.0)
     # None: the embedder's measured default (mcp_gateway/search/calibration.py); 0 is honoured.
     # A high-priority hit sorts first when within this distance of the query's best hit.
     high_first_margin: float | None = Field(default=None, ge=0.0, le=2.0)
@@ -208,6 +211,9 @@ class SearchSettings(BaseModel):
     # a memory that alone holds an identifier of the query (a digit, joiner or inner
     # capital; exact_terms.py) comes first, whatever the other channels say
     exact_first: bool = True
+    # ...and so does the one memory holding a name of the query: a plain word in no
+    # dictionary, spelt as no language spells (``zqzwkdriqyaf``; word_prior.py)
+    exact_names: bool = True
     # learned keys (search/learned_keys.py): a query at cosine >= key_min_cosine to a
     # question a memory answered in the caller's namespace scores that memory as a
     # dense hit of (cosine - key_offset); tuned on dev (make bench-learning)

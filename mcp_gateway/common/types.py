@@ -150,6 +150,11 @@ class SearchResponse(BaseModel):
         default_factory=list,
         description="ids of ``used`` ignored: not shown by a search of yours in 30 minutes",
     )
+    match: Literal["strong", "weak", "none"] = Field(
+        default="strong",
+        description='"strong": the results are about the query; "weak": no memory is close '
+        'enough, the few closest are shown, tagged [WEAK]; "none": nothing matched',
+    )
 
 
 class RebuildStatus(BaseModel):

@@ -38,14 +38,9 @@ import numpy as np
 
 from mcp_gateway.common import heap
 from mcp_gateway.common.types import SparseVector
-from mcp_gateway.embedders import (
-    e5_file,
-    e5_graph,
-    e5_int8,
-    e5_latent,
-    e5_tokenizer,
-    graph_cache,
-)
+from mcp_gateway.embedders import e5_tokenizer
+from mcp_gateway.graphs import e5_file, e5_graph, e5_int8, e5_latent
+from mcp_gateway.graphs.cache import graph_source
 
 # Every window runs alone, on both graphs. Measured on 2 cores, one thread, interleaved
 # (bench/LOG.md): the exact graph embeds 35-token notes at 47-54 a second alone, 30-50 two
@@ -112,18 +107,18 @@ class OnnxE5:
         self._file = e5_file.load(path)
         # shared with the static table's embedder (e5_tokenizer.shared)
         self._tokenizer = e5_tokenizer.shared(path, lambda: self._file.vocab)
-        # graphs are files (``graph_cache``): sessions load them, no process holds their bytes
+        # graphs are files (``graphs.cache``): sessions load them, no process holds their bytes
         self._graphs: dict[str, str | bytes] = {}
         stats = e5_int8.load_stats(int8_queries, self._file) if int8_queries else None
         if stats is not None and int8_queries is not None:
-            self._graphs["int8"] = graph_cache.graph_source("int8", [path, int8_queries])
+            self._graphs["int8"] = graph_source("int8", [path, int8_queries])
         self._int8_passages = stats is not None and int8_passages
         if not self._int8_passages:  # someone still runs the exact graph
-            self._graphs["encoder"] = graph_cache.graph_source("exact", [path])
+            self._graphs["encoder"] = graph_source("exact", [path])
         # the autoencoder's size only: its weights are in the graph (7 MB kept twice else)
         self._sae_features = e5_latent.load(sae).features if sae is not None else None
         if sae is not None:
-            self._graphs["sae"] = graph_cache.graph_source("sae", [sae])
+            self._graphs["sae"] = graph_source("sae", [sae])
         self._spinning = spinning
         self._sessions: dict[tuple[str, int], Any] = {}
         self._shrink = onnxruntime.RunOptions()  # the arena back to its first chunk

@@ -23,7 +23,7 @@ from array import array
 
 import numpy as np
 
-from mcp_gateway.embedders.e5_file import Vocabulary
+from mcp_gateway.graphs.e5_file import Vocabulary
 
 _MOD = 1 << 64
 _MUL = 0x9E3779B97F4A7C15  # odd, so invertible mod 2^64

@@ -31,8 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-from mcp_gateway.embedders.e5_file import Vocabulary
 from mcp_gateway.embedders.e5_pieces import PieceIndex
+from mcp_gateway.graphs.e5_file import Vocabulary
 
 META = "\u2581"
 # runs kept; a run is a word (or an unspaced ja/th stretch). A run solved again costs
@@ -78,6 +78,10 @@ class UnigramTokenizer:
         for run, ids in zip(runs, got, strict=True):
             out += cold[run] if ids is None else ids
         return out
+
+    def piece_score(self, ids: list[int]) -> float:
+        """The summed unigram log-probability of the pieces ``ids`` (``encode``'s)."""
+        return float(self._scores[ids].sum()) if ids else 0.0
 
     def _solve(self, runs: list[str], pause: Callable[[], None] | None) -> dict[str, list[int]]:
         """The ids of each of ``runs`` (none in the cache), cached."""

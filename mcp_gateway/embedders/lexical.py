@@ -153,6 +153,12 @@ def tokenize(text: str) -> list[str]:
     return out
 
 
+def word_token(word: str) -> str:
+    """The token ``tokenize`` gives a plain word (letters/digits, no connector) whole:
+    casefolded, and a word of one case-run stemmed as ``tokenize`` stems it."""
+    return word.casefold() if len(_camel_parts(word)) > 1 else _light_stem(word.casefold())
+
+
 WORD = _WORD  # the kind ``runs`` gives a spaced-script word
 
 

@@ -52,9 +52,10 @@ import numpy as np
 from mcp_gateway.common import heap
 from mcp_gateway.common.errors import EmbedderUnavailable
 from mcp_gateway.common.types import SparseVector
-from mcp_gateway.embedders import e5_int8, e5_latent, e5_onnx
+from mcp_gateway.embedders import e5_onnx
 from mcp_gateway.embedders.base import Encoded, as_list
 from mcp_gateway.embedders.lanes import Lane, load_openmp, stop_and_wait
+from mcp_gateway.graphs import e5_int8, e5_latent
 
 logger = logging.getLogger(__name__)
 

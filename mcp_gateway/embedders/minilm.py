@@ -8,7 +8,7 @@ tokens a text, as the model was published. English only: a Japanese or Thai text
 mostly unknown pieces, so search asks this channel for Latin-script queries only and
 it abstains on Japanese and Thai texts (``search/ranking.py``). onnxruntime runs our
 graph of the packaged model (``minilm_graph``: the same vectors, less memory), built once
-into the graph cache (``graph_cache``); with ``embedder.minilm_int8`` the graph whose
+into the graph cache (``graphs.cache``); with ``embedder.minilm_int8`` the graph whose
 linears run as int8 kernels (its vectors differ a little: ``MODEL_ID_INT8``).
 """
 
@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 
 from mcp_gateway.common.errors import EmbedderUnavailable
-from mcp_gateway.embedders import graph_cache
 from mcp_gateway.embedders.base import PinnedChannel
+from mcp_gateway.graphs.cache import graph_source
 
 MODEL_ID = "minilm/all-MiniLM-L6-v2-int8"
 MODEL_ID_INT8 = "minilm/all-MiniLM-L6-v2-int8-kernels"
@@ -138,7 +138,7 @@ class MiniLM:
         # table left int8), built once into the graph cache; a session over the packaged
         # file held ~34 MB more
         kind = "minilm_int8" if int8 else "minilm"
-        source = graph_cache.graph_source(kind, [Path(package.model_path())])
+        source = graph_source(kind, [Path(package.model_path())])
         self._session = ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
 
     def encode(self, texts: Sequence[str], batch: int = 16) -> np.ndarray:

@@ -65,8 +65,8 @@ class StaticEmbedder:
     def packaged(cls, rows_file: Path = ROWS_FILE, meta_file: Path = META_FILE) -> StaticEmbedder:
         """The shipped table (or another in its format, over the same pieces) over the
         installed e5 model's vocabulary (FileNotFoundError or ImportError without them)."""
-        from mcp_gateway.embedders import e5_file
         from mcp_gateway.embedders.e5_onnx import model_path
+        from mcp_gateway.graphs import e5_file
 
         meta = np.load(meta_file)
         rows = np.load(rows_file, mmap_mode="r")

@@ -15,7 +15,7 @@ from mcp_gateway.common.types import IndexFilter, IndexHit, IndexPoint, SparseVe
 
 DENSE = "dense"
 SPARSE = "sparse"
-LATENT = "latent"  # latent terms (embedders/e5_latent.py): a plain dot-product sparse vector
+LATENT = "latent"  # latent terms (graphs/e5_latent.py): a plain dot-product sparse vector
 CHANNEL_PREFIX = "dense_"  # a further dense channel's vector name: "dense_<channel>"
 
 # Payload fields that get a payload index (keyword unless noted).
@@ -231,3 +231,15 @@ class ChannelSearch:
     ) -> tuple[list[IndexHit], list[IndexHit]]:
         found = await self.search_channels(dense, sparse, flt, limit, more_dense=more_dense)
         return found.dense, found.sparse
+
+
+def best_of_views(views: Sequence[Sequence[IndexHit]], limit: int) -> list[IndexHit]:
+    """Dense hits of several query views merged by each point's best score."""
+    if len(views) == 1:
+        return list(views[0])
+    best: dict[str, IndexHit] = {}
+    for hits in views:
+        for h in hits:
+            if h.id not in best or h.score > best[h.id].score:
+                best[h.id] = h
+    return sorted(best.values(), key=lambda h: h.score, reverse=True)[:limit]

@@ -157,7 +157,7 @@ def best_view_cosine(found: Scored) -> Scored:
 
 def best_scored(views: Sequence[Scored], limit: int) -> Scored:
     """Several query views' hits merged by each point's best score, best first (the
-    ints merged before any hit is built: ``ranking.best_of_views`` on raw results)."""
+    ints merged before any hit is built: ``index.base.best_of_views`` on raw results)."""
     if len(views) == 1:
         return views[0]
     best: dict[int, float] = {}

@@ -33,12 +33,12 @@ from mcp_gateway.index.base import (
     Channels,
     ChannelSearch,
     IndexSpec,
+    best_of_views,
     channel_requests,
     match_any_terms,
     needs_current_condition,
     sparse_queries,
 )
-from mcp_gateway.search.ranking import best_of_views
 
 log = logging.getLogger(__name__)
 

@@ -8,41 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mcp_gateway.stores.db import Database, register_migration
-
-# Ranking priors written by the re-ranking job (workers.priors). Kept here, not only in
-# the index payload, so a re-embed (a whole-point upsert) carries the prior over.
-register_migration(
-    "note_priors",
-    1,
-    """
-    CREATE TABLE note_priors (
-        note_id TEXT PRIMARY KEY,
-        prior REAL NOT NULL,
-        updated_at REAL NOT NULL
-    );
-    """,
-)
-# Reset priors are kept as 1.0 rows (not deleted), so the owner sees every change.
-register_migration(
-    "note_priors",
-    2,
-    "CREATE INDEX note_priors_updated ON note_priors(updated_at);",
-)
-
-register_migration(
-    "note_priors",
-    1,
-    """
-    CREATE TABLE note_priors (
-        note_id TEXT PRIMARY KEY,
-        prior DOUBLE PRECISION NOT NULL,
-        updated_at DOUBLE PRECISION NOT NULL
-    );
-    CREATE INDEX note_priors_updated ON note_priors(updated_at);
-    """,
-    dialect="postgres",
-)
+from mcp_gateway.stores.db import Database
 
 
 async def load_priors(db: Database, note_ids: Sequence[str]) -> dict[str, float]:

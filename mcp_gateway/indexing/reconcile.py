@@ -19,7 +19,7 @@ reconcile (at start-up, every ``queue.reconcile_every_s`` and after a rebuild) f
   raced an embedding, a note forgotten while its job ran): deleted. Forgetting a note
   forgets its point and its vector.
 
-A note whose embedding failed permanently (``jobs.failures``) stays lexically indexed
+A note whose embedding failed permanently (``queue.failures``) stays lexically indexed
 and is queued again when it changes or a day after the failure, not at every pass:
 each attempt costs the job all its tries.
 """
@@ -40,8 +40,8 @@ from mcp_gateway.index.base import Index
 from mcp_gateway.indexing.indexer import Indexer
 from mcp_gateway.indexing.note_priors import load_priors
 from mcp_gateway.indexing.points import note_payload, record_payload
-from mcp_gateway.jobs import failures
-from mcp_gateway.jobs.base import Scheduler
+from mcp_gateway.queue import failures
+from mcp_gateway.queue.base import Scheduler
 from mcp_gateway.records import Record, RecordStore
 from mcp_gateway.stores.notes import NoteStore
 

@@ -22,9 +22,9 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from mcp_gateway.jobs.context import JobContext
-from mcp_gateway.jobs.contract import is_transient
 from mcp_gateway.jobs.embedding import EmbedStats, embed_notes, embed_records
+from mcp_gateway.queue.context import JobContext
+from mcp_gateway.queue.contract import is_transient
 
 log = logging.getLogger(__name__)
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from mcp_gateway.common.types import Note
 from mcp_gateway.indexing.points import note_document, record_document
-from mcp_gateway.jobs.context import JobContext
+from mcp_gateway.queue.context import JobContext
 from mcp_gateway.stores.vectors import content_hash
 
 # a backlog's drafts stored this many at a time (``_drafts``): a note of a 32-text chunk

@@ -36,8 +36,8 @@ import anyio
 from mcp_gateway.common.events import SEARCH, USED, Used
 from mcp_gateway.common.types import Note
 from mcp_gateway.indexing import note_priors as _table  # noqa: F401  (the table this job writes)
-from mcp_gateway.jobs.context import JobContext
 from mcp_gateway.jobs.solve_credit import SolveCredit, result_ids
+from mcp_gateway.queue.context import JobContext
 
 log = logging.getLogger(__name__)
 

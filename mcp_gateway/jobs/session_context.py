@@ -26,8 +26,8 @@ from mcp_gateway.common.fsperms import write_atomic
 from mcp_gateway.common.render import iso, quote
 from mcp_gateway.common.sections import ExportSettings
 from mcp_gateway.common.types import Note
-from mcp_gateway.jobs.context import JobContext
 from mcp_gateway.jobs.embedding import embed_now
+from mcp_gateway.queue.context import JobContext
 from mcp_gateway.search.neardup import Folder
 from mcp_gateway.stores.notes import NoteStore
 

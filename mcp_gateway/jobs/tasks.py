@@ -18,9 +18,10 @@ import anyio
 from mcp_gateway.common.access import Scope, settings_scope
 from mcp_gateway.jobs import priors, tuning
 from mcp_gateway.jobs import session_context as export
-from mcp_gateway.jobs.contract import EXPORT, TUNE, request_singleton, retry_or_fail, run_singleton
 from mcp_gateway.jobs.embedding import EmbedStats, embed_notes, embed_records
-from mcp_gateway.jobs.run import JobRun
+from mcp_gateway.queue.contract import EXPORT, TUNE, request_singleton, retry_or_fail, run_singleton
+from mcp_gateway.queue.run import JobRun
+from mcp_gateway.queue.scheduler import JobFunction
 from mcp_gateway.stores.leases import Leases
 
 log = logging.getLogger(__name__)
@@ -31,11 +32,6 @@ log = logging.getLogger(__name__)
 DESTINATIONS_LEASE = "export:destinations"
 DESTINATIONS_TTL_S = 600.0
 _HOLDER = uuid.uuid4().hex[:12]
-
-
-def index_job_id(note_id: str, updated_at: float) -> str:
-    """One job per note version: a newer edit gets a new id, duplicates collapse."""
-    return f"index:{note_id}:{updated_at!r}"
 
 
 async def index_note(run: JobRun, note_id: str, tune: bool = False) -> None:
@@ -110,3 +106,16 @@ async def run_tune(run: JobRun) -> dict[str, float]:
 async def request_tune(run: JobRun) -> bool:
     """Scheduled entry point: ask for a tuning run through the singleton machinery."""
     return await request_singleton(*run.follow_ups(), TUNE)
+
+
+# The one registry of queue functions both runners execute (handed to them by
+# ``jobs.build_scheduler`` and ``workers.settings``).
+JOBS: dict[str, JobFunction] = {
+    "index_note": index_note,
+    "index_records": index_records,
+    EXPORT: run_export,
+    TUNE: run_tune,
+    "rerank": rerank,
+    "request_tune": request_tune,
+}
+SINGLETON_JOBS = frozenset({EXPORT, TUNE})

@@ -26,7 +26,7 @@ import numpy as np
 
 from mcp_gateway.common.events import ADD_NOTE, NoteAdded
 from mcp_gateway.common.types import Note
-from mcp_gateway.jobs.context import JobContext
+from mcp_gateway.queue.context import JobContext
 from mcp_gateway.search.thresholds import thresholds_key
 
 log = logging.getLogger(__name__)

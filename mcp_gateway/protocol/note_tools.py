@@ -1,8 +1,11 @@
 """MCP tools for notes. The docstrings are the contract the assistant reads: they say
 *when* to call each tool, which is what makes it call them on its own. The use cases
-themselves live in ``services.notes``."""
+themselves live in ``services.notes``.
 
-from __future__ import annotations
+The closed sets and formats are in the input schemas (``tool_schemas``); note types and
+the largest ``top`` follow the settings, so the annotations are built when the tools are
+registered (evaluated at definition: no ``from __future__ import annotations`` here, the
+local schemas would not resolve from a string)."""
 
 from typing import Annotated
 
@@ -11,19 +14,28 @@ from mcp.types import CallToolResult
 
 from mcp_gateway.common.inputs import NoteChanges, NoteFields, NoteQuery
 from mcp_gateway.common.render import render_note, render_search
+from mcp_gateway.common.sections import NoteSettings, SearchSettings
 from mcp_gateway.common.types import SearchResponse
+from mcp_gateway.protocol import tool_schemas as schema
+from mcp_gateway.protocol.tool_schemas import NoteId, Priority
 from mcp_gateway.protocol.toolkit import result, scope_of, services_from, tool_errors
 from mcp_gateway.services.notes import AddNoteResult, NoteView
 
 
-def register_note_tools(mcp: MCPServer) -> None:
+def register_note_tools(mcp: MCPServer, notes: NoteSettings, search: SearchSettings) -> None:
+    """The note tools on ``mcp``, their schemas naming ``notes.types`` and
+    ``search.max_top``."""
+    note_type = schema.one_of(notes.types)
+    type_filter = schema.one_of(schema.search_types(notes.types))
+    top_range = schema.within(1, search.max_top)
+
     @mcp.tool()
     @tool_errors
     async def add_note(
         text: str,
         ctx: Context,
-        type: str = "note",
-        priority: str = "",
+        type: Annotated[str, note_type] = "note",
+        priority: Priority = "",
         domain: str = "",
         solved_query: str = "",
         used: list[str] | None = None,
@@ -51,9 +63,9 @@ def register_note_tools(mcp: MCPServer) -> None:
     async def search_memory(
         query: str,
         ctx: Context,
-        type: str = "",
+        type: Annotated[str, type_filter] = "",
         domain: str = "",
-        top: int = 5,
+        top: Annotated[int, top_range] = 5,
         alternatives: list[str] | None = None,
         used: list[str] | None = None,
     ) -> Annotated[CallToolResult, SearchResponse]:
@@ -67,6 +79,12 @@ def register_note_tools(mcp: MCPServer) -> None:
         "decision"), domain, top (1-50: the number of ranked results). Confident
         high-priority matches come first. The newest lessons/conclusions related to the
         query come back separately under "recent", tagged [RECENT].
+        When no memory is close enough the answer's first line says "No strong match
+        for ..." (structured: match "weak", or "none" when nothing came back) and only
+        the few closest memories follow, tagged [WEAK]: treat them as probably
+        unrelated, do not act on them as if they answered the question; say that
+        memory holds nothing on it, or search again in other words if you expected a
+        memory there.
         alternatives (optional, up to 4): the same question in other words or another
         language (e.g. Japanese for an English query); memories close to any phrasing
         are found. Worth it when your words may differ from how the memory was written:
@@ -89,7 +107,7 @@ def register_note_tools(mcp: MCPServer) -> None:
 
     @mcp.tool()
     @tool_errors
-    async def get_note(id: str, ctx: Context) -> Annotated[CallToolResult, NoteView]:
+    async def get_note(id: NoteId, ctx: Context) -> Annotated[CallToolResult, NoteView]:
         """Show one note by id, with its change history."""
         view = await services_from(ctx).notes.get(scope_of(ctx), id)
         return result(render_note(view.model_dump()), view)
@@ -97,11 +115,11 @@ def register_note_tools(mcp: MCPServer) -> None:
     @mcp.tool()
     @tool_errors
     async def update_note(
-        id: str,
+        id: NoteId,
         ctx: Context,
         text: str | None = None,
-        type: str | None = None,
-        priority: str | None = None,
+        type: Annotated[str, note_type] | None = None,
+        priority: Priority | None = None,
         domain: str | None = None,
         solved_query: str | None = None,
     ) -> Annotated[CallToolResult, NoteView]:
@@ -117,7 +135,7 @@ def register_note_tools(mcp: MCPServer) -> None:
     @mcp.tool()
     @tool_errors
     async def delete_note(
-        id: str, ctx: Context, restore: bool = False
+        id: NoteId, ctx: Context, restore: bool = False
     ) -> Annotated[CallToolResult, NoteView]:
         """Forget a wrong or obsolete note (soft delete: it stops appearing in searches
         but is kept, and restore=true brings it back)."""

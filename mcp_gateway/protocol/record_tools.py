@@ -14,6 +14,18 @@ from mcp.types import CallToolResult
 
 from mcp_gateway.common.inputs import RecordChanges, RecordFields
 from mcp_gateway.protocol.session_scope import project_or
+from mcp_gateway.protocol.tool_schemas import (
+    ActionState,
+    Limit,
+    Link,
+    OptionalLink,
+    Project,
+    RecordId,
+    RecordType,
+    RecordTypeFilter,
+    Relation,
+    Status,
+)
 from mcp_gateway.protocol.toolkit import result, scope_of, services_from, tool_errors
 from mcp_gateway.protocol.workspace_tools import session_project
 from mcp_gateway.records import render
@@ -30,15 +42,15 @@ def register_record_tools(mcp: MCPServer) -> None:
     @mcp.tool()
     @tool_errors
     async def record_add(
-        type: str,
+        type: RecordType,
         title: str,
         ctx: Context,
         content: str = "",
-        status: str = "open",
-        action_state: str = "actionable",
-        link: str = "",
-        links: list[str] = [],  # noqa: B006  (schema default; never mutated)
-        project: str = "",
+        status: Status = "open",
+        action_state: ActionState = "actionable",
+        link: OptionalLink = "",
+        links: list[Link] = [],  # noqa: B006  (schema default; never mutated)
+        project: Project = "",
     ) -> Annotated[CallToolResult, RecordAdded]:
         """Use for durable lifecycle facts, not routine progress (save daily progress as a
         checkpoint instead). Returns a stable citable id such as AUDIT-MEM-001.
@@ -83,7 +95,7 @@ def register_record_tools(mcp: MCPServer) -> None:
     @mcp.tool()
     @tool_errors
     async def record_link(
-        source: str, relation: str, target: str, ctx: Context
+        source: RecordId, relation: Relation, target: RecordId, ctx: Context
     ) -> Annotated[CallToolResult, RecordLinked]:
         """Add one edge between two existing records, without creating a record: source
         RELATION target, e.g. ("FIX-MEM-002", "resolves", "AUDIT-MEM-001") or two records
@@ -99,7 +111,7 @@ def register_record_tools(mcp: MCPServer) -> None:
 
     @mcp.tool()
     @tool_errors
-    async def record_show(id: str, ctx: Context) -> Annotated[CallToolResult, RecordView]:
+    async def record_show(id: RecordId, ctx: Context) -> Annotated[CallToolResult, RecordView]:
         """Use before relying on a known durable record: returns the record with all its
         lifecycle relations and its full change history, so that a superseded, duplicate or
         contradicted record is not mistaken for current truth.
@@ -116,11 +128,17 @@ def register_record_tools(mcp: MCPServer) -> None:
     @mcp.tool()
     @tool_errors
     async def record_search(
-        query: str, ctx: Context, type: str = "", current_only: bool = False, limit: int = 10
+        query: str,
+        ctx: Context,
+        type: RecordTypeFilter = "",
+        current_only: bool = False,
+        limit: Limit = 10,
     ) -> Annotated[CallToolResult, RecordSearchResponse]:
-        """Find durable records when the id is unknown: full-text search over titles and
-        contents (any language, including Japanese and Thai; words are OR-ed, best match
-        first). type filters by record type. current_only=true resolves every hit to its
+        """Find durable records when the id is unknown, by meaning and by rare words, in
+        any language (English, Japanese, Thai; a question in one finds a record in
+        another), best match first; only records close to the query or holding one of
+        its rare words or names come back, so an empty answer means none is about it.
+        type filters by record type. current_only=true resolves every hit to its
         lifecycle head, drops non-current records and lists each head once, so the old
         wording of a superseded decision still finds the decision in force now.
         limit: 1 to 100. Call record_show before relying on an important result.
@@ -133,12 +151,12 @@ def register_record_tools(mcp: MCPServer) -> None:
     @mcp.tool()
     @tool_errors
     async def record_update(
-        id: str,
+        id: RecordId,
         ctx: Context,
         title: str | None = None,
         content: str | None = None,
-        status: str | None = None,
-        action_state: str | None = None,
+        status: Status | None = None,
+        action_state: ActionState | None = None,
     ) -> Annotated[CallToolResult, RecordUpdated]:
         """Change a record's truth fields (title, content, status: open, accepted, resolved,
         rejected) and/or its action_state (actionable, deferred, blocked, nonactionable,

@@ -75,7 +75,7 @@ def create_server(
         token_verifier=verifier,
         auth=auth,
     )
-    register_note_tools(mcp)
+    register_note_tools(mcp, settings.notes, settings.search)
     register_record_tools(mcp)
 
     @mcp.resource(

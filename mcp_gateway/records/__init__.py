@@ -1,9 +1,8 @@
 """Durable lifecycle records: audits, fixes, verifications, decisions and knowledge.
 
-Importing the package registers the "records" schema migration with the database.
+Their tables are in ``stores.schema`` (module "records").
 """
 
-from mcp_gateway.records import schema as _schema  # noqa: F401  (registers the migration)
 from mcp_gateway.records.model import (
     ACTION_STATES,
     RECORD_TYPES,

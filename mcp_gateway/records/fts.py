@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 from mcp_gateway.common.errors import InvalidInput
 
+# the records' trigram FTS5 table (``stores.schema``: records v1, its triggers again at v3)
+FTS_TABLE = "records_fts"
 TRIGRAM_MIN = 3
 # Punctuation trimmed from term edges: quoting and grouping around a word is noise.
 _EDGE_PUNCT = "\"'`*()[]{}<>^:;,.!?+-=~|/\\#@$%&"
@@ -120,38 +122,3 @@ def match_rowids(
     )
     rows = conn.execute(sql, (match, *params, limit))
     return [(int(r[0]), -float(r[1])) for r in rows]
-
-
-def fts_schema(fts_table: str, content_table: str, rowid_col: str, columns: Sequence[str]) -> str:
-    """SQL creating an external-content trigram FTS5 table kept in sync by triggers.
-
-    The triggers run inside the writer's transaction, so the index never disagrees
-    with the rows it mirrors.
-    """
-    cols = ", ".join(columns)
-    return f"""
-CREATE VIRTUAL TABLE {fts_table} USING fts5(
-    {cols}, content='{content_table}', content_rowid='{rowid_col}', tokenize='trigram'
-);
-""" + fts_triggers(fts_table, content_table, rowid_col, columns)
-
-
-def fts_triggers(fts_table: str, content_table: str, rowid_col: str, columns: Sequence[str]) -> str:
-    """The triggers of ``fts_schema`` alone (a rebuilt content table needs them again)."""
-    cols = ", ".join(columns)
-    new_vals = ", ".join(f"new.{c}" for c in columns)
-    old_vals = ", ".join(f"old.{c}" for c in columns)
-    return f"""
-CREATE TRIGGER {fts_table}_ai AFTER INSERT ON {content_table} BEGIN
-    INSERT INTO {fts_table}(rowid, {cols}) VALUES (new.{rowid_col}, {new_vals});
-END;
-CREATE TRIGGER {fts_table}_ad AFTER DELETE ON {content_table} BEGIN
-    INSERT INTO {fts_table}({fts_table}, rowid, {cols})
-    VALUES ('delete', old.{rowid_col}, {old_vals});
-END;
-CREATE TRIGGER {fts_table}_au AFTER UPDATE OF {cols} ON {content_table} BEGIN
-    INSERT INTO {fts_table}({fts_table}, rowid, {cols})
-    VALUES ('delete', old.{rowid_col}, {old_vals});
-    INSERT INTO {fts_table}(rowid, {cols}) VALUES (new.{rowid_col}, {new_vals});
-END;
-"""

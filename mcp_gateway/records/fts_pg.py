@@ -2,7 +2,7 @@
 
 The same parsed terms (``fts.parse_query``: user text is never syntax) are OR-ed; each
 is one escaped ``ILIKE '%term%'`` per column, which the GIN trigram indexes
-(``records.schema``) serve without word boundaries, so Japanese and Thai match inside
+(``stores.schema``) serve without word boundaries, so Japanese and Thai match inside
 runs of text as they do in SQLite's FTS5 trigram table. Terms shorter than 3
 characters match too (a scan, as SQLite's LIKE fallback) but score 0, as there.
 

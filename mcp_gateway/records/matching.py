@@ -13,9 +13,8 @@ import sqlite3
 from collections.abc import Sequence
 
 from mcp_gateway.records import fts_pg, lifecycle, queries
-from mcp_gateway.records.fts import ParsedQuery, like_condition, match_rowids
+from mcp_gateway.records.fts import FTS_TABLE, ParsedQuery, like_condition, match_rowids
 from mcp_gateway.records.model import Record, RecordSearchHit
-from mcp_gateway.records.schema import FTS_TABLE
 
 # Old versions of one head may all match: look deeper than ``limit`` before resolving.
 _CANDIDATES = 1000

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 from mcp_gateway.common.types import SearchResponse
 
-# (query, type, domain, top, namespaces, alternatives)
-AnswerKey = tuple[str, str, str, int, tuple[str, ...], tuple[str, ...]]
+# (query, type, domain, top, namespaces, alternatives, kinds, by_meaning)
+AnswerKey = tuple[str, str, str, int, tuple[str, ...], tuple[str, ...], tuple[str, ...], bool]
 # answers whose texts add up to more are not kept: 256 answers stay under ~16 MB even
 # when every note is near the 32 KB limit
 MAX_ANSWER_CHARS = 64_000

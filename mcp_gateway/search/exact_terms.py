@@ -7,17 +7,20 @@ say: near-identical notes ("Incident N: the pool ran out, marker zq7c660f688e") 
 all equally close to the query in the dense space, and fusing the dense ranks in
 drowned the one BM25 match (issue 30: 192 of 400 markers missed at top 5).
 
-Only token-like words qualify (a digit, inner capitals, or a joiner ``_ - .``
-between letters/digits): an ordinary word that happens to occur once ("glossy") is a
-topic word, and pinning on it would override better paraphrase matches. A token held
-by two or more memories pins nothing: it no longer names one thing.
+Token-like words qualify (a digit, inner capitals, or a joiner ``_ - .`` between
+letters/digits), and so do names: a plain word no dictionary holds and no language
+spells so (``zqzwkdriqyaf``, ``qdrant``: ``word_prior.is_name``), in any case. An
+ordinary word that happens to occur once ("glossy", "forever", "sourdough") is a topic
+word, and pinning on it would override better paraphrase matches. A token held by two
+or more memories pins nothing: it no longer names one thing.
 """
 
 from __future__ import annotations
 
 import itertools
 
-from mcp_gateway.embedders.lexical import compounds, term_id
+from mcp_gateway.embedders.lexical import compounds, term_id, word_token
+from mcp_gateway.embedders.word_prior import is_name
 
 # At most this many tokens are checked per query (one small index call each).
 MAX_TERMS = 4
@@ -46,18 +49,42 @@ def token_like(word: str) -> bool:
     return humps >= 2
 
 
-def identifier_terms(query: str) -> list[tuple[str, int]]:
-    """The query's token-like words (casefolded) and their lexical term ids, in query
-    order, without repeats, at most ``MAX_TERMS``."""
+def identifier_terms(query: str, names: bool = True) -> list[tuple[str, int]]:
+    """The query's token-like words and names, as the lexical channel indexes them
+    (casefolded; a name as ``tokenize`` gives it whole), with their term ids: identifiers
+    first, then names (``names``), each in query order, without repeats, at most
+    ``MAX_TERMS``."""
     out: list[tuple[str, int]] = []
     seen: set[str] = set()
-    for word in compounds(query):
-        if not token_like(word):
-            continue
-        token = word.casefold()
+    words = compounds(query)
+    tokens = [w.casefold() for w in words if token_like(w)]
+    if names:
+        tokens += [word_token(w) for w in words if not token_like(w) and is_name(w)]
+    for token in tokens:
         if token not in seen:
             seen.add(token)
             out.append((token, term_id(token)))
             if len(out) == MAX_TERMS:
+                break
+    return out
+
+
+# Words of a query looked up one by one for ``plain_terms`` (record_search's floor).
+MAX_WORDS = 8
+
+
+def plain_terms(query: str) -> list[tuple[str, int]]:
+    """Every spaced-script word of the query of ``MIN_CHARS`` or more, as the lexical
+    channel indexes it whole, with its term id, in query order, without repeats, at
+    most ``MAX_WORDS``: a word one memory alone holds is no common word *there*, and a
+    match on it is evidence beyond the query's common words (``by_meaning``)."""
+    out: list[tuple[str, int]] = []
+    for word in compounds(query):
+        if len(word) < MIN_CHARS:
+            continue
+        token = word_token(word) if word.isalnum() else word.casefold()
+        if token not in (t for t, _ in out):
+            out.append((token, term_id(token)))
+            if len(out) == MAX_WORDS:
                 break
     return out

@@ -9,7 +9,7 @@ e5's scale and fuses them as dense hits of pending notes only (``ranking.fuse``'
 the pool when e5 has read it (``search.fast_first``).
 
 The static table is distilled from e5 itself and its rows then trained so that a
-text's static vector follows e5's vector of that text (``embedders.static_train``): it
+text's static vector follows e5's vector of that text (``training/static_train.py``): it
 reads what e5's tokenizer reads, Latin, Japanese and Thai alike, so no script abstains.
 The query side is e5's own: the search has the query's e5 vector already (the dense
 channel's), and projected into the table's space (less the training targets' centre,

@@ -9,13 +9,16 @@ Order of operations (each step is measured in ``bench/LOG.md``):
 2. drop candidates that are neither close in the dense space (per-type distance
    threshold and within ``keep_margin`` of the query's best) nor a strong lexical
    match -- high priority included;
-3. keep the best ``top``, then order: under the shipped "gated" rule a high-priority
-   hit jumps the queue only when it is within ``high_first_margin`` of the query's
-   best dense distance; the others are boosted (low priority sorts last). An answer
-   left shorter than ``top`` is filled after them with what only the margin dropped,
-   high priority excepted (``margin_fill``);
-4. the newest lessons/conclusions not already present that pass the same keep rule
-   form a separate ``recent`` part of the answer (never counted against ``top``).
+3. priority orders only among relevant hits (``close_to_best``: a fused score, before
+   the boost, at least ``priority_near`` of the best kept one's): such a high-priority
+   hit is boosted, and under the shipped "gated" rule jumps the queue when it is also
+   within ``high_first_margin`` of the query's best dense distance; a high-priority hit
+   farther from the best is ranked as any other (low priority sorts last among close
+   ones). Then the best ``top``; an answer left shorter than ``top`` is filled after
+   them with what only the margin dropped, high priority excepted (``margin_fill``);
+4. the newest lessons/conclusions not already present that pass the keep rule and are
+   close to the best by the same rule form a separate ``recent`` part of the answer
+   (never counted against ``top``).
 5. the newer of two notes that say nearly the same thing (dense cosine, per model)
    moves above the older (``reorder.newer_first``): notes have no ``supersedes`` edge, and a
    changed fact leaves both live.
@@ -58,6 +61,10 @@ class RankingParams:
     priority_rule: str = "gated"
     high_boost: float = 1.25
     high_first_margin: float = 0.0
+    # priority (and [RECENT]) only among hits whose fused score, before the boost, is at
+    # least this share of the best kept hit's: an unrelated high-priority lesson that the
+    # keep rule lets in stays where its relevance puts it (``close_to_best``)
+    priority_near: float = 0.9
     # A candidate is kept when its distance is within the per-type threshold AND within
     # ``keep_margin`` of the query's best distance, or it is a strong lexical match.
     # High priority gets no exemption: an unrelated high lesson is noise like any other.
@@ -88,6 +95,13 @@ class Candidate:
     fast_part: float = 0.0  # the fast pool's share of ``score`` (a pending note)
     # how many of the query's identifiers this memory alone holds (``pin_exact``)
     exact: int = 0
+    # the priority factor ``select`` multiplied ``score`` by (1: none): close high hits
+    boost: float = 1.0
+
+    @property
+    def base_score(self) -> float:
+        """The fused score before the priority boost: what relevance is judged on."""
+        return self.score / self.boost
 
     @property
     def type(self) -> str:
@@ -133,18 +147,6 @@ def _fast_parts(
         return [params.fast_weight / (params.rrf_k + r) for r in range(1, len(fast) + 1)]
     basis = [h.score for h in dense if h.payload.get("current") is not False]
     return [params.fast_weight * v for v in _dbsf([h.score for h in fast], basis or None)]
-
-
-def best_of_views(views: Sequence[Sequence[IndexHit]], limit: int) -> list[IndexHit]:
-    """Dense hits of several query views merged by each point's best score."""
-    if len(views) == 1:
-        return list(views[0])
-    best: dict[str, IndexHit] = {}
-    for hits in views:
-        for h in hits:
-            if h.id not in best or h.score > best[h.id].score:
-                best[h.id] = h
-    return sorted(best.values(), key=lambda h: h.score, reverse=True)[:limit]
 
 
 def fuse(
@@ -240,8 +242,7 @@ def fuse(
                     cand.score = max(lexical, both)
     for cand in by_id.values():
         cand.score *= float(cand.payload.get("prior", 1.0))
-        if params.priority_rule != "first" and cand.priority == "high":
-            cand.score *= params.high_boost
+    # the priority boost waits for ``select``: it applies only to hits close to the best
     return sorted(by_id.values(), key=lambda c: c.score, reverse=True)
 
 
@@ -303,30 +304,66 @@ def passes_threshold(
     return False
 
 
+def close_to_best(cand: Candidate, params: RankingParams, best: float) -> bool:
+    """Whether ``cand`` is about the query as much as its best hit is: its fused score
+    before the priority boost is at least ``priority_near`` of ``best`` (the best such
+    score among the hits the keep rule kept). The one relevance rule priority and
+    [RECENT] answer to. The keep rule alone is loose on purpose (a hit within the dense
+    margin, a further channel's top 10, or half the best exact-word score is kept), so
+    in a small store an unrelated high-priority lesson passes it at ~0.8 of the best
+    score, and the x1.25 boost then put it first."""
+    return best <= 0 or cand.base_score >= params.priority_near * best
+
+
+def by_meaning(cand: Candidate, params: RankingParams, best_distance: float) -> bool:
+    """Kept on more than the query's words: it alone holds an identifier or a name of
+    the query, or it is close by meaning, within its type's distance threshold and the
+    keep margin of the best (a memory not embedded yet: on its lexical evidence, as the
+    keep rule judged it)."""
+    if cand.exact:
+        return True
+    if cand.distance is None:
+        return cand.payload.get("dense") is False
+    return (
+        cand.distance <= params.threshold_for(cand.type)
+        and cand.distance <= best_distance + params.keep_margin
+    )
+
+
 def select(
     candidates: list[Candidate],
     params: RankingParams,
     top: int,
     namespaces: Sequence[str] = (),
 ) -> list[Candidate]:
-    """Threshold, cut to ``top``, then priority order, the caller's own namespace
-    (the first of ``namespaces``) before shared ones; stable otherwise. A memory that
-    alone holds an identifier of the query (``pin_exact``) comes before all of it."""
+    """Threshold, boost the high-priority hits close to the best (``close_to_best``),
+    cut to ``top``, then priority order, the caller's own namespace (the first of
+    ``namespaces``) before shared ones; stable otherwise. A memory that alone holds an
+    identifier of the query (``pin_exact``) comes before all of it."""
     best_sparse = max((c.sparse_score or 0.0 for c in candidates), default=0.0)
     best_distance = min((c.distance for c in candidates if c.distance is not None), default=2.0)
     pinned = sorted((c for c in candidates if c.exact), key=lambda c: (-c.exact, -c.score))
-    kept = pinned + [
+    passed = [
         c
         for c in candidates
         if not c.exact and passes_threshold(c, params, best_sparse, best_distance)
     ]
+    best = max((c.base_score for c in (*pinned, *passed)), default=0.0)
+    near = {c.point_id for c in passed if close_to_best(c, params, best)}
+    if params.priority_rule != "first":
+        for c in passed:
+            if c.priority == "high" and c.point_id in near and c.boost == 1.0:
+                c.boost = params.high_boost
+                c.score *= c.boost
+        passed.sort(key=lambda c: c.score, reverse=True)
+    kept = pinned + passed
     rank = {ns: i for i, ns in enumerate(namespaces)}
 
     def order(part: list[Candidate]) -> list[Candidate]:
         return sorted(
             part,
             key=lambda c: (
-                -1 if c.exact else _priority_tier(c, params, best_distance),
+                -1 if c.exact else _priority_tier(c, params, best_distance, c.point_id in near),
                 0 if c.exact else rank.get(str(c.payload.get("namespace", "")), 0),
             ),
         )
@@ -352,34 +389,44 @@ def recent_floor(
     candidates: Sequence[Candidate], params: RankingParams, wanted: Collection[str] | None = None
 ) -> dict[str, Candidate]:
     """Notes (by source id) relevant enough to be shown as recent lessons: among this
-    query's candidates and passing the same keep rule as a ranked hit. A note the
-    index did not return for the query at all is unrelated by definition. ``wanted``:
-    only these source ids are asked about (a search asks about its few recent notes,
-    not about each of its ~100 candidates)."""
+    query's candidates, passing the same keep rule as a ranked hit, and close to the
+    best kept hit by the rule priority answers to (``close_to_best``). A note the index
+    did not return for the query at all is unrelated by definition. ``wanted``: only
+    these source ids are asked about (a search asks about its few recent notes, not
+    about each of its ~100 candidates)."""
     if wanted is not None and not wanted:
         return {}
     best_sparse = max((c.sparse_score or 0.0 for c in candidates), default=0.0)
     best_distance = min((c.distance for c in candidates if c.distance is not None), default=2.0)
+    passed = [
+        c for c in candidates if c.exact or passes_threshold(c, params, best_sparse, best_distance)
+    ]
+    best = max((c.base_score for c in passed), default=0.0)
     floor: dict[str, Candidate] = {}
-    for c in candidates:
+    for c in passed:
         source = str(c.payload.get("source_id"))
         if (
             (wanted is None or source in wanted)
             and c.payload.get("kind", "note") == "note"
-            and passes_threshold(c, params, best_sparse, best_distance)
+            and close_to_best(c, params, best)
         ):
             floor[source] = c
     return floor
 
 
-def _priority_tier(cand: Candidate, params: RankingParams, best_distance: float) -> int:
-    """0 sorts first. Under "boost" and "gated" the boost already lifted high items,
-    so only a gated, confident high match still jumps the queue. Confidence is relative
-    to the query's own best dense distance: absolute cosine distances shift with the
-    model and the query (e5 packs everything into 0.05-0.25), a margin does not."""
+def _priority_tier(cand: Candidate, params: RankingParams, best_distance: float, near: bool) -> int:
+    """0 sorts first (low priority sorts last). High priority counts only for a hit
+    close to the best (``near``): one farther from it keeps its relevance order (but
+    under "first", the source design's rule, kept as an opt-in). Under "boost"
+    and "gated" the boost already lifted close high items, so only a gated, confident
+    high match still jumps the queue. Confidence is relative to the query's own best
+    dense distance: absolute cosine distances shift with the model and the query (e5
+    packs everything into 0.05-0.25), a margin does not."""
     tier = PRIORITY_ORDER.get(cand.priority, 1)
-    if params.priority_rule == "first" or tier != 0:
+    if params.priority_rule == "first" or tier != 0:  # "first": the source design, opt-in
         return tier
+    if not near:
+        return 1
     if params.priority_rule == "gated":
         if cand.distance is not None and cand.distance <= best_distance + params.high_first_margin:
             return 0

@@ -32,6 +32,11 @@ class SearchRequest:
     # other phrasings of ``query`` (other words, other languages): their dense hits
     # join the query's, each memory scored by its best cosine over every phrasing
     alternatives: tuple[str, ...] = ()
+    # only memories of these kinds ("note", "record"; empty: both)
+    kinds: tuple[str, ...] = ()
+    # keep only what is close by meaning or pinned by an identifier or a name: a match on
+    # the query's words alone (common words: "in", "logs") is left out (record_search)
+    by_meaning: bool = False
 
 
 async def retired_heads(

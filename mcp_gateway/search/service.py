@@ -26,15 +26,16 @@ from mcp_gateway.common.types import (
 )
 from mcp_gateway.embedders.base import Embedder
 from mcp_gateway.embedders.channels import ChannelEmbedder, channel_reads
-from mcp_gateway.index.base import Channels
+from mcp_gateway.index.base import Channels, best_of_views
 from mcp_gateway.index.live import LiveIndex
 from mcp_gateway.indexing.writebehind import WriteBehind
 from mcp_gateway.search.answers import AnswerCache
 from mcp_gateway.search.calibration import Calibration, for_model
-from mcp_gateway.search.exact_terms import identifier_terms
+from mcp_gateway.search.exact_terms import identifier_terms, plain_terms
 from mcp_gateway.search.fast_first import FastFirst
 from mcp_gateway.search.fresh import FreshEmbedder
 from mcp_gateway.search.learned_keys import KeyMatcher
+from mcp_gateway.search.match import WEAK_SHOWN, WEAK_TAG, bars_for, judge, signals
 from mcp_gateway.search.materialise import Materialiser
 from mcp_gateway.search.neardup import Folder, fold_results
 from mcp_gateway.search.note_reads import RecentAt, RecentNotes, ShownNotes
@@ -43,7 +44,7 @@ from mcp_gateway.search.query_memo import QueryMemo
 from mcp_gateway.search.query_vectors import QueryVectors
 from mcp_gateway.search.ranking import (
     RankingParams,
-    best_of_views,
+    by_meaning,
     fuse,
     pin_exact,
     recent_floor,
@@ -102,6 +103,8 @@ class SearchService:
         self.recent, self.shown = RecentNotes(notes, settings), ShownNotes(notes)
         self.answers = AnswerCache(settings.answer_cache_size)
         self.calibration: Calibration = for_model(embedder.model_id)
+        # what a strong match is, for this model and these further channels (match.py)
+        self.match_bars = bars_for(embedder.model_id, [c.channel.name for c in channels])
         # ``is None``, not ``or``: 0 is a meaningful setting for every one of these
         c, s = self.calibration, settings
         self.high_first_margin = (
@@ -143,7 +146,16 @@ class SearchService:
             await self.catch_up()
         # read before anything else: a write that lands meanwhile makes this answer stale
         generation: int | None = self.index.generation
-        key = (query, req.type, req.domain, req.top, tuple(req.namespaces), req.alternatives)
+        key = (
+            query,
+            req.type,
+            req.domain,
+            req.top,
+            tuple(req.namespaces),
+            req.alternatives,
+            req.kinds,
+            req.by_meaning,
+        )
         if self.learned is not None and self.learned.version != self._keys_seen:
             self.answers.clear()  # a new learned key makes earlier answers stale
             self._keys_seen = self.learned.version
@@ -173,6 +185,7 @@ class SearchService:
         mode = self.settings.mode
         sparse = SparseVector([], []) if mode == "dense" else self.memo.sparse(query)
         flt = IndexFilter(
+            kinds=req.kinds,
             types=(req.type,) if req.type else (),
             domains=(req.domain,) if req.domain else (),
             namespaces=req.namespaces,
@@ -187,7 +200,7 @@ class SearchService:
         held: dict[str, tuple[IndexHit, int]] = {}
         # the look-up is lexical: the dense-only baseline (bench/quality) goes without
         exact = self.settings.exact_first and self.settings.mode != "dense"
-        identifiers = identifier_terms(query) if exact else []
+        identifiers = identifier_terms(query, self.settings.exact_names) if exact else []
 
         async def find_held() -> None:
             held.update(await self._held(identifiers, flt))
@@ -251,18 +264,40 @@ class SearchService:
             heads = await retired_heads(self.records, candidates, req)
             candidates = carry_to_heads(candidates, heads, self.settings.retired_carry)
         chosen = select(candidates, params, req.top, req.namespaces)
+        if req.by_meaning:
+            best = min((c.distance for c in candidates if c.distance is not None), default=2.0)
+            rare = await self._held(plain_terms(query), flt)
+            chosen = [c for c in chosen if c.point_id in rare or by_meaning(c, params, best)]
+        found = signals(
+            # a pending note's fast cosine is on e5's scale
+            [dense_hits, fast_hits],
+            semantic.extra,
+            {n: channel_reads(n) for n in semantic.extra},
+            bool(held),
+        )
+        match = judge(found, self.match_bars, bool(chosen))
+        # no memory close enough: only the closest few, marked (record_search keeps its
+        # own relevance floor above instead)
+        weak = match == "weak" and not req.by_meaning
+        if weak:
+            chosen = chosen[:WEAK_SHOWN]
         results = await self.materialise(chosen, generation)
         # The newest lessons/conclusions are a separate, labelled part of the answer
         # (never counted against ``top``), and only those the index found relevant to
-        # this query: an unrelated lesson does not ride along with every search.
+        # this query: an unrelated lesson does not ride along with every search, nor
+        # with one that matched nothing well.
         present = {r.id for r in results}
-        floor = recent_floor(candidates, params, {n.id for n in recent if n.id not in present})
-        related = [n for n in recent if n.id in floor]
+        wanted = {n.id for n in recent if n.id not in present} if match == "strong" else set()
+        floor = recent_floor(candidates, params, wanted)
+        related = [n for n in recent if n.id in floor and (not req.kinds or "note" in req.kinds)]
+        if weak:
+            results = [r.model_copy(update={"tags": [*r.tags, WEAK_TAG]}) for r in results]
         response = SearchResponse(
             query=query,
             results=results,
             recent=[note_result(n, floor[n.id], [RECENT_TAG]) for n in related],
             dense_available=dense_ok,
+            match=match,
         )
         settled = not any(h.payload.get("dense") is False for h in sparse_hits)
         return response, settled
@@ -399,6 +434,7 @@ class SearchService:
             priority_rule=s.priority_rule,
             high_boost=s.high_boost,
             high_first_margin=self.high_first_margin,
+            priority_near=s.priority_near,
             keep_margin=self.keep_margin,
             margin_fill=s.margin_fill,
             lexical_keep_ratio=s.lexical_keep_ratio,

@@ -54,11 +54,12 @@ from mcp_gateway.search.prefetch import Prefetcher
 from mcp_gateway.search.service import SearchService
 from mcp_gateway.search.thresholds import ThresholdCache
 from mcp_gateway.stores.activity import ActivityLog, open_activity_log
-from mcp_gateway.stores.changes import TRIGGERS, ChangeFeed
+from mcp_gateway.stores.changes import ChangeFeed
 from mcp_gateway.stores.db import Database
 from mcp_gateway.stores.learned_keys import LearnedKeyStore
 from mcp_gateway.stores.leases import Leases
 from mcp_gateway.stores.notes import NoteStore
+from mcp_gateway.stores.schema import TRIGGERS
 from mcp_gateway.stores.vectors import VectorStore
 
 log = logging.getLogger(__name__)

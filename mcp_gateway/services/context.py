@@ -11,7 +11,7 @@ from __future__ import annotations
 from mcp_gateway.common.access import Scope
 from mcp_gateway.jobs import session_context as export
 from mcp_gateway.jobs import tasks
-from mcp_gateway.jobs.run import JobRun
+from mcp_gateway.queue.run import JobRun
 from mcp_gateway.services.app import AppContext
 
 

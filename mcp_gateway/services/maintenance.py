@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 
 from mcp_gateway.index.catalog import live_info
-from mcp_gateway.jobs import failures
+from mcp_gateway.queue import failures
 from mcp_gateway.services.app import AppContext
 
 # the backlog's rate: vectors written over the last minute

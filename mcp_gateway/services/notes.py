@@ -353,6 +353,7 @@ class NoteService:
             recent_ids=[r.id for r in response.recent],
             min_distance=min_distance,
             dense=response.dense_available,
+            match=response.match,
             latency_ms=round((time.perf_counter() - started) * 1000, 2),
         )
         await self.app.activity.append(event, **context, **searched.fields())

@@ -34,32 +34,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from mcp_gateway.stores.db import Database, register_migration
+from mcp_gateway.stores.db import Database
 
 log = logging.getLogger(__name__)
 
-register_migration(
-    "activity_log",
-    1,
-    """
-    CREATE TABLE activity_log (
-        n BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-        ts DOUBLE PRECISION NOT NULL,
-        entry TEXT NOT NULL
-    );
-    CREATE INDEX activity_log_ts ON activity_log(ts);
-    """,
-    dialect="postgres",
-)
-# a SQLite file that several gateways share (``database_url=sqlite:///...``) holds it too
-register_migration(
-    "activity_log",
-    1,
-    """
-    CREATE TABLE activity_log (n INTEGER PRIMARY KEY, ts REAL NOT NULL, entry TEXT NOT NULL);
-    CREATE INDEX activity_log_ts ON activity_log(ts);
-    """,
-)
 
 SETTLE_S = 0.005
 

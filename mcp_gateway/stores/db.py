@@ -3,18 +3,17 @@
 ``Database(path)`` is the embedded default: a SQLite file. ``Database(url)`` with a
 ``postgresql://`` URL is the shared store (``stores.pg``: a pool, many processes and
 hosts); both run the same closures ``fn(conn)`` through ``run``/``transaction``, and
-``dialect`` names the backend for the few tables whose SQL differs (each written
-beside its table: DDL per dialect in ``register_migration``, records' full text).
+``dialect`` names the backend for the few places whose SQL differs (the schema, one
+ordered list per dialect in ``stores.schema``; records' full text).
 
 On SQLite one ``Database`` per process wraps one connection in WAL mode. Calls are serialised by
 a lock and run in a worker thread (``anyio.to_thread``), so the event loop never blocks
 on disk. Several processes may open the same file (gateway and workers); WAL plus a
 busy timeout keeps them from failing with "database is locked".
 
-Schema changes are registered by the module that owns the tables
-(``register_migration``, per dialect); each runs once, in one transaction, recorded per
-module in ``schema_versions``. A PostgreSQL database starts at each module's current
-schema (its own version numbers: it has no SQLite history to replay).
+On open, ``Database`` brings the schema up to date: the steps of ``stores.schema`` for
+its dialect, in their order, each once, in one transaction, recorded per module in
+``schema_versions``. Every table exists whatever the opening process imported.
 """
 
 from __future__ import annotations
@@ -27,36 +26,26 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import anyio
 
 from mcp_gateway.common.diskguard import require_space
 from mcp_gateway.common.errors import StoreUnavailable
+from mcp_gateway.stores.schema import Dialect, postgres, sqlite
 
 if TYPE_CHECKING:
     from mcp_gateway.stores.pg import PgBackend
 
 log = logging.getLogger(__name__)
 
-Dialect = Literal["sqlite", "postgres"]
 
 T = TypeVar("T")
-
-# (module, version, sql) per dialect. Modules register their own tables at import time.
-MIGRATIONS: list[tuple[str, int, str]] = []
-PG_MIGRATIONS: list[tuple[str, int, str]] = []
 
 _BASE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS schema_versions (module TEXT PRIMARY KEY, version INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
-
-
-def register_migration(module: str, version: int, sql: str, dialect: Dialect = "sqlite") -> None:
-    registry = MIGRATIONS if dialect == "sqlite" else PG_MIGRATIONS
-    if not any(m == module and v == version for m, v, _ in registry):
-        registry.append((module, version, sql))
 
 
 def is_database_url(location: Path | str) -> bool:
@@ -83,7 +72,7 @@ class Database:
     def open_sync(self) -> None:
         if self._pg is not None:
             self._pg.open()
-            self._pg.migrate(_BASE_SCHEMA, PG_MIGRATIONS)
+            self._pg.migrate(_BASE_SCHEMA, postgres.STEPS)
             return
         try:
             if isinstance(self.path, Path):
@@ -140,7 +129,7 @@ class Database:
             row["module"]: row["version"]
             for row in conn.execute("SELECT module, version FROM schema_versions")
         }
-        for module, version, sql in sorted(MIGRATIONS, key=lambda m: (m[0], m[1])):
+        for module, version, sql in sqlite.STEPS:
             if current.get(module, 0) >= version:
                 continue
             # One script, one transaction: a migration is applied whole or not at all.

@@ -9,7 +9,8 @@ so the next rewording of the same need finds the memory.
 Bounds (a confused or hostile client cannot flood the store): at most
 ``MAX_PER_NOTE`` keys per memory and namespace and ``MAX_PER_NAMESPACE`` per namespace,
 the least recently confirmed dropped first. ``version`` moves on every write, so a
-search's cached keys and cached answers know they are stale.
+search's cached keys and cached answers know they are stale. The table is declared with
+the rest of the schema (``stores.schema``, ``learned_keys``).
 """
 
 from __future__ import annotations
@@ -21,50 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from mcp_gateway.stores.db import Database, register_migration
+from mcp_gateway.stores.db import Database
 
 MAX_PER_NOTE = 8
 MAX_PER_NAMESPACE = 2000
-
-register_migration(
-    "learned_keys",
-    1,
-    """
-    CREATE TABLE learned_keys (
-        namespace TEXT NOT NULL,
-        note_id TEXT NOT NULL,
-        question TEXT NOT NULL,
-        model TEXT NOT NULL,
-        vector BLOB NOT NULL,
-        created_at REAL NOT NULL,
-        used_at REAL NOT NULL,
-        uses INTEGER NOT NULL,
-        PRIMARY KEY (namespace, note_id, question)
-    );
-    CREATE INDEX learned_keys_note ON learned_keys(note_id);
-    CREATE INDEX learned_keys_used ON learned_keys(namespace, used_at);
-    """,
-)
-register_migration(
-    "learned_keys",
-    1,
-    """
-    CREATE TABLE learned_keys (
-        namespace TEXT NOT NULL,
-        note_id TEXT NOT NULL,
-        question TEXT NOT NULL,
-        model TEXT NOT NULL,
-        vector BYTEA NOT NULL,
-        created_at DOUBLE PRECISION NOT NULL,
-        used_at DOUBLE PRECISION NOT NULL,
-        uses INTEGER NOT NULL,
-        PRIMARY KEY (namespace, note_id, question)
-    );
-    CREATE INDEX learned_keys_note ON learned_keys(note_id);
-    CREATE INDEX learned_keys_used ON learned_keys(namespace, used_at);
-    """,
-    dialect="postgres",
-)
 
 
 @dataclass(frozen=True, slots=True)

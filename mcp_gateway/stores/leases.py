@@ -15,31 +15,7 @@ from __future__ import annotations
 import sqlite3
 import time
 
-from mcp_gateway.stores.db import Database, register_migration
-
-register_migration(
-    "leases",
-    1,
-    """
-    CREATE TABLE leases (
-        name TEXT PRIMARY KEY,
-        holder TEXT NOT NULL,
-        expires_at REAL NOT NULL
-    );
-    """,
-)
-register_migration(
-    "leases",
-    1,
-    """
-    CREATE TABLE leases (
-        name TEXT PRIMARY KEY,
-        holder TEXT NOT NULL,
-        expires_at DOUBLE PRECISION NOT NULL
-    );
-    """,
-    dialect="postgres",
-)
+from mcp_gateway.stores.db import Database
 
 
 class Leases:

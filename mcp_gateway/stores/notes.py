@@ -21,7 +21,6 @@ from ulid import ULID
 from mcp_gateway.common.errors import NotFound
 from mcp_gateway.common.inputs import NoteChanges, NoteFields
 from mcp_gateway.common.types import Note
-from mcp_gateway.stores import notes_schema  # noqa: F401  (the tables this store owns)
 from mcp_gateway.stores.db import Database
 from mcp_gateway.stores.note_keys import backfill, normalised, text_key
 

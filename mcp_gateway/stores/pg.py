@@ -228,7 +228,7 @@ class PgBackend:
             row["module"]: row["version"]
             for row in conn.execute("SELECT module, version FROM schema_versions")
         }
-        for module, version, sql in sorted(migrations, key=lambda m: (m[0], m[1])):
+        for module, version, sql in migrations:  # in their order (``stores.schema``)
             if current.get(module, 0) >= version:
                 continue
             with conn.transaction():

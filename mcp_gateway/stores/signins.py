@@ -25,15 +25,7 @@ import secrets
 import sqlite3
 import time
 
-from mcp_gateway.stores.db import Database, register_migration
-
-_TABLES = """
-    CREATE TABLE ui_secret (id INTEGER PRIMARY KEY CHECK (id = 1), secret TEXT NOT NULL);
-    CREATE TABLE ui_used_codes (nonce TEXT PRIMARY KEY, expires {real} NOT NULL);
-    CREATE TABLE ui_revoked_sessions (sid TEXT PRIMARY KEY, expires {real} NOT NULL);
-"""
-register_migration("ui_signins", 1, _TABLES.format(real="REAL"))
-register_migration("ui_signins", 1, _TABLES.format(real="DOUBLE PRECISION"), dialect="postgres")
+from mcp_gateway.stores.db import Database
 
 
 class SharedSignins:

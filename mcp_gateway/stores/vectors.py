@@ -32,78 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mcp_gateway.common.types import SparseVector
-from mcp_gateway.stores.db import Database, register_migration
-
-register_migration(
-    "vectors",
-    1,
-    """
-    CREATE TABLE vectors (
-        kind TEXT NOT NULL,
-        source_id TEXT NOT NULL,
-        model TEXT NOT NULL,
-        content_hash TEXT NOT NULL,
-        dim INTEGER NOT NULL,
-        vector BLOB NOT NULL,
-        seq INTEGER NOT NULL,
-        created_at REAL NOT NULL,
-        PRIMARY KEY (kind, source_id, model)
-    );
-    CREATE INDEX vectors_seq ON vectors(model, seq);
-    CREATE TABLE vector_seq (id INTEGER PRIMARY KEY CHECK (id = 1), last INTEGER NOT NULL);
-    INSERT INTO vector_seq VALUES (1, 0);
-    """,
-)
-
-
-# the partial index keeps reconcile's "which vectors lack terms" read proportional to
-# the rows that do, not a scan of every vector each pass
-register_migration(
-    "vectors",
-    2,
-    """
-    ALTER TABLE vectors ADD COLUMN terms BLOB;
-    CREATE INDEX vectors_without_terms ON vectors(model) WHERE terms IS NULL;
-    """,
-)
-
-
-# partial, like the one above: reconcile asks for drafts every pass
-register_migration(
-    "vectors",
-    3,
-    """
-    ALTER TABLE vectors ADD COLUMN draft INTEGER NOT NULL DEFAULT 0;
-    CREATE INDEX vectors_drafts ON vectors(model) WHERE draft = 1;
-    """,
-)
-
-
-register_migration(
-    "vectors",
-    1,
-    """
-    CREATE TABLE vectors (
-        kind TEXT NOT NULL,
-        source_id TEXT COLLATE "C" NOT NULL,
-        model TEXT NOT NULL,
-        content_hash TEXT NOT NULL,
-        dim INTEGER NOT NULL,
-        vector BYTEA NOT NULL,
-        seq BIGINT NOT NULL,
-        created_at DOUBLE PRECISION NOT NULL,
-        terms BYTEA,
-        draft INTEGER NOT NULL DEFAULT 0,
-        PRIMARY KEY (kind, source_id, model)
-    );
-    CREATE INDEX vectors_seq ON vectors(model, seq);
-    CREATE INDEX vectors_without_terms ON vectors(model) WHERE terms IS NULL;
-    CREATE INDEX vectors_drafts ON vectors(model) WHERE draft = 1;
-    CREATE TABLE vector_seq (id INTEGER PRIMARY KEY CHECK (id = 1), last BIGINT NOT NULL);
-    INSERT INTO vector_seq VALUES (1, 0);
-    """,
-    dialect="postgres",
-)
+from mcp_gateway.stores.db import Database
 
 
 def content_hash(document: str) -> str:

@@ -131,7 +131,9 @@ def render(graph: RecordGraph, *, focus: str, head: str, base: str = "/ui") -> M
             classes.append("head")
         if rid == focus:
             classes.append("focus")
-        state = f"{rec.type} · {rec.status} · {rec.action_state}"
+        # the type is the id's first word and the box's colour: the footer's room (42
+        # columns) goes to the state, so "current head" is never cut
+        state = f"{rec.status} · {rec.action_state}"
         if rid in retired:
             state += " · retired"
         elif rid == head:

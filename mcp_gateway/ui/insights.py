@@ -1,6 +1,8 @@
 """ "Is it helping?": figures read from the activity log (pure functions, no I/O).
 
-- searches per day and their hit rate (a search with at least one result is a hit);
+- searches per day and their hit rate (a search whose answer matched strongly is a hit:
+  a weak match, the few closest memories shown as not an answer, is a miss, as is one
+  with no result; an entry logged before the match level was, a hit when it had results);
 - which memories were retrieved shortly before a note with a ``solved_query`` was
   added: the re-ranking job's own rule (``solve_credit``);
 - memories never retrieved by the assistant.
@@ -73,7 +75,7 @@ def summarise(entries: Iterable[dict[str, Any]], *, days: int, now: float) -> In
             ui += 1
         elif event == SEARCH:
             ids = result_ids(entry)
-            hit = int(entry.get("hits", len(ids)) or 0) > 0
+            hit = matched(entry, ids)
             searches += 1
             hits += hit
             retrieved.update(ids)
@@ -95,6 +97,14 @@ def summarise(entries: Iterable[dict[str, Any]], *, days: int, now: float) -> In
         empty_queries=empty[::-1],
         ui_searches=ui,
     )
+
+
+def matched(entry: dict[str, Any], ids: Sequence[str]) -> bool:
+    """Whether a logged search found what it asked for (``Searched.match``)."""
+    level = entry.get("match")
+    if level is not None:
+        return level == "strong"
+    return int(entry.get("hits", len(ids)) or 0) > 0
 
 
 def never_retrieved(notes: Sequence[Note], retrieved: Counter[str]) -> list[Note]:

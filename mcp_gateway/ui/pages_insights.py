@@ -41,7 +41,7 @@ async def helping(request: Request, who: Viewer) -> Response:
         facts=facts,
         days=DAYS,
         chart=charts.day_bars(facts.days),
-        hit_meter=charts.meter(facts.hits, facts.searches, label="searches with hits"),
+        hit_meter=charts.meter(facts.hits, facts.searches, label="searches with a strong match"),
         curve=charts.day_bars(curve),
         used=used,
         used_meter=charts.meter(used, facts.searches, label="searches found and used"),

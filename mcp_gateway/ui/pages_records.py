@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 
+from markupsafe import Markup, escape
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -61,6 +63,24 @@ def history_text(field: str, value: str | None) -> str:
     return " · ".join(str(p) for p in parts)
 
 
+# a record id as kioku makes them (``records.queries.record_id_for``)
+_RECORD_ID = re.compile(r"\b[A-Z]+-[A-Z0-9_]{1,16}-[0-9]{3,9}(?:\.[A-Z0-9]{1,24})?\b")
+
+
+def linked_ids(text: str, base: str) -> Markup:
+    """``text`` escaped, each record id in it a link to that record's page (a history
+    row's ``resolves:AUDIT-MEM-001``): on a lifecycle page every id leads on. An id the
+    viewer may not read leads to the page every unknown id gets."""
+    parts, last = [], 0
+    for found in _RECORD_ID.finditer(text):
+        parts.append(escape(text[last : found.start()]))
+        rid = found.group()
+        parts.append(Markup('<a class="id" href="{}/records/{}">{}</a>').format(base, rid, rid))
+        last = found.end()
+    parts.append(escape(text[last:]))
+    return Markup("").join(parts)
+
+
 async def record(request: Request, who: Viewer) -> Response:
     app = app_of(request)
     rid = request.path_params["record_id"]
@@ -81,4 +101,5 @@ async def record(request: Request, who: Viewer) -> Response:
         relations=RELATIONS,
         iso=iso,
         history_text=history_text,
+        linked=lambda text: linked_ids(text, ui_of(request).base),
     )

@@ -115,12 +115,6 @@ def app_of(request: Request) -> AppContext:
     return app
 
 
-def host_ok(ui: Ui, request: Request) -> bool:
-    if ui.allowed_hosts is None:
-        return True
-    return request.headers.get("host", "").lower() in ui.allowed_hosts
-
-
 def same_origin(request: Request) -> bool:
     origin = request.headers.get("origin") or request.headers.get("referer") or ""
     parts = urlsplit(origin)

@@ -1,0 +1,223 @@
+"""An honest "nothing matches": calibrate ``search/match.py``'s bars, report on test.
+
+Asks every question of each distribution (``data/`` generated, ``conv/``
+conversational; never ``heldout/``) and the out-of-scope questions written for it
+(``nomatch/queries.jsonl``: no memory of that set answers them; en/ja/th, far topics
+and near-domain ones, split dev/test) through the real search path in-process
+(``services.notes.search``, answer cache off), and records the evidence ``match.judge``
+is given (``match.Signals``) with the answer's match level.
+
+Then, on dev only, per configuration (``--channels``): the channel weights and bar
+that flag the most out-of-scope questions while flagging at most ``--budget`` (2 %) of
+each set's answerable questions ("flagged": the answer's match is not "strong"); and on
+test, with the bars in ``match.BARS`` (the shipped ones) and the dev choice: per
+distribution, the share of answerable questions flagged and of out-of-scope ones
+flagged, each with a 95 % bootstrap interval (``intervals.bootstrap``).
+
+    python bench/quality/run.py --modes hybrid --data-dir DIR      # ingest once
+    python bench/quality/nomatch.py --data-dir DIR                  # channels off
+    python bench/quality/nomatch.py --data-dir DIR --channels static_use minilm
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[1]))
+sys.path.insert(0, str(HERE))
+
+import intervals  # noqa: E402
+import numpy as np  # noqa: E402
+from metrics import score  # noqa: E402
+from run import ensure_channels, keys_of, load_jsonl  # noqa: E402
+
+import mcp_gateway.search.service as service_mod  # noqa: E402
+from mcp_gateway.common.access import settings_scope  # noqa: E402
+from mcp_gateway.common.inputs import NoteQuery  # noqa: E402
+from mcp_gateway.common.settings import KiokuSettings  # noqa: E402
+from mcp_gateway.search import match  # noqa: E402
+from mcp_gateway.services import Services  # noqa: E402
+from mcp_gateway.services.app import open_app  # noqa: E402
+
+SETS = {"data": HERE / "data", "conv": HERE / "conv"}
+OUT_OF_SCOPE = HERE / "nomatch" / "queries.jsonl"
+
+
+async def ask_all(data_dir: Path, name: str, channels: list[str], top: int) -> list[dict[str, Any]]:
+    """One row per question (answerable, then out-of-scope): its signals and match."""
+    answerable = load_jsonl("queries.jsonl", SETS[name])
+    oos = [q for q in load_jsonl(OUT_OF_SCOPE.name, OUT_OF_SCOPE.parent) if q["set"] == name]
+    keys = keys_of(data_dir)
+    settings = KiokuSettings.model_validate(
+        {
+            "data_dir": data_dir,
+            "embedder": {"channels": channels},
+            "search": {"answer_cache_size": 0},
+        }
+    )
+    scope = settings_scope(settings)
+    seen: list[match.Signals] = []
+    raw: list[dict[str, Any]] = []
+    judge, signals = service_mod.judge, service_mod.signals
+
+    def tapped_signals(dense: Any, channels: Any, reads: Any, exact: bool) -> match.Signals:
+        def top(hits: Any) -> list[float]:
+            cur = [h.score for h in hits if h.payload.get("current") is not False]
+            return sorted(cur, reverse=True)[:50]
+
+        raw.append(
+            {
+                "dense_all": top([h for hits in dense for h in hits]),
+                "channels_all": {
+                    n: sorted(
+                        (
+                            h.score
+                            for h in hits
+                            if reads.get(n) is None or h.payload.get("script", "latin") in reads[n]
+                        ),
+                        reverse=True,
+                    )[:50]
+                    for n, hits in channels.items()
+                },
+            }
+        )
+        return signals(dense, channels, reads, exact)
+
+    def tapped(sig: match.Signals, bars: Any, answered: bool) -> match.Match:
+        seen.append(sig)
+        return judge(sig, bars, answered)
+
+    rows: list[dict[str, Any]] = []
+    service_mod.judge = tapped
+    service_mod.signals = tapped_signals
+    try:
+        async with open_app(settings) as app:
+            services = Services.over(app)
+            for q, out in [(q, False) for q in answerable] + [(q, True) for q in oos]:
+                seen.clear()
+                raw.clear()
+                asked = NoteQuery(
+                    query=q["query"], top=top, type=q.get("type", ""), domain=q.get("domain", "")
+                )
+                res = await services.notes.search(scope, asked)
+                sig = seen[0] if seen else match.Signals()
+                ranked = [keys.get(r.id, r.id) for r in res.results]
+                rows.append(
+                    {
+                        "qid": q["qid"],
+                        "set": name,
+                        "split": q["split"],
+                        "lang": q["lang"],
+                        "kind": q["kind"],
+                        "oos": out,
+                        "dense": sig.dense,
+                        "channels": dict(sig.channels),
+                        "exact": sig.exact,
+                        **(raw[0] if raw else {}),
+                        "answered": bool(res.results),
+                        "match": res.match,
+                        **({} if out else score(ranked, set(q["relevant"]))),
+                    }
+                )
+    finally:
+        service_mod.judge, service_mod.signals = judge, signals
+    return rows
+
+
+def _signals(row: dict[str, Any]) -> match.Signals:
+    return match.Signals(dense=row["dense"], channels=row["channels"], exact=row["exact"])
+
+
+def flagged(row: dict[str, Any], bars: match.Bars | None) -> bool:
+    return match.judge(_signals(row), bars, row["answered"]) != "strong"
+
+
+def rate(rows: list[dict[str, Any]], bars: match.Bars | None, label: str) -> str:
+    if not rows:
+        return "n/a"
+    values = [float(flagged(r, bars)) for r in rows]
+    mean, lo, hi = intervals.bootstrap(values, label=label)
+    return f"{sum(values):3.0f}/{len(values):3d} = {mean:.3f} [{lo:.3f}, {hi:.3f}]"
+
+
+WEIGHTS = [round(0.02 * i, 2) for i in range(16)]  # a channel's weight: 0 to 0.30
+
+
+def choose(rows: list[dict[str, Any]], names: list[str], budget: float) -> match.Bars | None:
+    """On dev: the weights and bar flagging the most out-of-scope questions while
+    flagging at most ``budget`` of each set's answerable ones (ties: the smaller
+    weights, then the lower bar). Every dev strength is tried as the bar (a bar between
+    two of them flags what the upper one does)."""
+    dev = [r for r in rows if r["split"] == "dev"]
+    free = np.asarray([r["exact"] or not r["answered"] or r["dense"] is None for r in dev])
+    groups = [np.asarray([r["set"] == s and not r["oos"] for r in dev]) for s in SETS]
+    oos = np.asarray([r["oos"] for r in dev])
+    best: tuple[float, float, float, match.Bars] | None = None
+    for combo in itertools.product(WEIGHTS, repeat=len(names)):
+        probe = match.Bars(bar=0.0, weights=dict(zip(names, combo, strict=True)))
+        strength = np.asarray([probe.strength(_signals(r)) for r in dev])
+        bars = np.unique(strength)
+        flag = ~((strength[:, None] >= bars[None, :]) | free[:, None])
+        worst = np.max([flag[g].mean(axis=0) for g in groups if g.any()], axis=0)
+        caught = flag[oos].mean(axis=0)
+        for i in np.flatnonzero(worst <= budget):
+            key = (float(caught[i]), -sum(combo), -float(bars[i]))
+            if best is None or key > best[:3]:
+                best = (*key, match.Bars(bar=round(float(bars[i]), 4), weights=probe.weights))
+    return best[3] if best else None
+
+
+def report(rows: list[dict[str, Any]], bars: match.Bars | None, title: str) -> None:
+    print(f"\n{title}: {bars}")
+    for split in intervals.SPLITS:
+        for s in SETS:
+            part = [r for r in rows if r["split"] == split and r["set"] == s]
+            answerable = [r for r in part if not r["oos"]]
+            oos = [r for r in part if r["oos"]]
+            print(
+                f"  {split:4s} {s:4s} answerable flagged {rate(answerable, bars, s + split)}"
+                f" | out-of-scope flagged {rate(oos, bars, s + split + 'x')}"
+            )
+        oos = [r for r in rows if r["split"] == split and r["oos"]]
+        for lang in ("en", "ja", "th"):
+            mine = [r for r in oos if r["lang"] == lang]
+            print(f"  {split:4s} out-of-scope {lang} flagged {rate(mine, bars, split + lang)}")
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--data-dir", type=Path, required=True, help="run.py's kept data dirs")
+    ap.add_argument("--channels", nargs="*", default=[])
+    ap.add_argument("--top", type=int, default=10)
+    ap.add_argument("--budget", type=float, default=0.02, help="answerable flagged, dev")
+    ap.add_argument("--rows", type=Path, help="write (or, if it exists, read) the rows")
+    args = ap.parse_args()
+    if args.rows and args.rows.exists():
+        rows = json.loads(args.rows.read_text())
+    else:
+        rows = []
+        for name in SETS:
+            data_dir = args.data_dir / name
+            if args.channels:
+                await ensure_channels(
+                    data_dir, {"KIOKU_EMBEDDER__CHANNELS": json.dumps(args.channels)}
+                )
+            rows += await ask_all(data_dir, name, args.channels, args.top)
+        if args.rows:
+            args.rows.write_text(json.dumps(rows))
+    names = sorted({n for r in rows for n in r["channels"]})
+    model = "local/multilingual-e5-small-q4"
+    print(f"channels: {args.channels or 'off'}; {len(rows)} questions")
+    report(rows, match.bars_for(model, args.channels), "shipped bars (match.BARS)")
+    report(rows, choose(rows, names, args.budget), f"chosen on dev (budget {args.budget})")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -17,7 +17,7 @@ DEV    := $(VENV)/.installed-dev
 PYTEST := $(BIN)/pytest -q -ra --durations=10
 CLOCK  := $(BIN)/python bench/clocked.py
 
-.PHONY: serve serve-http test test-slow test-all lint bench-latency bench-quality bench-heldout bench-fresh bench-queue bench-scale clean
+.PHONY: serve serve-http test test-slow test-all lint bench-latency bench-quality bench-heldout bench-fresh bench-queue bench-scale bench-learning clean
 
 # Serving: kioku and its runtime dependencies only (no dev tools, no opt-in extras).
 # Editable, so a pulled or edited checkout serves its own code. setuptools reports every
@@ -76,6 +76,10 @@ bench-quality: $(DEV)
 bench-heldout: $(DEV)
 	$(BIN)/python bench/quality/run.py --data bench/quality/heldout
 
+# a memory that gets better with use (issue 49): simulated weeks, learning off vs on
+bench-learning: $(DEV)
+	$(BIN)/python bench/quality/learning.py
+
 # Quality right after a 500-note burst, through the real server (+0 s and +10 s; ~15 min).
 bench-fresh: $(DEV)
 	$(BIN)/python bench/quality/fresh_server.py
@@ -86,7 +90,7 @@ bench-queue: $(DEV)
 # PostgreSQL + Redis + a worker + two gateways at growing sizes: ingest, memory, join
 # (bench/scale_join.py; SIZES=2000,10000,50000 for more)
 SIZES ?= 2000,10000
-bench-scale: $(STAMP)
+bench-scale: $(DEV)
 	$(BIN)/python bench/scale_join.py --sizes $(SIZES) --baseline
 
 clean:

@@ -17,6 +17,7 @@ SEARCH = "search_memory"  # the assistant's searches: what re-ranking learns fro
 UI_SEARCH = "ui_search"  # a person browsing: never trains the jobs
 ADD_NOTE = "add_note"
 CHECKPOINT = "checkpoint"
+USED = "used_memory"  # the assistant said it used these memories (services.learning)
 
 
 class LoggedEvent(BaseModel):
@@ -63,3 +64,12 @@ class Searched(LoggedEvent):
     # written before the field existed have none (then ``hits`` says whether it matched)
     match: str | None = None
     latency_ms: float = 0.0
+
+
+class Used(LoggedEvent):
+    """``used=[ids]``: memories the assistant used, credited in ``namespace`` (the
+    caller's own); ``questions``: id -> the question each answered."""
+
+    namespace: str = ""
+    ids: list[str] | None = None
+    questions: dict[str, str] | None = None

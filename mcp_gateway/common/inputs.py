@@ -95,6 +95,8 @@ class NoteQuery(BaseModel):
     priority: str = ""  # the browser's filter: notes of this priority only
     # other phrasings of the query (at most ``MAX_ALTERNATIVES``)
     alternatives: tuple[str, ...] = ()
+    # ids of memories from earlier results that the caller used (services.learning)
+    used: tuple[str, ...] = ()
 
 
 class RecordFields(BaseModel):

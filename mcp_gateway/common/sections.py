@@ -234,6 +234,12 @@ class SearchSettings(BaseModel):
     # ...and so does the one memory holding a name of the query: a plain word in no
     # dictionary, spelt as no language spells (``zqzwkdriqyaf``; word_prior.py)
     exact_names: bool = True
+    # learned keys (search/learned_keys.py): a query at cosine >= key_min_cosine to a
+    # question a memory answered in the caller's namespace scores that memory as a
+    # dense hit of (cosine - key_offset); tuned on dev (make bench-learning)
+    learned_keys: bool = True
+    key_min_cosine: float = Field(default=0.9, ge=0.0, le=1.0)
+    key_offset: float = Field(default=-0.05, ge=-0.2, le=1.0)
 
 
 class TokenGrant(BaseModel):

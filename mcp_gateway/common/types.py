@@ -143,6 +143,13 @@ class SearchResponse(BaseModel):
     dense_available: bool = Field(
         default=True, description="false while the embedder is unavailable: lexical only"
     )
+    credited: list[str] = Field(
+        default_factory=list, description="ids of ``used`` credited as used (learned from)"
+    )
+    not_credited: list[str] = Field(
+        default_factory=list,
+        description="ids of ``used`` ignored: not shown by a search of yours in 30 minutes",
+    )
     match: Literal["strong", "weak", "none"] = Field(
         default="strong",
         description='"strong": the results are about the query; "weak": no memory is close '

@@ -38,6 +38,7 @@ def register_note_tools(mcp: MCPServer, notes: NoteSettings, search: SearchSetti
         priority: Priority = "",
         domain: str = "",
         solved_query: str = "",
+        used: list[str] | None = None,
     ) -> Annotated[CallToolResult, AddNoteResult]:
         """Record a realisation, agreement, lesson or conclusion on the spot, so future
         sessions never repeat a mistake. Call it yourself, without being asked:
@@ -48,12 +49,14 @@ def register_note_tools(mcp: MCPServer, notes: NoteSettings, search: SearchSetti
         Write the note so it stands alone: what happened, why, and what to do instead.
         solved_query: when the note records how a problem was solved, pass the query or
         request that led to the problem; it is used to find the note again.
-        domain: an optional topic label such as "git", "deploy", "api"."""
+        domain: an optional topic label such as "git", "deploy", "api".
+        used: ids of memories from your earlier search_memory results that helped with
+        this (e.g. the lesson you followed); memory learns to find them for this need."""
         fields = NoteFields(
             text=text, type=type, priority=priority, domain=domain, solved_query=solved_query
         )
-        out = await services_from(ctx).notes.add(scope_of(ctx), fields)
-        return result(stored_message(out), out)
+        out = await services_from(ctx).notes.add(scope_of(ctx), fields, used)
+        return result(stored_message(out) + used_message(out), out)
 
     @mcp.tool()
     @tool_errors
@@ -64,6 +67,7 @@ def register_note_tools(mcp: MCPServer, notes: NoteSettings, search: SearchSetti
         domain: str = "",
         top: Annotated[int, top_range] = 5,
         alternatives: list[str] | None = None,
+        used: list[str] | None = None,
     ) -> Annotated[CallToolResult, SearchResponse]:
         """Search past lessons, conclusions, knowledge, profile notes and durable records.
         Call it yourself BEFORE acting whenever past experience could matter: before
@@ -85,12 +89,21 @@ def register_note_tools(mcp: MCPServer, notes: NoteSettings, search: SearchSetti
         language (e.g. Japanese for an English query); memories close to any phrasing
         are found. Worth it when your words may differ from how the memory was written:
         measured, it finds reworded coding memories much more often, and changes little
-        on chat-history questions. Each phrasing costs one more embedding (~20 ms)."""
+        on chat-history questions. Each phrasing costs one more embedding (~20 ms).
+        used (optional, up to 10): ids of memories from your earlier results that you
+        actually used (followed, quoted, acted on). Pass them on your next search: the
+        question that found each becomes a way to find it again, and useful memories
+        rank higher (measured: later rewordings of a need rank it first more often)."""
         asked = NoteQuery(
-            query=query, type=type, domain=domain, top=top, alternatives=tuple(alternatives or ())
+            query=query,
+            type=type,
+            domain=domain,
+            top=top,
+            alternatives=tuple(alternatives or ()),
+            used=tuple(used or ()),
         )
         response = await services_from(ctx).notes.search(scope_of(ctx), asked)
-        return result(render_search(response), response)
+        return result(render_search(response) + used_message(response), response)
 
     @mcp.tool()
     @tool_errors
@@ -141,6 +154,19 @@ def register_note_tools(mcp: MCPServer, notes: NoteSettings, search: SearchSetti
         fields = NoteFields(text=text, type="checkpoint", domain=domain)
         out = await services_from(ctx).notes.add(scope_of(ctx), fields)
         return result(stored_message(out), out)
+
+
+def used_message(out: AddNoteResult | SearchResponse) -> str:
+    """A line on what ``used`` did (nothing when it was not given)."""
+    lines = []
+    if out.credited:
+        lines.append(f"Noted as used: {', '.join(out.credited)}.")
+    if out.not_credited:
+        lines.append(
+            f"Not noted as used (not in your search results of the last 30 minutes): "
+            f"{', '.join(out.not_credited)}."
+        )
+    return "".join("\n" + line for line in lines)
 
 
 def stored_message(out: AddNoteResult) -> str:

@@ -55,6 +55,9 @@ class AnswerCache:
         self.hits += 1
         return found.response.model_copy(deep=True)  # callers may filter what they get
 
+    def clear(self) -> None:
+        self._answers.clear()
+
     def put(
         self,
         key: AnswerKey,

@@ -34,6 +34,7 @@ from mcp_gateway.search.calibration import Calibration, for_model
 from mcp_gateway.search.exact_terms import identifier_terms, plain_terms
 from mcp_gateway.search.fast_first import FastFirst
 from mcp_gateway.search.fresh import FreshEmbedder
+from mcp_gateway.search.learned_keys import KeyMatcher
 from mcp_gateway.search.match import WEAK_SHOWN, WEAK_TAG, bars_for, judge, signals
 from mcp_gateway.search.materialise import Materialiser
 from mcp_gateway.search.neardup import Folder, fold_results
@@ -86,6 +87,7 @@ class SearchService:
         catch_up: Callable[[], Awaitable[None]] | None = None,
         channels: Sequence[ChannelEmbedder] = (),
         fast_first: FastFirst | None = None,
+        learned: KeyMatcher | None = None,
     ) -> None:
         """``catch_up``: where other gateways write the same truth store, applies what
         they committed before this search began (read-your-writes, ``indexing.follow``)."""
@@ -94,6 +96,8 @@ class SearchService:
         self.settings, self.thresholds, self.records = settings, thresholds, records
         self.fresh, self.writes, self.folder = fresh, writes, folder
         self.fast_first = fast_first
+        self.learned = learned
+        self._keys_seen = 0
         self.searches = Searches()
         self.memo = QueryMemo()
         self.recent, self.shown = RecentNotes(notes, settings), ShownNotes(notes)
@@ -152,6 +156,9 @@ class SearchService:
             req.kinds,
             req.by_meaning,
         )
+        if self.learned is not None and self.learned.version != self._keys_seen:
+            self.answers.clear()  # a new learned key makes earlier answers stale
+            self._keys_seen = self.learned.version
         thresholds = await self.thresholds.get(namespace)
         if generation is not None and (known := self.answers.get(key, generation, thresholds)):
             return known
@@ -224,6 +231,16 @@ class SearchService:
                 dense_hits = best_of_views([dense_hits, fresh_dense], limit)
             if fresh_latent:
                 latent_hits = best_of_views([latent_hits, fresh_latent], limit)
+        lifted = None
+        if self.learned is not None and views and self.settings.learned_keys:
+            # the questions memories answered in the caller's namespace (learned_keys.py)
+            lifted = await self.learned.lift(
+                req.namespaces[0] if req.namespaces else "default",
+                views[0],
+                dense_hits,
+                (sparse_hits, latent_hits),
+            )
+            dense_hits = lifted.dense
         fast_hits: list[IndexHit] = []
         if self.fast_first is not None and self.settings.mode == "hybrid":
             # pending notes by their static vector, until e5 has read them (fast_first.py);
@@ -240,6 +257,8 @@ class SearchService:
             [channel_reads(n) for n in semantic.extra],
             fast_hits,
         )
+        if lifted is not None:
+            lifted.keep_reference(candidates)
         candidates = pin_exact(candidates, held)
         if self.records is not None and any(c.payload.get("current") is False for c in candidates):
             heads = await retired_heads(self.records, candidates, req)

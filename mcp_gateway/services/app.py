@@ -48,6 +48,7 @@ from mcp_gateway.jobs import JobContext, Scheduler, build_scheduler
 from mcp_gateway.records import RecordStore
 from mcp_gateway.search import fast_first
 from mcp_gateway.search.fresh import FreshEmbedder, FreshLimits
+from mcp_gateway.search.learned_keys import KeyMatcher
 from mcp_gateway.search.neardup import Folder
 from mcp_gateway.search.prefetch import Prefetcher
 from mcp_gateway.search.service import SearchService
@@ -55,6 +56,7 @@ from mcp_gateway.search.thresholds import ThresholdCache
 from mcp_gateway.stores.activity import ActivityLog, open_activity_log
 from mcp_gateway.stores.changes import ChangeFeed
 from mcp_gateway.stores.db import Database
+from mcp_gateway.stores.learned_keys import LearnedKeyStore
 from mcp_gateway.stores.leases import Leases
 from mcp_gateway.stores.notes import NoteStore
 from mcp_gateway.stores.schema import TRIGGERS
@@ -404,6 +406,12 @@ def _compose(
             fast_first.FastFirst(index, s, embedder.model_id)
             if index.fast_pool is not None
             else None
+        ),
+        learned=KeyMatcher(
+            LearnedKeyStore(db),
+            embedder.model_id,
+            min_cosine=s.key_min_cosine,
+            offset=s.key_offset,
         ),
     )
     prefetcher = (

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel
@@ -32,6 +33,7 @@ from mcp_gateway.common.validation import bounded_int
 from mcp_gateway.records.model import RECORD_TYPES
 from mcp_gateway.search.request import SearchRequest
 from mcp_gateway.services.app import AppContext
+from mcp_gateway.services.learning import checked_used, credit_used
 
 
 class AddNoteResult(BaseModel):
@@ -41,6 +43,8 @@ class AddNoteResult(BaseModel):
     status: str
     lexical_indexed: bool
     semantic_indexing: str
+    credited: list[str] = []  # of ``used``: learned from (services.learning)
+    not_credited: list[str] = []  # of ``used``: not shown to this caller lately
 
 
 class NoteView(BaseModel):
@@ -111,10 +115,19 @@ class NoteService:
             raise _unknown(note_id) from None
 
     # -- use cases --------------------------------------------------------------------
-    async def add(self, scope: Scope, fields: NoteFields) -> AddNoteResult:
+    async def add(
+        self, scope: Scope, fields: NoteFields, used: Sequence[str] | None = None
+    ) -> AddNoteResult:
+        """``used``: ids of memories the caller used for this (services.learning),
+        credited once the note is stored."""
+        ids = checked_used(used)
         # the previous adds' static vectors wait while this one is served
         with serving.requests.serving():
-            return await self._add(scope, fields)
+            out = await self._add(scope, fields)
+        if ids:
+            credit = await credit_used(self.app, scope, ids, fields.solved_query.strip())
+            out.credited, out.not_credited = credit.credited, credit.ignored
+        return out
 
     async def _add(self, scope: Scope, fields: NoteFields) -> AddNoteResult:
         started = time.perf_counter()
@@ -192,6 +205,7 @@ class NoteService:
         started = time.perf_counter()
         settings = self.app.settings
         alts = checked_alternatives(asked.alternatives, settings.search.max_query_chars)
+        used = checked_used(asked.used)
         top = bounded_int(asked.top, "top", 1, settings.search.max_top)
         type, domain, priority = checked_filter(
             self.search_types(), type=asked.type, domain=asked.domain, priority=asked.priority
@@ -204,12 +218,21 @@ class NoteService:
             namespaces=scope.read,
             alternatives=alts,
         )
+        # before the search: the memories used answered an earlier question, not this one
+        credit = await credit_used(self.app, scope, used) if used else None
         response = await self.app.search.search(request)
+        if credit is not None:
+            response.credited, response.not_credited = credit.credited, credit.ignored
         if priority:
             kept = [r for r in response.results if r.kind == "note" and r.priority == priority]
             response.results = kept[:top]
             response.recent = [r for r in response.recent if r.priority == priority]
         await self._log_search(response, request, started, event, context or {})
+        if event == SEARCH and self.app.search.learned is not None:
+            shown = [i for r in (*response.results, *response.recent) for i in (r.id, *r.also)]
+            self.app.search.learned.asks.note(
+                scope.write, request.query, shown, self.app.search.learned.clock()
+            )
         return response
 
     async def get(self, scope: Scope, note_id: str) -> NoteView:

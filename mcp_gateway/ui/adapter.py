@@ -28,8 +28,10 @@ from mcp_gateway.common.inputs import NoteChanges, NoteQuery, fill
 from mcp_gateway.common.render import preview
 from mcp_gateway.common.types import Note, SearchResponse
 from mcp_gateway.records.model import RecordGraph, RecordSearchHit, RecordView
+from mcp_gateway.services import learning
 from mcp_gateway.services.app import AppContext
 from mcp_gateway.services.context import ContextService
+from mcp_gateway.services.learning import KeyView
 from mcp_gateway.services.maintenance import MaintenanceService
 from mcp_gateway.services.notes import NoteService, NoteView
 from mcp_gateway.services.records import RecordService
@@ -175,3 +177,17 @@ async def session_context(app: AppContext, caller: Caller) -> str:
 
 def preview_text(text: str) -> str:
     return preview(text)
+
+
+async def learned_keys(app: AppContext, caller: Caller, note_id: str) -> list[KeyView]:
+    """The questions a note answered (services.learning): none shown for a note the
+    caller may not read, which answers like an unknown id."""
+    return await learning.keys_of(app, caller.scope, note_id)
+
+
+async def forget_key(app: AppContext, caller: Caller, note_id: str, question: str) -> bool:
+    return await learning.forget_key(app, caller.scope, note_id, question)
+
+
+async def newest_keys(app: AppContext, caller: Caller) -> list[KeyView]:
+    return await learning.newest_keys(app, caller.scope)

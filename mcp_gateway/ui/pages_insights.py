@@ -8,7 +8,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from mcp_gateway.common.render import iso
-from mcp_gateway.ui import adapter, charts, insights, markdown
+from mcp_gateway.ui import adapter, charts, insights, learning_curve, markdown
 from mcp_gateway.ui.web import Viewer, app_of, page
 
 DAYS = 30
@@ -32,6 +32,8 @@ async def helping(request: Request, who: Viewer) -> Response:
     pending = [n for n in notes if n.embedded_model is None]
     top = [(readable[i], c) for i, c in facts.retrieved.most_common() if i in readable][:10]
     owner = adapter.is_owner(app, who.caller)
+    curve = learning_curve.found_and_used(entries, days=DAYS, now=now)
+    used = sum(d.hits for d in curve)
     return page(
         request,
         "helping.html",
@@ -40,6 +42,10 @@ async def helping(request: Request, who: Viewer) -> Response:
         days=DAYS,
         chart=charts.day_bars(facts.days),
         hit_meter=charts.meter(facts.hits, facts.searches, label="searches with a strong match"),
+        curve=charts.day_bars(curve),
+        used=used,
+        used_meter=charts.meter(used, facts.searches, label="searches found and used"),
+        answered=await adapter.newest_keys(app, who.caller),
         embed_meter=charts.meter(
             len(notes) - len(pending), len(notes), label="memories with a vector"
         ),

@@ -23,6 +23,7 @@ DONE = {
     "unchanged": "Nothing changed.",
     "deleted": "Deleted. It no longer appears in searches; restore brings it back.",
     "restored": "Restored. It is searchable again (its vector is being rebuilt).",
+    "forgotten": "Removed that question: it no longer leads to this memory.",
 }
 
 
@@ -123,6 +124,8 @@ async def note_page(
         error=error,
         form=form,
         iso=iso,
+        keys=await adapter.learned_keys(app, who.caller, note.id),
+        own_namespace=who.caller.scope.write,
     )
 
 
@@ -143,6 +146,14 @@ async def edit_note(request: Request, who: Viewer) -> Response:
         return await note_page(request, who, status=400, error=str(exc), form=fields)
     done = "updated" if changed else "unchanged"
     return RedirectResponse(f"{ui_of(request).base}/notes/{nid}?done={done}", 303)
+
+
+async def forget_key(request: Request, who: Viewer) -> Response:
+    """Remove a question this note answered from the caller's own learned keys."""
+    form = await read_form(request)
+    nid = request.path_params["note_id"]
+    await adapter.forget_key(app_of(request), who.caller, nid, form.get("question", ""))
+    return RedirectResponse(f"{ui_of(request).base}/notes/{nid}?done=forgotten", 303)
 
 
 async def delete_note(request: Request, who: Viewer) -> Response:

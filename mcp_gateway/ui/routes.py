@@ -170,6 +170,11 @@ def build_ui(ui: Ui) -> Starlette:
         Route("/notes/{note_id}", g(pages_notes.edit_note, change=True), methods=["POST"]),
         Route("/notes/{note_id}/delete", g(pages_notes.delete_note, change=True), methods=["POST"]),
         Route(
+            "/notes/{note_id}/keys/forget",
+            g(pages_notes.forget_key, change=True),
+            methods=["POST"],
+        ),
+        Route(
             "/notes/{note_id}/restore", g(pages_notes.restore_note, change=True), methods=["POST"]
         ),
         Route("/records/", g(pages_records.records)),

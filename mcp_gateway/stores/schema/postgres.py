@@ -225,5 +225,21 @@ CREATE INDEX record_history_record ON record_history(record_id, n);
         PRIMARY KEY (snapshot_id, n)
     );
     """),
+    # learned_keys v1 (stores.learned_keys): the questions a memory answered
+    Step("learned_keys", 1, """
+    CREATE TABLE learned_keys (
+        namespace TEXT COLLATE "C" NOT NULL,
+        note_id TEXT COLLATE "C" NOT NULL,
+        question TEXT NOT NULL,
+        model TEXT NOT NULL,
+        vector BYTEA NOT NULL,
+        created_at DOUBLE PRECISION NOT NULL,
+        used_at DOUBLE PRECISION NOT NULL,
+        uses INTEGER NOT NULL,
+        PRIMARY KEY (namespace, note_id, question)
+    );
+    CREATE INDEX learned_keys_note ON learned_keys(note_id);
+    CREATE INDEX learned_keys_used ON learned_keys(namespace, used_at);
+    """),
 )
 # fmt: on

@@ -306,5 +306,21 @@ CREATE TABLE IF NOT EXISTS job_failures (
         PRIMARY KEY (snapshot_id, n)
     );
     """),
+    # learned_keys v1 (stores.learned_keys): the questions a memory answered
+    Step("learned_keys", 1, """
+    CREATE TABLE learned_keys (
+        namespace TEXT NOT NULL,
+        note_id TEXT NOT NULL,
+        question TEXT NOT NULL,
+        model TEXT NOT NULL,
+        vector BLOB NOT NULL,
+        created_at REAL NOT NULL,
+        used_at REAL NOT NULL,
+        uses INTEGER NOT NULL,
+        PRIMARY KEY (namespace, note_id, question)
+    );
+    CREATE INDEX learned_keys_note ON learned_keys(note_id);
+    CREATE INDEX learned_keys_used ON learned_keys(namespace, used_at);
+    """),
 )
 # fmt: on

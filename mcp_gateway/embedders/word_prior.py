@@ -17,7 +17,7 @@ even where one memory alone holds it. Two signals, both shipped with the package
 A word is a name when it is in neither: not a dictionary word and its spelling costs at
 most ``NAME_LOGP`` a character. Acronyms of five letters or fewer (``CORS``, ``PDPA``) are
 abbreviations of topics, not names. Measured on the bench sets' queries against their
-memories (bench/log-r26-lexical.md).
+memories (bench/LOG.md).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from mcp_gateway.embedders.e5_tokenizer import UnigramTokenizer
 
 VOCAB = Path(__file__).with_name("minilm_vocab.txt")
 # Per character, at most: a name (chosen on the dev queries of the bench sets, where
-# -4.0 pinned a non-answer, "cutoff"; bench/log-r26-lexical.md)
+# -4.0 pinned a non-answer, "cutoff"; bench/LOG.md)
 NAME_LOGP = -4.25
 MIN_LETTERS = 4
 ACRONYM_MAX = 5

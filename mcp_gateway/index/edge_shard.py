@@ -33,7 +33,7 @@ STORAGE = {
 # and latent terms). ``Cold``: mapped from their files, only the pages searches touch
 # resident and reclaimable, instead of the engine's default copy in the heap. 20k
 # synthetic points, optimised: 34.8 -> 14.1 MB anonymous after the open, 88.8 -> 83.0 MB
-# resident after 150 searches, search not slower (bench/log-r26-scale.md). A plain
+# resident after 150 searches, search not slower (bench/LOG.md). A plain
 # (appendable) segment keeps its inverted index in the heap whatever this says. A stored
 # shard opens with either placement.
 SPARSE_MEMORY: qe.Memory | None = qe.Memory.Cold

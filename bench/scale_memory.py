@@ -13,7 +13,7 @@ note's (``indexing.points.note_payload`` fields); memory depends on counts and s
 not on what the vectors mean, so synthetic vectors measure it (not recall:
 ``bench/hnsw_scale.py`` does that on real e5 vectors).
 
-Measured (bench/log-r26-scale.md): the sparse indexes' ``memory=Cold`` (with
+Measured (bench/LOG.md): the sparse indexes' ``memory=Cold`` (with
 ``payload_memory``/``id_tracker_memory=Cold``) changed nothing at 2k and 10k: the
 gateway never optimises its segments, and an appendable segment keeps its sparse
 inverted index in RAM whatever the placement, so the option is not offered here.

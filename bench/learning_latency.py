@@ -8,7 +8,7 @@ order, with the answer cache off and the query's embedding cached (the whole sea
 path but the model: where a fixed cost shows most). Prints p50 / p95 in ms and their
 ratio (on / off).
 
-    python bench/learning_latency.py --data-dir /tmp/learning-bench/data --keys 2000
+    python bench/learning_latency.py --data-dir DATA_DIR --keys 2000
 """
 
 # ruff: noqa: E402

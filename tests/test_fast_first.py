@@ -216,8 +216,10 @@ def test_the_shipped_table_is_the_installed_models_own() -> None:
     recomputed = (raw - meta["mean"]) @ meta["components"]
     shipped = rows[sample].astype(np.float32) * meta["quant"][sample, None]
     step = meta["quant"][sample, None]
-    # half a quantisation step, and a little for the graph's float order
-    close = (np.abs(recomputed - shipped) <= 0.5 * step + 1e-3 * np.abs(recomputed).max()).all(
+    # half a quantisation step, and some for the graph's arithmetic: another CPU's
+    # kernels (AVX2 against AVX-512) move an untrained row by up to ~2 % of its largest
+    # value, where training moved every trained row by 10 % or more
+    close = (np.abs(recomputed - shipped) <= 0.5 * step + 3e-2 * np.abs(recomputed).max()).all(
         axis=1
     )
     assert close[:48].all() and not close[48:].any()

@@ -76,7 +76,10 @@ async def test_threshold_is_the_one_the_dev_pairs_choose(harness: Harness) -> No
     best = min(reversed(cuts), key=cost)
     below = max((c for c in cuts if c < best), default=0.0)
     short = math.floor(best * 1000) / 1000
-    assert (short if short > below else best) == FOLD_SIMILARITY, (best, cost(best))
+    chosen = short if short > below else best
+    # another CPU's kernels (AVX2 against AVX-512) move a cosine by ~1e-3: the shipped
+    # threshold is the one these pairs choose, to that precision
+    assert abs(chosen - FOLD_SIMILARITY) <= 0.002, (best, cost(best), cost(FOLD_SIMILARITY))
 
 
 async def test_session_context_folds_near_duplicates_into_the_newest(harness: Harness) -> None:

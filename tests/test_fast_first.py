@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -31,6 +32,10 @@ from mcp_gateway.services.transfer import TransferService
 from .test_feed import shared_settings
 from .test_feed import shared_url as shared_url  # a fixture
 from .test_fresh_notes import GatedEmbedder, add, gated_app
+
+# the pool beside e5 alone: the default channels find a pending note by their own
+# vectors written at the add (tests/test_default_channels.py, test_static_channels.py)
+POOL_ONLY: dict[str, Any] = {"channels": []}
 
 PRINTER = "The printer on floor three jams whenever glossy paper is used."
 PARAPHRASE = "copier gets stuck with shiny sheets"  # no word in common
@@ -69,7 +74,9 @@ async def test_a_pending_note_is_found_by_meaning_until_its_vector_lands(
     embedder = GatedEmbedder()
     # fresh_top 0: no search embeds a pending hit itself (the paraphrase has no lexical
     # hit anyway); what finds the note is its fast vector
-    async with gated_app(tmp_path, monkeypatch, embedder, fresh_top=0, fast_first=True) as app:
+    async with gated_app(
+        tmp_path, monkeypatch, embedder, fresh_top=0, fast_first=True, **POOL_ONLY
+    ) as app:
         service = NoteService(app)
         first = await add(service, app, OTHERS[0])
         await asyncio.wait_for(embedder.waiting.wait(), 60)  # the job holds the first
@@ -99,7 +106,9 @@ async def test_the_pool_is_rebuilt_from_the_store_for_notes_still_pending(
     """What ``open_app`` does for the notes an earlier process left pending: their
     index points are there (lexical-only), the pool is empty until rebuilt."""
     embedder = GatedEmbedder()
-    async with gated_app(tmp_path, monkeypatch, embedder, fresh_top=0, fast_first=True) as app:
+    async with gated_app(
+        tmp_path, monkeypatch, embedder, fresh_top=0, fast_first=True, **POOL_ONLY
+    ) as app:
         service = NoteService(app)
         wanted = await printer_pending(service, app, embedder)
         pool = app.index.fast_pool
@@ -121,7 +130,9 @@ async def test_an_import_pools_its_notes_static_vectors_after_it_returns(
     """The import's call writes lexical points only; the static vectors follow in the
     background, and the imported notes are then found by meaning while still pending."""
     embedder = GatedEmbedder()
-    async with gated_app(tmp_path, monkeypatch, embedder, fresh_top=0, fast_first=True) as app:
+    async with gated_app(
+        tmp_path, monkeypatch, embedder, fresh_top=0, fast_first=True, **POOL_ONLY
+    ) as app:
         folder = tmp_path / "notes"
         folder.mkdir()
         for i, text in enumerate([*OTHERS, PRINTER]):
@@ -148,7 +159,7 @@ async def test_off_means_no_pool(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, low_floor: None
 ) -> None:
     embedder = GatedEmbedder()
-    async with gated_app(tmp_path, monkeypatch, embedder, fast_first=False) as app:
+    async with gated_app(tmp_path, monkeypatch, embedder, fast_first=False, **POOL_ONLY) as app:
         assert app.index.fast_pool is None
         assert not static.enabled()
         service = NoteService(app)
@@ -317,7 +328,9 @@ async def test_a_pool_hit_under_the_floor_is_no_hit(
     pool; a near rewording (~0.63) does. The query's e5 vector, projected, scores the
     pool; with another dense model the query's static vector does (~0.75 for it)."""
     embedder = GatedEmbedder()
-    async with gated_app(tmp_path, monkeypatch, embedder, fresh_top=0, fast_first=True) as app:
+    async with gated_app(
+        tmp_path, monkeypatch, embedder, fresh_top=0, fast_first=True, **POOL_ONLY
+    ) as app:
         service = NoteService(app)
         wanted = await printer_pending(service, app, embedder)
         finder = fast_first.FastFirst(app.index, app.settings.search, app.embedder.model_id)

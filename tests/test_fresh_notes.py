@@ -98,7 +98,9 @@ class GatedEmbedder:
         return await self.inner.embed_query(text)
 
 
-def make_settings(tmp_path: Path, **search: Any) -> KiokuSettings:
+def make_settings(
+    tmp_path: Path, channels: list[str] | None = None, **search: Any
+) -> KiokuSettings:
     """The prefetcher off unless ``search`` turns it on: these tests hold notes pending,
     and ``settle`` does not wait for it, so it could embed one between ``make_pending``
     and the search (a clean-clone CI run met that once; tests/test_prefetch.py covers
@@ -109,6 +111,7 @@ def make_settings(tmp_path: Path, **search: Any) -> KiokuSettings:
         qdrant_url=None,
         index=IndexSettings(collection=f"f_{uuid.uuid4().hex[:12]}"),
         search=SearchSettings.model_validate({"prefetch_budget_ms": 0, **search}),
+        **({} if channels is None else {"embedder": {"channels": channels}}),
     )
 
 

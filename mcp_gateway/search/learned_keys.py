@@ -193,26 +193,6 @@ class Lifted:
     lifted: frozenset[str] | set[str] = frozenset()
     own_best: float | None = None
 
-    def in_channels(self, extra: dict[str, list[IndexHit]]) -> dict[str, list[IndexHit]]:
-        """Each further channel's hits with every lifted memory at that channel's best
-        score. A key is evidence about the memory, not about one model's view of it: the
-        question it answered was worded as the assistant asks, which is what each
-        channel misses when it missed the memory. Lifted in e5's channel alone, a memory
-        the fused channels ranked low stayed below the answers they agreed on."""
-        if not self.lifted:
-            return extra
-        payloads = {h.id: h.payload for h in self.dense if h.id in self.lifted}
-        out: dict[str, list[IndexHit]] = {}
-        for name, hits in extra.items():
-            best = max((h.score for h in hits), default=None)
-            if best is None:
-                out[name] = hits
-                continue
-            kept = [h for h in hits if h.id not in self.lifted]
-            kept += [IndexHit(pid, best, payload) for pid, payload in payloads.items()]
-            out[name] = sorted(kept, key=lambda h: -h.score)
-        return out
-
     def keep_reference(self, candidates: Sequence[Candidate]) -> None:
         """A lifted memory ranks by its key, but the keep rule stays measured from the
         query's own best distance: a lifted hit never sets the bar that drops the

@@ -241,8 +241,6 @@ class SearchService:
                 (sparse_hits, latent_hits),
             )
             dense_hits = lifted.dense
-            extra = lifted.in_channels(semantic.extra)
-            semantic = semantic._replace(extra=extra)
         fast_hits: list[IndexHit] = []
         if self.fast_first is not None and self.settings.mode == "hybrid":
             # pending notes by their static vector, until e5 has read them (fast_first.py);

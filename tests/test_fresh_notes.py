@@ -99,20 +99,23 @@ class GatedEmbedder:
 
 
 def make_settings(
-    tmp_path: Path, channels: list[str] | None = None, **search: Any
+    tmp_path: Path, *, channels: list[str] | None = None, **search: Any
 ) -> KiokuSettings:
     """The prefetcher off unless ``search`` turns it on: these tests hold notes pending,
     and ``settle`` does not wait for it, so it could embed one between ``make_pending``
     and the search (a clean-clone CI run met that once; tests/test_prefetch.py covers
     the prefetcher)."""
-    return KiokuSettings(
+    settings = KiokuSettings(
         data_dir=tmp_path / "data",
         redis_url=None,
         qdrant_url=None,
         index=IndexSettings(collection=f"f_{uuid.uuid4().hex[:12]}"),
         search=SearchSettings.model_validate({"prefetch_budget_ms": 0, **search}),
-        **({} if channels is None else {"embedder": {"channels": channels}}),
     )
+    if channels is None:
+        return settings
+    embedder = settings.embedder.model_copy(update={"channels": channels})
+    return settings.model_copy(update={"embedder": embedder})
 
 
 @asynccontextmanager
@@ -210,7 +213,11 @@ async def test_a_pending_record_is_embedded_too(tmp_path: Path) -> None:
 
 async def test_fresh_off_or_a_long_note_stays_lexical(tmp_path: Path) -> None:
     long_text = "The zorblax cache key uses the tenant prefix. " + "Filler words here. " * 40
-    for search, text in (({"fresh_top": 0}, "The zorblax cache key"), ({}, long_text)):
+    cases: list[tuple[dict[str, Any], str]] = [
+        ({"fresh_top": 0}, "The zorblax cache key"),
+        ({}, long_text),
+    ]
+    for search, text in cases:
         async with mcp_harness(make_settings(tmp_path / str(len(text)), **search)) as h:
             for other in OTHERS:
                 await h.ok("add_note", text=other)

@@ -301,7 +301,8 @@ async def test_each_gateway_pools_what_its_feed_brings(
         search = s.search.model_copy(
             update={"prefetch_budget_ms": 0, "fresh_top": 0, "fast_first": True}
         )
-        return s.model_copy(update={"search": search})
+        embedder = s.embedder.model_copy(update=POOL_ONLY)
+        return s.model_copy(update={"search": search, "embedder": embedder})
 
     monkeypatch.setattr(app_module, "build_embedder", gated)
     try:

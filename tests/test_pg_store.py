@@ -204,7 +204,9 @@ async def test_a_worker_needs_only_the_database_redis_and_its_model(
     db = Database(url)
     await db.open()
     try:
-        rows = await db.fetchall("SELECT COUNT(*) AS n FROM vectors WHERE kind = 'note'")
+        rows = await db.fetchall(
+            "SELECT COUNT(DISTINCT source_id) AS n FROM vectors WHERE kind = 'note'"
+        )
         assert rows[0]["n"] == len(texts)
     finally:
         await db.close()

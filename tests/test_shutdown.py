@@ -42,7 +42,9 @@ ExcInfo = tuple[type[BaseException], BaseException, TracebackType]
 
 
 def embedded(data: Path) -> int:
-    return int(db_rows(data, "SELECT count(*) FROM vectors WHERE kind = 'note'")[0][0])
+    """Notes the main model has embedded (``vectors`` holds a row per model: the
+    default channels' too)."""
+    return int(db_rows(data, "SELECT count(*) FROM notes WHERE embedded_model IS NOT NULL")[0][0])
 
 
 def remove_tree(path: Path) -> None:

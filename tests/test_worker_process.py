@@ -85,7 +85,8 @@ async def vectors_stored(settings: KiokuSettings) -> int:
     db = Database(settings.db_path)
     await db.open()
     try:
-        rows = await db.fetchall("SELECT COUNT(*) AS n FROM vectors")
+        # notes the main model embedded (``vectors`` has a row per model: the channels')
+        rows = await db.fetchall("SELECT COUNT(*) AS n FROM notes WHERE embedded_model IS NOT NULL")
         return int(rows[0]["n"])
     finally:
         await db.close()

@@ -50,9 +50,10 @@ def test_import_follows_the_backlog_until_settled_and_status_shows_it(tmp_path: 
         assert lines[-1].startswith("kioku: embedding: 40/40 searchable, 40/40 exact; settled in")
 
         status = json.loads(ok(data, "status", "--json"))
-        [backlog] = status["backlog"]
+        # one line per embedding model: the main one first, then each further channel
+        backlog = status["backlog"][0]
         assert backlog["model"] == status["embedder"]
-        assert (backlog["waiting"], backlog["drafts"]) == (0, 0)  # settled, as it said
+        assert all((b["waiting"], b["drafts"]) == (0, 0) for b in status["backlog"])  # settled
         # the 40 vectors were written within the last minute (a redo rewrites its row)
         assert backlog["per_s"] * backlog["window_s"] >= 40
         shown = ok(data, "status")

@@ -129,8 +129,9 @@ def make_settings(
     namespace: str = "default",
     queue: dict[str, int] | None = None,
     search: dict[str, Any] | None = None,
+    channels: list[str] | None = None,
 ) -> KiokuSettings:
-    return KiokuSettings(
+    settings = KiokuSettings(
         data_dir=tmp_path / "data",
         namespace=namespace,
         redis_url=None,
@@ -143,6 +144,10 @@ def make_settings(
         # tests count what the queue's jobs embed
         search=SearchSettings.model_validate({"prefetch_budget_ms": 0, **(search or {})}),
     )
+    if channels is None:
+        return settings
+    embedder = settings.embedder.model_copy(update={"channels": channels})
+    return settings.model_copy(update={"embedder": embedder})
 
 
 @asynccontextmanager
@@ -155,17 +160,20 @@ async def running(
     workers: int = 2,
     queue: dict[str, int] | None = None,
     search: dict[str, Any] | None = None,
+    channels: list[str] | None = None,
 ) -> AsyncIterator[Env]:
     monkeypatch.setattr(app_module, "build_embedder", lambda _settings: embedder)
     if kind == "inprocess":
-        settings = make_settings(tmp_path, queue=queue, search=search)
+        settings = make_settings(tmp_path, queue=queue, search=search, channels=channels)
         async with open_app(settings) as app:
             assert isinstance(app.jobs, InProcessScheduler)
             app.jobs.retry_sooner(**FAST_CTX)
             yield Env(kind, app, embedder)
         return
     redis: RedisDb = request.getfixturevalue("redis_db")
-    settings = make_settings(tmp_path, namespace=redis.namespace, queue=queue, search=search)
+    settings = make_settings(
+        tmp_path, namespace=redis.namespace, queue=queue, search=search, channels=channels
+    )
     settings.redis_url = redis.url
     async with open_app(settings) as app:
         assert isinstance(app.jobs, ArqScheduler)
@@ -404,8 +412,10 @@ async def test_lexical_first_then_semantic_with_real_model(
     # the job path alone: a search embedding the pending note itself is
     # tests/test_fresh_notes.py's subject
     no_fresh = {"fresh_top": 0}
+    # e5 alone: the default channels find a pending note by their own vectors written
+    # at the add (tests/test_default_channels.py); this is the e5 job's path
     async with running(
-        kind, tmp_path, monkeypatch, request, embedder, workers=1, search=no_fresh
+        kind, tmp_path, monkeypatch, request, embedder, workers=1, search=no_fresh, channels=[]
     ) as env:
         note_id = await env.add(
             "Never fire dozens of PATCH requests in parallel: the API answered 429 and "

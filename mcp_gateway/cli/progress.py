@@ -91,8 +91,14 @@ class Seen:
 
 
 def seen(status: dict[str, Any]) -> Seen:
+    """The notes still waiting: the backlog is per embedding model (the main one and each
+    further channel), and a note waits while any of them lacks its vector, so the
+    largest count, not the sum (which counted each note once per model)."""
     items = status.get("backlog") or []
-    return Seen(sum(int(i["waiting"]) for i in items), sum(int(i["drafts"]) for i in items))
+    return Seen(
+        max((int(i["waiting"]) for i in items), default=0),
+        max((int(i["drafts"]) for i in items), default=0),
+    )
 
 
 async def follow(

@@ -48,8 +48,9 @@ def _result_header(n: int, item: SearchResult, why: str) -> str:
 
 def _why(items: list[SearchResult], start: int) -> list[str]:
     """For each item ranked above one whose fused score is higher, the rule that put it
-    there, as far as the items show it: "high priority first" or "newer than [k]" (the
-    older note of the same type it sits just above); "" otherwise (relevance)."""
+    there, as far as the items show it: "high priority first", "newer than [k]" (the
+    older note of the same type it sits just above) or "nearer in meaning than [k]" (a
+    kept hit above one only the keep margin dropped); "" otherwise (relevance)."""
     out = []
     for i, item in enumerate(items):
         below = [(j, b) for j, b in enumerate(items[i + 1 :], start=i + 1) if b.score > item.score]
@@ -64,7 +65,18 @@ def _why(items: list[SearchResult], start: int) -> list[str]:
                 and b.type == item.type
                 and b.created_at < item.created_at
             ]
-            why = f"newer than [{start + older[0]}]" if older else ""
+            farther = [
+                j
+                for j, b in below
+                if item.distance is not None
+                and b.distance is not None
+                and item.distance < b.distance
+            ]
+            if older:
+                why = f"newer than [{start + older[0]}]"
+            elif farther:
+                # kept hits come before those only the margin dropped (ranking.select)
+                why = f"nearer in meaning than [{start + farther[0]}]"
         out.append(why)
     return out
 

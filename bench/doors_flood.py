@@ -12,7 +12,7 @@ flood: p50/p95 and their ratio to the quiet run of the same door, requests that 
 and how much the server's stderr and ``gateway.log`` grew. Loopback only; bounded in
 connections and time (about 3 minutes on 2 cores).
 
-    .venv/bin/python bench/doors_flood.py [--count 1100] [--requests 30]
+    .venv/bin/python bench/doors_flood.py [--count 1100] [--requests 30] [--doors http,ui,sock]
 """
 
 from __future__ import annotations

@@ -200,8 +200,8 @@ def _exchange(port: int, payload: bytes) -> tuple[int, dict[str, str], bytes]:
 async def test_slow_bodies_past_a_grants_cap_are_refused_at_once(tmp_path: Path) -> None:
     """Past ``http.max_pending_bodies_per_grant`` a grant's request is answered 429 with
     Retry-After and a one-line JSON error, its body unread; an unknown token still gets
-    the 401 it got before (the cap says nothing about which tokens exist), and another
-    grant is served."""
+    the 401 it got before (the cap says nothing about which tokens exist), another grant
+    is served, and the grant's slots come back once its requests end."""
     env = {"KIOKU_HTTP__GRANTS": GRANTS, "KIOKU_HTTP__MAX_PENDING_BODIES_PER_GRANT": "3"}
     with serve_http(tmp_path / "data", LIMIT, **env) as gw:
         host = f"127.0.0.1:{gw.port}"
@@ -218,8 +218,12 @@ async def test_slow_bodies_past_a_grants_cap_are_refused_at_once(tmp_path: Path)
         assert status == 401
         times = await _calls(gw.url, "alice-token-0123456789", 1, 15)
         assert None not in times, times
-        for sock in held:
+        for sock in held:  # their requests end: the reader's slots are free again
             sock.close()
+        freed = await asyncio.to_thread(
+            wait_until, lambda: _initialize(gw.port, "reader-token-0123456789", 15) == 200, 15
+        )
+        assert freed
 
 
 def _open_many(port: int, payload: bytes, count: int) -> list[socket.socket]:

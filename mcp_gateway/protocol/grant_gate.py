@@ -23,7 +23,7 @@ nothing about which tokens exist. Requests without a body (GET, ``Content-Length
 are not counted: nothing of theirs can dawdle.
 
 Verified by ``tests/test_doors.py::test_a_tenant_churning_slow_bodies_leaves_others_served``
-and ``tests/test_grant_gate.py``.
+and ``::test_slow_bodies_past_a_grants_cap_are_refused_at_once``.
 """
 
 from __future__ import annotations

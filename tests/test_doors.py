@@ -164,8 +164,8 @@ async def test_a_tenant_churning_slow_bodies_leaves_others_served(tmp_path: Path
     """Before (no bound per grant): a read-only tenant re-opening 1,100 slow-body requests
     as the door closed them made another tenant's ``initialize`` on a fresh connection
     time out 3 of 3 (15 of 15 in bench/doors_flood.py): the SDK opened an MCP session for
-    each of the flood's requests before reading its body. (The SDK client's tool calls,
-    which carry the protocol-version header, got through even then.)"""
+    each of the flood's requests before reading its body. (The SDK client's calls got
+    through even then, for reasons not investigated.)"""
     env = {"KIOKU_HTTP__GRANTS": GRANTS, "KIOKU_HTTP__HEADER_TIMEOUT_S": "5"}
     with serve_http(tmp_path / "data", LIMIT, **env) as gw:
         payload = flood.slow_body(f"127.0.0.1:{gw.port}", "reader-token-0123456789")

@@ -12,7 +12,7 @@ flood: p50/p95 and their ratio to the quiet run of the same door, requests that 
 and how much the server's stderr and ``gateway.log`` grew. Loopback only; bounded in
 connections and time (about 3 minutes on 2 cores).
 
-    .venv/bin/python bench/doors_flood.py [--count 1100] [--requests 30]
+    .venv/bin/python bench/doors_flood.py [--count 1100] [--requests 30] [--doors http,ui,sock]
 """
 
 from __future__ import annotations
@@ -140,7 +140,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--count", type=int, default=1100)
     parser.add_argument("--requests", type=int, default=30)
+    parser.add_argument(
+        "--doors", default="http,ui,sock", help="which doors, comma-separated: http, ui, sock"
+    )
     args = parser.parse_args()
+    doors = set(args.doors.split(","))
     root = Path(tempfile.mkdtemp(prefix="kioku-doors-bench-"))
     print(f"open-file limit of each server: {LIMIT}; {args.count} hostile connections a flood")
 
@@ -151,6 +155,14 @@ def main() -> None:
         }
     )
     env = {"KIOKU_HTTP__HEADER_TIMEOUT_S": "5", "KIOKU_HTTP__GRANTS": grants}
+    if "http" in doors:
+        serve_door(root, env, args.requests, args.count)
+    if doors & {"ui", "sock"}:
+        ui_doors(root, doors, args.requests, args.count)
+    print(f"(median of {args.requests} requests each; ratio: against the quiet run of the door)")
+
+
+def serve_door(root: Path, env: dict[str, str], requests: int, count: int) -> None:
     with serve_http(root / "http", LIMIT, **env) as gw:
         token = "alice-token-0123456789"  # the legitimate tenant; the slow bodies: reader
 
@@ -176,10 +188,10 @@ def main() -> None:
             "churn": None,
         }
         logs = [gw.err]
-        run_door(
-            "serve --http", mcp_init, flood.tcp(gw.port), floods, logs, args.requests, args.count
-        )
+        run_door("serve --http", mcp_init, flood.tcp(gw.port), floods, logs, requests, count)
 
+
+def ui_doors(root: Path, doors: set[str], requests: int, count: int) -> None:
     data = root / "ui"
     with kioku_ui(data, LIMIT, KIOKU_HTTP__HEADER_TIMEOUT_S="5") as ui:
         host, cookie = _sign_in(ui.link)
@@ -196,7 +208,8 @@ def main() -> None:
 
         logs = [ui.err, gateway_paths(data).log]
         half = {"half headers": flood.HALF_HEADERS, "churn": None}
-        run_door("kioku ui", browse, flood.tcp(ui.port), half, logs, args.requests, args.count)
+        if "ui" in doors:
+            run_door("kioku ui", browse, flood.tcp(ui.port), half, logs, requests, count)
 
         sock, key = gateway_paths(data).socket, owner_key(data)
 
@@ -210,8 +223,8 @@ def main() -> None:
             finally:
                 conn.close()
 
-        run_door("gateway.sock", status, flood.unix(sock), half, logs, args.requests, args.count)
-    print(f"(median of {args.requests} requests each; ratio: against the quiet run of the door)")
+        if "sock" in doors:
+            run_door("gateway.sock", status, flood.unix(sock), half, logs, requests, count)
 
 
 if __name__ == "__main__":

@@ -270,6 +270,9 @@ class HttpSettings(BaseModel):
     max_connections: int = Field(default=1000, ge=16)
     # open MCP sessions per grant (the SDK's 10,000 stays the server-wide cap)
     max_sessions_per_grant: int = Field(default=1000, ge=1)
+    # requests per grant whose body is still arriving; past it: 429 at once, the body
+    # unread (grant_gate.py: one tenant's slow bodies cannot starve another)
+    max_pending_bodies_per_grant: int = Field(default=16, ge=1)
 
 
 class ExportSettings(BaseModel):

@@ -49,6 +49,7 @@ from mcp_gateway.daemon.admin import OwnerOnly, admin_app
 from mcp_gateway.daemon.owner_state import OwnerKind, OwnerState, info_path, read_owner
 from mcp_gateway.daemon.session_socket import Opening, serve_sessions
 from mcp_gateway.protocol import httpguard
+from mcp_gateway.protocol.grant_gate import GrantGate
 from mcp_gateway.protocol.server import (
     check_http,
     create_server,
@@ -230,9 +231,14 @@ async def _serve_opened(
             mount_ui(remote_http, settings, app, verifier=verifier, allowed_hosts=hosts)
             await stack.enter_async_context(remote.session_manager.run())
             httpguard.limit_sessions(remote.session_manager, settings.http.max_sessions_per_grant)
+            gated: Any = owner_watch.Activity(remote_http, state)
+            if verifier is not None:  # outermost: a request past its grant's cap costs least
+                gated = GrantGate(
+                    gated, verifier.grant_of, settings.http.max_pending_bodies_per_grant
+                )
             servers.append(
                 _uvicorn(
-                    owner_watch.Activity(remote_http, state),
+                    gated,
                     settings,
                     door(settings, f"http port {settings.http.port}", _doors(state)),
                     unix=False,

@@ -305,3 +305,17 @@ def test_the_session_context_is_one_document_at_every_door(base: str, data_dir: 
     shared = served.index("## Shared namespace `team`")  # alice's, the last of the loop
     assert served.index("> Alice lesson") < shared < served.index("> Team lesson")
     assert "Owner lesson" not in served and "> Team uses pnpm workspaces" in served
+
+
+def test_a_search_no_memory_answers_says_so_on_the_page(base: str, notes: dict[str, str]) -> None:
+    """Before: the browser listed the closest notes as ranked results whatever the match
+    level (issue 45's "No strong match" reached only MCP and the CLI). The page now
+    says so above them, and tags each shown hit [WEAK], as ``search_memory`` does."""
+    with signed_in(base) as client:
+        far = client.get("/ui/", params={"q": "sourdough bread recipe with rye flour"})
+        assert far.status_code == 200
+        assert "No strong match for “sourdough bread recipe with rye flour”" in far.text
+        assert far.text.count('class="mark weak"') == far.text.count('class="result ')
+        near = client.get("/ui/", params={"q": "where does the build cache live"})
+        assert near.status_code == 200 and notes["own"] in near.text
+        assert "No strong match" not in near.text and 'class="mark weak"' not in near.text

@@ -12,6 +12,7 @@ from mcp_gateway.common.inputs import NoteQuery, fill
 from mcp_gateway.common.render import iso
 from mcp_gateway.common.types import Note, SearchResult
 from mcp_gateway.common.validation import PRIORITIES
+from mcp_gateway.search.match import WEAK_TAG
 from mcp_gateway.search.service import RECENT_TAG
 from mcp_gateway.ui import adapter
 from mcp_gateway.ui.web import Viewer, app_of, page, read_form, ui_of
@@ -36,7 +37,7 @@ async def index(request: Request, who: Viewer) -> Response:
     app = app_of(request)
     f = _filters(request)
     deleted = request.query_params.get("deleted") == "1"
-    error, dense = "", True
+    error, dense, match = "", True, "strong"
     results: list[SearchResult] = []
     recent: list[SearchResult] = []
     notes: list[Note] = []
@@ -45,7 +46,7 @@ async def index(request: Request, who: Viewer) -> Response:
             asked = fill(NoteQuery, {**f, "query": f["q"], "top": _top(request)})
             response = await adapter.search(app, who.caller, asked, namespace=f["namespace"])
             results, recent = response.results, response.recent
-            dense = response.dense_available
+            dense, match = response.dense_available, response.match
         else:
             notes = await adapter.browse(
                 app,
@@ -75,6 +76,8 @@ async def index(request: Request, who: Viewer) -> Response:
         recent=recent,
         notes=notes,
         dense=dense,
+        match=match,
+        weak_tag=WEAK_TAG,
         pending=pending,
         recent_tag=RECENT_TAG,
         types=adapter.note_types(app),

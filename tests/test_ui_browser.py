@@ -174,12 +174,27 @@ def test_sign_in_and_search_shows_the_marks(signed_in: Any, gateway: str, seeded
 def test_recent_lessons_are_shown_as_the_assistant_gets_them(
     signed_in: Any, gateway: str, seeded: dict
 ) -> None:
-    By = _by()
-    # one ranked hit: the other related deploy lesson/conclusion come as [RECENT]
-    signed_in.get(gateway + "/ui/?q=check+the+deploy+on+staging+first&top=1")
+    """The page's [RECENT] list is the one ``search_memory`` gives the assistant. A
+    lesson is listed only when it is as related as the ranked hit (issue 45: the rule
+    priority answers to, ``ranking.close_to_best``): here a newer conclusion that says
+    the same thing in other words."""
+    By, url = _by(), gateway + "/mcp"
+    newer = "Production deploys wait until the same build has run on staging."
+    mcp(
+        url,
+        "add_note",
+        text="Check every deploy on staging before it goes to production.",
+        type="lesson",
+        domain="release",
+    )
+    mcp(url, "add_note", text=newer, type="conclusion", domain="release")
+    query = "deploy to staging first"
+    told = mcp(url, "search_memory", query=query, top=1)
+    assert [r["text"] for r in told["recent"]] == [newer]  # what the assistant gets
+    signed_in.get(gateway + "/ui/?q=deploy+to+staging+first&top=1")
     assert len(signed_in.find_elements(By.CSS_SELECTOR, "ol.results:not(#recent) .result")) == 1
     recent = signed_in.find_element(By.ID, "recent").text
-    assert "[RECENT]" in recent and (JA_NOTE in recent or TH_NOTE in recent)
+    assert "[RECENT]" in recent and newer in recent
 
 
 def test_type_filter_narrows_the_search(signed_in: Any, gateway: str, seeded: dict) -> None:

@@ -24,7 +24,7 @@ def test_ci_runs_the_readme_test_command_then_the_slow_set() -> None:
     ]
     assert steps == ["make test", "make test-slow"]
     makefile = (REPO / "Makefile").read_text()
-    assert re.search(r'^\t.*\$\(PYTEST\) -m "not slow"', makefile, re.M)
+    assert re.search(r'^\t.*\$\(PYTEST\) (\$\(WORKERS\) )?-m "not slow"', makefile, re.M)
     assert re.search(r"^\t.*\$\(PYTEST\) -m slow", makefile, re.M)
 
 

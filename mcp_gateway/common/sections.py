@@ -272,7 +272,7 @@ class HttpSettings(BaseModel):
     max_sessions_per_grant: int = Field(default=1000, ge=1)
     # requests per grant whose body is still arriving; past it: 429 at once, the body
     # unread (grant_gate.py: one tenant's slow bodies cannot starve another)
-    max_pending_bodies_per_grant: int = Field(default=16, ge=1)
+    max_pending_bodies_per_grant: int = Field(default=64, ge=1)
 
 
 class ExportSettings(BaseModel):

@@ -1,6 +1,6 @@
 """A ``kioku serve`` (the stdio proxy an editor starts; it starts the owner daemon) spoken
 to with raw JSON-RPC lines, for the benches that measure through that door
-(``burst_mcp.py``, ``owner_memory.py``, ``owner_reopen.py``).
+(``burst_mcp.py``, ``owner_memory.py``).
 
 ``Client`` writes requests and a reader thread timestamps each reply as it arrives, so
 several requests may be outstanding and a reply's time is its arrival, not when the

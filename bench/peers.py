@@ -198,7 +198,7 @@ async def _load_kioku(data_dir: Path, texts: list[str], pool_n: int, blend: bool
     """``texts`` as notes; the first ``pool_n`` embedded, each later one the vector of its
     text's ``i % pool_n`` with small noise, or with ``blend``: that vector blended with
     another embedded text's (``l * a + (1 - l) * b``, ``l`` uniform in [0.5, 1]), real
-    text's spread rather than noise around a few hundred points (``scale_search.py``)."""
+    text's spread rather than noise around a few hundred points (bench/LOG.md, "scale at 100k")."""
     import numpy as np
 
     from mcp_gateway.common.inputs import NoteFields

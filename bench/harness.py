@@ -247,11 +247,13 @@ async def local(
 
 
 async def add(app: AppContext, text: str, namespace: str | None = None, **fields: str) -> str:
-    """One note through the server's own path (what ``add_note`` runs); its id."""
+    """One note through the server's store path (``NoteService.store``: committed,
+    lexically searchable, its embedding queued; ``add_note`` runs it with its checks,
+    write-behind and activity log around it); the note's id."""
     from mcp_gateway.common.inputs import NoteFields
-    from mcp_gateway.services import Services
+    from mcp_gateway.services.notes import NoteService  # older checkouts too (PYTHONPATH)
 
-    note = await Services.over(app).notes.store(
+    note = await NoteService(app).store(
         NoteFields(text=text, **fields), namespace or app.namespaces[0]
     )
     return note.id

@@ -34,21 +34,17 @@ ROOT = _HERE.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(_HERE))
 
-from proxy_hop import Side, hogs_running, print_ab, stdio_side, stop_daemon
+from harness import SERVE, serve_env, stop_daemon
+from proxy_hop import Side, hogs_running, print_ab, stdio_side
 
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.daemon import local_gateway as gw
-
-SERVE = [sys.executable, "-m", "mcp_gateway.cli", "serve"]
 
 
 async def daemon(name: str, src: Path, data: Path, settings: dict[str, str]) -> Side:
     """Start ``src``'s daemon on ``data`` (through its own proxy) and connect to its
     session socket; ``settings``: that side's own environment."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KIOKU_")}
-    env.update(KIOKU_DATA_DIR=str(data), KIOKU_LOG_LEVEL="WARNING", PYTHONPATH=str(src))
-    env.update(settings)
-    proxy = await stdio_side(f"{name}-proxy", SERVE, env, src)
+    proxy = await stdio_side(f"{name}-proxy", SERVE, serve_env(data, src, settings), src)
     await proxy.call("tools/call", {"name": "add_note", "arguments": {"text": "warm up"}})
     sock = gw.GatewayPaths.for_settings(KiokuSettings(data_dir=data)).session_socket
     reader, writer = await asyncio.open_unix_connection(str(sock))

@@ -63,7 +63,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcp_stdio import Client, Reply, serve_env, status, stop_owner
+from harness import Client, Reply, pct, serve_env, status, stop_owner
 
 from mcp_gateway.embedders.static import StaticEmbedder
 
@@ -98,11 +98,6 @@ def questions() -> list[str]:
     out = [q for q in dict.fromkeys(out) if len(q) >= 25]
     random.Random(11).shuffle(out)
     return out
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
 def cpu_s(pid: int) -> float:

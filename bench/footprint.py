@@ -18,7 +18,6 @@ import argparse
 import asyncio
 import json
 import sys
-import tempfile
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -27,13 +26,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[0] = str(ROOT)  # not bench/ first: one of its names could shadow a package's
 sys.path.append(str(ROOT / "bench"))  # the bench helpers, after every installed package
 
+from harness import local  # noqa: E402
 from owner_memory import DATA, texts  # noqa: E402  (the same notes through the doors)
 
 from mcp_gateway.common.access import Scope, settings_scope  # noqa: E402
 from mcp_gateway.common.inputs import NoteFields, NoteQuery  # noqa: E402
+from mcp_gateway.common.sections import EmbedderSettings  # noqa: E402
 from mcp_gateway.common.settings import KiokuSettings  # noqa: E402
 from mcp_gateway.services import Services  # noqa: E402
-from mcp_gateway.services.app import AppContext, open_app  # noqa: E402
+from mcp_gateway.services.app import AppContext  # noqa: E402
 
 
 def rss() -> dict[str, int]:
@@ -47,13 +48,11 @@ def rss() -> dict[str, int]:
 
 
 async def main(args: argparse.Namespace) -> None:
-    with tempfile.TemporaryDirectory(prefix="kioku-footprint-") as tmp:  # up to ~250 MB
-        settings = KiokuSettings(data_dir=Path(tmp) / "data")
-        if args.channels:
-            embedder = settings.embedder.model_copy(update={"channels": args.channels})
-            settings = settings.model_copy(update={"embedder": embedder})
-        print(f"channels: {list(settings.embedder.channels)}", flush=True)
-        await measure(args, settings)
+    embedder = KiokuSettings().embedder  # the configured one, its channels replaced if asked
+    if args.channels:
+        embedder = embedder.model_copy(update={"channels": args.channels})
+    print(f"channels: {list(embedder.channels)}", flush=True)
+    await measure(args, embedder)
 
 
 async def add_in_steps(
@@ -72,10 +71,10 @@ async def add_in_steps(
         yield start + len(todo[start : start + step]), time.perf_counter() - began
 
 
-async def measure(args: argparse.Namespace, settings: KiokuSettings) -> None:
+async def measure(args: argparse.Namespace, embedder: EmbedderSettings) -> None:
     queries = [json.loads(line)["query"] for line in (DATA / "queries.jsonl").open()]
-    async with open_app(settings) as app:
-        services, scope = Services.over(app), settings_scope(settings)
+    async with local(embedder=embedder) as app:  # a temporary data dir: up to ~250 MB
+        services, scope = Services.over(app), settings_scope(app.settings)
         opened = rss()
         print(f"open: {opened}", flush=True)
         rows = []

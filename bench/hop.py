@@ -19,11 +19,11 @@ from pathlib import Path
 
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+sys.path.append(str(_HERE))  # the bench helpers, after every installed package
 
 import argparse
 import json
 import os
-import signal
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -32,7 +32,8 @@ from typing import Any
 
 import anyio
 import httpx
-from mcp import Client, StdioServerParameters
+from harness import pct, serve_env, serve_params, stop_daemon
+from mcp import Client
 
 from mcp_gateway.common.keyfile import OWNER_HEADER, owner_key
 
@@ -40,20 +41,8 @@ ROOT = _HERE.parent
 _MISSING = {"id": "01MISSING0000000000000000000"}
 
 
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
 def _env(data_dir: Path, src: Path = ROOT) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KIOKU_")}
-    env.update(
-        PYTHONPATH=str(src),
-        KIOKU_DATA_DIR=str(data_dir),
-        KIOKU_LOG_LEVEL="WARNING",
-        KIOKU_LOCAL_GATEWAY__IDLE_EXIT_S="120",
-    )
-    return env
+    return serve_env(data_dir, src, {"KIOKU_LOCAL_GATEWAY__IDLE_EXIT_S": "120"})
 
 
 def _add(i: int, side: str) -> dict[str, str]:
@@ -83,33 +72,18 @@ async def _rounds(
 async def main(rounds: int, baseline: Path | None) -> None:
     with tempfile.TemporaryDirectory(prefix="kioku-hop-") as tmp:
         shared, alone = Path(tmp) / "shared", Path(tmp) / "alone"
-        exe = [sys.executable, "-m", "mcp_gateway.cli", "serve"]
         samples: dict[str, list[float]] = {}
         async with AsyncExitStack() as stack:
             proxied = await stack.enter_async_context(
-                Client(
-                    StdioServerParameters(command=exe[0], args=exe[1:], env=_env(shared)),
-                    mode="legacy",
-                )
+                Client(serve_params(_env(shared)), mode="legacy")
             )
             standalone = await stack.enter_async_context(
-                Client(
-                    StdioServerParameters(
-                        command=exe[0], args=[*exe[1:], "--standalone"], env=_env(alone)
-                    ),
-                    mode="legacy",
-                )
+                Client(serve_params(_env(alone), standalone=True), mode="legacy")
             )
             old = None
             if baseline is not None:  # another checkout's proxy, same daemon
                 old = await stack.enter_async_context(
-                    Client(
-                        # cwd: ``python -m`` puts it first on sys.path
-                        StdioServerParameters(
-                            command=exe[0], args=exe[1:], env=_env(shared, baseline), cwd=baseline
-                        ),
-                        mode="legacy",
-                    )
+                    Client(serve_params(_env(shared, baseline), baseline), mode="legacy")
                 )
             sock = shared / "gateway.sock"
             headers = {
@@ -160,10 +134,7 @@ async def main(rounds: int, baseline: Path | None) -> None:
             # Each add queues an embedding (~10 ms of CPU): after the other calls, with
             # a pause per round, so neither phase times the other's background work.
             await _rounds(adds, rounds, samples, pause_s=0.08)
-        try:
-            os.kill(int((shared / "gateway.lock").read_text().strip()), signal.SIGTERM)
-        except (OSError, ValueError):
-            pass
+        stop_daemon(shared)
     load = os.getloadavg()[0]
     print(f"{rounds} interleaved rounds, load average {load:.1f} on {os.cpu_count()} cpus (ms)")
     for name, ms in samples.items():

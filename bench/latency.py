@@ -16,7 +16,6 @@ import asyncio
 import random
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -26,13 +25,11 @@ from ulid import ULID
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from mcp_gateway.common.inputs import NoteFields  # noqa: E402
-from mcp_gateway.common.settings import KiokuSettings  # noqa: E402
+from harness import add, local, summary, timed_searches  # noqa: E402
+
 from mcp_gateway.common.types import Note  # noqa: E402
 from mcp_gateway.indexing.points import note_point  # noqa: E402
-from mcp_gateway.search.service import SearchRequest  # noqa: E402
-from mcp_gateway.services import Services  # noqa: E402
-from mcp_gateway.services.app import AppContext, open_app  # noqa: E402
+from mcp_gateway.services.app import AppContext  # noqa: E402
 
 SUBJECTS = [
     "the billing API",
@@ -80,15 +77,6 @@ def text_for(i: int, rng: random.Random) -> str:
     return f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)} (#{i})"
 
 
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-def summary(ms: list[float]) -> str:
-    return f"p50 {pct(ms, 0.5):7.2f}  p95 {pct(ms, 0.95):7.2f}  p99 {pct(ms, 0.99):7.2f} ms"
-
-
 async def load(app: AppContext, n: int, pool: np.ndarray, rng: random.Random) -> float:
     started = time.perf_counter()
     noise = np.random.default_rng(7)
@@ -134,22 +122,12 @@ async def load(app: AppContext, n: int, pool: np.ndarray, rng: random.Random) ->
     return n / (time.perf_counter() - started)
 
 
-async def time_searches(app: AppContext, queries: list[str]) -> list[float]:
-    out = []
-    for q in queries:
-        t = time.perf_counter()
-        await app.search.search(SearchRequest(query=q, top=5))
-        out.append((time.perf_counter() - t) * 1000)
-    return out
-
-
 async def time_adds(app: AppContext, count: int, rng: random.Random) -> list[float]:
-    out, settings_ns = [], app.settings.namespace
-    notes = Services.over(app).notes
+    out = []
     for i in range(count):
-        fields = NoteFields(text=text_for(10**7 + i, rng))
+        text = text_for(10**7 + i, rng)
         t = time.perf_counter()
-        await notes.store(fields, settings_ns)
+        await add(app, text, app.settings.namespace)
         out.append((time.perf_counter() - t) * 1000)
     await app.settle()
     return out
@@ -157,14 +135,12 @@ async def time_adds(app: AppContext, count: int, rng: random.Random) -> list[flo
 
 async def run_backend(backend: str, n: int, pool: np.ndarray, args: argparse.Namespace) -> dict:
     rng = random.Random(n)
-    with tempfile.TemporaryDirectory() as tmp:
-        settings = KiokuSettings(data_dir=Path(tmp), index={"backend": backend})
-        async with open_app(settings, run_jobs=not args.inline_add) as app:
-            rate = await load(app, n, pool, rng)
-            uncached = [text_for(10**6 + i, rng) for i in range(args.queries)]
-            cold = await time_searches(app, uncached)
-            warm = await time_searches(app, uncached)  # same queries: embedding cached
-            adds = await time_adds(app, args.adds, rng)
+    async with local(run_jobs=not args.inline_add, index={"backend": backend}) as app:
+        rate = await load(app, n, pool, rng)
+        uncached = [text_for(10**6 + i, rng) for i in range(args.queries)]
+        cold = await timed_searches(app, uncached)
+        warm = await timed_searches(app, uncached)  # same queries: embedding cached
+        adds = await time_adds(app, args.adds, rng)
     return {"load": rate, "cold": cold, "warm": warm, "adds": adds}
 
 

@@ -25,15 +25,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from harness import pct
+
 from mcp_gateway.common.access import settings_scope
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.search.request import SearchRequest
 from mcp_gateway.services.app import open_app
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 async def main() -> None:

@@ -35,7 +35,7 @@ import shutil
 import tempfile
 import time
 
-from mcp_stdio import Client, Reply, serve_env, status, stop_owner
+from harness import Client, Reply, serve_env, status, stop_owner, wait_settled
 
 ROOT = _HERE.parent
 DATA = ROOT / "bench" / "quality" / "data"
@@ -104,18 +104,6 @@ def wait_all(session: Client, pending: list[Reply]) -> None:
     pending.clear()
 
 
-def settle(env: dict[str, str], want: int) -> float:
-    began = time.monotonic()
-    while True:
-        data = status(env)
-        backlog = data.get("backlog") or []
-        left = sum(int(b["waiting"]) + int(b["drafts"]) for b in backlog)
-        index = data["index"]
-        if not left and data["notes"]["total"] >= want and index["points"] >= want:
-            return time.monotonic() - began
-        time.sleep(3)
-
-
 def main(args: argparse.Namespace) -> None:
     root = Path(tempfile.mkdtemp(prefix="kioku-owner-memory-"))
     env = serve_env(root / "data", args.src.resolve() if args.src else ROOT, args.env)
@@ -142,7 +130,7 @@ def main(args: argparse.Namespace) -> None:
             wait_all(session, pending)
             added = time.monotonic() - began
             done = start + len(todo[start : start + args.step])
-            waited = settle(env, done)
+            waited = wait_settled(env, done)
             time.sleep(args.rest)
             rows.append((f"{done} notes embedded", smaps(pid)))
             print(f"{rows[-1]} (added in {added:.0f} s, settled {waited:.0f} s later)", flush=True)

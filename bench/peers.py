@@ -36,13 +36,13 @@ from pathlib import Path
 # this folder never leads sys.path: a bench module must not shadow a library module.
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+sys.path.append(str(_HERE))  # the bench helpers, after every installed package
 
 import argparse
 import json
 import os
 import random
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -54,6 +54,7 @@ from typing import Any
 
 import anyio
 from anyio.streams.buffered import BufferedByteReceiveStream
+from harness import pct, serve_env, serve_params, stop_daemon
 from mcp import Client, StdioServerParameters
 
 ROOT = _HERE.parent
@@ -182,11 +183,6 @@ def question_texts(kind: str, seed: int) -> list[str]:
     return queries(seed)
 
 
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
-
-
 def stats(ms: list[float]) -> dict[str, float]:
     return {"n": len(ms), "p50": pct(ms, 0.5), "p95": pct(ms, 0.95), "p99": pct(ms, 0.99)}
 
@@ -198,7 +194,7 @@ async def _load_kioku(data_dir: Path, texts: list[str], pool_n: int, blend: bool
     """``texts`` as notes; the first ``pool_n`` embedded, each later one the vector of its
     text's ``i % pool_n`` with small noise, or with ``blend``: that vector blended with
     another embedded text's (``l * a + (1 - l) * b``, ``l`` uniform in [0.5, 1]), real
-    text's spread rather than noise around a few hundred points (``scale_search.py``)."""
+    text's spread rather than noise around a few hundred points (bench/LOG.md, "scale at 100k")."""
     import numpy as np
 
     from mcp_gateway.common.inputs import NoteFields
@@ -274,15 +270,9 @@ KIOKU_SET: dict[str, str] = {}  # --kioku-set: settings for the kioku side (e.g.
 
 
 def _kioku_env(src: Path, data_dir: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("KIOKU_", "OMP_", "GOMP_"))}
-    env.update(
-        PYTHONPATH=str(src),
-        KIOKU_DATA_DIR=str(data_dir),
-        KIOKU_LOG_LEVEL="WARNING",
-        KIOKU_LOCAL_GATEWAY__IDLE_EXIT_S="300",
-    )
-    env.update(KIOKU_SET)
-    return env
+    # without OpenMP's settings too: each side sizes its own threads
+    env = serve_env(data_dir, src, {"KIOKU_LOCAL_GATEWAY__IDLE_EXIT_S": "300", **KIOKU_SET})
+    return {k: v for k, v in env.items() if not k.startswith(("OMP_", "GOMP_"))}
 
 
 def load_kioku_dir(src: Path, data: Path, texts: list[str], pool: int) -> None:
@@ -307,14 +297,9 @@ def _checked(res: Any, what: str) -> Any:
 def server_params(src: Path, kdir: Path, peer_exe: Path, peer_env: dict[str, str],
                   pdir: Path) -> dict[str, StdioServerParameters]:  # fmt: skip
     """How each side's server starts ("k": kioku, "p": the peer), for either client."""
-    # cwd: ``python -m`` puts it first on sys.path, ahead of PYTHONPATH (before this, a
-    # --kioku-src run from the repo root ran the repo's code)
-    kparams = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "mcp_gateway.cli", "serve"],
-        env=_kioku_env(src, kdir),
-        cwd=src,
-    )
+    # cwd=src (serve_params): before it, a --kioku-src run from the repo root ran the
+    # repo's code
+    kparams = serve_params(_kioku_env(src, kdir), src)
     penv = {**os.environ, **peer_env, "QDRANT_LOCAL_PATH": str(pdir)}
     return {"k": kparams, "p": StdioServerParameters(command=str(peer_exe), env=penv)}
 
@@ -513,23 +498,6 @@ def stop(procs: list[subprocess.Popen[bytes]]) -> None:
     for proc in procs:
         proc.kill()
         proc.wait()
-
-
-def stop_daemon(data_dir: Path) -> None:
-    """SIGTERM the data dir's daemon and wait (up to 60 s) until it is gone: it may still
-    be flushing its index into the directory the caller is about to remove."""
-    try:
-        pid = int((data_dir / "gateway.lock").read_text().strip())
-        os.kill(pid, signal.SIGTERM)
-    except (OSError, ValueError):
-        return
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except OSError:
-            return
-        time.sleep(0.1)
 
 
 async def kioku_settled(src: Path, kdir: Path, timeout_s: float) -> float:

@@ -25,6 +25,7 @@ from pathlib import Path
 
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+sys.path.append(str(_HERE))  # the bench helpers, after every installed package
 
 import argparse
 import asyncio
@@ -32,7 +33,6 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -41,6 +41,8 @@ from typing import Any
 
 ROOT = _HERE.parent
 sys.path.insert(0, str(ROOT))
+
+from harness import SERVE, pct, serve_env, stop_daemon
 
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.daemon import local_gateway as gw
@@ -94,14 +96,6 @@ async def stdio_side(name: str, argv: list[str], env: dict[str, str], src: Path 
     return await Side(name, proc.stdout, proc.stdin).start()
 
 
-def stop_daemon(data: Path) -> None:
-    """SIGTERM the daemon that owns ``data`` (its pid is in the data dir's lock file)."""
-    try:
-        os.kill(int((data / "gateway.lock").read_text().strip()), signal.SIGTERM)
-    except (OSError, ValueError):
-        pass
-
-
 def start_hogs(count: int) -> list[subprocess.Popen[bytes]]:
     return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
 
@@ -121,15 +115,13 @@ def hogs_running(count: int) -> Iterator[None]:
 async def run(rounds: int, baseline: Path | None) -> dict[tuple[str, ...], list[float]]:
     tmp = Path(tempfile.mkdtemp(prefix="kioku-proxy-hop-"))
     data = tmp / "data"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KIOKU_")}
-    env.update(KIOKU_DATA_DIR=str(data), KIOKU_LOG_LEVEL="WARNING", PYTHONPATH=str(ROOT))
-    serve = [sys.executable, "-m", "mcp_gateway.cli", "serve"]
-    sides = [await stdio_side("proxy", serve, env)]
+    env = serve_env(data, ROOT)
+    sides = [await stdio_side("proxy", SERVE, env)]
     await sides[0].call("tools/call", {"name": "add_note", "arguments": {"text": "warm up"}})
     sock = gw.GatewayPaths.for_settings(KiokuSettings(data_dir=data)).session_socket
     if baseline is not None:
         old_env = {**env, "PYTHONPATH": str(baseline)}
-        sides.append(await stdio_side("baseline", serve, old_env, baseline))
+        sides.append(await stdio_side("baseline", SERVE, old_env, baseline))
     if shutil.which("socat"):
         sides.append(await stdio_side("socat", ["socat", "STDIO", f"UNIX-CONNECT:{sock}"], env))
     reader, writer = await asyncio.open_unix_connection(str(sock))
@@ -172,11 +164,6 @@ def print_ab(samples: dict[tuple[str, ...], list[float]], kinds: tuple[str, ...]
                 f"{phase:4s} {kind:{width}s} this {pct(this, 0.5):6.2f} / {pct(this, 0.95):6.2f}"
                 f"  baseline {pct(base, 0.5):6.2f} / {pct(base, 0.95):6.2f}  ratio {ratio:.2f}"
             )
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def main() -> None:

@@ -25,6 +25,7 @@ from pathlib import Path
 # script, its folder would come first on sys.path and shadow it.
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+sys.path.append(str(_HERE))  # the bench helpers, after every installed package
 
 import argparse
 import asyncio
@@ -34,10 +35,10 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
+from harness import add as add_note
+from harness import pct, watch_applied
 from redis.asyncio import Redis
 
 from mcp_gateway.common.inputs import NoteFields
@@ -56,11 +57,6 @@ def text(i: int) -> str:
     return f"Lesson {i}: with {topic}, check the logs first and write down what fixed it."
 
 
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
 def settings_for(root: Path, redis_url: str | None) -> KiokuSettings:
     return KiokuSettings(
         data_dir=root / uuid.uuid4().hex[:8],
@@ -69,19 +65,18 @@ def settings_for(root: Path, redis_url: str | None) -> KiokuSettings:
     )
 
 
-async def add(services: Services, i: int) -> str:
-    return (await services.notes.store(NoteFields(text=text(i)), "default")).id
+async def add(app: AppContext, i: int) -> str:
+    return await add_note(app, text(i), "default")
 
 
 async def add_latency(settings: KiokuSettings, n: int, run_jobs: bool = True) -> list[float]:
     async with open_app(settings, run_jobs=run_jobs) as app:
-        services = Services.over(app)
         for i in range(10):  # warm-up
-            await add(services, i)
+            await add(app, i)
         out = []
         for i in range(n):
             began = time.perf_counter()
-            await add(services, i)
+            await add(app, i)
             out.append((time.perf_counter() - began) * 1000)
         if not settings.redis_url:  # arq: no worker runs in this phase
             await app.settle()
@@ -112,28 +107,13 @@ def worker_processes(settings: KiokuSettings, n: int, logs: Path) -> list[subpro
     ]
 
 
-def watch_applied(app: AppContext) -> dict[str, float]:
-    """Note id -> when the owner wrote its point with a dense vector."""
-    done: dict[str, float] = {}
-    upsert = app.index.upsert
-
-    async def timed_upsert(points: Sequence[Any]) -> None:
-        await upsert(points)
-        now = time.perf_counter()
-        done.update({p.payload["source_id"]: now for p in points if p.dense is not None})
-
-    app.index.upsert = timed_upsert  # type: ignore[method-assign]
-    return done
-
-
 async def burst_lag(settings: KiokuSettings, n: int, workers: int, logs: Path) -> str:
     label = f"{workers} worker process(es)" if workers else "in-process jobs"
     procs = worker_processes(settings, workers, logs) if workers else []
     try:
         async with open_app(settings) as app:
-            services = Services.over(app)
             if procs:  # warm the workers up: the first job loads their model
-                await add(services, -1)
+                await add(app, -1)
                 await app.settle()
                 while (await app.notes.counts())["pending_embedding"]:  # noqa: ASYNC110
                     await asyncio.sleep(0.05)
@@ -141,7 +121,7 @@ async def burst_lag(settings: KiokuSettings, n: int, workers: int, logs: Path) -
             added: dict[str, float] = {}
             began = time.perf_counter()
             for i in range(n):
-                added[await add(services, i)] = time.perf_counter()
+                added[await add(app, i)] = time.perf_counter()
             burst_s = time.perf_counter() - began
             while not set(added) <= set(done):  # noqa: ASYNC110 - a benchmark poll
                 await asyncio.sleep(0.05)

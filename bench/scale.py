@@ -40,6 +40,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 
+from harness import pct
 from mcp import Client
 
 from mcp_gateway.common.inputs import NoteFields
@@ -48,11 +49,6 @@ from tests.cluster import TOKEN, Deployment, Proc, hosts, throwaway_postgres
 from tests.http_server import http_client
 
 TOPICS = ["deploys", "rate limits", "git rebase", "docker builds", "flaky tests", "migrations"]
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
 @contextlib.contextmanager

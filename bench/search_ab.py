@@ -37,9 +37,9 @@ from typing import Any
 ROOT = _HERE.parent
 sys.path.append(str(_HERE))  # appended: a bench module must not shadow a library's
 
-from proxy_hop import Side, hogs_running, print_ab, stdio_side, stop_daemon
+from harness import SERVE, serve_env, stop_daemon
+from proxy_hop import Side, hogs_running, print_ab, stdio_side
 
-SERVE = [sys.executable, "-m", "mcp_gateway.cli", "serve"]
 KINDS = ("new", "repeat", "cached_emb", "trivial")
 LOAD = (
     "import asyncio, sys; from pathlib import Path; import peers; "
@@ -74,9 +74,7 @@ def calls(kind: str, query: str, i: int) -> tuple[str, dict[str, Any]]:
 
 
 async def start(name: str, src: Path, data: Path) -> Side:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KIOKU_")}
-    env.update(KIOKU_DATA_DIR=str(data), KIOKU_LOG_LEVEL="WARNING", PYTHONPATH=str(src))
-    return await stdio_side(name, SERVE, env, src)
+    return await stdio_side(name, SERVE, serve_env(data, src), src)
 
 
 async def run(args: argparse.Namespace) -> dict[tuple[str, ...], list[float]]:

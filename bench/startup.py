@@ -27,23 +27,19 @@ from pathlib import Path
 
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+sys.path.append(str(_HERE))  # the bench helpers, after every installed package
 
 import argparse
 import json
 import os
 import select
 import shutil
-import signal
 import statistics
 import subprocess
 import tempfile
 import time
 
-ROOT = _HERE.parent
-sys.path.insert(0, str(ROOT))
-
-from mcp_gateway.common.settings import KiokuSettings
-from mcp_gateway.daemon import local_gateway as gw
+from harness import serve_env, stop_daemon
 
 INITIALIZE = {
     "jsonrpc": "2.0",
@@ -63,14 +59,6 @@ SEARCH = {
     "method": "tools/call",
     "params": {"name": "search_memory", "arguments": {"query": "deploy keys rotation"}},
 }
-
-
-def env_for(data: Path, src: Path | None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KIOKU_")}
-    env.update(KIOKU_DATA_DIR=str(data), KIOKU_LOG_LEVEL="WARNING")
-    if src is not None:
-        env["PYTHONPATH"] = str(src)
-    return env
 
 
 def read_reply(proc: subprocess.Popen[bytes], want: int, deadline: float) -> None:
@@ -102,7 +90,7 @@ def launch(data: Path, src: Path | None, search: bool) -> list[float]:
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
-        env=env_for(data, src),
+        env=serve_env(data, src),
         cwd=tempfile.gettempdir(),  # not this checkout: PYTHONPATH decides the source
     )
     assert proc.stdin is not None
@@ -126,16 +114,6 @@ def launch(data: Path, src: Path | None, search: bool) -> list[float]:
         proc.stdin.close()
         proc.wait(timeout=30)
     return times
-
-
-def stop_daemon(data: Path) -> None:
-    paths = gw.GatewayPaths.for_settings(KiokuSettings(data_dir=data))
-    pid = gw.owner_pid(paths)
-    if pid is not None:
-        os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + 60
-    while gw.lock_held(paths.lock) and time.monotonic() < deadline:
-        time.sleep(0.05)
 
 
 def summary(values: list[float]) -> str:

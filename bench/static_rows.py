@@ -2,7 +2,7 @@
 
 Writes ``<out>.npz``: ``ids`` (piece ids), ``mean`` (mean-pooled states of
 ``<s> [prefix] piece </s>``) and ``own`` (the piece's own state), float16, for tuning the
-static table's projection and weights (``bench/quality/fast_first.py``) without rerunning
+static table's projection and weights without rerunning
 the model. Run niced; ~10-20 min of one core for ~140k pieces.
 """
 

@@ -31,8 +31,7 @@ cosine >= 0.9995 of the exact one), in chunks of 1,000, each a file, so a longer
 reuses every vector made (~20 ms a text: 80,000 texts ~27 min of a core). ``train`` fits a
 table on each part's first texts (``--texts``/``--ja``/``--th``), the last 5 % of each
 held back for early stopping, and writes ``NAME.npy/.npz`` in the shipped format
-(``static.StaticEmbedder`` reads it unchanged; ``bench/quality/static_table.py --tables``
-and ``bench/quality/fast_first.py --table`` score it).
+(``static.StaticEmbedder`` reads it unchanged; ``make bench-quality`` scores it).
 """
 
 # ruff: noqa: E402

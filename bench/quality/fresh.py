@@ -12,15 +12,12 @@ simulated with the shipped rule (``choose``: at most ``--top`` hits, each at mos
 seeing the burst state afresh (what earlier searches embedded is not carried over, so
 this is a lower bound). ``--top 0`` is the lexical-only behaviour before it.
 
-``--latent`` (round 5): the shipped latent-terms channel, from ``latent_terms.py``'s
-cache; a pending memory has no terms either, one a search embeds gets them.
-
 ``--burst-s S`` (round 6): +0 s after a burst that took S seconds to add -- a client
 adding one note after another over MCP at the measured ack (~6.7 ms: 500 in 3.4 s) while
 the jobs embed ``--rate`` a second -- instead of one that arrived all at once.
 
     python bench/quality/fresh.py [--burst 500] [--rate 21] [--top 3] [--budget-ms 60]
-                                  [--latent] [--burst-s 3.4]
+                                  [--burst-s 3.4]
                                   [--prefetch-rate 17 --rate 33 --rate-alone 48]
 """
 
@@ -31,7 +28,6 @@ import statistics
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -40,7 +36,6 @@ from embcache import memory_document  # noqa: E402
 from tune import MODEL_IDS, channels, evaluate, load, table  # noqa: E402
 
 from mcp_gateway.common.sections import SearchSettings  # noqa: E402
-from mcp_gateway.common.types import IndexHit  # noqa: E402
 from mcp_gateway.embedders import lexical  # noqa: E402
 from mcp_gateway.search.calibration import for_model  # noqa: E402
 from mcp_gateway.search.fresh import PRIOR_MS_PER_BYTE, FreshLimits, choose  # noqa: E402
@@ -56,7 +51,6 @@ def main() -> None:
     ap.add_argument("--max-bytes", type=int, default=s.fresh_max_bytes)
     ap.add_argument("--budget-ms", type=float, default=s.fresh_budget_ms)
     ap.add_argument("--ms-per-byte", type=float, default=PRIOR_MS_PER_BYTE)
-    ap.add_argument("--latent", action="store_true", help="the latent-terms channel")
     ap.add_argument(
         "--burst-s",
         type=float,
@@ -78,7 +72,6 @@ def main() -> None:
     c = load()
     size = {m["key"]: len(memory_document(m).encode()) for m in c.mems}
     params, sparse_weight = shipped_ranking()
-    latent_for = latent_channel(c) if args.latent else None
 
     newest = [m["key"] for m in c.mems][-args.burst :]  # keys follow creation order
     done = int(10 * args.rate)
@@ -107,11 +100,7 @@ def main() -> None:
                 picked = choose([size[k] for k in met], limits, args.ms_per_byte)
                 pend -= {met[i] for i in picked}
                 embedded.append(len(picked))
-            dense, sparse = channels(c, q, pending=pend)
-            if latent_for is None:
-                hits[q["qid"]] = (dense, sparse)
-            else:
-                hits[q["qid"]] = (dense, sparse, latent_for(q, pend))
+            hits[q["qid"]] = channels(c, q, pending=pend)
         table(evaluate(c, params, hits, sparse_weight_for=sparse_weight), label)
         if embedded:
             print(f"  notes embedded per search: mean {statistics.fmean(embedded):.2f}")
@@ -136,29 +125,6 @@ def shipped_ranking() -> tuple[RankingParams, Callable[[str, RankingParams], flo
         )
 
     return params, sparse_weight
-
-
-def latent_channel(c: Any) -> Callable[[dict[str, Any], frozenset[str]], list[IndexHit]]:
-    """Latent-term top-50 of a query, pending memories left out (they have no terms)."""
-    import numpy as np
-    from latent_terms import query_terms, vectors
-
-    lt = vectors(single_pass=True)
-    keys = [m["key"] for m in c.mems]
-    docs = np.stack([lt[k] for k in keys])
-
-    def hits(q: dict[str, Any], pending: frozenset[str]) -> list[IndexHit]:
-        mask = c.current.copy()
-        if q.get("type"):
-            mask &= np.array([m["type"] == q["type"] for m in c.mems])
-        if pending:
-            mask &= np.array([k not in pending for k in keys])
-        sims = docs @ query_terms(lt[q["qid"]])
-        sims = np.where(mask & (sims > 0), sims, -np.inf)
-        order = [i for i in np.argsort(-sims)[:50] if np.isfinite(sims[i])]
-        return [IndexHit(keys[i], float(sims[i]), c.payloads[i]) for i in order]
-
-    return hits
 
 
 if __name__ == "__main__":

@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import sys
 import tempfile
 import time
@@ -39,17 +38,17 @@ from mcp import Client, StdioServerParameters
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 sys.path.insert(0, str(HERE))
+sys.path.append(str(HERE.parent))  # the bench helpers, after every installed package
 
 import intervals  # noqa: E402
+from harness import add, local, serve_env, serve_params, settle  # noqa: E402
 from metrics import percentile, score  # noqa: E402
 
 from mcp_gateway.common.access import settings_scope  # noqa: E402
-from mcp_gateway.common.inputs import NoteFields, RecordFields  # noqa: E402
+from mcp_gateway.common.inputs import RecordFields  # noqa: E402
 from mcp_gateway.common.sections import EmbedderSettings  # noqa: E402
-from mcp_gateway.common.settings import KiokuSettings  # noqa: E402
 from mcp_gateway.embedders.channels import configured_channels  # noqa: E402
 from mcp_gateway.services import Services  # noqa: E402
-from mcp_gateway.services.app import open_app  # noqa: E402
 
 KIOKU = str(Path(sys.executable).with_name("kioku"))
 # printed with a bootstrap interval; R@k on the conversational set is evidence recall@k
@@ -64,22 +63,21 @@ def load_jsonl(name: str, folder: Path = HERE / "data") -> list[dict[str, Any]]:
 
 async def ingest(data_dir: Path, memories: list[dict[str, Any]]) -> dict[str, str]:
     """Add every memory oldest first; return server id -> benchmark key."""
-    settings = KiokuSettings(data_dir=data_dir)
-    ns = settings_scope(settings)
     ids: dict[str, str] = {}  # key -> server id
     ordered = sorted(memories, key=lambda m: (-float(m["age_days"]), m["key"]))
-    async with open_app(settings) as app:
+    async with local(data_dir) as app:
+        ns = settings_scope(app.settings)
         services = Services.over(app)
         for mem in ordered:
             if mem["kind"] == "note":
-                fields = NoteFields(
-                    text=mem["text"],
+                ids[mem["key"]] = await add(
+                    app,
+                    mem["text"],
+                    ns.write,
                     type=mem["type"],
                     priority=mem.get("priority", ""),
                     domain=mem.get("domain", ""),
                 )
-                note = await services.notes.store(fields, ns.write)
-                ids[mem["key"]] = note.id
             else:
                 links = [link(spec, ids) for spec in mem.get("links", [])]
                 record = RecordFields(
@@ -87,11 +85,9 @@ async def ingest(data_dir: Path, memories: list[dict[str, Any]]) -> dict[str, st
                 )
                 added = await services.records.add(ns, record)
                 ids[mem["key"]] = added.record.id
-        await app.settle()
         # a bulk load is a backlog: drafted first (jobs/embedding.py), embedded exactly
         # once reconcile finds the drafts, as the owner's periodic pass does
-        while (await app.reconcile()).drafts:
-            await app.settle()
+        await settle(app, reconcile=True)
         counts = await app.notes.counts()
         assert counts["pending_embedding"] == 0, counts
     return {server_id: key for key, server_id in ids.items()}
@@ -104,9 +100,7 @@ def link(spec: str, ids: dict[str, str]) -> str:
 
 def server(data_dir: Path, overrides: dict[str, str]) -> StdioServerParameters:
     """``kioku serve --standalone`` on ``data_dir``, with only ``overrides`` for settings."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KIOKU_")}
-    env.update({"KIOKU_DATA_DIR": str(data_dir), "KIOKU_LOG_LEVEL": "WARNING", **overrides})
-    return StdioServerParameters(command=KIOKU, args=["serve", "--standalone"], env=env)
+    return serve_params(serve_env(data_dir, settings=overrides), standalone=True)
 
 
 async def ensure_channels(data_dir: Path, overrides: dict[str, str]) -> None:
@@ -123,20 +117,15 @@ async def ensure_channels(data_dir: Path, overrides: dict[str, str]) -> None:
     }  # a channel's model follows these
     fields = {k.removeprefix("KIOKU_EMBEDDER__").lower(): v for k, v in embedder.items()}
     wanted = configured_channels(EmbedderSettings.model_validate_json(_json_object(fields)))
-    async with open_app(KiokuSettings(data_dir=data_dir), run_jobs=False) as app:
+    async with local(data_dir, run_jobs=False) as app:
         have = {c.name: c.model_id for c in app.index.spec.channels}
     missing = [c.name for c in wanted if have.get(c.name) != c.model_id]
     if not missing:
         return
     print(f"{data_dir.name}: building channels {missing} (kioku reindex)", file=sys.stderr)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KIOKU_")}
     keep = [name for name in have if name not in missing]
-    env.update(
-        {
-            **embedder,
-            "KIOKU_DATA_DIR": str(data_dir),
-            "KIOKU_EMBEDDER__CHANNELS": json.dumps(keep + missing),
-        }
+    env = serve_env(
+        data_dir, settings={**embedder, "KIOKU_EMBEDDER__CHANNELS": json.dumps(keep + missing)}
     )
     proc = await asyncio.create_subprocess_exec(KIOKU, "reindex", env=env, stdout=sys.stderr)
     if await proc.wait() != 0:

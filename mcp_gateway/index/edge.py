@@ -68,7 +68,7 @@ from mcp_gateway.index.edge_pages import (
     page_out,
     read_ahead,
 )
-from mcp_gateway.index.edge_search import channels_found, search_shard
+from mcp_gateway.index.edge_search import channels_found, held_terms, search_shard
 from mcp_gateway.index.edge_shard import open_shard
 from mcp_gateway.index.edge_snapshot import copy_tree
 from mcp_gateway.index.edge_types import (
@@ -375,6 +375,10 @@ class EdgeIndex(ChannelSearch):
         return channels_found(
             view_results, results, found, unfiltered, flt, extra, sparse_requests, limit
         )
+
+    async def held_terms(self, terms: Sequence[int], flt: IndexFilter) -> set[int]:
+        wanted = list(terms)
+        return await self._run(lambda s: held_terms(s, wanted, flt)) if wanted else set()
 
     async def present(self, ids: Sequence[str]) -> dict[str, bool]:
         if not ids:

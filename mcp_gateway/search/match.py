@@ -16,15 +16,25 @@ questions at the same cost); MiniLM's cosine, where it reads the query, adds the
 beside it. Cosines are not comparable across models or channel sets, so the bars live
 in ``BARS``, one entry per embedding model and set of further channels; a configuration
 without an entry judges every answer "strong", as before.
+
+One signal is read for the judgement alone: ``unknown``, the share of the query's
+lexical terms (the lexical index's own tokens: words, kana/Han bigrams, Thai trigrams)
+that no memory within the search's filter holds. A near-domain question names what no
+memory holds (Unity, COBOL, a piano teacher) while its cosines sit with answerable
+paraphrases'. It costs one batched index request (a single-term lookup per term, at
+most one hit each), so it is read only where it can change the answer: a search whose
+strength lies within ``Bars.unknown`` above the bar (``wants_unknown``). Only points the
+searcher's own filter lets through count, so the share says nothing about another
+tenant's words.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import dataclass, field, replace
+from typing import Literal, Protocol
 
-from mcp_gateway.common.types import IndexHit
+from mcp_gateway.common.types import IndexFilter, IndexHit, SparseVector
 
 Match = Literal["strong", "weak", "none"]
 WEAK_TAG = "[WEAK]"
@@ -38,6 +48,8 @@ class Signals:
     dense: float | None = None  # the main model's best cosine (None: no dense hit)
     channels: Mapping[str, float] = field(default_factory=dict)  # further channels' best
     exact: bool = False  # a memory alone holds an identifier of the query
+    # the share of the query's lexical terms no memory in scope holds (None: not read)
+    unknown: float | None = None
 
 
 # a further channel's best cosine counts as its distance from this (its unrelated
@@ -49,16 +61,19 @@ CENTRE = 0.4
 class Bars:
     """A search is a strong match when its ``strength`` reaches ``bar``: the main
     model's best cosine plus, for each further channel that has evidence (MiniLM
-    abstains on Japanese and Thai), ``weights[name]`` x (its best cosine - ``CENTRE``)."""
+    abstains on Japanese and Thai), ``weights[name]`` x (its best cosine - ``CENTRE``),
+    minus ``unknown`` x the share of the query's terms no memory holds (where read)."""
 
     bar: float
     weights: Mapping[str, float] = field(default_factory=dict)
+    unknown: float = 0.0
 
     def strength(self, sig: Signals) -> float:
         extra = sum(
             w * (sig.channels[n] - CENTRE) for n, w in self.weights.items() if n in sig.channels
         )
-        return (sig.dense or 0.0) + extra
+        penalty = self.unknown * sig.unknown if sig.unknown is not None else 0.0
+        return (sig.dense or 0.0) + extra - penalty
 
 
 _E5 = "local/multilingual-e5-small-q4"
@@ -108,3 +123,32 @@ def judge(sig: Signals, bars: Bars | None, answered: bool) -> Match:
     if bars is None or sig.exact or sig.dense is None:
         return "strong"  # nothing to judge on (lexical only while the embedder is down)
     return "strong" if bars.strength(sig) >= bars.bar else "weak"
+
+
+def wants_unknown(sig: Signals, bars: Bars | None, answered: bool) -> bool:
+    """Whether the unknown-terms share can change this judgement: the strength without
+    it reaches the bar, by less than the most the share can take off (a share is at
+    most 1). Elsewhere the answer is the same without the read."""
+    if bars is None or not bars.unknown or not answered or sig.exact or sig.dense is None:
+        return False
+    return bars.bar <= bars.strength(replace(sig, unknown=None)) < bars.bar + bars.unknown
+
+
+# the terms read per query at most (a long query's first ones by term id: a sample of
+# its words that does not depend on their order)
+MAX_TERMS = 64
+
+
+class TermReader(Protocol):
+    async def held_terms(self, terms: Sequence[int], flt: IndexFilter) -> set[int]: ...
+
+
+async def unknown_share(index: TermReader, sparse: SparseVector, flt: IndexFilter) -> float | None:
+    """The share of the query's lexical terms (``sparse``: the query's sparse vector,
+    one entry per distinct term) that no current memory within ``flt`` holds; None
+    without terms. ``flt`` is the search's own: the searcher's namespaces and filters."""
+    terms = list(sparse.indices[:MAX_TERMS])
+    if not terms:
+        return None
+    held = await index.held_terms(terms, replace(flt, current_only=True))
+    return 1.0 - len(held) / len(terms)

@@ -25,6 +25,7 @@ import argparse
 import asyncio
 import itertools
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -184,7 +185,8 @@ def choose(
         for i in np.flatnonzero(worst <= budget):
             key = (float(caught[i]), -sum(combo) - u, -float(bars[i]))
             if best is None or key > best[:3]:
-                bar = round(float(bars[i]), 4)
+                # rounded down: a bar rounded up would flag the question it sits on
+                bar = math.floor(float(bars[i]) * 1e4) / 1e4
                 best = (*key, match.Bars(bar=bar, weights=probe.weights, unknown=u))
     return best[3] if best else None
 

@@ -155,9 +155,9 @@ class Index(Protocol):
         further dense channel of ``channel_queries`` (name -> the query's vector from
         that channel's model) the collection has (``Channels.extra``)."""
 
-    async def held_terms(self, terms: Sequence[int], flt: IndexFilter) -> set[int]:
-        """Which of the lexical ``terms`` (term ids) some point within ``flt`` holds:
-        one request per term, at most one hit each, in one round trip."""
+    async def term_counts(self, terms: Sequence[int], flt: IndexFilter, cap: int) -> list[int]:
+        """How many points within ``flt`` hold each lexical term (term ids), at most
+        ``cap``: one single-term request each, at most ``cap`` hits, in one round trip."""
 
     async def present(self, ids: Sequence[str]) -> dict[str, bool]:
         """For each id present in the index: whether it has a dense vector."""

@@ -68,7 +68,7 @@ from mcp_gateway.index.edge_pages import (
     page_out,
     read_ahead,
 )
-from mcp_gateway.index.edge_search import channels_found, held_terms, search_shard
+from mcp_gateway.index.edge_search import channels_found, search_shard, term_counts
 from mcp_gateway.index.edge_shard import open_shard
 from mcp_gateway.index.edge_snapshot import copy_tree
 from mcp_gateway.index.edge_types import (
@@ -376,9 +376,9 @@ class EdgeIndex(ChannelSearch):
             view_results, results, found, unfiltered, flt, extra, sparse_requests, limit
         )
 
-    async def held_terms(self, terms: Sequence[int], flt: IndexFilter) -> set[int]:
+    async def term_counts(self, terms: Sequence[int], flt: IndexFilter, cap: int) -> list[int]:
         wanted = list(terms)
-        return await self._run(lambda s: held_terms(s, wanted, flt)) if wanted else set()
+        return await self._run(lambda s: term_counts(s, wanted, flt, cap)) if wanted else []
 
     async def present(self, ids: Sequence[str]) -> dict[str, bool]:
         if not ids:

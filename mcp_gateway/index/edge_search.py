@@ -83,15 +83,17 @@ def search_shard(
     return results[:n_views], results[n_views:], payloads.read(shard, ids), unfiltered
 
 
-def held_terms(shard: qe.EdgeShard, terms: Sequence[int], flt: IndexFilter) -> set[int]:
-    """The ``terms`` some point within ``flt`` holds (in a worker thread): one
-    single-term sparse request each, limit 1, no payload, in one batch. The filter keeps
-    the namespace condition always (no census shortcut): a term counts only where a
-    point the caller may read holds it."""
+def term_counts(
+    shard: qe.EdgeShard, terms: Sequence[int], flt: IndexFilter, cap: int
+) -> list[int]:
+    """How many points within ``flt`` hold each of ``terms``, at most ``cap`` (in a
+    worker thread): one single-term sparse request each, no payload, in one batch. The
+    filter keeps the namespace condition always (no census shortcut): a term counts
+    only where a point the caller may read holds it."""
     qfilter = build_filter(flt)
     requests = [
         qe.QueryRequest(
-            limit=1,
+            limit=cap,
             query=qe.Query.Nearest(qe.SparseVector([term], [1.0]), using=SPARSE),
             filter=qfilter,
             with_payload=False,
@@ -99,7 +101,7 @@ def held_terms(shard: qe.EdgeShard, terms: Sequence[int], flt: IndexFilter) -> s
         for term in terms
     ]
     batch = shard.query_batch(qe.QueryBatchRequest(requests))
-    return {term for term, found in zip(terms, batch, strict=True) if found}
+    return [len(found) for found in batch]
 
 
 def channels_found(

@@ -152,8 +152,8 @@ class LiveIndex(ChannelSearch):
             channel_queries=channel_queries,
         )
 
-    async def held_terms(self, terms: Sequence[int], flt: IndexFilter) -> set[int]:
-        return await self.current.held_terms(terms, flt)
+    async def term_counts(self, terms: Sequence[int], flt: IndexFilter, cap: int) -> list[int]:
+        return await self.current.term_counts(terms, flt, cap)
 
     async def present(self, ids: Sequence[str]) -> dict[str, bool]:
         return await self.current.present(ids)

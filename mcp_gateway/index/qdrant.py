@@ -296,22 +296,22 @@ class QdrantIndex(ChannelSearch):
         )
 
     @_store_errors
-    async def held_terms(self, terms: Sequence[int], flt: IndexFilter) -> set[int]:
+    async def term_counts(self, terms: Sequence[int], flt: IndexFilter, cap: int) -> list[int]:
         if not terms:
-            return set()
+            return []
         qfilter = build_filter(flt)
         requests = [
             models.QueryRequest(
                 query=models.SparseVector(indices=[term], values=[1.0]),
                 using=SPARSE,
                 filter=qfilter,
-                limit=1,
+                limit=cap,
                 with_payload=False,
             )
             for term in terms
         ]
         responses = await self.client.query_batch_points(self._name, requests)
-        return {term for term, r in zip(terms, responses, strict=True) if r.points}
+        return [len(r.points) for r in responses]
 
     @_store_errors
     async def present(self, ids: Sequence[str]) -> dict[str, bool]:

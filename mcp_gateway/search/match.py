@@ -17,19 +17,21 @@ beside it. Cosines are not comparable across models or channel sets, so the bars
 in ``BARS``, one entry per embedding model and set of further channels; a configuration
 without an entry judges every answer "strong", as before.
 
-One signal is read for the judgement alone: ``unknown``, the share of the query's
-lexical terms (the lexical index's own tokens: words, kana/Han bigrams, Thai trigrams)
-that no memory within the search's filter holds. A near-domain question names what no
-memory holds (Unity, COBOL, a piano teacher) while its cosines sit with answerable
-paraphrases'. It costs one batched index request (a single-term lookup per term, at
-most one hit each), so it is read only where it can change the answer: a search whose
-strength lies within ``Bars.unknown`` above the bar (``wants_unknown``). Only points the
-searcher's own filter lets through count, so the share says nothing about another
-tenant's words.
+One signal is read for the judgement alone: ``unknown``, the share of the query's IDF
+mass (over its lexical terms: the lexical index's own tokens, words, kana/Han bigrams,
+Thai trigrams) that no memory within the search's filter holds. A near-domain question
+names what no memory holds (SAP, COBOL, a piano teacher) while its cosines sit with
+answerable paraphrases'. It costs a count and one batched index request (a single-term
+look-up per term, at most ``DF_CAP`` hits each), so it is read only where it can change
+the answer: a search whose strength lies within ``Bars.unknown`` above the bar
+(``wants_unknown``). Only points the searcher's own filter lets through are counted
+(its namespaces, current memories), so the share says nothing about another tenant's
+words.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol
@@ -48,7 +50,7 @@ class Signals:
     dense: float | None = None  # the main model's best cosine (None: no dense hit)
     channels: Mapping[str, float] = field(default_factory=dict)  # further channels' best
     exact: bool = False  # a memory alone holds an identifier of the query
-    # the share of the query's lexical terms no memory in scope holds (None: not read)
+    # the share of the query's IDF mass no memory in scope holds (None: not read)
     unknown: float | None = None
 
 
@@ -62,7 +64,7 @@ class Bars:
     """A search is a strong match when its ``strength`` reaches ``bar``: the main
     model's best cosine plus, for each further channel that has evidence (MiniLM
     abstains on Japanese and Thai), ``weights[name]`` x (its best cosine - ``CENTRE``),
-    minus ``unknown`` x the share of the query's terms no memory holds (where read)."""
+    minus ``unknown`` x the share of the query's IDF mass no memory holds (where read)."""
 
     bar: float
     weights: Mapping[str, float] = field(default_factory=dict)
@@ -79,10 +81,13 @@ class Bars:
 _E5 = "local/multilingual-e5-small-q4"
 # (model id, the further channels, sorted) -> bars, chosen on the dev splits by
 # ``bench/quality/nomatch.py`` (the most out-of-scope questions flagged with at most
-# 2 % of either set's answerable ones); its test figures are in docs/ranking.md
+# 2 % of either set's answerable ones; MiniLM on its shipped int8 kernels); its test
+# figures are in docs/ranking.md
 BARS: dict[tuple[str, tuple[str, ...]], Bars] = {
-    (_E5, ()): Bars(bar=0.8306),
-    (_E5, ("minilm", "static_use")): Bars(bar=0.8308, weights={"minilm": 0.12, "static_use": 0.08}),
+    (_E5, ()): Bars(bar=0.8276, unknown=0.02),
+    (_E5, ("minilm", "static_use")): Bars(
+        bar=0.8094, weights={"minilm": 0.18, "static_use": 0.02}, unknown=0.06
+    ),
 }
 
 
@@ -137,18 +142,28 @@ def wants_unknown(sig: Signals, bars: Bars | None, answered: bool) -> bool:
 # the terms read per query at most (a long query's first ones by term id: a sample of
 # its words that does not depend on their order)
 MAX_TERMS = 64
+# a term's document frequency is read up to this many holders: beyond it a term is
+# common here, its IDF small either way (8 flagged as many dev questions as the exact
+# count, bench/LOG.md, and bounds the read)
+DF_CAP = 8
 
 
 class TermReader(Protocol):
-    async def held_terms(self, terms: Sequence[int], flt: IndexFilter) -> set[int]: ...
+    async def term_counts(self, terms: Sequence[int], flt: IndexFilter, cap: int) -> list[int]: ...
+
+    async def count(self, flt: IndexFilter | None = None) -> int: ...
 
 
 async def unknown_share(index: TermReader, sparse: SparseVector, flt: IndexFilter) -> float | None:
-    """The share of the query's lexical terms (``sparse``: the query's sparse vector,
-    one entry per distinct term) that no current memory within ``flt`` holds; None
-    without terms. ``flt`` is the search's own: the searcher's namespaces and filters."""
+    """The share of the query's IDF mass (BM25's IDF over the current memories within
+    ``flt``, each term's document frequency read up to ``DF_CAP``) that none of them
+    holds; None without terms. ``sparse``: the query's sparse vector, one entry per
+    distinct term; ``flt`` is the search's own (the searcher's namespaces and filters)."""
     terms = list(sparse.indices[:MAX_TERMS])
     if not terms:
         return None
-    held = await index.held_terms(terms, replace(flt, current_only=True))
-    return 1.0 - len(held) / len(terms)
+    scope = replace(flt, current_only=True)
+    counts = await index.term_counts(terms, scope, DF_CAP)
+    n = max(await index.count(scope), max(counts))
+    idf = [math.log(1.0 + (n - df + 0.5) / (df + 0.5)) for df in counts]
+    return sum(w for w, df in zip(idf, counts, strict=True) if df == 0) / sum(idf)

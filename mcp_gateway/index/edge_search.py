@@ -83,9 +83,7 @@ def search_shard(
     return results[:n_views], results[n_views:], payloads.read(shard, ids), unfiltered
 
 
-def term_counts(
-    shard: qe.EdgeShard, terms: Sequence[int], flt: IndexFilter, cap: int
-) -> list[int]:
+def term_counts(shard: qe.EdgeShard, terms: Sequence[int], flt: IndexFilter, cap: int) -> list[int]:
     """How many points within ``flt`` hold each of ``terms``, at most ``cap`` (in a
     worker thread): one single-term sparse request each, no payload, in one batch. The
     filter keeps the namespace condition always (no census shortcut): a term counts

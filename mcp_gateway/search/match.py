@@ -36,7 +36,8 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol
 
-from mcp_gateway.common.types import IndexFilter, IndexHit, SparseVector
+from mcp_gateway.common.types import IndexFilter, IndexHit
+from mcp_gateway.embedders.lexical import terms_by_script
 
 Match = Literal["strong", "weak", "none"]
 WEAK_TAG = "[WEAK]"
@@ -139,8 +140,8 @@ def wants_unknown(sig: Signals, bars: Bars | None, answered: bool) -> bool:
     return bars.bar <= bars.strength(replace(sig, unknown=None)) < bars.bar + bars.unknown
 
 
-# the terms read per query at most (a long query's first ones by term id: a sample of
-# its words that does not depend on their order)
+# the terms read per query at most (a long query's lowest term ids: a sample of its
+# words that does not depend on their order)
 MAX_TERMS = 64
 # a term's document frequency is read up to this many holders: beyond it a term is
 # common here, its IDF small either way (8 flagged as many dev questions as the exact
@@ -154,12 +155,21 @@ class TermReader(Protocol):
     async def count(self, flt: IndexFilter | None = None) -> int: ...
 
 
-async def unknown_share(index: TermReader, sparse: SparseVector, flt: IndexFilter) -> float | None:
+async def unknown_share(
+    index: TermReader, query: str, flt: IndexFilter, written: Collection[str]
+) -> float | None:
     """The share of the query's IDF mass (BM25's IDF over the current memories within
     ``flt``, each term's document frequency read up to ``DF_CAP``) that none of them
-    holds; None without terms. ``sparse``: the query's sparse vector, one entry per
-    distinct term; ``flt`` is the search's own (the searcher's namespaces and filters)."""
-    terms = list(sparse.indices[:MAX_TERMS])
+    holds; None without terms to judge. ``flt`` is the search's own (the searcher's
+    namespaces and filters).
+
+    Only the terms of scripts ``written`` count: the scripts of the search's own hits
+    ("latin", "cjk", "thai"), the memories nearest the query. A Thai question over
+    memories written in English holds none of its Thai trigrams, and that says which
+    language they are written in, not that it names anything unknown (a cross-language
+    question has an answer as often as any other); its Latin words still count."""
+    groups = terms_by_script(query)
+    terms = sorted(set().union(*(ids for g, ids in groups.items() if g in written)))[:MAX_TERMS]
     if not terms:
         return None
     scope = replace(flt, current_only=True)

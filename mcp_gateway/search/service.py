@@ -283,9 +283,10 @@ class SearchService:
             {n: channel_reads(n) for n in semantic.extra},
             bool(held),
         )
-        if wants_unknown(found, self.match_bars, bool(chosen)):
+        if self.settings.mode != "dense" and wants_unknown(found, self.match_bars, bool(chosen)):
             # near the bar: does the query name what no memory in scope holds? (match.py)
-            found = replace(found, unknown=await unknown_share(self.index, sparse, flt))
+            written = {h.payload.get("script", "latin") for h in (*dense_hits, *sparse_hits)}
+            found = replace(found, unknown=await unknown_share(self.index, query, flt, written))
         match = judge(found, self.match_bars, bool(chosen))
         # no memory close enough: only the closest few, marked (record_search keeps its
         # own relevance floor above instead)

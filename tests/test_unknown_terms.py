@@ -46,10 +46,10 @@ async def _store(index: Index) -> None:  # noqa: F811
 async def test_a_word_only_another_tenant_holds_counts_as_unknown(index: Index) -> None:  # noqa: F811
     await _store(index)
     unity, godot, unreal = (term_id(w) for w in ("unity", "godot", "unreal"))
-    assert await index.term_counts([unity, godot, unreal], CURRENT, 8) == [0, 2, 0]
-    assert await index.term_counts([unity, godot, unreal], ALICE, 8) == [0, 2, 1]
-    assert await index.term_counts([unity], BOTH, 8) == [1]
-    assert await index.term_counts([godot], CURRENT, 1) == [1]  # read up to the cap only
+    assert await index.term_counts([unity, godot, unreal], CURRENT, 8) == ([0, 2, 0], 2)
+    assert await index.term_counts([unity, godot, unreal], ALICE, 8) == ([0, 2, 1], 3)
+    assert await index.term_counts([unity], BOTH, 8) == ([1], 4)
+    assert await index.term_counts([godot], CURRENT, 1) == ([1], 2)  # read up to the cap only
     mine = await unknown_share(index, "Unity Godot", ALICE, LATIN)
     assert mine is not None and 0.5 < mine < 1.0  # the unknown term is the rarer: it weighs more
     assert await unknown_share(index, "Unity Godot", BOTH, LATIN) == 0.0

@@ -5,14 +5,18 @@ conversational; never ``heldout/``) and the out-of-scope questions written for i
 (``nomatch/queries.jsonl``: no memory of that set answers them; en/ja/th, far topics
 and near-domain ones, split dev/test) through the real search path in-process
 (``services.notes.search``, answer cache off), and records the evidence ``match.judge``
-is given (``match.Signals``) with the answer's match level.
+is given (``match.Signals``) with the answer's match level. The unknown-terms share is
+read for every answered question (the search reads it only near the bar, where it can
+change the answer: the same judgement, ``match.wants_unknown``).
 
-Then, on dev only, per configuration (``--channels``): the channel weights and bar
-that flag the most out-of-scope questions while flagging at most ``--budget`` (2 %) of
-each set's answerable questions ("flagged": the answer's match is not "strong"); and on
-test, with the bars in ``match.BARS`` (the shipped ones) and the dev choice: per
-distribution, the share of answerable questions flagged and of out-of-scope ones
-flagged, each with a 95 % bootstrap interval (``intervals.bootstrap``).
+Then, on dev only, per configuration (``--channels``): the channel weights, the
+unknown-terms weight (swept, and held at 0 for comparison) and bar that flag the most
+out-of-scope questions while flagging at most ``--budget`` (2 %) of each set's
+answerable questions ("flagged": the answer's match is not "strong"); and on test, with
+the bars in ``match.BARS`` (the shipped ones) and the dev choices: per distribution, the
+share of answerable questions flagged and of out-of-scope ones flagged, each with a 95 %
+bootstrap interval (``intervals.bootstrap``), and how many questions the search reads
+the unknown terms for.
 
     python bench/quality/run.py --modes hybrid --data-dir DIR      # ingest once
     python bench/quality/nomatch.py --data-dir DIR                  # channels off

@@ -376,9 +376,11 @@ class EdgeIndex(ChannelSearch):
             view_results, results, found, unfiltered, flt, extra, sparse_requests, limit
         )
 
-    async def term_counts(self, terms: Sequence[int], flt: IndexFilter, cap: int) -> list[int]:
-        wanted = list(terms)
-        return await self._run(lambda s: term_counts(s, wanted, flt, cap)) if wanted else []
+    async def term_counts(
+        self, terms: Sequence[int], flt: IndexFilter, cap: int
+    ) -> tuple[list[int], int]:
+        wanted = list(terms)  # one thread hop for the requests and the count
+        return await self._run(lambda s: term_counts(s, wanted, flt, cap))
 
     async def present(self, ids: Sequence[str]) -> dict[str, bool]:
         if not ids:

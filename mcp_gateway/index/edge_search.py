@@ -83,11 +83,14 @@ def search_shard(
     return results[:n_views], results[n_views:], payloads.read(shard, ids), unfiltered
 
 
-def term_counts(shard: qe.EdgeShard, terms: Sequence[int], flt: IndexFilter, cap: int) -> list[int]:
-    """How many points within ``flt`` hold each of ``terms``, at most ``cap`` (in a
-    worker thread): one single-term sparse request each, no payload, in one batch. The
-    filter keeps the namespace condition always (no census shortcut): a term counts
-    only where a point the caller may read holds it."""
+def term_counts(
+    shard: qe.EdgeShard, terms: Sequence[int], flt: IndexFilter, cap: int
+) -> tuple[list[int], int]:
+    """How many points within ``flt`` hold each of ``terms``, at most ``cap``, and how
+    many points it lets through (in a worker thread): one single-term sparse request
+    each, no payload, in one batch, and a count. The filter keeps the namespace
+    condition always (no census shortcut): a term counts only where a point the caller
+    may read holds it."""
     qfilter = build_filter(flt)
     requests = [
         qe.QueryRequest(
@@ -98,8 +101,9 @@ def term_counts(shard: qe.EdgeShard, terms: Sequence[int], flt: IndexFilter, cap
         )
         for term in terms
     ]
-    batch = shard.query_batch(qe.QueryBatchRequest(requests))
-    return [len(found) for found in batch]
+    batch = shard.query_batch(qe.QueryBatchRequest(requests)) if requests else []
+    total = shard.count(qe.CountRequest(exact=True, filter=qfilter))
+    return [len(found) for found in batch], total
 
 
 def channels_found(

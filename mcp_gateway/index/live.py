@@ -152,7 +152,9 @@ class LiveIndex(ChannelSearch):
             channel_queries=channel_queries,
         )
 
-    async def term_counts(self, terms: Sequence[int], flt: IndexFilter, cap: int) -> list[int]:
+    async def term_counts(
+        self, terms: Sequence[int], flt: IndexFilter, cap: int
+    ) -> tuple[list[int], int]:
         return await self.current.term_counts(terms, flt, cap)
 
     async def present(self, ids: Sequence[str]) -> dict[str, bool]:

@@ -21,8 +21,8 @@ One signal is read for the judgement alone: ``unknown``, the share of the query'
 mass (over its lexical terms: the lexical index's own tokens, words, kana/Han bigrams,
 Thai trigrams) that no memory within the search's filter holds. A near-domain question
 names what no memory holds (SAP, COBOL, a piano teacher) while its cosines sit with
-answerable paraphrases'. It costs a count and one batched index request (a single-term
-look-up per term, at most ``DF_CAP`` hits each), so it is read only where it can change
+answerable paraphrases'. It costs one index round trip (a single-term look-up per term,
+at most ``DF_CAP`` hits each, and a count), so it is read only where it can change
 the answer: a search whose strength lies within ``Bars.unknown`` above the bar
 (``wants_unknown``). Only points the searcher's own filter lets through are counted
 (its namespaces, current memories), so the share says nothing about another tenant's
@@ -150,9 +150,9 @@ DF_CAP = 8
 
 
 class TermReader(Protocol):
-    async def term_counts(self, terms: Sequence[int], flt: IndexFilter, cap: int) -> list[int]: ...
-
-    async def count(self, flt: IndexFilter | None = None) -> int: ...
+    async def term_counts(
+        self, terms: Sequence[int], flt: IndexFilter, cap: int
+    ) -> tuple[list[int], int]: ...
 
 
 async def unknown_share(
@@ -173,7 +173,7 @@ async def unknown_share(
     if not terms:
         return None
     scope = replace(flt, current_only=True)
-    counts = await index.term_counts(terms, scope, DF_CAP)
-    n = max(await index.count(scope), max(counts))
+    counts, total = await index.term_counts(terms, scope, DF_CAP)
+    n = max(total, max(counts))
     idf = [math.log(1.0 + (n - df + 0.5) / (df + 0.5)) for df in counts]
     return sum(w for w, df in zip(idf, counts, strict=True) if df == 0) / sum(idf)

@@ -5,14 +5,18 @@ conversational; never ``heldout/``) and the out-of-scope questions written for i
 (``nomatch/queries.jsonl``: no memory of that set answers them; en/ja/th, far topics
 and near-domain ones, split dev/test) through the real search path in-process
 (``services.notes.search``, answer cache off), and records the evidence ``match.judge``
-is given (``match.Signals``) with the answer's match level.
+is given (``match.Signals``) with the answer's match level. The unknown-terms share is
+read for every answered question (the search reads it only near the bar, where it can
+change the answer: the same judgement, ``match.wants_unknown``).
 
-Then, on dev only, per configuration (``--channels``): the channel weights and bar
-that flag the most out-of-scope questions while flagging at most ``--budget`` (2 %) of
-each set's answerable questions ("flagged": the answer's match is not "strong"); and on
-test, with the bars in ``match.BARS`` (the shipped ones) and the dev choice: per
-distribution, the share of answerable questions flagged and of out-of-scope ones
-flagged, each with a 95 % bootstrap interval (``intervals.bootstrap``).
+Then, on dev only, per configuration (``--channels``): the channel weights, the
+unknown-terms weight (swept, and held at 0 for comparison) and bar that flag the most
+out-of-scope questions while flagging at most ``--budget`` (2 %) of each set's
+answerable questions ("flagged": the answer's match is not "strong"); and on test, with
+the bars in ``match.BARS`` (the shipped ones) and the dev choices: per distribution, the
+share of answerable questions flagged and of out-of-scope ones flagged, each with a 95 %
+bootstrap interval (``intervals.bootstrap``), and how many questions the search reads
+the unknown terms for.
 
     python bench/quality/run.py --modes hybrid --data-dir DIR      # ingest once
     python bench/quality/nomatch.py --data-dir DIR                  # channels off
@@ -25,6 +29,7 @@ import argparse
 import asyncio
 import itertools
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -95,8 +100,12 @@ async def ask_all(data_dir: Path, name: str, channels: list[str], top: int) -> l
         return judge(sig, bars, answered)
 
     rows: list[dict[str, Any]] = []
+    wants = service_mod.wants_unknown
     service_mod.judge = tapped
     service_mod.signals = tapped_signals
+    # the unknown-terms share of every answered question, not only of those the shipped
+    # bars would read it for: the calibration weighs it for any bars
+    service_mod.wants_unknown = lambda _sig, _bars, answered: answered
     try:
         async with open_app(settings) as app:
             services = Services.over(app)
@@ -120,6 +129,7 @@ async def ask_all(data_dir: Path, name: str, channels: list[str], top: int) -> l
                         "dense": sig.dense,
                         "channels": dict(sig.channels),
                         "exact": sig.exact,
+                        "unknown": sig.unknown,
                         **(raw[0] if raw else {}),
                         "answered": bool(res.results),
                         "match": res.match,
@@ -128,11 +138,17 @@ async def ask_all(data_dir: Path, name: str, channels: list[str], top: int) -> l
                 )
     finally:
         service_mod.judge, service_mod.signals = judge, signals
+        service_mod.wants_unknown = wants
     return rows
 
 
 def _signals(row: dict[str, Any]) -> match.Signals:
-    return match.Signals(dense=row["dense"], channels=row["channels"], exact=row["exact"])
+    return match.Signals(
+        dense=row["dense"],
+        channels=row["channels"],
+        exact=row["exact"],
+        unknown=row.get("unknown"),
+    )
 
 
 def flagged(row: dict[str, Any], bars: match.Bars | None) -> bool:
@@ -150,27 +166,32 @@ def rate(rows: list[dict[str, Any]], bars: match.Bars | None, label: str) -> str
 WEIGHTS = [round(0.02 * i, 2) for i in range(16)]  # a channel's weight: 0 to 0.30
 
 
-def choose(rows: list[dict[str, Any]], names: list[str], budget: float) -> match.Bars | None:
+def choose(
+    rows: list[dict[str, Any]], names: list[str], budget: float, unknown: bool
+) -> match.Bars | None:
     """On dev: the weights and bar flagging the most out-of-scope questions while
     flagging at most ``budget`` of each set's answerable ones (ties: the smaller
     weights, then the lower bar). Every dev strength is tried as the bar (a bar between
-    two of them flags what the upper one does)."""
+    two of them flags what the upper one does). ``unknown``: the unknown-terms share's
+    weight is swept too (else 0)."""
     dev = [r for r in rows if r["split"] == "dev"]
     free = np.asarray([r["exact"] or not r["answered"] or r["dense"] is None for r in dev])
     groups = [np.asarray([r["set"] == s and not r["oos"] for r in dev]) for s in SETS]
     oos = np.asarray([r["oos"] for r in dev])
     best: tuple[float, float, float, match.Bars] | None = None
-    for combo in itertools.product(WEIGHTS, repeat=len(names)):
-        probe = match.Bars(bar=0.0, weights=dict(zip(names, combo, strict=True)))
+    for *combo, u in itertools.product(*[WEIGHTS] * len(names), WEIGHTS if unknown else [0.0]):
+        probe = match.Bars(bar=0.0, weights=dict(zip(names, combo, strict=True)), unknown=u)
         strength = np.asarray([probe.strength(_signals(r)) for r in dev])
         bars = np.unique(strength)
         flag = ~((strength[:, None] >= bars[None, :]) | free[:, None])
         worst = np.max([flag[g].mean(axis=0) for g in groups if g.any()], axis=0)
         caught = flag[oos].mean(axis=0)
         for i in np.flatnonzero(worst <= budget):
-            key = (float(caught[i]), -sum(combo), -float(bars[i]))
+            key = (float(caught[i]), -sum(combo) - u, -float(bars[i]))
             if best is None or key > best[:3]:
-                best = (*key, match.Bars(bar=round(float(bars[i]), 4), weights=probe.weights))
+                # rounded down: a bar rounded up would flag the question it sits on
+                bar = math.floor(float(bars[i]) * 1e4) / 1e4
+                best = (*key, match.Bars(bar=bar, weights=probe.weights, unknown=u))
     return best[3] if best else None
 
 
@@ -185,6 +206,14 @@ def report(rows: list[dict[str, Any]], bars: match.Bars | None, title: str) -> N
                 f"  {split:4s} {s:4s} answerable flagged {rate(answerable, bars, s + split)}"
                 f" | out-of-scope flagged {rate(oos, bars, s + split + 'x')}"
             )
+        mine = [r for r in rows if r["split"] == split]
+        read = sum(
+            match.wants_unknown(
+                match.Signals(r["dense"], r["channels"], r["exact"]), bars, r["answered"]
+            )
+            for r in mine
+        )
+        print(f"  {split:4s} unknown terms read for {read}/{len(mine)} questions")
         oos = [r for r in rows if r["split"] == split and r["oos"]]
         for lang in ("en", "ja", "th"):
             mine = [r for r in oos if r["lang"] == lang]
@@ -216,7 +245,10 @@ async def main() -> None:
     model = "local/multilingual-e5-small-q4"
     print(f"channels: {args.channels or 'off'}; {len(rows)} questions")
     report(rows, match.bars_for(model, args.channels), "shipped bars (match.BARS)")
-    report(rows, choose(rows, names, args.budget), f"chosen on dev (budget {args.budget})")
+    for unknown in (False, True):
+        chosen = choose(rows, names, args.budget, unknown)
+        title = f"chosen on dev (budget {args.budget}, unknown terms {'on' if unknown else 'off'})"
+        report(rows, chosen, title)
 
 
 if __name__ == "__main__":

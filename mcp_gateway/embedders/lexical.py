@@ -203,6 +203,20 @@ def sparse_query(text: str) -> SparseVector:
     return SparseVector(indices=indices, values=[1.0] * len(indices))
 
 
+def terms_by_script(text: str) -> dict[str, set[int]]:
+    """The term ids of ``tokenize(text)`` by the script group of the run each comes from
+    ("latin": every spaced script, "cjk", "thai")."""
+    groups: dict[str, set[int]] = {}
+    for kind, run in _runs(unicodedata.normalize("NFKC", text)):
+        out: list[str] = []
+        if kind == _WORD:
+            _word_tokens(run, out)
+        else:
+            _ngrams(run.casefold(), 2 if kind == _CJK else _SEA_NGRAM, out)
+        groups.setdefault(_GROUPS[kind], set()).update(term_id(t) for t in out)
+    return groups
+
+
 def unspaced_share(text: str) -> float:
     """Share of letters in scripts written without spaces (Japanese, Chinese, Thai...).
 

@@ -155,6 +155,13 @@ class Index(Protocol):
         further dense channel of ``channel_queries`` (name -> the query's vector from
         that channel's model) the collection has (``Channels.extra``)."""
 
+    async def term_counts(
+        self, terms: Sequence[int], flt: IndexFilter, cap: int
+    ) -> tuple[list[int], int]:
+        """How many points within ``flt`` hold each lexical term (term ids), at most
+        ``cap`` (one single-term request each, at most ``cap`` hits), and how many points
+        ``flt`` lets through, in one round trip."""
+
     async def present(self, ids: Sequence[str]) -> dict[str, bool]:
         """For each id present in the index: whether it has a dense vector."""
 

@@ -68,7 +68,7 @@ from mcp_gateway.index.edge_pages import (
     page_out,
     read_ahead,
 )
-from mcp_gateway.index.edge_search import channels_found, search_shard
+from mcp_gateway.index.edge_search import channels_found, search_shard, term_counts
 from mcp_gateway.index.edge_shard import open_shard
 from mcp_gateway.index.edge_snapshot import copy_tree
 from mcp_gateway.index.edge_types import (
@@ -375,6 +375,12 @@ class EdgeIndex(ChannelSearch):
         return channels_found(
             view_results, results, found, unfiltered, flt, extra, sparse_requests, limit
         )
+
+    async def term_counts(
+        self, terms: Sequence[int], flt: IndexFilter, cap: int
+    ) -> tuple[list[int], int]:
+        wanted = list(terms)  # one thread hop for the requests and the count
+        return await self._run(lambda s: term_counts(s, wanted, flt, cap))
 
     async def present(self, ids: Sequence[str]) -> dict[str, bool]:
         if not ids:

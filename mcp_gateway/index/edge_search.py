@@ -83,6 +83,29 @@ def search_shard(
     return results[:n_views], results[n_views:], payloads.read(shard, ids), unfiltered
 
 
+def term_counts(
+    shard: qe.EdgeShard, terms: Sequence[int], flt: IndexFilter, cap: int
+) -> tuple[list[int], int]:
+    """How many points within ``flt`` hold each of ``terms``, at most ``cap``, and how
+    many points it lets through (in a worker thread): one single-term sparse request
+    each, no payload, in one batch, and a count. The filter keeps the namespace
+    condition always (no census shortcut): a term counts only where a point the caller
+    may read holds it."""
+    qfilter = build_filter(flt)
+    requests = [
+        qe.QueryRequest(
+            limit=cap,
+            query=qe.Query.Nearest(qe.SparseVector([term], [1.0]), using=SPARSE),
+            filter=qfilter,
+            with_payload=False,
+        )
+        for term in terms
+    ]
+    batch = shard.query_batch(qe.QueryBatchRequest(requests)) if requests else []
+    total = shard.count(qe.CountRequest(exact=True, filter=qfilter))
+    return [len(found) for found in batch], total
+
+
 def channels_found(
     view_results: list[Scored],
     results: list[Scored],

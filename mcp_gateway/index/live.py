@@ -152,6 +152,11 @@ class LiveIndex(ChannelSearch):
             channel_queries=channel_queries,
         )
 
+    async def term_counts(
+        self, terms: Sequence[int], flt: IndexFilter, cap: int
+    ) -> tuple[list[int], int]:
+        return await self.current.term_counts(terms, flt, cap)
+
     async def present(self, ids: Sequence[str]) -> dict[str, bool]:
         return await self.current.present(ids)
 

@@ -296,6 +296,25 @@ class QdrantIndex(ChannelSearch):
         )
 
     @_store_errors
+    async def term_counts(
+        self, terms: Sequence[int], flt: IndexFilter, cap: int
+    ) -> tuple[list[int], int]:
+        qfilter = build_filter(flt)
+        requests = [
+            models.QueryRequest(
+                query=models.SparseVector(indices=[term], values=[1.0]),
+                using=SPARSE,
+                filter=qfilter,
+                limit=cap,
+                with_payload=False,
+            )
+            for term in terms
+        ]
+        responses = await self.client.query_batch_points(self._name, requests) if terms else []
+        total = await self.client.count(self._name, count_filter=qfilter, exact=True)
+        return [len(r.points) for r in responses], total.count
+
+    @_store_errors
     async def present(self, ids: Sequence[str]) -> dict[str, bool]:
         if not ids:
             return {}

@@ -35,7 +35,15 @@ from mcp_gateway.search.exact_terms import identifier_terms, plain_terms
 from mcp_gateway.search.fast_first import FastFirst
 from mcp_gateway.search.fresh import FreshEmbedder
 from mcp_gateway.search.learned_keys import KeyMatcher
-from mcp_gateway.search.match import WEAK_SHOWN, WEAK_TAG, bars_for, judge, signals
+from mcp_gateway.search.match import (
+    WEAK_SHOWN,
+    WEAK_TAG,
+    bars_for,
+    judge,
+    signals,
+    unknown_share,
+    wants_unknown,
+)
 from mcp_gateway.search.materialise import Materialiser
 from mcp_gateway.search.neardup import Folder, fold_results
 from mcp_gateway.search.note_reads import RecentAt, RecentNotes, ShownNotes
@@ -275,6 +283,10 @@ class SearchService:
             {n: channel_reads(n) for n in semantic.extra},
             bool(held),
         )
+        if self.settings.mode != "dense" and wants_unknown(found, self.match_bars, bool(chosen)):
+            # near the bar: does the query name what no memory in scope holds? (match.py)
+            written = {h.payload.get("script", "latin") for h in (*dense_hits, *sparse_hits)}
+            found = replace(found, unknown=await unknown_share(self.index, query, flt, written))
         match = judge(found, self.match_bars, bool(chosen))
         # no memory close enough: only the closest few, marked (record_search keeps its
         # own relevance floor above instead)

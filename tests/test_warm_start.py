@@ -6,6 +6,8 @@ start no longer does on the way to it, and that the search is still answered.
   (``owner.LATER``), and ``/ui`` is still served afterwards.
 - e5's piece index is read back from the graph cache, not rebuilt at every start
   (``e5_pieces.cached``), and equals the built one.
+- The e5 engine makes only the query's sessions at its start; the exact graph's, which
+  only passages run, is made at the first passage, whose vector is unchanged.
 
 Times are measured by ``bench/startup.py`` (bench/LOG.md), never asserted here.
 """
@@ -21,8 +23,8 @@ import numpy as np
 import pytest
 
 from mcp_gateway.embedders import e5_pieces, e5_tokenizer
-from mcp_gateway.embedders.e5_onnx import model_path
-from mcp_gateway.graphs import e5_file
+from mcp_gateway.embedders.e5_onnx import OnnxE5, model_path
+from mcp_gateway.graphs import e5_file, e5_int8, e5_latent
 from tests.realproc import gateway_paths, kill_daemon, stdio_client
 
 TEXTS = [
@@ -84,6 +86,31 @@ def test_a_damaged_cached_piece_index_is_built_again(
         again = e5_pieces.cached(vocab, model).arrays()
         for name, array in fresh.items():
             assert np.array_equal(again[name], array), name
+
+
+def test_the_engine_makes_the_passage_graph_at_its_first_passage() -> None:
+    def engine() -> OnnxE5:
+        return OnnxE5(
+            model_path("original"),
+            sae=e5_latent.sae_path(),
+            int8_queries=e5_int8.stats_path("original"),
+        )
+
+    lazy, eager = engine(), engine()
+    lazy.warm(1, passages=False)
+    eager.warm(1)
+    assert {graph for graph, _ in lazy._sessions} == {"int8", "sae"}
+    assert {graph for graph, _ in eager._sessions} == {"int8", "sae", "encoder"}
+    query = lazy.encode(["deploy keys rotation"], "query: ", 1, terms=True)
+    assert {graph for graph, _ in lazy._sessions} == {"int8", "sae"}
+    passage = lazy.encode(TEXTS, "passage: ", 1, terms=True)
+    assert {graph for graph, _ in lazy._sessions} == {"int8", "sae", "encoder"}
+    for got, want in (
+        (query, eager.encode(["deploy keys rotation"], "query: ", 1, terms=True)),
+        (passage, eager.encode(TEXTS, "passage: ", 1, terms=True)),
+    ):
+        assert np.array_equal(got[0], want[0])
+        assert got[1] == want[1]
 
 
 def _npz(arrays: dict[str, np.ndarray], **changed: np.ndarray) -> bytes:

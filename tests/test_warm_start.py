@@ -3,7 +3,8 @@ start no longer does on the way to it, and that the search is still answered.
 
 - The owner's module does not import the memory browser (``mcp_gateway.ui``) nor the
   HTTP door's grant gate: they load in a thread once the stores are open
-  (``owner.LATER``), and ``/ui`` is still served afterwards.
+  (``owner.LATER``), and ``/ui`` is still served afterwards; nor YAML (imports of
+  Markdown with front matter load it).
 - e5's piece index is read back from the graph cache, not rebuilt at every start
   (``e5_pieces.cached``), and equals the built one.
 - The e5 engine makes only the query's sessions at its start; the exact graph's, which
@@ -35,10 +36,10 @@ TEXTS = [
 ]
 
 
-def test_the_owner_module_leaves_the_memory_browser_for_later() -> None:
+def test_the_owner_module_leaves_what_a_first_search_does_not_use_for_later() -> None:
     """Before: importing the owner imported the UI's pages and templates, seconds of an
     editor's cold start spent on modules its first search never uses."""
-    later = ("mcp_gateway.ui", "mcp_gateway.protocol.grant_gate")
+    later = ("mcp_gateway.ui", "mcp_gateway.protocol.grant_gate", "yaml")
     code = f"import sys, mcp_gateway.daemon.owner\nprint([m for m in {later} if m in sys.modules])"
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True

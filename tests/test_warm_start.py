@@ -82,7 +82,13 @@ def test_a_damaged_cached_piece_index_is_built_again(
     e5_pieces.cached(vocab, model)
     (kept,) = (tmp_path / "cache" / "kioku" / "graphs").glob("pieces-*.npz")
     fresh = e5_pieces.PieceIndex(vocab).arrays()
-    for damage in (b"not an npz", _npz(fresh, ids=fresh["ids"][:10])):
+    damages = (
+        b"not an npz",
+        _npz(fresh, ids=fresh["ids"][:10]),  # cut short
+        _npz(fresh, ids=fresh["ids"] + np.int32(len(vocab))),  # ids past the vocabulary
+        _npz({k: v for k, v in fresh.items() if k != "bits"}),  # one array missing
+    )
+    for damage in damages:
         kept.write_bytes(damage)
         again = e5_pieces.cached(vocab, model).arrays()
         for name, array in fresh.items():

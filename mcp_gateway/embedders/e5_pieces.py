@@ -16,7 +16,7 @@ cold words").
 ~5 MB at rest (the pieces' hashes 2 MB, their ids 1 MB, the bits 1 MB, the byte offsets
 1 MB; the blob is the vocabulary's); built from the blob in ~0.06-0.1 s of held GIL, which
 an editor's first search after a cold start waited on, so the built arrays are kept in
-the graph cache (``cached``, keyed like the graphs) and a later start reads them (~2 ms).
+the graph cache (``cached``, keyed like the graphs) and a later start reads them (~5 ms).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mcp_gateway.graphs import cache
+from mcp_gateway.graphs import cache, e5_file
 from mcp_gateway.graphs.e5_file import Vocabulary
 
 _MOD = 1 << 64
@@ -233,19 +233,21 @@ def _equal_to(text: str, starts: np.ndarray, piece: str) -> np.ndarray:
 
 def cached(vocab: Vocabulary, model: Path) -> PieceIndex:
     """The piece index of ``model``'s vocabulary, read from the graph cache, or built and
-    kept there. Keyed by the model file (path, size, modification time) and this
-    module's source, so another model or another hashing never reads these arrays; a
-    file that does not read back whole (shape, dtype) is built again."""
-    kept = cache.cached_arrays("pieces", [model], [Path(__file__)])
+    kept there. Keyed by the model file (path, size, modification time) and the source
+    of this module and of the vocabulary's reader, so another model, hashing or reading
+    never reads these arrays; a file that does not read back whole (names, shapes,
+    dtypes, ids within the vocabulary) is built again."""
+    sources = [Path(__file__), Path(e5_file.__file__)]
+    kept = cache.cached_arrays("pieces", [model], sources)
     if kept is not None:
         try:
-            index = PieceIndex(vocab, kept)
-        except KeyError:
+            index: PieceIndex | None = PieceIndex(vocab, kept)
+        except (KeyError, TypeError, ValueError):
             index = None
         if index is not None and _whole(index, len(vocab)):
             return index
     index = PieceIndex(vocab)
-    cache.keep_arrays("pieces", [model], [Path(__file__)], index.arrays())
+    cache.keep_arrays("pieces", [model], sources, index.arrays())
     return index
 
 
@@ -258,5 +260,7 @@ def _whole(index: PieceIndex, pieces: int) -> bool:
         and hashes.shape == ids.shape
         and bits.shape == (1 << (_BITS - 3),)
         and 0 < len(ids) <= pieces
+        and 0 <= int(ids.min())
+        and int(ids.max()) < pieces
         and 0 < index.longest
     )

@@ -4,7 +4,9 @@ lines (no MCP client library), this checkout against another one side by side.
 Each round, for each side in turn (the order rotating):
 - ``cold``: no daemon yet, so the proxy starts one: the seconds to the ``initialize``
   reply, to the ``tools/list`` reply, and to the first ``search_memory`` answer (which
-  needs the stores and the model);
+  needs the stores and the model), and that answer's seconds after ``initialize``'s
+  (``search - initialize``: what an editor that searches at once waits after its
+  handshake);
 - ``warm``: the daemon that run left running: a new ``kioku serve`` to ``initialize``.
 
 Then the daemon is stopped. Each side keeps its data dir across rounds, as an editor
@@ -129,7 +131,13 @@ def main() -> None:
     if args.baseline_src is not None:
         sides.append(("baseline", args.baseline_src.resolve()))
     results: dict[str, dict[str, list[float]]] = {
-        label: {"cold initialize": [], "cold tools/list": [], "cold first search": [], "warm": []}
+        label: {
+            "cold initialize": [],
+            "cold tools/list": [],
+            "cold first search": [],
+            "search - initialize": [],
+            "warm": [],
+        }
         for name, _ in sides
         for label in (f"{name} (new data dir)", name)
     }
@@ -149,6 +157,7 @@ def main() -> None:
                 got["cold initialize"].append(init)
                 got["cold tools/list"].append(tools)
                 got["cold first search"].append(search)
+                got["search - initialize"].append(search - init)
                 got["warm"].append(warm)
                 print(
                     f"round {r} {name:8} cold init {init:5.2f} tools {tools:5.2f} "
@@ -163,7 +172,7 @@ def main() -> None:
         for what, values in got.items():
             if not values:
                 continue
-            line = f"{name:24} {what:18} {summary(values)}"
+            line = f"{name:24} {what:19} {summary(values)}"
             mine = results[name.replace("baseline", "this")][what]
             if name.startswith("baseline") and mine:
                 ratio = statistics.median(mine) / statistics.median(values)

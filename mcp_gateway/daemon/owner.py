@@ -24,6 +24,7 @@ truth store, which the owner applies (``applier``).
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import logging
 import os
@@ -49,7 +50,6 @@ from mcp_gateway.daemon.admin import OwnerOnly, admin_app
 from mcp_gateway.daemon.owner_state import OwnerKind, OwnerState, info_path, read_owner
 from mcp_gateway.daemon.session_socket import Opening, serve_sessions
 from mcp_gateway.protocol import httpguard
-from mcp_gateway.protocol.grant_gate import GrantGate
 from mcp_gateway.protocol.server import (
     check_http,
     create_server,
@@ -60,9 +60,14 @@ from mcp_gateway.protocol.server import (
 from mcp_gateway.services import Services
 from mcp_gateway.services.app import open_app
 from mcp_gateway.services.index_follow import follow_adopted
-from mcp_gateway.ui import mount_ui, ui_mount
 
 log = logging.getLogger(__name__)
+
+# Imported once the stores are open, in a thread (``_serve_opened``), not at the owner's
+# start: an editor's first search waits on that start, and it needs none of them (the
+# memory browser's pages and templates: ~0.1 s of CPU, bench/LOG.md). uvicorn is not
+# among them: the MCP SDK imports it anyway.
+LATER = ("mcp_gateway.ui", "mcp_gateway.protocol.grant_gate")
 
 EXIT_OK, EXIT_LOST_ELECTION, EXIT_STARTUP_FAILED = 0, 0, 3
 
@@ -185,6 +190,11 @@ async def _serve_opened(
         # once it starts): a session's answer never comes before the CLI's socket does
         sock.listen(64)
         opening.opened()
+        # the requests held meanwhile run on the loop while these load beside them
+        await anyio.to_thread.run_sync(_import_later)
+        from mcp_gateway.protocol.grant_gate import GrantGate
+        from mcp_gateway.ui import mount_ui, ui_mount
+
         if services.rebuild.mend_channels(app.spawn):
             log.warning(
                 "building the index's missing dense channels in the background "
@@ -271,6 +281,11 @@ async def _serve_opened(
                 )
                 await owner_watch.watch_stop(state, servers)
                 helpers.cancel_scope.cancel()
+
+
+def _import_later() -> None:
+    for name in LATER:
+        importlib.import_module(name)
 
 
 def _doors(state: OwnerState) -> int:

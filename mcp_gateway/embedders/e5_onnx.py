@@ -152,10 +152,14 @@ class OnnxE5:
             return "int8"
         return "encoder"
 
-    def warm(self, threads: int) -> None:
-        """Create the sessions for ``threads`` now (~0.1 s) instead of on their first call."""
+    def warm(self, threads: int, *, passages: bool = True) -> None:
+        """Create the sessions for ``threads`` now (~0.1 s) instead of on their first call;
+        ``passages=False``: only those a query runs (the exact graph's, ~50 ms, is then
+        made at the first passage: an editor's first search after a cold start waited
+        on it, and runs none)."""
         for graph in self._graphs:
-            self._session(threads, graph)
+            if passages or graph in (self._graph_for("query: "), "sae"):
+                self._session(threads, graph)
 
     def query(self, text: str, threads: int) -> np.ndarray:
         out: np.ndarray = self._embed([text], "query: ", threads)[0]
@@ -315,6 +319,11 @@ class OnnxE5:
         return {"emb": emb.astype(np.float32), "mask": mask}
 
     def _session(self, threads: int, graph: str = "encoder") -> Any:
+        # made sessions are read without the lock: a query does not wait while another
+        # lane makes its graph's (a dict read is atomic)
+        made = self._sessions.get((graph, threads))
+        if made is not None:
+            return made
         with self._lock:
             session = self._sessions.get((graph, threads))
             if session is None:

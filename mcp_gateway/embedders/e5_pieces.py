@@ -14,15 +14,19 @@ alone gains little: numpy's calls cost ~30 us a text) (bench/LOG.md, "e5's token
 cold words").
 
 ~5 MB at rest (the pieces' hashes 2 MB, their ids 1 MB, the bits 1 MB, the byte offsets
-1 MB; the blob is the vocabulary's); built at load from the blob in ~0.06 s.
+1 MB; the blob is the vocabulary's); built from the blob in ~0.06-0.1 s of held GIL, which
+an editor's first search after a cold start waited on, so the built arrays are kept in
+the graph cache (``cached``, keyed like the graphs) and a later start reads them (~5 ms).
 """
 
 from __future__ import annotations
 
 from array import array
+from pathlib import Path
 
 import numpy as np
 
+from mcp_gateway.graphs import cache, e5_file
 from mcp_gateway.graphs.e5_file import Vocabulary
 
 _MOD = 1 << 64
@@ -63,10 +67,29 @@ class PieceIndex:
     prefix sums give for every substring of a text at once:
     ``(S[i + l] - S[i]) * M^-i`` where ``S[k] = sum_{j<k} (c_j + 1) * M^j``."""
 
-    def __init__(self, vocab: Vocabulary) -> None:
+    def __init__(self, vocab: Vocabulary, built: dict[str, np.ndarray] | None = None) -> None:
+        """``built``: the arrays ``arrays()`` gave for this vocabulary (``cached``)."""
         self._blob = np.frombuffer(vocab.blob, dtype=np.uint8)  # a view: no copy
         self._offsets = vocab.offsets
         self._bytes, self._at = vocab.blob, array("I", vocab.offsets.astype(np.uint32).tobytes())
+        self._mul = _powers(_MUL, _POWERS)
+        self._inv = _powers(_INV, _POWERS)
+        if built is None:
+            self._build(vocab)
+        else:
+            self._hashes, self._ids, self._bits = built["hashes"], built["ids"], built["bits"]
+            self.longest = int(built["longest"])
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """What ``__init__`` builds from the vocabulary, for ``cached`` to keep."""
+        return {
+            "hashes": self._hashes,
+            "ids": self._ids,
+            "bits": self._bits,
+            "longest": np.asarray(self.longest),
+        }
+
+    def _build(self, vocab: Vocabulary) -> None:
         text, starts = _decoded(vocab)
         lengths = np.diff(starts)
         keep = lengths > 0
@@ -91,8 +114,6 @@ class PieceIndex:
         np.bitwise_or.at(
             self._bits, top >> np.uint64(3), np.left_shift(1, top & 7).astype(np.uint8)
         )
-        self._mul = _powers(_MUL, _POWERS)
-        self._inv = _powers(_INV, _POWERS)
 
     def piece(self, i: int) -> str:
         return self._bytes[self._at[i] : self._at[i + 1]].decode("utf-8", "replace")
@@ -208,3 +229,38 @@ def _equal_to(text: str, starts: np.ndarray, piece: str) -> np.ndarray:
     for i in np.flatnonzero(same).tolist():
         same[i] = text[starts[i] : starts[i + 1]] == piece
     return same
+
+
+def cached(vocab: Vocabulary, model: Path) -> PieceIndex:
+    """The piece index of ``model``'s vocabulary, read from the graph cache, or built and
+    kept there. Keyed by the model file (path, size, modification time) and the source
+    of this module and of the vocabulary's reader, so another model, hashing or reading
+    never reads these arrays; a file that does not read back whole (names, shapes,
+    dtypes, ids within the vocabulary) is built again."""
+    sources = [Path(__file__), Path(e5_file.__file__)]
+    kept = cache.cached_arrays("pieces", [model], sources)
+    if kept is not None:
+        try:
+            index: PieceIndex | None = PieceIndex(vocab, kept)
+        except (KeyError, TypeError, ValueError):
+            index = None
+        if index is not None and _whole(index, len(vocab)):
+            return index
+    index = PieceIndex(vocab)
+    cache.keep_arrays("pieces", [model], sources, index.arrays())
+    return index
+
+
+def _whole(index: PieceIndex, pieces: int) -> bool:
+    hashes, ids, bits = index._hashes, index._ids, index._bits
+    return (
+        hashes.dtype == np.uint64
+        and ids.dtype == np.int32
+        and bits.dtype == np.uint8
+        and hashes.shape == ids.shape
+        and bits.shape == (1 << (_BITS - 3),)
+        and 0 < len(ids) <= pieces
+        and 0 <= int(ids.min())
+        and int(ids.max()) < pieces
+        and 0 < index.longest
+    )

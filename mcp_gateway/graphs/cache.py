@@ -13,7 +13,10 @@ autoencoder) and the source of the modules that build it. A new kioku or a new m
 package therefore builds new files. Each load marks its file as used (its modification
 time), and a build removes the files of its kind unused for ``STALE_DAYS``: an upgrade's
 old graphs (MiniLM's is 55 MB) do not pile up, and a second install sharing the cache
-keeps its own while it runs. The cache is ``$XDG_CACHE_HOME/kioku/graphs``
+keeps its own while it runs. Arrays a load would otherwise compute at every start (e5's
+piece index, ``e5_pieces.cached``) are kept beside the graphs the same way
+(``cached_arrays``, ``keep_arrays``: ``.npz``, keyed by their inputs and the code that
+computes them). The cache is ``$XDG_CACHE_HOME/kioku/graphs``
 (``~/.cache/kioku/graphs``), private to the user (0700, files 0600), and safe to delete
 at any time.
 """
@@ -21,6 +24,7 @@ at any time.
 from __future__ import annotations
 
 import hashlib
+import io
 import logging
 import os
 import subprocess
@@ -29,6 +33,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import platformdirs
 
 from mcp_gateway.common.fsperms import write_atomic
@@ -120,13 +125,53 @@ def graph_file(kind: str, inputs: Sequence[Path]) -> Path:
     return path
 
 
-def remove_stale(kind: str, keep: Path) -> list[Path]:
+def _arrays_path(kind: str, inputs: Sequence[Path], sources: Sequence[Path]) -> Path:
+    h = hashlib.sha256(kind.encode())
+    for path in inputs:
+        st = path.stat()
+        h.update(f"\0{path.resolve()}\0{st.st_size}\0{st.st_mtime_ns}".encode())
+    for source in sources:
+        h.update(source.read_bytes())
+    return cache_dir() / f"{kind}-{h.hexdigest()[:20]}.npz"
+
+
+def cached_arrays(
+    kind: str, inputs: Sequence[Path], sources: Sequence[Path]
+) -> dict[str, np.ndarray] | None:
+    """Arrays a load computes from ``inputs`` with the code in ``sources``, as
+    ``keep_arrays`` kept them; None when the cache has none (or cannot be read)."""
+    try:
+        path = _arrays_path(kind, inputs, sources)
+        with np.load(path, allow_pickle=False) as kept:
+            arrays = {name: kept[name] for name in kept.files}
+        os.utime(path)  # in use (remove_stale)
+    except (OSError, ValueError, EOFError):
+        return None
+    return arrays
+
+
+def keep_arrays(
+    kind: str, inputs: Sequence[Path], sources: Sequence[Path], arrays: dict[str, np.ndarray]
+) -> None:
+    """Keep ``arrays`` for ``cached_arrays``; never raises (the cache is only a saving)."""
+    try:
+        path = _arrays_path(kind, inputs, sources)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        remove_stale(kind, keep=path, suffix=".npz")
+        out = io.BytesIO()
+        np.savez(out, **arrays)  # type: ignore[arg-type]  # numpy's stub reads a name as allow_pickle
+        write_atomic(path, out.getvalue())
+    except OSError as exc:
+        log.info("the %s arrays are not kept in the cache (%s)", kind, exc)
+
+
+def remove_stale(kind: str, keep: Path, suffix: str = ".onnx") -> list[Path]:
     """Remove the cached graphs of ``kind`` other than ``keep`` that no process has
     loaded for ``STALE_DAYS``; returns them. A file another process removes first, or
     cannot be removed, is skipped: the cache is only ever a saving."""
     cutoff = time.time() - STALE_DAYS * 86400
     removed = []
-    for path in keep.parent.glob(f"{kind}-*.onnx"):
+    for path in keep.parent.glob(f"{kind}-*{suffix}"):
         try:
             if path != keep and path.stat().st_mtime < cutoff:
                 path.unlink()

@@ -23,8 +23,6 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-import yaml
-
 from mcp_gateway.common.errors import InvalidInput
 from mcp_gateway.common.validation import label
 
@@ -46,6 +44,8 @@ def markdown_note(text: str, types: Sequence[str]) -> tuple[dict[str, Any], str]
     body = text.lstrip("\ufeff")
     fence = _FENCE.match(text)
     if fence is not None:
+        import yaml  # here: only an import with front matter needs it, not every start
+
         try:
             loaded = yaml.safe_load(fence.group(1))
         except yaml.YAMLError as exc:

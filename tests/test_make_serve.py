@@ -37,6 +37,8 @@ if [ "$1" = "-m" ] && [ "$2" = "venv" ]; then
     printf '#!/bin/sh\\necho "Collecting kioku (pip progress on stdout)"\\n' > "$3/bin/pip"
     chmod +x "$3/bin/pip"
     ln -sf "{kioku}" "$3/bin/kioku"
+    printf '#!/bin/sh\necho "compiling (a stand-in python on stdout)"\n' > "$3/bin/python"
+    chmod +x "$3/bin/python"
 fi
 """
 

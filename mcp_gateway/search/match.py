@@ -147,6 +147,11 @@ MAX_TERMS = 64
 # common here, its IDF small either way (8 flagged as many dev questions as the exact
 # count, bench/LOG.md, and bounds the read)
 DF_CAP = 8
+# below this many current memories in scope the share is not read: a word's absence
+# says little in a small store (a question's common words are missing from ten
+# memories as often as its rare ones), and the weight was calibrated on stores of
+# 264-1,038 memories. A paraphrase over a 10-note store lost its answer to it.
+MIN_MEMORIES = 200
 
 
 class TermReader(Protocol):
@@ -156,11 +161,16 @@ class TermReader(Protocol):
 
 
 async def unknown_share(
-    index: TermReader, query: str, flt: IndexFilter, written: Collection[str]
+    index: TermReader,
+    query: str,
+    flt: IndexFilter,
+    written: Collection[str],
+    min_memories: int = MIN_MEMORIES,
 ) -> float | None:
     """The share of the query's IDF mass (BM25's IDF over the current memories within
     ``flt``, each term's document frequency read up to ``DF_CAP``) that none of them
-    holds; None without terms to judge. ``flt`` is the search's own (the searcher's
+    holds; None without terms to judge, or with fewer than ``min_memories`` current
+    memories within ``flt``. ``flt`` is the search's own (the searcher's
     namespaces and filters).
 
     Only the terms of scripts ``written`` count: the scripts of the search's own hits
@@ -174,6 +184,8 @@ async def unknown_share(
         return None
     scope = replace(flt, current_only=True)
     counts, total = await index.term_counts(terms, scope, DF_CAP)
+    if total < min_memories:
+        return None
     n = max(total, max(counts))
     idf = [math.log(1.0 + (n - df + 0.5) / (df + 0.5)) for df in counts]
     return sum(w for w, df in zip(idf, counts, strict=True) if df == 0) / sum(idf)

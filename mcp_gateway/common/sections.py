@@ -240,6 +240,9 @@ class SearchSettings(BaseModel):
     learned_keys: bool = True
     key_min_cosine: float = Field(default=0.9, ge=0.0, le=1.0)
     key_offset: float = Field(default=-0.05, ge=-0.2, le=1.0)
+    # ...and, as a fused channel of their own, add key_weight x the key's strength
+    # (0.5 at key_min_cosine, 1 for the same question) to the memory's fused score
+    key_weight: float = Field(default=0.0, ge=0.0, le=4.0)
 
 
 class TokenGrant(BaseModel):

@@ -26,7 +26,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -161,6 +161,12 @@ class KeyMatcher:
         }
         if not found:
             return Lifted(dense)
+        # each key's strength on [0.5, 1]: 0.5 at the bar, 1 for the question itself
+        span = 2.0 * max(1.0 - self.min_cosine, 1e-6)
+        strength = {
+            pid: min(1.0, max(0.0, 0.5 + (s + self.offset - self.min_cosine) / span))
+            for pid, s in found.items()
+        }
         out = list(dense)
         at = {h.id: i for i, h in enumerate(out)}
         missing: dict[str, float] = {}
@@ -181,7 +187,7 @@ class KeyMatcher:
         out.sort(key=lambda h: -h.score)
         lifted = {h.id for h in out if h.id in found and h.score == found[h.id]}
         best = max((h.score for h in dense), default=None)
-        return Lifted(out, lifted, None if best is None else 1.0 - best)
+        return Lifted(out, lifted, None if best is None else 1.0 - best, strength)
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,6 +198,20 @@ class Lifted:
     dense: list[IndexHit]
     lifted: frozenset[str] | set[str] = frozenset()
     own_best: float | None = None
+    keyed: dict[str, float] = field(default_factory=dict)
+
+    def fuse_keys(self, candidates: list[Candidate], weight: float) -> list[Candidate]:
+        """The keys as a fused channel of their own: each memory a key matched gains
+        ``weight`` times its key's strength (times the memory's prior, as every channel's
+        part is), on top of its lift in e5's channel. Lifting it in every model's channel
+        instead cost first askings (docs/ranking.md); this is one channel's weight."""
+        if weight <= 0 or not self.keyed:
+            return candidates
+        for cand in candidates:
+            strength = self.keyed.get(cand.point_id)
+            if strength is not None:
+                cand.score += weight * strength * float(cand.payload.get("prior", 1.0))
+        return sorted(candidates, key=lambda c: c.score, reverse=True)
 
     def keep_reference(self, candidates: Sequence[Candidate]) -> None:
         """A lifted memory ranks by its key, but the keep rule stays measured from the

@@ -110,6 +110,25 @@ async def test_the_question_that_found_a_memory_finds_it_again(harness: Harness)
     assert (await ranked(harness, "Helm charts infra repository"))[0] == ids[8]
 
 
+async def test_a_key_is_a_fused_channel_of_its_own(harness: Harness) -> None:
+    """Before (a key lifted e5's channel only): the rewording brought the memory into
+    the answer, under the notes the other channels rank higher. The keys' own channel
+    (``key_weight``) puts the memory its question was answered by first; the memory's
+    own words still find every other note first."""
+    ids = await store(harness)
+    assert ids[TARGET] in await ranked(harness, "KUBE_BURST in the runner")
+    fixed = await harness.ok(
+        "add_note", text="Raised KUBE_BURST", solved_query=ASKED, used=[ids[TARGET]]
+    )
+    assert fixed["credited"] == [ids[TARGET]]
+    await harness.settle()
+    # the note that records the fix carries the question too; among the others, first
+    got = [i for i in await ranked(harness, REWORDED) if i != fixed["id"]]
+    assert got[0] == ids[TARGET]
+    assert (await ranked(harness, "Helm charts infra repository"))[0] == ids[8]
+    assert (await ranked(harness, "Docker multi-stage builds"))[0] == ids[7]
+
+
 async def test_keys_are_bounded_per_memory(harness: Harness) -> None:
     """Before: no keys; now a memory keeps at most MAX_PER_NOTE, newest confirmed."""
     ids = await store(harness)

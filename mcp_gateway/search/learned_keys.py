@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mcp_gateway.common.types import IndexHit, point_id
+from mcp_gateway.embedders.lexical import script_of
 from mcp_gateway.search.ranking import Candidate
 from mcp_gateway.stores.learned_keys import EMPTY, KeyMatrix, LearnedKeyStore
 
@@ -83,12 +84,17 @@ class KeyMatcher:
         *,
         min_cosine: float,
         offset: float,
+        cross_cosine: float | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.store, self.model_id = store, model_id
         self.min_cosine, self.offset, self.clock = min_cosine, offset, clock
+        # a key asked in another script than the query (a Japanese rewording of an
+        # English question) sits lower in e5's cosines than a same-language rewording
+        self.cross_cosine = min_cosine if cross_cosine is None else cross_cosine
         self.asks = RecentAsks()
         self._cache: dict[str, tuple[int, KeyMatrix]] = {}
+        self._scripts: dict[str, tuple[int, np.ndarray]] = {}
 
     @property
     def version(self) -> int:
@@ -104,8 +110,22 @@ class KeyMatcher:
         self._cache[namespace] = (version, keys)
         return keys
 
-    async def matches(self, namespace: str, view: Sequence[float]) -> dict[str, float]:
-        """Memory id -> its best key's score (as a dense cosine) for this query view."""
+    def _bars(self, namespace: str, keys: KeyMatrix, script: str | None) -> np.ndarray | float:
+        """Each key's bar: ``min_cosine``, or ``cross_cosine`` where the key's question
+        is written in another script than the query (``script``; None: same)."""
+        if script is None or self.cross_cosine == self.min_cosine:
+            return self.min_cosine
+        known = self._scripts.get(namespace)
+        if known is None or known[0] != self.store.version or len(known[1]) != len(keys.questions):
+            known = (self.store.version, np.array([script_of(q) for q in keys.questions]))
+            self._scripts[namespace] = known
+        return np.where(known[1] == script, self.min_cosine, self.cross_cosine)
+
+    async def matches(
+        self, namespace: str, view: Sequence[float], script: str | None = None
+    ) -> dict[str, float]:
+        """Memory id -> its best key's score (as a dense cosine) for this query view
+        (``script``: the query's, for the cross-script bar)."""
         keys = await self._keys(namespace)
         if keys is EMPTY or not keys.note_ids or keys.vectors.shape[1] != len(view):
             return {}
@@ -114,12 +134,16 @@ class KeyMatcher:
         # einsum, not ``@``: a matrix-vector product through BLAS starts its thread
         # pool, which on a busy machine cost ~4-25 ms a search instead of ~0.8 at 2k keys
         cos = np.einsum("ij,j->i", keys.vectors, q)
-        near = np.nonzero(cos >= self.min_cosine)[0]
+        bars = self._bars(namespace, keys, script)
+        near = np.nonzero(cos >= bars)[0]
         if near.size == 0:
             return {}
         age = np.maximum(self.clock() - keys.used_at[near], 0.0)
         weight = 0.5 ** (age / KEY_HALF_LIFE_S)
-        scores = cos[near] - self.offset - DECAY_PENALTY * (1.0 - weight)
+        # a key over a lower (cross-script) bar scores as one the same distance over
+        # the main bar: the bar, not the raw cosine, says how close a rewording is
+        lifted_by = self.min_cosine - (bars[near] if isinstance(bars, np.ndarray) else bars)
+        scores = cos[near] + lifted_by - self.offset - DECAY_PENALTY * (1.0 - weight)
         best: dict[str, float] = {}
         for i, score in zip(near.tolist(), scores.tolist(), strict=True):
             nid = keys.note_ids[i]
@@ -149,6 +173,7 @@ class KeyMatcher:
         view: Sequence[float] | None,
         dense: list[IndexHit],
         others: Sequence[Sequence[IndexHit]],
+        script: str | None = None,
     ) -> Lifted:
         """``dense`` with each memory a key matched scored at least its key's score; a
         memory only the other channels (``others``: lexical, latent terms) found joins
@@ -157,7 +182,8 @@ class KeyMatcher:
         if view is None:
             return Lifted(dense)
         found = {
-            point_id("note", nid): s for nid, s in (await self.matches(namespace, view)).items()
+            point_id("note", nid): s
+            for nid, s in (await self.matches(namespace, view, script)).items()
         }
         if not found:
             return Lifted(dense)

@@ -16,13 +16,16 @@ from typing import Any
 import httpx
 from mcp import Client
 
+from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.common.types import Note
 from mcp_gateway.jobs import priors
+from mcp_gateway.protocol.server import create_server
+from mcp_gateway.services.app import AppContext
 from mcp_gateway.stores.learned_keys import MAX_PER_NOTE
 from tests.http_server import http_client, http_gateway
 from tests.realproc import db_rows, text_of, wait_until
 
-from .conftest import Harness
+from .conftest import Harness, connected
 
 # The target (index 5) shares no word with the questions below; before any feedback a
 # rewording ranks it 4th or lower, under notes about stuck rollouts.
@@ -127,6 +130,31 @@ async def test_a_key_is_a_fused_channel_of_its_own(harness: Harness) -> None:
     assert got[0] == ids[TARGET]
     assert (await ranked(harness, "Helm charts infra repository"))[0] == ids[8]
     assert (await ranked(harness, "Docker multi-stage builds"))[0] == ids[7]
+
+
+async def test_a_key_in_another_script_has_its_own_bar(settings: KiokuSettings) -> None:
+    """Before (one bar for every key): a Japanese rewording of an English question sits
+    lower in e5's cosines than an English one and met no key. With a same-script bar
+    no rewording reaches (0.99) and a cross-script one (0.80), the Japanese rewording
+    finds the memory first, the English one does not."""
+    search = settings.search.model_copy(
+        update={"key_min_cosine": 0.99, "key_cross_cosine": 0.8, "key_weight": 0.5}
+    )
+    own = settings.model_copy(update={"search": search})
+    apps: list[AppContext] = []
+    async with connected(create_server(own, on_app=apps.append)) as client:
+        h = Harness(client, apps)
+        ids = await store(h)
+        assert ids[TARGET] in await ranked(h, "KUBE_BURST in the runner")
+        fixed = await h.ok(
+            "add_note", text="Raised KUBE_BURST", solved_query=ASKED, used=[ids[TARGET]]
+        )
+        await h.settle()
+        japanese = "40 個のサービスのデプロイが途中で止まってしまう。どうやって進めればいい？"
+        got = [i for i in await ranked(h, japanese) if i != fixed["id"]]
+        assert got[0] == ids[TARGET]
+        got = [i for i in await ranked(h, REWORDED) if i != fixed["id"]]
+        assert got[0] != ids[TARGET]
 
 
 async def test_keys_are_bounded_per_memory(harness: Harness) -> None:

@@ -113,11 +113,20 @@ async def test_the_question_that_found_a_memory_finds_it_again(harness: Harness)
     assert (await ranked(harness, "Helm charts infra repository"))[0] == ids[8]
 
 
-async def test_a_key_is_a_fused_channel_of_its_own(harness: Harness) -> None:
+async def test_a_key_is_a_fused_channel_of_its_own(settings: KiokuSettings) -> None:
     """Before (a key lifted e5's channel only): the rewording brought the memory into
     the answer, under the notes the other channels rank higher. The keys' own channel
-    (``key_weight``) puts the memory its question was answered by first; the memory's
-    own words still find every other note first."""
+    (``key_weight``; off by default: 0.5 gained on the coding dev needs, not on test)
+    puts the memory its question was answered by first; the memory's own words still
+    find every other note first."""
+    search = settings.search.model_copy(update={"key_weight": 0.5})
+    apps: list[AppContext] = []
+    own = settings.model_copy(update={"search": search})
+    async with connected(create_server(own, on_app=apps.append)) as client:
+        await _fused_channel(Harness(client, apps))
+
+
+async def _fused_channel(harness: Harness) -> None:
     ids = await store(harness)
     assert ids[TARGET] in await ranked(harness, "KUBE_BURST in the runner")
     fixed = await harness.ok(
@@ -137,9 +146,7 @@ async def test_a_key_in_another_script_has_its_own_bar(settings: KiokuSettings) 
     lower in e5's cosines than an English one and met no key. With a same-script bar
     no rewording reaches (0.99) and a cross-script one (0.80), the Japanese rewording
     finds the memory first, the English one does not."""
-    search = settings.search.model_copy(
-        update={"key_min_cosine": 0.99, "key_cross_cosine": 0.8, "key_weight": 0.5}
-    )
+    search = settings.search.model_copy(update={"key_min_cosine": 0.99, "key_cross_cosine": 0.8})
     own = settings.model_copy(update={"search": search})
     apps: list[AppContext] = []
     async with connected(create_server(own, on_app=apps.append)) as client:

@@ -245,7 +245,7 @@ class SearchSettings(BaseModel):
     key_weight: float = Field(default=0.0, ge=0.0, le=4.0)
     # the bar for a key asked in another script than the query (None: key_min_cosine);
     # e5's cross-language rewordings sit lower than same-language ones
-    key_cross_cosine: float | None = Field(default=None, ge=0.0, le=1.0)
+    key_cross_cosine: float | None = Field(default=0.88, ge=0.0, le=1.0)
 
 
 class TokenGrant(BaseModel):

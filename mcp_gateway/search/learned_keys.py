@@ -9,7 +9,8 @@ a key lifts a memory the query's own channels found. A key at cosine
 (less ``DECAY_PENALTY`` as the key ages unconfirmed): the memory's dense score is the
 best of its own and its keys'.
 Question-to-question cosines run higher than question-to-memory ones, hence the offset
-(tuned on dev, ``make bench-learning``).
+(tuned on dev, ``make bench-learning``). A key asked in another script than the query
+meets ``cross_cosine`` instead: e5's cross-language rewordings sit lower.
 
 Keys are read only for the caller's own namespace (the first of the request's) and
 lift only hits of the request's own channels (its namespaces, type, domain, current):
@@ -42,6 +43,8 @@ DECAY_PENALTY = 0.1
 # per memory, only its best key counts; at most this many memories a search lifts
 MAX_LIFTED = 10
 WINDOW_S = 30 * 60
+# questions whose script is remembered (cleared past 4x: a namespace holds at most 2,000)
+MAX_SCRIPTS = 2_000
 ASKS_KEPT = 64
 
 
@@ -95,6 +98,7 @@ class KeyMatcher:
         self.asks = RecentAsks()
         self._cache: dict[str, tuple[int, KeyMatrix]] = {}
         self._scripts: dict[str, tuple[int, np.ndarray]] = {}
+        self._script_of: dict[str, str] = {}  # question -> its script, computed once
 
     @property
     def version(self) -> int:
@@ -110,22 +114,30 @@ class KeyMatcher:
         self._cache[namespace] = (version, keys)
         return keys
 
-    def _bars(self, namespace: str, keys: KeyMatrix, script: str | None) -> np.ndarray | float:
+    def _script(self, text: str) -> str:
+        known = self._script_of.get(text)
+        if known is None:
+            if len(self._script_of) > 4 * MAX_SCRIPTS:
+                self._script_of.clear()
+            known = self._script_of[text] = script_of(text)
+        return known
+
+    def _bars(self, namespace: str, keys: KeyMatrix, query: str | None) -> np.ndarray | float:
         """Each key's bar: ``min_cosine``, or ``cross_cosine`` where the key's question
-        is written in another script than the query (``script``; None: same)."""
-        if script is None or self.cross_cosine == self.min_cosine:
+        is written in another script than ``query`` (None: every key the same)."""
+        if query is None or self.cross_cosine == self.min_cosine:
             return self.min_cosine
         known = self._scripts.get(namespace)
         if known is None or known[0] != self.store.version or len(known[1]) != len(keys.questions):
-            known = (self.store.version, np.array([script_of(q) for q in keys.questions]))
+            known = (self.store.version, np.array([self._script(q) for q in keys.questions]))
             self._scripts[namespace] = known
-        return np.where(known[1] == script, self.min_cosine, self.cross_cosine)
+        return np.where(known[1] == script_of(query), self.min_cosine, self.cross_cosine)
 
     async def matches(
-        self, namespace: str, view: Sequence[float], script: str | None = None
+        self, namespace: str, view: Sequence[float], query: str | None = None
     ) -> dict[str, float]:
         """Memory id -> its best key's score (as a dense cosine) for this query view
-        (``script``: the query's, for the cross-script bar)."""
+        (``query``: its text, whose script picks each key's bar)."""
         keys = await self._keys(namespace)
         if keys is EMPTY or not keys.note_ids or keys.vectors.shape[1] != len(view):
             return {}
@@ -134,7 +146,7 @@ class KeyMatcher:
         # einsum, not ``@``: a matrix-vector product through BLAS starts its thread
         # pool, which on a busy machine cost ~4-25 ms a search instead of ~0.8 at 2k keys
         cos = np.einsum("ij,j->i", keys.vectors, q)
-        bars = self._bars(namespace, keys, script)
+        bars = self._bars(namespace, keys, query)
         near = np.nonzero(cos >= bars)[0]
         if near.size == 0:
             return {}
@@ -173,7 +185,7 @@ class KeyMatcher:
         view: Sequence[float] | None,
         dense: list[IndexHit],
         others: Sequence[Sequence[IndexHit]],
-        script: str | None = None,
+        query: str | None = None,
     ) -> Lifted:
         """``dense`` with each memory a key matched scored at least its key's score; a
         memory only the other channels (``others``: lexical, latent terms) found joins
@@ -183,7 +195,7 @@ class KeyMatcher:
             return Lifted(dense)
         found = {
             point_id("note", nid): s
-            for nid, s in (await self.matches(namespace, view, script)).items()
+            for nid, s in (await self.matches(namespace, view, query)).items()
         }
         if not found:
             return Lifted(dense)

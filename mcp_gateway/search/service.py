@@ -26,7 +26,6 @@ from mcp_gateway.common.types import (
 )
 from mcp_gateway.embedders.base import Embedder
 from mcp_gateway.embedders.channels import ChannelEmbedder, channel_reads
-from mcp_gateway.embedders.lexical import script_of
 from mcp_gateway.index.base import Channels, best_of_views
 from mcp_gateway.index.live import LiveIndex
 from mcp_gateway.indexing.writebehind import WriteBehind
@@ -248,7 +247,7 @@ class SearchService:
                 views[0],
                 dense_hits,
                 (sparse_hits, latent_hits),
-                script_of(query) if self.settings.key_cross_cosine is not None else None,
+                query,
             )
             dense_hits = lifted.dense
         fast_hits: list[IndexHit] = []

@@ -16,13 +16,16 @@ from typing import Any
 import httpx
 from mcp import Client
 
+from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.common.types import Note
 from mcp_gateway.jobs import priors
+from mcp_gateway.protocol.server import create_server
+from mcp_gateway.services.app import AppContext
 from mcp_gateway.stores.learned_keys import MAX_PER_NOTE
 from tests.http_server import http_client, http_gateway
 from tests.realproc import db_rows, text_of, wait_until
 
-from .conftest import Harness
+from .conftest import Harness, connected
 
 # The target (index 5) shares no word with the questions below; before any feedback a
 # rewording ranks it 4th or lower, under notes about stuck rollouts.
@@ -108,6 +111,57 @@ async def test_the_question_that_found_a_memory_finds_it_again(harness: Harness)
     assert ids[TARGET] in after
     # the memory's own words and id still find everything as before
     assert (await ranked(harness, "Helm charts infra repository"))[0] == ids[8]
+
+
+async def test_a_key_is_a_fused_channel_of_its_own(settings: KiokuSettings) -> None:
+    """Before (a key lifted e5's channel only): the rewording brought the memory into
+    the answer, under the notes the other channels rank higher. The keys' own channel
+    (``key_weight``; off by default: 0.5 gained on the coding dev needs, not on test)
+    puts the memory its question was answered by first; the memory's own words still
+    find every other note first."""
+    search = settings.search.model_copy(update={"key_weight": 0.5})
+    apps: list[AppContext] = []
+    own = settings.model_copy(update={"search": search})
+    async with connected(create_server(own, on_app=apps.append)) as client:
+        await _fused_channel(Harness(client, apps))
+
+
+async def _fused_channel(harness: Harness) -> None:
+    ids = await store(harness)
+    assert ids[TARGET] in await ranked(harness, "KUBE_BURST in the runner")
+    fixed = await harness.ok(
+        "add_note", text="Raised KUBE_BURST", solved_query=ASKED, used=[ids[TARGET]]
+    )
+    assert fixed["credited"] == [ids[TARGET]]
+    await harness.settle()
+    # the note that records the fix carries the question too; among the others, first
+    got = [i for i in await ranked(harness, REWORDED) if i != fixed["id"]]
+    assert got[0] == ids[TARGET]
+    assert (await ranked(harness, "Helm charts infra repository"))[0] == ids[8]
+    assert (await ranked(harness, "Docker multi-stage builds"))[0] == ids[7]
+
+
+async def test_a_key_in_another_script_has_its_own_bar(settings: KiokuSettings) -> None:
+    """Before (one bar for every key): a Japanese rewording of an English question sits
+    lower in e5's cosines than an English one and met no key. With a same-script bar
+    no rewording reaches (0.99) and a cross-script one (0.80), the Japanese rewording
+    finds the memory first, the English one does not."""
+    search = settings.search.model_copy(update={"key_min_cosine": 0.99, "key_cross_cosine": 0.8})
+    own = settings.model_copy(update={"search": search})
+    apps: list[AppContext] = []
+    async with connected(create_server(own, on_app=apps.append)) as client:
+        h = Harness(client, apps)
+        ids = await store(h)
+        assert ids[TARGET] in await ranked(h, "KUBE_BURST in the runner")
+        fixed = await h.ok(
+            "add_note", text="Raised KUBE_BURST", solved_query=ASKED, used=[ids[TARGET]]
+        )
+        await h.settle()
+        japanese = "40 個のサービスのデプロイが途中で止まってしまう。どうやって進めればいい？"
+        got = [i for i in await ranked(h, japanese) if i != fixed["id"]]
+        assert got[0] == ids[TARGET]
+        got = [i for i in await ranked(h, REWORDED) if i != fixed["id"]]
+        assert got[0] != ids[TARGET]
 
 
 async def test_keys_are_bounded_per_memory(harness: Harness) -> None:

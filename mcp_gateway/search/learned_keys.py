@@ -9,7 +9,8 @@ a key lifts a memory the query's own channels found. A key at cosine
 (less ``DECAY_PENALTY`` as the key ages unconfirmed): the memory's dense score is the
 best of its own and its keys'.
 Question-to-question cosines run higher than question-to-memory ones, hence the offset
-(tuned on dev, ``make bench-learning``).
+(tuned on dev, ``make bench-learning``). A key asked in another script than the query
+meets ``cross_cosine`` instead: e5's cross-language rewordings sit lower.
 
 Keys are read only for the caller's own namespace (the first of the request's) and
 lift only hits of the request's own channels (its namespaces, type, domain, current):
@@ -26,11 +27,12 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from mcp_gateway.common.types import IndexHit, point_id
+from mcp_gateway.embedders.lexical import script_of
 from mcp_gateway.search.ranking import Candidate
 from mcp_gateway.stores.learned_keys import EMPTY, KeyMatrix, LearnedKeyStore
 
@@ -41,6 +43,8 @@ DECAY_PENALTY = 0.1
 # per memory, only its best key counts; at most this many memories a search lifts
 MAX_LIFTED = 10
 WINDOW_S = 30 * 60
+# questions whose script is remembered (cleared past 4x: a namespace holds at most 2,000)
+MAX_SCRIPTS = 2_000
 ASKS_KEPT = 64
 
 
@@ -83,12 +87,18 @@ class KeyMatcher:
         *,
         min_cosine: float,
         offset: float,
+        cross_cosine: float | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.store, self.model_id = store, model_id
         self.min_cosine, self.offset, self.clock = min_cosine, offset, clock
+        # a key asked in another script than the query (a Japanese rewording of an
+        # English question) sits lower in e5's cosines than a same-language rewording
+        self.cross_cosine = min_cosine if cross_cosine is None else cross_cosine
         self.asks = RecentAsks()
         self._cache: dict[str, tuple[int, KeyMatrix]] = {}
+        self._scripts: dict[str, tuple[int, np.ndarray]] = {}
+        self._script_of: dict[str, str] = {}  # question -> its script, computed once
 
     @property
     def version(self) -> int:
@@ -104,8 +114,30 @@ class KeyMatcher:
         self._cache[namespace] = (version, keys)
         return keys
 
-    async def matches(self, namespace: str, view: Sequence[float]) -> dict[str, float]:
-        """Memory id -> its best key's score (as a dense cosine) for this query view."""
+    def _script(self, text: str) -> str:
+        known = self._script_of.get(text)
+        if known is None:
+            if len(self._script_of) > 4 * MAX_SCRIPTS:
+                self._script_of.clear()
+            known = self._script_of[text] = script_of(text)
+        return known
+
+    def _bars(self, namespace: str, keys: KeyMatrix, query: str | None) -> np.ndarray | float:
+        """Each key's bar: ``min_cosine``, or ``cross_cosine`` where the key's question
+        is written in another script than ``query`` (None: every key the same)."""
+        if query is None or self.cross_cosine == self.min_cosine:
+            return self.min_cosine
+        known = self._scripts.get(namespace)
+        if known is None or known[0] != self.store.version or len(known[1]) != len(keys.questions):
+            known = (self.store.version, np.array([self._script(q) for q in keys.questions]))
+            self._scripts[namespace] = known
+        return np.where(known[1] == script_of(query), self.min_cosine, self.cross_cosine)
+
+    async def matches(
+        self, namespace: str, view: Sequence[float], query: str | None = None
+    ) -> dict[str, float]:
+        """Memory id -> its best key's score (as a dense cosine) for this query view
+        (``query``: its text, whose script picks each key's bar)."""
         keys = await self._keys(namespace)
         if keys is EMPTY or not keys.note_ids or keys.vectors.shape[1] != len(view):
             return {}
@@ -114,12 +146,16 @@ class KeyMatcher:
         # einsum, not ``@``: a matrix-vector product through BLAS starts its thread
         # pool, which on a busy machine cost ~4-25 ms a search instead of ~0.8 at 2k keys
         cos = np.einsum("ij,j->i", keys.vectors, q)
-        near = np.nonzero(cos >= self.min_cosine)[0]
+        bars = self._bars(namespace, keys, query)
+        near = np.nonzero(cos >= bars)[0]
         if near.size == 0:
             return {}
         age = np.maximum(self.clock() - keys.used_at[near], 0.0)
         weight = 0.5 ** (age / KEY_HALF_LIFE_S)
-        scores = cos[near] - self.offset - DECAY_PENALTY * (1.0 - weight)
+        # a key over a lower (cross-script) bar scores as one the same distance over
+        # the main bar: the bar, not the raw cosine, says how close a rewording is
+        lifted_by = self.min_cosine - (bars[near] if isinstance(bars, np.ndarray) else bars)
+        scores = cos[near] + lifted_by - self.offset - DECAY_PENALTY * (1.0 - weight)
         best: dict[str, float] = {}
         for i, score in zip(near.tolist(), scores.tolist(), strict=True):
             nid = keys.note_ids[i]
@@ -149,6 +185,7 @@ class KeyMatcher:
         view: Sequence[float] | None,
         dense: list[IndexHit],
         others: Sequence[Sequence[IndexHit]],
+        query: str | None = None,
     ) -> Lifted:
         """``dense`` with each memory a key matched scored at least its key's score; a
         memory only the other channels (``others``: lexical, latent terms) found joins
@@ -157,10 +194,17 @@ class KeyMatcher:
         if view is None:
             return Lifted(dense)
         found = {
-            point_id("note", nid): s for nid, s in (await self.matches(namespace, view)).items()
+            point_id("note", nid): s
+            for nid, s in (await self.matches(namespace, view, query)).items()
         }
         if not found:
             return Lifted(dense)
+        # each key's strength on [0.5, 1]: 0.5 at the bar, 1 for the question itself
+        span = 2.0 * max(1.0 - self.min_cosine, 1e-6)
+        strength = {
+            pid: min(1.0, max(0.0, 0.5 + (s + self.offset - self.min_cosine) / span))
+            for pid, s in found.items()
+        }
         out = list(dense)
         at = {h.id: i for i, h in enumerate(out)}
         missing: dict[str, float] = {}
@@ -181,7 +225,7 @@ class KeyMatcher:
         out.sort(key=lambda h: -h.score)
         lifted = {h.id for h in out if h.id in found and h.score == found[h.id]}
         best = max((h.score for h in dense), default=None)
-        return Lifted(out, lifted, None if best is None else 1.0 - best)
+        return Lifted(out, lifted, None if best is None else 1.0 - best, strength)
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,6 +236,20 @@ class Lifted:
     dense: list[IndexHit]
     lifted: frozenset[str] | set[str] = frozenset()
     own_best: float | None = None
+    keyed: dict[str, float] = field(default_factory=dict)
+
+    def fuse_keys(self, candidates: list[Candidate], weight: float) -> list[Candidate]:
+        """The keys as a fused channel of their own: each memory a key matched gains
+        ``weight`` times its key's strength (times the memory's prior, as every channel's
+        part is), on top of its lift in e5's channel. Lifting it in every model's channel
+        instead cost first askings (docs/ranking.md); this is one channel's weight."""
+        if weight <= 0 or not self.keyed:
+            return candidates
+        for cand in candidates:
+            strength = self.keyed.get(cand.point_id)
+            if strength is not None:
+                cand.score += weight * strength * float(cand.payload.get("prior", 1.0))
+        return sorted(candidates, key=lambda c: c.score, reverse=True)
 
     def keep_reference(self, candidates: Sequence[Candidate]) -> None:
         """A lifted memory ranks by its key, but the keep rule stays measured from the

@@ -247,6 +247,7 @@ class SearchService:
                 views[0],
                 dense_hits,
                 (sparse_hits, latent_hits),
+                query,
             )
             dense_hits = lifted.dense
         fast_hits: list[IndexHit] = []
@@ -266,6 +267,7 @@ class SearchService:
             fast_hits,
         )
         if lifted is not None:
+            candidates = lifted.fuse_keys(candidates, self.settings.key_weight)
             lifted.keep_reference(candidates)
         candidates = pin_exact(candidates, held)
         if self.records is not None and any(c.payload.get("current") is False for c in candidates):

@@ -412,6 +412,7 @@ def _compose(
             embedder.model_id,
             min_cosine=s.key_min_cosine,
             offset=s.key_offset,
+            cross_cosine=s.key_cross_cosine,
         ),
     )
     prefetcher = (

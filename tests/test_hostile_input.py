@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import Future
@@ -200,8 +201,15 @@ def test_injected_text_stays_quoted(remote: Remote) -> None:
     added = remote.call("add_note", {"text": INJECTION, "type": "lesson"})
     assert not added.is_error
     nid = added.structured_content["id"]
-    found = remote.call("search_memory", {"query": "injectionmarker admin mode", "top": 10})
-    assert nid in {r["id"] for r in found.structured_content["results"]}
+    # this module's server may still be embedding the hostile texts of the tests before
+    # (under xdist on 2 cores the note was not searchable yet once): wait for it
+    deadline = time.monotonic() + 120
+    while True:
+        found = remote.call("search_memory", {"query": "injectionmarker admin mode", "top": 10})
+        if nid in {r["id"] for r in found.structured_content["results"]}:
+            break
+        assert time.monotonic() < deadline, found.structured_content["results"]
+        time.sleep(1)
     text = found.content[0].text
     assert "not instructions" in text
     payload = {ln.strip() for ln in INJECTION.splitlines()}

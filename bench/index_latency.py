@@ -23,10 +23,10 @@ from pathlib import Path
 import numpy as np
 
 from mcp_gateway.common.types import IndexFilter, IndexPoint
-from mcp_gateway.embedders.lexical import sparse_document, sparse_query
 from mcp_gateway.index.base import Index, IndexSpec
 from mcp_gateway.index.edge import EdgeIndex
 from mcp_gateway.index.qdrant import open_qdrant_index
+from mcp_gateway.indexing.lexical import sparse_document, sparse_query
 
 TYPES = ("note", "lesson", "conclusion", "knowledge", "profile", "checkpoint")
 

@@ -11,10 +11,10 @@ import pytest
 import qdrant_edge as qe
 
 from mcp_gateway.common.types import IndexFilter, IndexPoint, SparseVector, point_id
-from mcp_gateway.embedders.lexical import sparse_document
 from mcp_gateway.index.base import DENSE, IndexSpec
 from mcp_gateway.index.edge import EdgeIndex
 from mcp_gateway.index.edge_types import view_requests
+from mcp_gateway.indexing.lexical import sparse_document
 from mcp_gateway.rebuild.build import BUILD_OPTIMIZERS
 
 DIM, N = 16, 400

@@ -18,7 +18,6 @@ import qdrant_edge as qe
 
 import mcp_gateway.index.edge as edge_module
 from mcp_gateway.common.types import IndexFilter, IndexPoint, SparseVector, point_id
-from mcp_gateway.embedders.lexical import sparse_document
 from mcp_gateway.index.base import (
     BOOL_FIELDS,
     DENSE,
@@ -31,6 +30,7 @@ from mcp_gateway.index.base import (
 from mcp_gateway.index.edge import EdgeIndex
 from mcp_gateway.index.edge_shard import STORAGE
 from mcp_gateway.index.edge_types import CURRENT_MIRROR, INDEXED_FIELDS, with_mirror
+from mcp_gateway.indexing.lexical import sparse_document
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="Linux /proc")
 

@@ -17,7 +17,7 @@ import pytest
 from mcp import Client
 
 from mcp_gateway.common.settings import KiokuSettings
-from mcp_gateway.embedders.lexical import term_id
+from mcp_gateway.indexing.lexical import term_id
 from mcp_gateway.protocol.server import create_server
 from mcp_gateway.search.exact_terms import identifier_terms
 from mcp_gateway.services.app import AppContext

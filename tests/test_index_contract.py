@@ -23,13 +23,13 @@ import qdrant_edge as qe
 
 from mcp_gateway.common.errors import IndexMismatch, StoreUnavailable
 from mcp_gateway.common.types import IndexFilter, IndexPoint, SparseVector, point_id
-from mcp_gateway.embedders.lexical import sparse_document, sparse_query
 from mcp_gateway.index.base import DenseChannel, Index, IndexSpec
 from mcp_gateway.index.edge import EdgeIndex
 from mcp_gateway.index.edge_cache import PayloadCache
 from mcp_gateway.index.edge_graph import MIN_GRAPH_GROWTH
 from mcp_gateway.index.edge_types import int_id
 from mcp_gateway.index.qdrant import open_qdrant_index
+from mcp_gateway.indexing.lexical import sparse_document, sparse_query
 
 DIM = 16
 RNG = np.random.default_rng(1234)
@@ -435,7 +435,7 @@ _CHILD = textwrap.dedent(
     from pathlib import Path
     from mcp_gateway.index.base import IndexSpec
     from mcp_gateway.index.edge import EdgeIndex
-    from mcp_gateway.embedders.lexical import sparse_document
+    from mcp_gateway.indexing.lexical import sparse_document
     from mcp_gateway.common.types import IndexPoint, point_id
 
     async def main():

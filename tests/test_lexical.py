@@ -7,7 +7,7 @@ import sys
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcp_gateway.embedders.lexical import (
+from mcp_gateway.indexing.lexical import (
     AVGDL,
     K1,
     B,
@@ -94,7 +94,7 @@ def test_weights() -> None:
 
 def test_term_ids_are_stable_across_processes() -> None:
     code = (
-        "from mcp_gateway.embedders.lexical import term_id; "
+        "from mcp_gateway.indexing.lexical import term_id; "
         "print(term_id('rebase'), term_id('確認'))"
     )
     out = subprocess.run(

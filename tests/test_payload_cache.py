@@ -11,11 +11,11 @@ import pytest
 import qdrant_edge as qe
 
 from mcp_gateway.common.types import IndexFilter, IndexPoint, point_id
-from mcp_gateway.embedders.lexical import sparse_document, sparse_query
 from mcp_gateway.index.base import IndexSpec
 from mcp_gateway.index.edge import EdgeIndex
 from mcp_gateway.index.edge_cache import PayloadCache
 from mcp_gateway.index.edge_types import int_id
+from mcp_gateway.indexing.lexical import sparse_document, sparse_query
 
 DIM = 4
 

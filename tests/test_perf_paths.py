@@ -19,9 +19,10 @@ import pytest
 from mcp_gateway.common.inputs import NoteFields
 from mcp_gateway.common.types import IndexFilter, IndexPoint, SparseVector
 from mcp_gateway.embedders import lanes as engine_lanes
-from mcp_gateway.embedders import lexical, local
+from mcp_gateway.embedders import local
 from mcp_gateway.index.base import IndexSpec
 from mcp_gateway.index.edge import EdgeIndex
+from mcp_gateway.indexing import lexical
 from mcp_gateway.stores.activity import ActivityLog
 from mcp_gateway.stores.db import Database
 from mcp_gateway.stores.notes import NoteStore

@@ -7,7 +7,7 @@ import tracemalloc
 
 import numpy as np
 
-from mcp_gateway.embedders import lexical
+from mcp_gateway.indexing import lexical
 from mcp_gateway.search.query_memo import QueryMemo
 
 

@@ -16,8 +16,8 @@ import itertools
 import pytest
 
 from mcp_gateway.common.types import IndexFilter
-from mcp_gateway.embedders.lexical import term_id
 from mcp_gateway.index.base import Index
+from mcp_gateway.indexing.lexical import term_id
 from mcp_gateway.search.match import Bars, Signals, judge, unknown_share, wants_unknown
 
 from .test_index_contract import backend, index, point  # noqa: F401 (fixtures)

@@ -36,7 +36,7 @@ from embcache import memory_document  # noqa: E402
 from tune import MODEL_IDS, channels, evaluate, load, table  # noqa: E402
 
 from mcp_gateway.common.sections import SearchSettings  # noqa: E402
-from mcp_gateway.embedders import lexical  # noqa: E402
+from mcp_gateway.indexing import lexical  # noqa: E402
 from mcp_gateway.search.calibration import for_model  # noqa: E402
 from mcp_gateway.search.fresh import PRIOR_MS_PER_BYTE, FreshLimits, choose  # noqa: E402
 from mcp_gateway.search.ranking import RankingParams  # noqa: E402

@@ -31,7 +31,7 @@ from embcache import Cache, load_jsonl, memory_document  # noqa: E402
 from metrics import score  # noqa: E402
 
 from mcp_gateway.common.types import IndexHit  # noqa: E402
-from mcp_gateway.embedders import lexical  # noqa: E402
+from mcp_gateway.indexing import lexical  # noqa: E402
 from mcp_gateway.records.lifecycle import replaced_by_edge  # noqa: E402
 from mcp_gateway.search.calibration import for_model, shift_views  # noqa: E402
 from mcp_gateway.search.ranking import RankingParams, rank  # noqa: E402

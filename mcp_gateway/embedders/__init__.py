@@ -1,6 +1,6 @@
-"""Embedding providers: the in-process multilingual model (default) or an Ollama server;
-and ``lexical``, the BM25 sparse vectors of a text, which the indexer writes and search
-queries with."""
+"""Embedding providers: the in-process multilingual model (default) or an Ollama server.
+(The BM25 sparse vectors of a text are ``indexing.lexical``: the indexer writes them and
+search, the layer above, queries with them.)"""
 
 from __future__ import annotations
 

@@ -11,8 +11,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from mcp_gateway.common.types import IndexPoint, Note, SparseVector, point_id
-from mcp_gateway.embedders import lexical, static
+from mcp_gateway.embedders import static
 from mcp_gateway.index.base import IndexSpec, visible_value
+from mcp_gateway.indexing import lexical
 from mcp_gateway.records.model import Record
 from mcp_gateway.stores.vectors import StoredVector, VectorStore, content_hash
 

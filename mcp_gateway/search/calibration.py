@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from mcp_gateway.embedders import lexical
+from mcp_gateway.indexing import lexical
 from mcp_gateway.search.calibration_vectors import LANGUAGE_DIRECTIONS
 
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import itertools
 
-from mcp_gateway.embedders.lexical import compounds, term_id, word_token
 from mcp_gateway.embedders.word_prior import is_name
+from mcp_gateway.indexing.lexical import compounds, term_id, word_token
 
 # At most this many tokens are checked per query (one small index call each).
 MAX_TERMS = 4

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mcp_gateway.common.types import IndexHit, point_id
-from mcp_gateway.embedders.lexical import script_of
+from mcp_gateway.indexing.lexical import script_of
 from mcp_gateway.search.ranking import Candidate
 from mcp_gateway.stores.learned_keys import EMPTY, KeyMatrix, LearnedKeyStore
 

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol
 
 from mcp_gateway.common.types import IndexFilter, IndexHit
-from mcp_gateway.embedders.lexical import terms_by_script
+from mcp_gateway.indexing.lexical import terms_by_script
 
 Match = Literal["strong", "weak", "none"]
 WEAK_TAG = "[WEAK]"

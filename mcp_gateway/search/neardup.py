@@ -32,7 +32,7 @@ import numpy as np
 
 from mcp_gateway.common.errors import EmbedderUnavailable
 from mcp_gateway.common.types import Note, SearchResult
-from mcp_gateway.embedders.lexical import compounds, tokenize
+from mcp_gateway.indexing.lexical import compounds, tokenize
 from mcp_gateway.indexing.points import current_vector, note_document
 from mcp_gateway.search.exact_terms import token_like
 from mcp_gateway.search.one_change import differ

@@ -30,7 +30,7 @@ import difflib
 import re
 import unicodedata
 
-from mcp_gateway.embedders.lexical import WORD, runs
+from mcp_gateway.indexing.lexical import WORD, runs
 
 # likeness (difflib ratio of the unit sequences) from which two texts count as one
 # sentence edited; chosen on the dev pairs with the fold threshold

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from mcp_gateway.common.types import SparseVector
-from mcp_gateway.embedders import lexical
+from mcp_gateway.indexing import lexical
 
 
 @dataclass(slots=True)

@@ -33,21 +33,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from mcp_gateway.common.keyfile import OWNER_HEADER, owner_key
 from tests import flood
-from tests.realproc import gateway_paths
+from tests.realproc import INITIALIZE, gateway_paths
 from tests.test_doors import LIMIT, _sign_in, kioku_ui, serve_http
 
-INIT = json.dumps(
-    {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "bench", "version": "1"},
-        },
-    }
-).encode()
+INIT = json.dumps(INITIALIZE).encode()
 
 
 class UnixHTTP(http.client.HTTPConnection):

@@ -22,7 +22,7 @@ import pytest
 
 from tests import flood
 from tests.http_server import KIOKU, free_port, http_client, kioku_env
-from tests.realproc import gateway_paths, wait_until
+from tests.realproc import INITIALIZE, gateway_paths, wait_until
 from tests.ui_support import stop_daemon
 
 LIMIT = 1024
@@ -124,18 +124,7 @@ GRANTS = (
 )
 
 
-INIT = json.dumps(
-    {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "doors", "version": "1"},
-        },
-    }
-).encode()
+INIT = json.dumps(INITIALIZE).encode()
 
 
 def _initialize(port: int, token: str, timeout_s: float) -> int | None:

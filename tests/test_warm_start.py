@@ -18,6 +18,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import httpx
 import numpy as np
@@ -47,12 +48,18 @@ def test_the_owner_module_leaves_what_a_first_search_does_not_use_for_later() ->
     assert out.stdout.strip() == "[]"
 
 
-def test_the_piece_index_is_read_back_from_the_cache(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def e5_vocab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Any]:
+    """e5's model file and vocabulary, with a graph cache of the test's own."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     model = model_path("original")
-    vocab = e5_file.load(model).vocab
+    return model, e5_file.load(model).vocab
+
+
+def test_the_piece_index_is_read_back_from_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, e5_vocab: tuple[Path, Any]
+) -> None:
+    model, vocab = e5_vocab
     built = e5_pieces.cached(vocab, model)  # an empty cache: built, and kept
     kept = list((tmp_path / "cache" / "kioku" / "graphs").glob("pieces-*.npz"))
     assert len(kept) == 1
@@ -74,11 +81,9 @@ def test_the_piece_index_is_read_back_from_the_cache(
 
 
 def test_a_damaged_cached_piece_index_is_built_again(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, e5_vocab: tuple[Path, Any]
 ) -> None:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    model = model_path("original")
-    vocab = e5_file.load(model).vocab
+    model, vocab = e5_vocab
     e5_pieces.cached(vocab, model)
     (kept,) = (tmp_path / "cache" / "kioku" / "graphs").glob("pieces-*.npz")
     fresh = e5_pieces.PieceIndex(vocab).arrays()

@@ -125,7 +125,8 @@ async def test_a_data_dir_without_channels_gains_them_in_the_background(tmp_path
         assert data_now["channels"] == DEFAULT_CHANNELS, "the channels were never built"
         # Once the note added during the build has its vectors (on 2 loaded cores it came
         # first for this paraphrase once, right after the swap: not explained, see
-        # bench/LOG.md round 27), the paraphrase finds the printer note again.
+        # bench/LOG.md "Two tests that searched before the store caught up"), the
+        # paraphrase finds the printer note again.
         while data_now["results"][0]["text"] != OLD_NOTES[3] and time.monotonic() < deadline:
             await asyncio.sleep(1)
             data_now = await search(client, "copier gets stuck with shiny sheets")

@@ -23,7 +23,7 @@ import pytest
 from tests import flood
 from tests.http_server import KIOKU, free_port, http_client, kioku_env
 from tests.realproc import INITIALIZE, gateway_paths, wait_until
-from tests.ui_support import stop_daemon
+from tests.ui_support import sign_in_link, stop_daemon
 
 LIMIT = 1024
 
@@ -248,12 +248,7 @@ def kioku_ui(data: Path, nofile: int | None = None, **env: str) -> Iterator[UiDo
             cmd, env=kioku_env(data, **env), stdout=subprocess.PIPE, stderr=errfile, text=True
         )
     try:
-        assert proc.stdout is not None
-        link = ""
-        for line in proc.stdout:
-            if "sign-in link" in line:
-                link = line.split(": ", 1)[1].strip()
-                break
+        link = sign_in_link(proc)
         assert link, err.read_text()
         yield UiDoor(proc, port, link, err, data)
     finally:

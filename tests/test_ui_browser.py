@@ -25,7 +25,7 @@ import pytest
 from mcp_gateway.daemon.local_gateway import lock_held
 
 from .http_server import KIOKU, free_port, http_gateway, kioku_env
-from .ui_support import TOKEN, mcp, screenshot, start_browser
+from .ui_support import TOKEN, mcp, screenshot, sign_in_link, start_browser
 
 # slow: a real browser and a gateway process per test -- ~32 s for the file on a
 # 2-core AVX2 machine (round 10); CI runs it with the slow set
@@ -471,12 +471,7 @@ def test_kioku_ui_opens_a_signed_in_page(tmp_path: Path) -> None:
     )
     browser = start_browser()
     try:
-        assert proc.stdout is not None
-        link = ""
-        for line in proc.stdout:
-            if "sign-in link" in line:
-                link = line.split(": ", 1)[1].strip()
-                break
+        link = sign_in_link(proc)
         assert re.match(rf"http://kioku-[0-9a-f]+\.localhost:{port}/ui/signin\?code=", link), (
             proc.stderr
         )

@@ -33,6 +33,16 @@ SCREENSHOTS = Path(__file__).resolve().parents[1] / "bench" / "results" / "ui"
 APT_TIMEOUT_S = 1200
 
 
+def sign_in_link(proc: subprocess.Popen[str]) -> str:
+    """The link ``kioku ui`` prints on its stdout ("sign-in link: URL"); "" if it ended
+    without printing one."""
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if "sign-in link" in line:
+            return line.split(": ", 1)[1].strip()
+    return ""
+
+
 def mcp(url: str, tool: str, token: str = TOKEN, **arguments: Any) -> dict[str, Any]:
     """One MCP tool call over streamable HTTP; the structured result (errors raise)."""
 
@@ -188,12 +198,7 @@ def kioku_ui(data: Path) -> Iterator[UiProc]:
         text=True,
     )
     try:
-        assert proc.stdout is not None
-        link = ""
-        for line in proc.stdout:
-            if "sign-in link" in line:
-                link = line.split(": ", 1)[1].strip()
-                break
+        link = sign_in_link(proc)
         assert link, proc.stderr.read() if proc.stderr else "no link"
         yield UiProc(proc, port, link, data)
     finally:

@@ -11,6 +11,9 @@ on a server of its own; the rule itself in ``test_ranking.py``.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from .conftest import Harness
 
 HIGH = [
@@ -89,3 +92,42 @@ async def test_recent_lists_only_lessons_related_to_the_query(harness: Harness) 
     )
     shown = [names[r["id"]] for r in (*data["results"], *data["recent"])]
     assert "high3" in shown
+
+
+TOPICS = Path(__file__).resolve().parents[1] / "bench" / "quality" / "recent" / "topics.jsonl"
+# the three newest lessons (the [RECENT] candidates), by topic, added last
+NEWEST = ("dns", "cicache", "tz")
+
+
+async def _lessons_store(harness: Harness) -> dict[str, str]:
+    """The 24-note store plus the labelled [RECENT] set's notes and lessons (en/ja/th,
+    ``bench/quality/recent/``), ``NEWEST`` last; lesson id -> topic."""
+    await _store(harness)
+    topics = [json.loads(line) for line in TOPICS.open(encoding="utf-8")]
+    for t in topics:
+        if t["note"] not in NOTES:
+            await harness.ok("add_note", text=t["note"])
+    lessons = {}
+    for t in sorted(topics, key=lambda t: t["topic"] in NEWEST and NEWEST.index(t["topic"]) + 1):
+        added = await harness.ok("add_note", text=t["lesson"], type=t["type"])
+        lessons[added["id"]] = t["topic"]
+    await harness.settle()
+    return lessons
+
+
+async def test_recent_needs_the_channels_to_agree(harness: Harness) -> None:
+    """A lesson on another topic scores within 0.9 of the best hit as often as a related
+    one ("ステージングの証明書が無効" -> the DNS TTL lesson, 0.98 of the best; a Thai
+    uploads question -> the Thai pip-cache lesson, 0.92): on main both rode along as
+    [RECENT]. The further channels place them far from the question (static USE cosine
+    0.12, 0.27 < ``related_floor``) and they are no longer listed; the Thai conclusion
+    that answers the timezone question (0.93 of the best, cosine 0.64) still is."""
+    lessons = await _lessons_store(harness)
+
+    async def recent(query: str) -> list[str]:
+        data = await harness.ok("search_memory", query=query, top=1)
+        return [lessons.get(r["id"], "?") for r in data["recent"]]
+
+    assert "dns" not in await recent("ステージングの証明書が無効だとブラウザに言われる")
+    assert "cicache" not in await recent("อัปโหลดไฟล์ใหญ่แล้วเซิร์ฟเวอร์ error")
+    assert "tz" in await recent("which timezone do we store timestamps in")

@@ -17,6 +17,7 @@ from mcp_gateway.search.ranking import (
     recent_floor,
     select,
 )
+from mcp_gateway.search.related import mark
 from mcp_gateway.search.reorder import Head, asks, carry_to_heads, newer_first, questions_after
 
 
@@ -130,6 +131,33 @@ def test_recent_lessons_keep_the_margin_whatever_the_rule() -> None:
     params = RankingParams(thresholds={"*": 0.5}, keep_margin=0.03, margin_fill=True)
     dense = [hit("a", 0.90, source_id="a"), hit("b", 0.80, source_id="b")]
     assert set(recent_floor(fuse(dense, [], params), params)) == {"a"}
+
+
+def test_recent_and_priority_need_every_reading_channel_to_agree() -> None:
+    """``close_to_best`` asks the further channels too (related.py): "b" scores close to
+    the best, but a channel that reads it places it below ``related_floor``, and "c"
+    is missing from a channel that answered the query; "d" is Thai, which the second
+    channel does not read, so only the first judges it; a channel with no hits
+    abstains."""
+    params = RankingParams(thresholds={"*": 0.5})
+    dense = [
+        hit("a", 0.90, source_id="a"),
+        hit("b", 0.90, source_id="b"),
+        hit("c", 0.90, source_id="c"),
+        hit("d", 0.90, source_id="d", script="thai"),
+    ]
+    one = [hit("a", 0.6), hit("b", 0.2), hit("d", 0.5)]
+    two = [hit("a", 0.5), hit("b", 0.6), hit("c", 0.6)]
+    candidates = fuse(dense, [], params)
+    mark(candidates, {"one": one, "two": two, "off": []}, {"two": {"latin"}})
+    assert set(recent_floor(candidates, params)) == {"a", "d"}
+    # 0: the score ratio alone, as before
+    assert set(recent_floor(candidates, RankingParams(thresholds={"*": 0.5}, related_floor=0))) == {
+        "a",
+        "b",
+        "c",
+        "d",
+    }
 
 
 def test_recent_floor_keeps_only_notes_this_query_found() -> None:

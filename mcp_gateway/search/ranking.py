@@ -10,7 +10,8 @@ Order of operations (each step is measured in ``bench/LOG.md``):
    threshold and within ``keep_margin`` of the query's best) nor a strong lexical
    match -- high priority included;
 3. priority orders only among relevant hits (``close_to_best``: a fused score, before
-   the boost, at least ``priority_near`` of the best kept one's): such a high-priority
+   the boost, at least ``priority_near`` of the best kept one's, and a cosine of at
+   least ``related_floor`` on each further channel that reads it): such a high-priority
    hit is boosted, and under the shipped "gated" rule jumps the queue when it is also
    within ``high_first_margin`` of the query's best dense distance; a high-priority hit
    farther from the best is ranked as any other (low priority sorts last among close
@@ -70,6 +71,9 @@ class RankingParams:
     # least this share of the best kept hit's: an unrelated high-priority lesson that the
     # keep rule lets in stays where its relevance puts it (``close_to_best``)
     priority_near: float = 0.9
+    # ... and whose cosine on every further channel that reads them is at least this
+    # (0: off): a second model's view that the hit is about the query (related.py)
+    related_floor: float = 0.35
     # A candidate is kept when its distance is within the per-type threshold AND within
     # ``keep_margin`` of the query's best distance, or it is a strong lexical match.
     # High priority gets no exemption: an unrelated high lesson is noise like any other.
@@ -102,6 +106,9 @@ class Candidate:
     exact: int = 0
     # the priority factor ``select`` multiplied ``score`` by (1: none): close high hits
     boost: float = 1.0
+    # the lowest cosine a further channel that reads it gave it (None: none judged it;
+    # ``related.mark``), which ``close_to_best`` asks beside the score ratio
+    channel_low: float | None = None
 
     @property
     def base_score(self) -> float:
@@ -319,8 +326,14 @@ def close_to_best(cand: Candidate, params: RankingParams, best: float) -> bool:
     [RECENT] answer to. The keep rule alone is loose on purpose (a hit within the dense
     margin, a further channel's top 10, or half the best exact-word score is kept), so
     in a small store an unrelated high-priority lesson passes it at ~0.8 of the best
-    score, and the x1.25 boost then put it first."""
-    return best <= 0 or cand.base_score >= params.priority_near * best
+    score, and the x1.25 boost then put it first. The ratio alone does not tell an
+    unrelated lesson from a related one at 0.9 of the best either, so the further
+    channels that read it must also place it at ``related_floor`` or closer
+    (``Candidate.channel_low``; no channel evidence: the ratio alone)."""
+    if best > 0 and cand.base_score < params.priority_near * best:
+        return False
+    low = cand.channel_low
+    return params.related_floor <= 0 or low is None or low >= params.related_floor
 
 
 def by_meaning(cand: Candidate, params: RankingParams, best_distance: float) -> bool:

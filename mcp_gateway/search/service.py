@@ -58,6 +58,7 @@ from mcp_gateway.search.ranking import (
     recent_floor,
     select,
 )
+from mcp_gateway.search.related import mark as mark_related
 from mcp_gateway.search.reorder import carry_to_heads
 from mcp_gateway.search.request import RecordLookup, SearchRequest, retired_heads
 from mcp_gateway.search.results import note_result
@@ -273,6 +274,8 @@ class SearchService:
         if self.records is not None and any(c.payload.get("current") is False for c in candidates):
             heads = await retired_heads(self.records, candidates, req)
             candidates = carry_to_heads(candidates, heads, self.settings.retired_carry)
+        if params.related_floor > 0:  # the channels' view, for close_to_best
+            mark_related(candidates, semantic.extra, {n: channel_reads(n) for n in semantic.extra})
         chosen = select(candidates, params, req.top, req.namespaces)
         if req.by_meaning:
             best = min((c.distance for c in candidates if c.distance is not None), default=2.0)
@@ -450,6 +453,7 @@ class SearchService:
             high_boost=s.high_boost,
             high_first_margin=self.high_first_margin,
             priority_near=s.priority_near,
+            related_floor=s.related_floor,
             keep_margin=self.keep_margin,
             margin_fill=s.margin_fill,
             lexical_keep_ratio=s.lexical_keep_ratio,

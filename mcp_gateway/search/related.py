@@ -1,0 +1,50 @@
+"""Whether the further dense channels agree that a candidate is about the query.
+
+The fused score says how a memory ranks against the others, not whether it is about
+the query: in a small store an unrelated lesson sits at 0.8-0.9 of the best hit's score
+as often as a related one does ("the server chokes on big uploads" -> "Run `alembic
+upgrade head` ...", 0.80; a Thai lesson on the uploads' 413 limit, 0.84). A further
+channel (static USE, MiniLM) is a second model's view of the same pair: a lesson it
+places far from the query (cosine < ``RankingParams.related_floor``; its unrelated
+questions' best hits sit at ~0.25-0.35, ``match.CENTRE``) is not related to it, whatever
+its rank. ``ranking.close_to_best`` asks this beside the score ratio, for priority and
+[RECENT] alike (bench/quality/recent_rel.py, bench/LOG.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from mcp_gateway.common.types import IndexHit
+
+if TYPE_CHECKING:
+    from mcp_gateway.search.ranking import Candidate
+
+
+def mark(
+    candidates: Iterable[Candidate],
+    channels: Mapping[str, Sequence[IndexHit]],
+    reads: Mapping[str, Collection[str] | None],
+) -> None:
+    """Set each candidate's ``channel_low``: the lowest cosine any further channel that
+    reads its script gave it, 0.0 where such a channel answered the query without it
+    (it is below that channel's candidates). A channel with no hits at all (not built
+    yet) and a memory not embedded yet (payload ``dense`` false: the channels have not
+    read it either) abstain: None, no evidence either way."""
+    scores = []
+    for name, hits in channels.items():
+        if hits:
+            scores.append((reads.get(name), {h.id: h.score for h in hits}))
+    if not scores:
+        return
+    for cand in candidates:
+        if cand.payload.get("dense") is False:
+            continue
+        script = cand.payload.get("script", "latin")
+        low: float | None = None
+        for can, by_id in scores:
+            if can is None or script in can:
+                s = by_id.get(cand.point_id, 0.0)
+                low = s if low is None or s < low else low
+        cand.channel_low = low

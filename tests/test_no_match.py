@@ -151,3 +151,26 @@ async def test_a_question_naming_what_no_memory_holds_is_weak(harness: Harness) 
         data = await harness.ok("search_memory", query=question, top=5)
         assert data["match"] == "strong", question
         assert answer in data["results"][0]["text"], question
+
+
+async def test_a_question_naming_a_product_no_memory_holds_is_weak(harness: Harness) -> None:
+    """ "Unreal Engine" is in no turn, the Steam game is (``TURNS``): on main the question
+    was a strong match (its other words and its cosines sit with answered questions').
+    A word written as a name, inside a sentence, that no memory holds now takes it
+    below the bar (``match.name_terms``); answered questions that name what the store
+    holds (Porto, CI, dbt, Le Creuset) stay strong."""
+    for text in [*TURNS, *_distractors(MIN_MEMORIES)]:
+        await harness.ok("add_note", text=text)
+    await harness.settle()
+    query = "which Unreal Engine version did we pick for the Steam game?"
+    res = await harness.call("search_memory", query=query, top=5)
+    assert res.structured_content["match"] == "weak"
+    assert res.content[0].text.splitlines()[0].startswith(f'No strong match for "{query}"')
+    for question in (
+        "when do I fly to Porto?",
+        "how long does the test suite take on CI now?",
+        "where are the dbt docs published?",
+        "which induction hob did we order?",
+    ):
+        data = await harness.ok("search_memory", query=question, top=5)
+        assert data["match"] == "strong", question

@@ -18,7 +18,15 @@ import pytest
 from mcp_gateway.common.types import IndexFilter
 from mcp_gateway.index.base import Index
 from mcp_gateway.indexing.lexical import term_id
-from mcp_gateway.search.match import Bars, Signals, judge, unknown_share, wants_unknown
+from mcp_gateway.search.match import (
+    Bars,
+    Signals,
+    judge,
+    name_terms,
+    unknown_share,
+    unknown_terms,
+    wants_unknown,
+)
 
 from .test_index_contract import backend, index, point  # noqa: F401 (fixtures)
 
@@ -112,3 +120,33 @@ async def test_a_small_store_is_not_judged_by_it(index: Index) -> None:  # noqa:
     await _store(index)
     assert await unknown_share(index, "COBOL copybook", ALICE, LATIN) is None
     assert await unknown_share(index, "COBOL copybook", ALICE, LATIN, 2) == 1.0
+
+
+def test_names_are_words_written_as_names_inside_a_sentence() -> None:
+    """A capitalised Latin word that does not start a sentence, not identifier-shaped;
+    beside Thai or Japanese letters any capitalised Latin word."""
+    named = {
+        "which Unreal Engine version do we use": {"unreal", "engine"},
+        "Which version do we use": set(),
+        "the build failed. Then TestFlight rejected it": {"testflight"},
+        "is settings.py or config_v2 read first": set(),
+        "TestFlightに上げる前の署名手順": {"testflight"},
+        "ต้องเซ็นแอป iOS อย่างไร": {"ios"},
+    }
+    for query, words in named.items():
+        assert name_terms(query) == {term_id(w) for w in words}, query
+
+
+async def test_a_name_no_memory_in_scope_holds_is_unknown(index: Index) -> None:  # noqa: F811
+    """``unknown_terms`` reads the names' document frequencies with the rest, in the
+    search's own filter: a name only another tenant's memories hold, or only a retired
+    one, is unknown."""
+    await _store(index)
+    for query, named in (
+        ("is the Godot export ready", False),
+        ("is the Unity export ready", True),
+        ("is the Unreal export ready", True),
+        ("is the unity export ready", False),  # not written as a name: the share alone
+    ):
+        found = await unknown_terms(index, query, ALICE, LATIN, 0)
+        assert found is not None and found.named is named, query

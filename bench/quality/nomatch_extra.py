@@ -64,11 +64,19 @@ FEATURES: dict[str, Feature] = {
     "minilm_margin": lambda r: _margin((r.get("channels_all") or {}).get("minilm")),
     "static_margin": lambda r: _margin((r.get("channels_all") or {}).get("static_use")),
     "e5_margin": lambda r: _margin(r.get("dense_all")),
+    "e5_margin3": lambda r: _margin(r.get("dense_all"), 3),
+    "e5_margin10": lambda r: _margin(r.get("dense_all"), 10),
+    "e5_margin20": lambda r: _margin(r.get("dense_all"), 20),
+    "e5_over_mean10": lambda r: (
+        None
+        if len(r.get("dense_all") or []) < 10
+        else r["dense_all"][0] - float(np.mean(r["dense_all"][:10]))
+    ),
     "agree": _agree,
     "minilm_z": lambda r: _z((r.get("channels_all") or {}).get("minilm")),
 }
 WEIGHTS = [round(0.02 * i, 2) for i in range(16)]
-EXTRA = [round(0.05 * i, 2) for i in range(11)]  # the candidate's weight: 0 to 0.5
+EXTRA = [round(0.1 * i, 2) for i in range(21)]  # the candidate's weight: 0 to 2
 
 
 def sweep(
@@ -123,12 +131,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--rows", type=Path, required=True)
     ap.add_argument("--budget", type=float, default=0.02)
+    ap.add_argument("--only", nargs="*", help="these candidates only")
     args = ap.parse_args()
     rows = json.loads(args.rows.read_text())
     names = sorted({n for r in rows for n in r["channels"]})
     dev = [r for r in rows if r["split"] == "dev"]
     n_oos = sum(r["oos"] for r in dev)
-    for name, feature in [("none", None), *FEATURES.items()]:
+    only = args.only or list(FEATURES)
+    for name, feature in [("none", None), *((n, FEATURES[n]) for n in only)]:
         caught, bars, x = sweep(rows, feature, args.budget, names)
         print(f"{name:14s} dev out-of-scope flagged {caught * n_oos:.0f}/{n_oos}  {bars} x={x}")
 

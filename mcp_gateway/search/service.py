@@ -41,7 +41,7 @@ from mcp_gateway.search.match import (
     bars_for,
     judge,
     signals,
-    unknown_share,
+    unknown_terms,
     wants_unknown,
 )
 from mcp_gateway.search.materialise import Materialiser
@@ -291,7 +291,9 @@ class SearchService:
         if self.settings.mode != "dense" and wants_unknown(found, self.match_bars, bool(chosen)):
             # near the bar: does the query name what no memory in scope holds? (match.py)
             written = {h.payload.get("script", "latin") for h in (*dense_hits, *sparse_hits)}
-            found = replace(found, unknown=await unknown_share(self.index, query, flt, written))
+            got = await unknown_terms(self.index, query, flt, written)
+            if got is not None:
+                found = replace(found, unknown=got.share, named=got.named)
         match = judge(found, self.match_bars, bool(chosen))
         # no memory close enough: only the closest few, marked (record_search keeps its
         # own relevance floor above instead)

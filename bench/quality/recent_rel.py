@@ -40,7 +40,7 @@ import mcp_gateway.search.service as service_mod  # noqa: E402
 from mcp_gateway.common.sections import IndexSettings  # noqa: E402
 from mcp_gateway.common.settings import KiokuSettings  # noqa: E402
 from mcp_gateway.protocol.server import create_server  # noqa: E402
-from mcp_gateway.search import match, ranking  # noqa: E402
+from mcp_gateway.search import match, ranking, related  # noqa: E402
 from tests.conftest import Harness, connected  # noqa: E402
 from tests.test_priority_relevance import HIGH, NOTES  # noqa: E402
 
@@ -155,6 +155,7 @@ def _rows(
                 "cos": cos,
                 "gap": None if cos is None else best_cos - cos,
                 "chan": own,
+                "low": _low(c, taps),
                 "chan_best": {n: v for n, v in best_chan.items() if v is not None},
                 "z": None if cos is None or std == 0 else (cos - mean) / std,
                 "rank": order.index(lid) if lid in order else None,
@@ -167,6 +168,16 @@ def _rows(
             }
         )
     return out
+
+
+def _low(c: ranking.Candidate | None, taps: dict[str, Any]) -> float | None:
+    """``related.mark``'s verdict for this candidate (the lowest cosine of a channel
+    that reads it and answered; 0.0 where it left it out; None: none judged it)."""
+    if c is None:
+        return None
+    probe = ranking.Candidate(c.point_id, c.payload)
+    related.mark([probe], taps.get("channels", {}), taps.get("reads", {}))
+    return probe.channel_low
 
 
 # each rule: a feature where higher means closer, the lesson listed at >= threshold
@@ -184,6 +195,12 @@ RULES = {
 def listed(r: dict[str, Any], feature: Any, bar: float) -> bool:
     v = feature(r)
     return bool(r["kept"] and v is not None and v >= bar)
+
+
+def shipped(r: dict[str, Any], near: float = 0.9, floor: float = 0.35) -> bool:
+    """``close_to_best`` as shipped: the ratio and the channels' agreement."""
+    low = r["low"]
+    return bool(r["kept"] and r["ratio"] >= near and (low is None or low >= floor))
 
 
 def choose(rows: list[dict[str, Any]], feature: Any, budget: float) -> float:
@@ -237,7 +254,18 @@ async def main() -> None:
             args.rows.write_text(json.dumps(rows))
     splits = ("dev",) if args.dev_only else ("dev", "test")
     print(f"{len(rows)} (question, lesson) pairs, {sum(r['related'] for r in rows)} related")
-    report(rows, "today: ratio", RULES["ratio (fused score / best)"], 0.9, splits)
+    # a lesson the answer already shows is no [RECENT] candidate
+    rows = [r for r in rows if not r["answered"]]
+    print(f"{len(rows)} with the lesson outside the answer (top=1)")
+    report(rows, "main: ratio", RULES["ratio (fused score / best)"], 0.9, splits)
+    for floor in (0.25, 0.3, 0.35, 0.4):
+        report(
+            rows,
+            f"ratio >= 0.9, channels >= {floor}",
+            lambda r, f=floor: shipped(r, 0.9, f) or None,
+            1,
+            splits,
+        )
     for name, feature in RULES.items():
         report(rows, name + " (dev choice)", feature, choose(rows, feature, args.budget), splits)
 

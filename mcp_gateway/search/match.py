@@ -231,8 +231,8 @@ async def unknown_terms(
     language they are written in, not that it names anything unknown (a cross-language
     question has an answer as often as any other); its Latin words still count."""
     groups = terms_by_script(query)
-    names = name_terms(query) if "latin" in written else set()
     held = set().union(*(ids for g, ids in groups.items() if g in written))
+    names = name_terms(query) & held  # among the terms the share weighs, never beside
     terms = sorted(names) + sorted(held - names)  # the names first: never cut
     terms = terms[:MAX_TERMS]
     if not terms:

@@ -190,6 +190,9 @@ def name_terms(query: str) -> set[int]:
     # in Thai or Japanese text a Latin word's capital never marks a sentence's start
     inside = any(ord(c) >= 0x0E00 for c in query)
     for raw in query.split():
+        if not any(c.isupper() for c in raw):  # most words: no name, no tokenizing
+            starts = bool(_SENTENCE_END.search(raw))
+            continue
         for word in compounds(raw):
             if (inside or not starts) and any(c.isupper() for c in word):
                 if not _NOT_A_NAME.search(word):

@@ -274,8 +274,16 @@ class SearchService:
         if self.records is not None and any(c.payload.get("current") is False for c in candidates):
             heads = await retired_heads(self.records, candidates, req)
             candidates = carry_to_heads(candidates, heads, self.settings.retired_carry)
-        if params.related_floor > 0:  # the channels' view, for close_to_best
-            mark_related(candidates, semantic.extra, {n: channel_reads(n) for n in semantic.extra})
+        if params.related_floor > 0 and semantic.extra:
+            # the channels' view, for close_to_best: asked of high-priority hits (the
+            # boost) and of the types [RECENT] lists, so only those are marked (~0.1 ms
+            # for all 150 candidates of a search, ~10 us for these)
+            asked = set(self.settings.recent_types)
+            mark_related(
+                (c for c in candidates if c.priority == "high" or c.type in asked),
+                semantic.extra,
+                {n: channel_reads(n) for n in semantic.extra},
+            )
         chosen = select(candidates, params, req.top, req.namespaces)
         if req.by_meaning:
             best = min((c.distance for c in candidates if c.distance is not None), default=2.0)

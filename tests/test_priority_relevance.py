@@ -121,7 +121,8 @@ async def test_recent_needs_the_channels_to_agree(harness: Harness) -> None:
     uploads question -> the Thai pip-cache lesson, 0.92): on main both rode along as
     [RECENT]. The further channels place them far from the question (static USE cosine
     0.12, 0.27 < ``related_floor``) and they are no longer listed; the Thai conclusion
-    that answers the timezone question (0.93 of the best, cosine 0.64) still is."""
+    that answers the timezone question (0.93 of the best, cosine 0.64) still is.
+    (Priority keeps the score ratio alone: ``ranking.related``.)"""
     lessons = await _lessons_store(harness)
 
     async def recent(query: str) -> list[str]:

@@ -133,8 +133,8 @@ def test_recent_lessons_keep_the_margin_whatever_the_rule() -> None:
     assert set(recent_floor(fuse(dense, [], params), params)) == {"a"}
 
 
-def test_recent_and_priority_need_every_reading_channel_to_agree() -> None:
-    """``close_to_best`` asks the further channels too (related.py): "b" scores close to
+def test_recent_needs_every_reading_channel_to_agree() -> None:
+    """[RECENT] asks the further channels too (``ranking.related``): "b" scores close to
     the best, but a channel that reads it places it below ``related_floor``, and "c"
     is missing from a channel that answered the query; "d" is Thai, which the second
     channel does not read, so only the first judges it; a channel with no hits

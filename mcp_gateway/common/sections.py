@@ -158,8 +158,8 @@ class SearchSettings(BaseModel):
     # priority and [RECENT] only among hits whose fused score (before the boost) is at
     # least this share of the best kept hit's (ranking.close_to_best)
     priority_near: float = Field(default=0.9, ge=0.0, le=1.0)
-    # ... and whose cosine on every further dense channel that reads them is at least
-    # this (0: off; related.py)
+    # [RECENT] lists only lessons every further dense channel that reads them puts at
+    # this cosine or closer, besides priority_near (0: off; related.py)
     related_floor: float = Field(default=0.35, ge=0.0, le=1.0)
     # None: the embedder's measured default (mcp_gateway/search/calibration.py); 0 is honoured.
     # A high-priority hit sorts first when within this distance of the query's best hit.

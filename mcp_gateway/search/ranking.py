@@ -10,16 +10,16 @@ Order of operations (each step is measured in ``bench/LOG.md``):
    threshold and within ``keep_margin`` of the query's best) nor a strong lexical
    match -- high priority included;
 3. priority orders only among relevant hits (``close_to_best``: a fused score, before
-   the boost, at least ``priority_near`` of the best kept one's, and a cosine of at
-   least ``related_floor`` on each further channel that reads it): such a high-priority
+   the boost, at least ``priority_near`` of the best kept one's): such a high-priority
    hit is boosted, and under the shipped "gated" rule jumps the queue when it is also
    within ``high_first_margin`` of the query's best dense distance; a high-priority hit
    farther from the best is ranked as any other (low priority sorts last among close
    ones). Then the best ``top``; an answer left shorter than ``top`` is filled after
    them with what only the margin dropped, high priority excepted (``margin_fill``);
-4. the newest lessons/conclusions not already present that pass the keep rule and are
-   close to the best by the same rule form a separate ``recent`` part of the answer
-   (never counted against ``top``).
+4. the newest lessons/conclusions not already present that pass the keep rule, are
+   close to the best by the same rule and that the further channels place at
+   ``related_floor`` or closer (``related``) form a separate ``recent`` part of the
+   answer (never counted against ``top``).
 5. the newer of two notes that say nearly the same thing (dense cosine, per model)
    moves above the older (``reorder.newer_first``): notes have no ``supersedes`` edge, and a
    changed fact leaves both live.
@@ -71,8 +71,8 @@ class RankingParams:
     # least this share of the best kept hit's: an unrelated high-priority lesson that the
     # keep rule lets in stays where its relevance puts it (``close_to_best``)
     priority_near: float = 0.9
-    # ... and whose cosine on every further channel that reads them is at least this
-    # (0: off): a second model's view that the hit is about the query (related.py)
+    # [RECENT] also asks that every further channel that reads a lesson puts it at
+    # this cosine or closer (0: off): a second model's view of the pair (related.py)
     related_floor: float = 0.35
     # A candidate is kept when its distance is within the per-type threshold AND within
     # ``keep_margin`` of the query's best distance, or it is a strong lexical match.
@@ -107,7 +107,7 @@ class Candidate:
     # the priority factor ``select`` multiplied ``score`` by (1: none): close high hits
     boost: float = 1.0
     # the lowest cosine a further channel that reads it gave it (None: none judged it;
-    # ``related.mark``), which ``close_to_best`` asks beside the score ratio
+    # ``related.mark``), which ``related`` asks beside the score ratio for [RECENT]
     channel_low: float | None = None
 
     @property
@@ -326,11 +326,18 @@ def close_to_best(cand: Candidate, params: RankingParams, best: float) -> bool:
     [RECENT] answer to. The keep rule alone is loose on purpose (a hit within the dense
     margin, a further channel's top 10, or half the best exact-word score is kept), so
     in a small store an unrelated high-priority lesson passes it at ~0.8 of the best
-    score, and the x1.25 boost then put it first. The ratio alone does not tell an
-    unrelated lesson from a related one at 0.9 of the best either, so the further
-    channels that read it must also place it at ``related_floor`` or closer
-    (``Candidate.channel_low``; no channel evidence: the ratio alone)."""
-    if best > 0 and cand.base_score < params.priority_near * best:
+    score, and the x1.25 boost then put it first."""
+    return best <= 0 or cand.base_score >= params.priority_near * best
+
+
+def related(cand: Candidate, params: RankingParams, best: float) -> bool:
+    """[RECENT]'s rule: ``close_to_best``, and the further channels that read it place
+    it at ``related_floor`` or closer (``Candidate.channel_low``; no channel evidence:
+    the ratio alone). The ratio alone does not tell an unrelated lesson from a related
+    one at 0.9 of the best (related.py). Priority keeps the ratio alone: the floor also
+    stopped relevant high-priority memories in another language from being lifted
+    (generated dev, buried: bench/LOG.md)."""
+    if not close_to_best(cand, params, best):
         return False
     low = cand.channel_low
     return params.related_floor <= 0 or low is None or low >= params.related_floor
@@ -429,7 +436,7 @@ def recent_floor(
         if (
             (wanted is None or source in wanted)
             and c.payload.get("kind", "note") == "note"
-            and close_to_best(c, params, best)
+            and related(c, params, best)
         ):
             floor[source] = c
     return floor

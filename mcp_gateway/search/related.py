@@ -7,8 +7,8 @@ upgrade head` ...", 0.80; a Thai lesson on the uploads' 413 limit, 0.84). A furt
 channel (static USE, MiniLM) is a second model's view of the same pair: a lesson it
 places far from the query (cosine < ``RankingParams.related_floor``; its unrelated
 questions' best hits sit at ~0.25-0.35, ``match.CENTRE``) is not related to it, whatever
-its rank. ``ranking.close_to_best`` asks this beside the score ratio, for priority and
-[RECENT] alike (bench/quality/recent_rel.py, bench/LOG.md).
+its rank. ``ranking.related`` asks this beside the score ratio for [RECENT]
+(bench/quality/recent_rel.py, bench/LOG.md); priority keeps the ratio alone.
 """
 
 from __future__ import annotations

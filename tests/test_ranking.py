@@ -135,10 +135,10 @@ def test_recent_lessons_keep_the_margin_whatever_the_rule() -> None:
 
 def test_recent_needs_every_reading_channel_to_agree() -> None:
     """[RECENT] asks the further channels too (``ranking.related``): "b" scores close to
-    the best, but a channel that reads it places it below ``related_floor``, and "c"
-    is missing from a channel that answered the query; "d" is Thai, which the second
-    channel does not read, so only the first judges it; a channel with no hits
-    abstains."""
+    the best, but a channel that reads it places it below ``related_floor``; "c" is
+    missing from the first channel's hits (it may not have read it yet: it abstains),
+    the second places it close; "d" is Thai, which the second channel does not read,
+    so only the first judges it."""
     params = RankingParams(thresholds={"*": 0.5})
     dense = [
         hit("a", 0.90, source_id="a"),
@@ -149,8 +149,8 @@ def test_recent_needs_every_reading_channel_to_agree() -> None:
     one = [hit("a", 0.6), hit("b", 0.2), hit("d", 0.5)]
     two = [hit("a", 0.5), hit("b", 0.6), hit("c", 0.6)]
     candidates = fuse(dense, [], params)
-    mark(candidates, {"one": one, "two": two, "off": []}, {"two": {"latin"}})
-    assert set(recent_floor(candidates, params)) == {"a", "d"}
+    mark(candidates, {"one": one, "two": two}, {"two": {"latin"}})
+    assert set(recent_floor(candidates, params)) == {"a", "c", "d"}
     # 0: the score ratio alone, as before
     assert set(recent_floor(candidates, RankingParams(thresholds={"*": 0.5}, related_floor=0))) == {
         "a",

@@ -128,6 +128,7 @@ def test_names_are_words_written_as_names_inside_a_sentence() -> None:
     named = {
         "which Unreal Engine version do we use": {"unreal", "engine"},
         "Which version do we use": set(),
+        "how do I pin the version": set(),
         "the build failed. Then TestFlight rejected it": {"testflight"},
         "is settings.py or config_v2 read first": set(),
         "TestFlightに上げる前の署名手順": {"testflight"},

@@ -26,7 +26,8 @@ at most ``DF_CAP`` hits each, and a count), so it is read only where it can chan
 the answer: a search whose strength lies within ``Bars.unknown`` above the bar
 (``wants_unknown``). Only points the searcher's own filter lets through are counted
 (its namespaces, current memories), so the share says nothing about another tenant's
-words.
+words. The same read says whether a word the query writes as a name (``name_terms``:
+"Tableau", "TestFlight") is among them: ``Bars.named`` more off the strength.
 """
 
 from __future__ import annotations
@@ -182,8 +183,9 @@ _NOT_A_NAME = re.compile(r"[\d._/]")  # an identifier, a version, a path: exact_
 def name_terms(query: str) -> set[int]:
     """The term ids of the query's words written as names: a Latin word with a capital
     letter that does not start a sentence ("Tableau", "TestFlight", "SAP"; in Japanese or
-    Thai text every Latin word is inside a sentence), not identifier-shaped (digits,
-    dots, underscores, slashes: ``exact_terms`` finds those). A question that names what
+    Thai text every Latin word is inside a sentence), of two letters or more (not "I"),
+    not identifier-shaped (digits, dots, underscores, slashes: ``exact_terms`` finds
+    those). A question that names what
     no memory holds is not about this store; a paraphrase rewords with common words."""
     out: set[int] = set()
     starts = True
@@ -195,7 +197,7 @@ def name_terms(query: str) -> set[int]:
             continue
         for word in compounds(raw):
             if (inside or not starts) and any(c.isupper() for c in word):
-                if not _NOT_A_NAME.search(word):
+                if len(word) > 1 and not _NOT_A_NAME.search(word):  # not "I"
                     out.add(term_id(word_token(word)))
             starts = False
         if _SENTENCE_END.search(raw):
@@ -224,7 +226,8 @@ async def unknown_terms(
 ) -> Unknown | None:
     """The share of the query's IDF mass (BM25's IDF over the current memories within
     ``flt``, each term's document frequency read up to ``DF_CAP``) that none of them
-    holds; None without terms to judge, or with fewer than ``min_memories`` current
+    holds, and whether one of its names (``name_terms``) is such a term; None without
+    terms to judge, or with fewer than ``min_memories`` current
     memories within ``flt``. ``flt`` is the search's own (the searcher's
     namespaces and filters).
 

@@ -189,7 +189,14 @@ def test_recent_lessons_are_shown_as_the_assistant_gets_them(
     )
     mcp(url, "add_note", text=newer, type="conclusion", domain="release")
     query = "deploy to staging first"
-    told = mcp(url, "search_memory", query=query, top=1)
+    # asked until every channel has read both notes: before that the fresh path embeds
+    # a new note for the main model alone and the channels cannot vouch for it
+    deadline = time.monotonic() + 60
+    while True:
+        told = mcp(url, "search_memory", query=query, top=1)
+        if [r["text"] for r in told["recent"]] == [newer] or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
     assert [r["text"] for r in told["recent"]] == [newer]  # what the assistant gets
     signed_in.get(gateway + "/ui/?q=deploy+to+staging+first&top=1")
     assert len(signed_in.find_elements(By.CSS_SELECTOR, "ol.results:not(#recent) .result")) == 1

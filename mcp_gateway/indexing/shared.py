@@ -161,10 +161,11 @@ class SharedWriter:
         self._note_join(heads, through)
         await self.follower.tell()
 
-    async def apply(self, every_feed: bool = False) -> None:
+    async def apply(self, every_feed: bool = False) -> bool:
         """One pass of both feeds under the deployment's cursors when the heads moved
         past the mark (``every_feed``: also the priors, which have no head); publishes
-        the heads it read first once both passes are complete."""
+        the heads it read first once both passes are complete. Whether the collection
+        now holds everything up to them (False: the lease lapsed on the way)."""
         heads, through = await self._read()
         if every_feed or not _covers(through, heads):
             await self.follower.apply_pending()
@@ -173,6 +174,7 @@ class SharedWriter:
                 through = heads
         self.seen = through
         self._note_join(heads, through)
+        return _covers(through, heads)
 
     async def _publish(self, heads: Heads) -> bool:
         value = f"{heads[0]},{heads[1]}"
@@ -210,14 +212,12 @@ class SharedWriter:
     async def catch_up(self) -> None:
         """Before a search: the collection holds everything committed before this call
         (applied here by the writer, or awaited from it), or ``IndexBehind``."""
-        if self.holds and await self.may_write():
-            await self.apply()
+        if self.holds and await self.may_write() and await self.apply():
             return
         heads, through = await self._read()
         deadline = time.monotonic() + self.wait_s
         while not _covers(through, heads):
-            if await self._take():
-                await self.apply()  # read after ours: covers ``heads``
+            if await self._take() and await self.apply():  # its heads: read after ours
                 return
             if time.monotonic() >= deadline:
                 raise IndexBehind(self._behind_message(heads, through))

@@ -211,6 +211,13 @@ async def test_each_change_is_written_once_and_a_search_after_an_add_finds_it(
         semantic = await NoteService(b).search(scope, NoteQuery(query="draining a node pool"))
         assert semantic.results
 
+        # a gateway started now has nothing to join: its first search finds everything
+        late_settings = b.settings.model_copy(update={"data_dir": tmp_path / "late"})
+        async with open_app(late_settings) as late:
+            first = await NoteService(late).search(scope, NoteQuery(query=WORDS[0]))
+            assert added[0] in [r.id for r in first.results]
+        assert sum(qdrant_server[2].written.values()) == 0
+
 
 async def test_a_killed_writer_is_replaced_and_nothing_acknowledged_is_lost(
     tmp_path: Path, pg_database: ScratchDatabase, qdrant_server: list[Link]

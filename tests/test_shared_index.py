@@ -184,7 +184,7 @@ async def test_each_change_is_written_once_and_a_search_after_an_add_finds_it(
     async with two_gateways(tmp_path, url, qdrant_server) as (a, b, link_a, link_b):
         feed_log(url)
         scope = settings_scope(a.settings)
-        added = []
+        added: list[str] = []
         for word in WORDS:
             app = b if len(added) % 2 == 0 else a  # the non-writer's search waits for it
             note = await NoteService(app).add(

@@ -175,6 +175,11 @@ async def test_a_lease_is_held_by_one_until_it_expires(database_location: Path |
         assert await one.acquire("cron:rerank", -1)  # renewed into the past: expired
         assert await two.acquire("cron:rerank", 60)
         assert await two.holder_of("cron:rerank") == "two"
+        # work fenced by a lease runs only in its holder's transaction
+        ran: list[str] = []
+        assert not await one.while_held("cron:rerank", lambda c: ran.append("one"))
+        assert await two.while_held("cron:rerank", lambda c: ran.append("two"))
+        assert ran == ["two"]
         await two.release("cron:rerank")
         assert await two.holder_of("cron:rerank") is None
     finally:

@@ -18,6 +18,10 @@ Exception map (where each is raised, and what the caller sees):
 - ``IndexJoining``          (a ``StoreUnavailable``) a gateway that shares the truth store
   and has not yet caught up with it since it started: a search is refused, with how far
   behind it is, instead of answering from a half-built index; retry in a moment.
+- ``IndexBehind``           (a ``StoreUnavailable``) a gateway on a Qdrant server every
+  gateway shares, whose writer has not applied what this search read as committed
+  within ``index.writer_wait_s``: refused, with how far behind, never answered from
+  an index missing it; retry in a moment.
 - ``AccessDenied``          a token tried to read or write a namespace it has no grant for.
 """
 
@@ -51,6 +55,10 @@ class StoreUnavailable(KiokuError):
 
 
 class IndexJoining(StoreUnavailable):
+    pass
+
+
+class IndexBehind(StoreUnavailable):
     pass
 
 

@@ -103,6 +103,14 @@ class IndexSettings(BaseModel):
     qdrant_replicas: int = Field(default=1, ge=1)
     qdrant_write_consistency: int = Field(default=1, ge=1)
     qdrant_on_disk: bool = False
+    # A Qdrant server every gateway shares (``qdrant_url`` and ``database_url`` set):
+    # one gateway at a time, the holder of the ``index:writer`` lease, writes it from
+    # the truth store's feeds; a holder that stops renewing is replaced after
+    # writer_lease_s. The others' searches wait up to writer_wait_s for it to apply
+    # what they read as committed, then say the index is behind (indexing/shared.py,
+    # docs/scale.md "One shared index")
+    writer_lease_s: float = Field(default=10.0, gt=0)
+    writer_wait_s: float = Field(default=3.0, ge=0)
     exact_search_below: int = Field(
         default=20_000, ge=0, description="use exact dense search below this many points"
     )

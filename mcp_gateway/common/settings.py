@@ -141,6 +141,12 @@ class KiokuSettings(BaseSettings):
         return bool(self.database_url)
 
     @property
+    def shared_index(self) -> bool:
+        """True when every gateway of the deployment opens the same collection on a
+        Qdrant server: one of them at a time writes it (``indexing.shared``)."""
+        return self.shared_store and bool(self.qdrant_url)
+
+    @property
     def database(self) -> Path | str:
         """What ``stores.db.Database`` opens: the PostgreSQL URL, else the SQLite file."""
         if self.database_url and not self.database_url.startswith("sqlite://"):

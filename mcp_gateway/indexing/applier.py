@@ -18,7 +18,7 @@ own index.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import anyio
 import anyio.to_thread
@@ -69,6 +69,9 @@ class Applier:
         self._wake = anyio.Event()
         self._lock = points_lock or anyio.Lock()
         self.applied = 0
+        # where one gateway writes for the deployment (``indexing.shared``): whether this
+        # one may write now, asked before each batch (None: always)
+        self.gate: Callable[[], Awaitable[bool]] | None = None
 
     @property
     def points_lock(self) -> anyio.Lock:
@@ -92,6 +95,8 @@ class Applier:
 
     async def apply_pending(self) -> int:
         """Apply every vector and prior written since the cursors; returns points written."""
+        if self.gate is not None and not await self.gate():
+            return 0
         async with self._lock:
             if self.writes is not None:
                 # a lexical-only point landing after its embedded one would undo it
@@ -106,6 +111,8 @@ class Applier:
             cursors += [(c.model_id, applied_key(c.name) + self.suffix) for c in spec.channels]
             for model, key in cursors:
                 while rows := await self.vectors.since(model, await self._cursor(key), BATCH):
+                    if self.gate is not None and not await self.gate():
+                        return done
                     done += await self._apply_vectors(rows)
                     await self.db.set_meta(key, str(rows[-1].seq))
                     if key == self.applied_key:

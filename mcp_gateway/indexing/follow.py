@@ -81,6 +81,9 @@ class Follower:
         # be refused (someone catches up meanwhile); a one-shot CLI command's app has no
         # background follower and catches up inline, however far behind
         self.background = False
+        # where one gateway writes for the deployment (``indexing.shared``): whether this
+        # one may write now, asked before each batch (None: always)
+        self.gate: Callable[[], Awaitable[bool]] | None = None
 
     async def cursor(self) -> int:
         if self.seq is None:
@@ -95,7 +98,7 @@ class Follower:
                 await self.apply_pending()  # vectors: the applier's own loop
                 if not self.joined:
                     await self.behind()  # notes it once current
-                await self._tell()
+                await self.tell()
             except Exception as exc:  # the store may be restarting: retry, never die
                 log.warning("following the change feed failed (%s); retrying", exc)
                 await anyio.sleep(1.0)
@@ -106,6 +109,8 @@ class Follower:
         async with self.pass_lock:
             done = 0
             while rows := await self.feed.since(await self.cursor(), BATCH):
+                if self.gate is not None and not await self.gate():
+                    break
                 notes = [r.source_id for r in rows if r.kind == "note"]
                 records = [r.source_id for r in rows if r.kind == "record"]
                 await self.indexer.apply_changes(notes, records)
@@ -117,7 +122,11 @@ class Follower:
             self._owed = True
         return done
 
-    async def _tell(self) -> None:
+    def owe(self) -> None:
+        """Changes reached the index (written by another process): tell the owner."""
+        self._owed = True
+
+    async def tell(self) -> None:
         if not self._owed or self.changed is None:
             return
         if time.monotonic() - self._told >= self.changed_every_s:

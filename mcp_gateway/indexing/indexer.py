@@ -70,11 +70,16 @@ class Indexer:
         points_lock: anyio.Lock | None = None,
         fast: Mapping[str, Embedder] | None = None,
         pending: PendingVectors | None = None,
+        direct: bool = True,
     ) -> None:
         """``fast``: further dense channels (by name) whose vector a new note gets with
         its first point, before its job runs: a burst is searchable by meaning at once.
         ``pending``: where a note written without its dense vector gets its static one
-        after the write (the live index; None: nowhere, as for a rebuild's target)."""
+        after the write (the live index; None: nowhere, as for a rebuild's target).
+        ``direct=False``: the index is one every gateway shares and only its writer
+        writes it, from the feeds (``indexing.shared``): the calls of the request paths
+        write no point (what they return, the items still to embed, is the same), and
+        the feed brings each change to the writer once."""
         self.notes, self.records, self.index, self.vectors = notes, records, index, vectors
         self.points_lock = points_lock or anyio.Lock()
         # note id -> the version (updated_at) whose point this process wrote last: the
@@ -83,6 +88,7 @@ class Indexer:
         self.written: dict[str, float] = {}
         self.fast = dict(fast or {})
         self.pending = pending
+        self.direct = direct
         self._fill_one: anyio.CapacityLimiter | None = None  # fill_fast's one thread
 
     @property
@@ -94,6 +100,8 @@ class Indexer:
         """The point of a note whose text changed (an edit, an import), until its job
         embeds it. Its static vector is not computed here: ``fill_fast_many`` pools it
         after the call (an import of 10,000 notes spent ~10 s of its call on them)."""
+        if not self.direct:
+            return
         async with self.points_lock:
             for latest in await self._latest([note]):
                 prior = (await load_priors(self.notes.db, [latest.id])).get(latest.id)
@@ -110,7 +118,9 @@ class Indexer:
         applier, which holds it, waits for these writes (``WriteBehind.caught_up``)
         before it writes embedded points."""
         # Sparse encoding is CPU work (~25 ms for a 32 KB note): never on the event loop.
-        channels = await self._fast_channels(note)
+        channels = await self._fast_channels(note)  # stored: the writer applies them
+        if not self.direct:
+            return
         point = await anyio.to_thread.run_sync(
             functools.partial(note_point, note, None, None, None, channels, fast=False)
         )
@@ -179,11 +189,15 @@ class Indexer:
         return out
 
     async def update_payload(self, note: Note) -> None:
+        if not self.direct:
+            return
         async with self.points_lock:  # the applier writes whole points from older reads
             for latest in await self._latest([note]):
                 await self.index.set_payload([point_id("note", note.id)], note_payload(latest))
 
     async def remove(self, note_id: str) -> None:
+        if not self.direct:
+            return
         async with self.points_lock:  # or the applier's pass may write it back
             self.written.pop(note_id, None)
             await self.index.delete([point_id("note", note_id)])
@@ -253,9 +267,10 @@ class Indexer:
             return points, pending, embedded
 
         points, pending, embedded = await anyio.to_thread.run_sync(build)
-        await self.index.upsert(points)
-        self._wrote(notes)
-        await self.notes.mark_embedded(embedded, self.model_id)
+        if self.direct:
+            await self.index.upsert(points)
+            self._wrote(notes)
+            await self.notes.mark_embedded(embedded, self.model_id)
         return pending
 
     async def put_records(self, ids: Sequence[str]) -> list[Record]:
@@ -294,5 +309,6 @@ class Indexer:
             return points, pending
 
         points, pending = await anyio.to_thread.run_sync(build)
-        await self.index.upsert(points)
+        if self.direct:
+            await self.index.upsert(points)
         return pending

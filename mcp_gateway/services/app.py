@@ -8,7 +8,10 @@ stores for a moment run jobs inline instead.
 
 A gateway whose truth store others share (``database_url`` set) also follows the change
 feed (``indexing.follow``: what other gateways write becomes searchable here, and every
-search first catches up) under cursors of its own (``<key>@<gateway id>``).
+search first catches up) under cursors of its own (``<key>@<gateway id>``). Where the
+index itself is shared too (a Qdrant server, ``qdrant_url``), one gateway at a time
+follows the feeds for the deployment and the others write no point
+(``indexing.shared``).
 """
 
 from __future__ import annotations
@@ -43,6 +46,8 @@ from mcp_gateway.indexing.applier import Applier
 from mcp_gateway.indexing.follow import Follower
 from mcp_gateway.indexing.indexer import Indexer
 from mcp_gateway.indexing.reconcile import ReconcileReport, reconcile
+from mcp_gateway.indexing.shared import SUFFIX as DEPLOYMENT_SUFFIX
+from mcp_gateway.indexing.shared import SharedWriter
 from mcp_gateway.indexing.writebehind import WriteBehind
 from mcp_gateway.jobs import JobContext, Scheduler, build_scheduler
 from mcp_gateway.records import RecordStore
@@ -85,6 +90,11 @@ class AppContext:
     prefetcher: Prefetcher | None = None
     # follows the change feed (None: the embedded owner, the only writer)
     follower: Follower | None = None
+    # with an index every gateway shares: its one writer, when this gateway holds the
+    # lease, and the wait for it otherwise (None: the index is this process's own)
+    shared: SharedWriter | None = None
+    # this gateway's id where the truth store is shared ("" otherwise): its leases
+    gateway: str = ""
     jobs: Scheduler = field(init=False)
     background: anyio.abc.TaskGroup | None = None
     # set once the start-up reconcile has run (or at once when none runs)
@@ -129,6 +139,9 @@ class AppContext:
         await self.jobs.drain()
         if self.prefetcher is not None:  # its vector too, before the applier's pass
             await self.prefetcher.idle()
+        if self.shared is not None:  # applied here by the writer, or awaited from it
+            await self.shared.catch_up()
+            return
         if self.follower is not None:
             await self.follower.apply_pending()
         await self.applier.apply_pending()
@@ -147,21 +160,26 @@ class AppContext:
         itself (queueing what has no vector, forgetting orphan vectors) only in the
         holder of the ``reconcile`` lease: once per deployment, not once per gateway.
         A gateway's first pass does it all the same: a gateway restarted after a kill
-        queues at once what its lost in-process jobs had not embedded."""
+        queues at once what its lost in-process jobs had not embedded.
+        With an index every gateway shares, only its writer reconciles (it alone writes
+        the index), all of it, every pass."""
         terms = self.index.spec.latent and self.embedder.latent_terms
         deployment = True
-        if self.settings.shared_store and self.reconciled.is_set():
+        indexer = self.indexer
+        if self.shared is not None and self.follower is not None:
+            if not await self.shared.may_write():
+                return ReconcileReport(deployment=False)
+            indexer = self.follower.indexer  # writes points (``self.indexer`` does not)
+        elif self.settings.shared_store and self.reconciled.is_set():
             ttl = self.settings.queue.reconcile_every_s * 1.5
             try:  # the gateway id holds it: a restarted holder takes it back at once
-                deployment = await Leases(self.db, self.applier.suffix).acquire(
-                    RECONCILE_LEASE, ttl
-                )
+                deployment = await Leases(self.db, self.gateway).acquire(RECONCILE_LEASE, ttl)
             except KiokuError as exc:
                 log.warning("reconcile: no lease (%s); repairing this index only", exc)
                 deployment = False
         return await reconcile(
             self.index,
-            self.indexer,
+            indexer,
             self.notes,
             self.records,
             self.jobs,
@@ -233,9 +251,11 @@ async def open_app(settings: KiokuSettings, *, run_jobs: bool = True) -> AsyncIt
             catalog.remove_leftovers, settings, spec.collection
         ):
             log.info("removed %s, left by an interrupted rebuild or snapshot load", name)
-        suffix = ""
+        suffix = gateway = ""
         if settings.shared_store:
-            suffix = "@" + load_secret(settings.data_dir, GATEWAY_ID_FILE)[:6].hex()
+            gateway = "@" + load_secret(settings.data_dir, GATEWAY_ID_FILE)[:6].hex()
+            # one index for all: the deployment's cursors, else this gateway's own
+            suffix = DEPLOYMENT_SUFFIX if settings.shared_index else gateway
             if _embedded(settings) and settings.index.snapshot_every_s > 0:
                 # no index here yet: start from the newest snapshot
                 await snapshot.load_newest(db, catalog.edge_root(settings), spec, suffix)
@@ -247,7 +267,9 @@ async def open_app(settings: KiokuSettings, *, run_jobs: bool = True) -> AsyncIt
 
         if settings.shared_store:
             await _check_feed(db)
-        app = _compose(settings, db, embedder, index, suffix, channels)
+        app = _compose(settings, db, embedder, index, suffix, channels, gateway)
+        if app.shared is not None:  # a clean stop hands the writing over at once
+            stack.push_async_callback(app.shared.release)
         pooled = await fast_first.rebuild(index, app.notes)
         if pooled:
             log.info("%d pending notes searchable by their fast vector", pooled)
@@ -269,8 +291,11 @@ async def open_app(settings: KiokuSettings, *, run_jobs: bool = True) -> AsyncIt
             tg = await stack.enter_async_context(anyio.create_task_group())
             stack.callback(tg.cancel_scope.cancel)
             app.background = tg
-            tg.start_soon(app.applier.run)
-            if app.follower is not None:
+            if app.shared is not None:  # it runs the follower's and applier's passes
+                tg.start_soon(app.shared.run)
+            else:
+                tg.start_soon(app.applier.run)
+            if app.follower is not None and app.shared is None:
                 tg.start_soon(app.follower.run)
                 if _embedded(settings) and settings.index.snapshot_every_s > 0:
                     tg.start_soon(
@@ -351,6 +376,7 @@ def _compose(
     index: LiveIndex,
     suffix: str = "",
     channels: tuple[ChannelEmbedder, ...] = (),
+    gateway: str = "",
 ) -> AppContext:
     notes = NoteStore(db)
     records = RecordStore(db, settings.project)
@@ -362,16 +388,32 @@ def _compose(
     applier = Applier(
         db, notes, records, vectors, index, writes=writes, points_lock=points_lock, suffix=suffix
     )
+    fast = {c.channel.name: c.embedder for c in channels if c.fast}
+    shared_index = settings.shared_index
+    # the request paths' writes; with one index for all, none (the writer's feed pass)
     indexer = Indexer(
-        notes,
-        records,
-        index,
-        vectors,
-        points_lock,
-        fast={c.channel.name: c.embedder for c in channels if c.fast},
-        pending=index,
+        notes, records, index, vectors, points_lock, fast, pending=index, direct=not shared_index
     )
-    follower = Follower(db, ChangeFeed(db), indexer, applier, suffix) if suffix else None
+    feed_indexer = (
+        Indexer(notes, records, index, vectors, points_lock, pending=index)
+        if shared_index
+        else indexer
+    )
+    follower = Follower(db, ChangeFeed(db), feed_indexer, applier, suffix) if suffix else None
+    shared = None
+    if shared_index and follower is not None:
+        shared = SharedWriter(
+            db,
+            index,
+            follower,
+            applier,
+            gateway,
+            settings.index.writer_lease_s,
+            settings.index.writer_wait_s,
+        )
+    catch_up = follower.catch_up if follower is not None else None
+    if shared is not None:
+        catch_up = shared.catch_up
     s = settings.search
     limits = FreshLimits(s.fresh_top, s.fresh_max_bytes, s.fresh_budget_ms)
     kc = JobContext(
@@ -400,7 +442,7 @@ def _compose(
         fresh=fresh,
         writes=writes,
         folder=folder,
-        catch_up=follower.catch_up if follower is not None else None,
+        catch_up=catch_up,
         channels=channels,
         fast_first=(
             fast_first.FastFirst(index, s, embedder.model_id)
@@ -437,6 +479,8 @@ def _compose(
         writes=writes,
         prefetcher=prefetcher,
         follower=follower,
+        shared=shared,
+        gateway=gateway,
         channels=channels,
     )
 

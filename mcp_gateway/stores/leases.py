@@ -1,5 +1,6 @@
 """Leases in the truth store: work that must run once per deployment, not once per
-gateway (the in-process runner's periodic re-ranking and tuning).
+gateway (the in-process runner's periodic re-ranking and tuning; the one writer of an
+index every gateway shares, ``indexing.shared``).
 
 A lease is a row ``(name, holder, expires_at)``. ``acquire`` takes it when it is free,
 expired or already ours (a renewal), in one statement that both SQLite and PostgreSQL
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Callable
 
 from mcp_gateway.stores.db import Database
 
@@ -38,6 +40,22 @@ class Leases:
             return row is not None and row[0] == self.holder
 
         return await self.db.transaction(take)
+
+    async def while_held(self, name: str, fn: Callable[[sqlite3.Connection], None]) -> bool:
+        """Run ``fn(conn)`` in a transaction only while this holder has ``name`` (checked
+        in that transaction: a holder whose lease expired writes nothing); whether it ran."""
+        now = time.time()
+
+        def fenced(conn: sqlite3.Connection) -> bool:
+            row = conn.execute(
+                "SELECT holder FROM leases WHERE name = ? AND expires_at >= ?", (name, now)
+            ).fetchone()
+            if row is None or row[0] != self.holder:
+                return False
+            fn(conn)
+            return True
+
+        return await self.db.transaction(fenced)
 
     async def release(self, name: str) -> None:
         """Give ``name`` up at once (a clean stop), if this holder has it."""

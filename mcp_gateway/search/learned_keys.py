@@ -17,15 +17,13 @@ lift only hits of the request's own channels (its namespaces, type, domain, curr
 feedback in one namespace never moves another's answers, and a key never brings a
 memory its caller may not read.
 
-``RecentAsks`` remembers each namespace's last searches for ``used=[ids]``: the id
-must have been shown to that namespace in the last ``WINDOW_S``, and the question of
-the newest search that showed it is what the memory answered.
+``search.recent_asks.RecentAsks`` remembers each namespace's last searches for
+``used=[ids]``.
 """
 
 from __future__ import annotations
 
 import time
-from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -34,6 +32,7 @@ import numpy as np
 from mcp_gateway.common.types import IndexHit, point_id
 from mcp_gateway.indexing.lexical import script_of
 from mcp_gateway.search.ranking import Candidate
+from mcp_gateway.search.recent_asks import RecentAsks
 from mcp_gateway.stores.learned_keys import EMPTY, KeyMatrix, LearnedKeyStore
 
 # a key unconfirmed for this long has lost half its pull; DECAY_PENALTY is what a key
@@ -42,41 +41,8 @@ KEY_HALF_LIFE_S = 90 * 86_400
 DECAY_PENALTY = 0.1
 # per memory, only its best key counts; at most this many memories a search lifts
 MAX_LIFTED = 10
-WINDOW_S = 30 * 60
 # questions whose script is remembered (cleared past 4x: a namespace holds at most 2,000)
 MAX_SCRIPTS = 2_000
-ASKS_KEPT = 64
-
-
-@dataclass(slots=True)
-class Asked:
-    at: float
-    query: str
-    shown: set[str]  # an id leaves once credited: one credit per showing
-
-
-class RecentAsks:
-    """Each namespace's newest searches (in process: the owner serves every door)."""
-
-    def __init__(self, window_s: float = WINDOW_S, kept: int = ASKS_KEPT) -> None:
-        self.window_s, self.kept = window_s, kept
-        self._asks: dict[str, deque[Asked]] = {}
-
-    def note(self, namespace: str, query: str, shown: Iterable[str], now: float) -> None:
-        asks = self._asks.setdefault(namespace, deque(maxlen=self.kept))
-        asks.append(Asked(now, query, set(shown)))
-
-    def question_for(self, namespace: str, memory_id: str, now: float) -> str | None:
-        """The query of the newest search of ``namespace`` within the window that
-        showed ``memory_id`` and was not credited for it yet (it is now); None when
-        none did."""
-        for asked in reversed(self._asks.get(namespace, ())):
-            if asked.at < now - self.window_s:
-                return None
-            if memory_id in asked.shown:
-                asked.shown.discard(memory_id)
-                return asked.query
-        return None
 
 
 class KeyMatcher:

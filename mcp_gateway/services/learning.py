@@ -10,7 +10,7 @@ things, both in the caller's own namespace only:
   job (``jobs.priors``) weighs above the implicit "retrieved, then solved" one.
 
 Only a memory the caller's namespace was shown by a search in the last 30 minutes can
-be credited (``search.learned_keys.RecentAsks``): a client cannot credit what it never
+be credited (``search.recent_asks.RecentAsks``): a client cannot credit what it never
 saw, and a burst of wrong marks is bounded by the searches behind it.
 """
 

@@ -97,6 +97,36 @@ async def test_used_credits_only_what_a_search_showed(harness: Harness) -> None:
     assert all("half applied" not in r["text"] for r in listed["results"])
 
 
+async def test_used_after_a_restart_credits_the_search_before_it(settings: KiokuSettings) -> None:
+    """Before: which search showed which ids lived in the process only, so a ``used=``
+    after a restart (or on another gateway) was "not noted as used" and nothing was
+    learned. The activity log holds every search's ids: the new server credits the
+    question that found the memory, and a showing credited before the restart stays
+    spent after it."""
+    apps: list[AppContext] = []
+    async with connected(create_server(settings, on_app=apps.append)) as client:
+        h = Harness(client, apps)
+        ids = await store(h)
+        shown = await ranked(h, ASKED)
+        assert ids[TARGET] in shown
+        spent = next(i for i in shown if i != ids[TARGET])
+        assert (await h.ok("search_memory", query="helm", used=[spent]))["credited"] == [spent]
+    apps = []
+    async with connected(create_server(settings, on_app=apps.append)) as client:
+        h = Harness(client, apps)
+        out = await h.ok("search_memory", query="docker images", used=[ids[TARGET], spent])
+        assert out["credited"] == [ids[TARGET]]
+        assert out["not_credited"] == [spent]
+        learned = h.app.search.learned
+        assert learned is not None
+        keys = await learned.store.of_note(ids[TARGET], ("default",))
+        assert [k.question for k in keys] == [ASKED]
+        # once per showing, wherever the showing is remembered
+        again = await h.call("search_memory", query="helm", used=[ids[TARGET]])
+        assert "Not noted as used" in again.content[0].text
+        assert ids[TARGET] in await ranked(h, REWORDED)
+
+
 async def test_the_question_that_found_a_memory_finds_it_again(harness: Harness) -> None:
     """Before: a rewording of a need that found a memory ranked it where it always had
     (here: not in the answer). A key lifts the memory in e5's channel; beside the fused

@@ -55,13 +55,14 @@ class KeyMatcher:
         offset: float,
         cross_cosine: float | None = None,
         clock: Callable[[], float] = time.time,
+        asks: RecentAsks | None = None,
     ) -> None:
         self.store, self.model_id = store, model_id
         self.min_cosine, self.offset, self.clock = min_cosine, offset, clock
         # a key asked in another script than the query (a Japanese rewording of an
         # English question) sits lower in e5's cosines than a same-language rewording
         self.cross_cosine = min_cosine if cross_cosine is None else cross_cosine
-        self.asks = RecentAsks()
+        self.asks = asks or RecentAsks()
         self._cache: dict[str, tuple[int, KeyMatrix]] = {}
         self._scripts: dict[str, tuple[int, np.ndarray]] = {}
         self._script_of: dict[str, str] = {}  # question -> its script, computed once

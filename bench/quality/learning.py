@@ -234,7 +234,7 @@ async def main() -> None:
     ap.add_argument("--offset", type=float)
     ap.add_argument("--cross-cosine", type=float, help="the bar of a key in another script")
     ap.add_argument(
-        "--set", nargs="*", default=[], help="search settings, NAME=JSON (key_cross_first=0)"
+        "--set", nargs="*", default=[], help="search settings, NAME=JSON (key_min_cosine=0.9)"
     )
     ap.add_argument("--worst", type=int, default=0, help="print the askings hurt most")
     args = ap.parse_args()

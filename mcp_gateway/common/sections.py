@@ -243,9 +243,6 @@ class SearchSettings(BaseModel):
     # the bar for a key asked in another script than the query (None: key_min_cosine);
     # e5's cross-language rewordings sit lower than same-language ones
     key_cross_cosine: float | None = Field(default=0.88, ge=0.0, le=1.0)
-    # a memory whose best matching key is in another script than the query goes first
-    # when the query's own ranking has it within this many places (0: it is only lifted)
-    key_cross_first: int = Field(default=3, ge=0, le=50)
 
 
 class TokenGrant(BaseModel):

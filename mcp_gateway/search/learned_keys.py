@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -89,38 +89,22 @@ class KeyMatcher:
             known = self._script_of[text] = script_of(text)
         return known
 
-    def _crossed(self, namespace: str, keys: KeyMatrix, query: str | None) -> np.ndarray | None:
-        """Whether each key's question is written in another script than ``query``
-        (None: no query text, every key as the same script)."""
-        if query is None:
-            return None
+    def _bars(self, namespace: str, keys: KeyMatrix, query: str | None) -> np.ndarray | float:
+        """Each key's bar: ``min_cosine``, or ``cross_cosine`` where the key's question
+        is written in another script than ``query`` (None: every key the same)."""
+        if query is None or self.cross_cosine == self.min_cosine:
+            return self.min_cosine
         known = self._scripts.get(namespace)
         if known is None or known[0] != self.store.version or len(known[1]) != len(keys.questions):
             known = (self.store.version, np.array([self._script(q) for q in keys.questions]))
             self._scripts[namespace] = known
-        return np.asarray(known[1] != script_of(query))
-
-    def _bars(self, crossed: np.ndarray | None) -> np.ndarray | float:
-        """Each key's bar: ``min_cosine``, or ``cross_cosine`` where the key's question
-        is written in another script than the query."""
-        if crossed is None or self.cross_cosine == self.min_cosine:
-            return self.min_cosine
-        return np.where(crossed, self.cross_cosine, self.min_cosine)
+        return np.where(known[1] == script_of(query), self.min_cosine, self.cross_cosine)
 
     async def matches(
         self, namespace: str, view: Sequence[float], query: str | None = None
     ) -> dict[str, float]:
         """Memory id -> its best key's score (as a dense cosine) for this query view
         (``query``: its text, whose script picks each key's bar)."""
-        return {
-            nid: score for nid, (score, _) in (await self._match(namespace, view, query)).items()
-        }
-
-    async def _match(
-        self, namespace: str, view: Sequence[float], query: str | None
-    ) -> dict[str, tuple[float, bool]]:
-        """``matches``, each with whether its best key is written in another script
-        than the query."""
         keys = await self._keys(namespace)
         if keys is EMPTY or not keys.note_ids or keys.vectors.shape[1] != len(view):
             return {}
@@ -129,8 +113,7 @@ class KeyMatcher:
         # einsum, not ``@``: a matrix-vector product through BLAS starts its thread
         # pool, which on a busy machine cost ~4-25 ms a search instead of ~0.8 at 2k keys
         cos = np.einsum("ij,j->i", keys.vectors, q)
-        in_other_script = self._crossed(namespace, keys, query)
-        bars = self._bars(in_other_script)
+        bars = self._bars(namespace, keys, query)
         near = np.nonzero(cos >= bars)[0]
         if near.size == 0:
             return {}
@@ -140,15 +123,12 @@ class KeyMatcher:
         # the main bar: the bar, not the raw cosine, says how close a rewording is
         lifted_by = self.min_cosine - (bars[near] if isinstance(bars, np.ndarray) else bars)
         scores = cos[near] + lifted_by - self.offset - DECAY_PENALTY * (1.0 - weight)
-        crossed = (
-            in_other_script[near].tolist() if in_other_script is not None else [False] * len(near)
-        )
-        best: dict[str, tuple[float, bool]] = {}
-        for i, score, cross in zip(near.tolist(), scores.tolist(), crossed, strict=True):
+        best: dict[str, float] = {}
+        for i, score in zip(near.tolist(), scores.tolist(), strict=True):
             nid = keys.note_ids[i]
-            if score > best.get(nid, (-2.0, False))[0]:
-                best[nid] = (float(score), bool(cross))
-        top = sorted(best.items(), key=lambda kv: -kv[1][0])[:MAX_LIFTED]
+            if score > best.get(nid, -2.0):
+                best[nid] = float(score)
+        top = sorted(best.items(), key=lambda kv: -kv[1])[:MAX_LIFTED]
         return dict(top)
 
     async def rivals(
@@ -180,17 +160,12 @@ class KeyMatcher:
         a memory the request may not see."""
         if view is None:
             return Lifted(dense)
-        matched = await self._match(namespace, view, query)
-        found = {point_id("note", nid): s for nid, (s, _) in matched.items()}
+        found = {
+            point_id("note", nid): s
+            for nid, s in (await self.matches(namespace, view, query)).items()
+        }
         if not found:
             return Lifted(dense)
-        # each key's strength on [0.5, 1]: 0.5 at the bar, 1 for the question itself
-        # (a key over a lower cross-script bar: as far over the main bar)
-        span = 2.0 * max(1.0 - self.min_cosine, 1e-6)
-        strength = {
-            pid: min(1.0, max(0.0, 0.5 + (s + self.offset - self.min_cosine) / span))
-            for pid, s in found.items()
-        }
         out = list(dense)
         at = {h.id: i for i, h in enumerate(out)}
         missing: dict[str, float] = {}
@@ -211,45 +186,17 @@ class KeyMatcher:
         out.sort(key=lambda h: -h.score)
         lifted = {h.id for h in out if h.id in found and h.score == found[h.id]}
         best = max((h.score for h in dense), default=None)
-        # a key in another script, still over its bar once its age is counted
-        crossed = {
-            pid: strength[pid]
-            for nid, (_, cross) in matched.items()
-            if cross and strength[pid := point_id("note", nid)] >= 0.5
-        }
-        return Lifted(out, lifted, None if best is None else 1.0 - best, crossed)
+        return Lifted(out, lifted, None if best is None else 1.0 - best)
 
 
 @dataclass(frozen=True, slots=True)
 class Lifted:
     """The dense hits with the keys' lifts; which points a key lifted; the query's own
-    best dense distance before any lift; the points whose best key was asked in another
-    script than the query, with the key's strength (0.5 at its bar, 1 for the question
-    itself)."""
+    best dense distance before any lift."""
 
     dense: list[IndexHit]
     lifted: frozenset[str] | set[str] = frozenset()
     own_best: float | None = None
-    crossed: dict[str, float] = field(default_factory=dict)
-
-    def cross_first(self, candidates: list[Candidate], within: int) -> list[Candidate]:
-        """A memory a key in another script matched goes first when the query's own
-        ranking (with the keys' lifts) has it within ``within`` places (several: by the
-        key's strength). A rewording in another language over its bar is the same need
-        asked again, and the fused channels that read one script (BM25, MiniLM) cannot
-        see it: its lift in e5's channel alone left it second or third. A same-script
-        key only lifts: near questions of other needs sit there (make bench-learning)."""
-        if within <= 0 or not self.crossed:
-            return candidates
-        ranked = sorted(candidates, key=lambda c: c.score, reverse=True)
-        near = {c.point_id for c in ranked[:within]}
-        if not near & self.crossed.keys():
-            return candidates
-        top = ranked[0].score
-        for cand in candidates:
-            if cand.point_id in near and cand.point_id in self.crossed:
-                cand.score = top + self.crossed[cand.point_id]
-        return sorted(candidates, key=lambda c: c.score, reverse=True)
 
     def keep_reference(self, candidates: Sequence[Candidate]) -> None:
         """A lifted memory ranks by its key, but the keep rule stays measured from the

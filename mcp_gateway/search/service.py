@@ -267,7 +267,6 @@ class SearchService:
             fast_hits,
         )
         if lifted is not None:
-            candidates = lifted.cross_first(candidates, self.settings.key_cross_first)
             lifted.keep_reference(candidates)
         candidates = pin_exact(candidates, held)
         if self.records is not None and any(c.payload.get("current") is False for c in candidates):

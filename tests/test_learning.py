@@ -97,6 +97,36 @@ async def test_used_credits_only_what_a_search_showed(harness: Harness) -> None:
     assert all("half applied" not in r["text"] for r in listed["results"])
 
 
+async def test_used_after_a_restart_credits_the_search_before_it(settings: KiokuSettings) -> None:
+    """Before: which search showed which ids lived in the process only, so a ``used=``
+    after a restart (or on another gateway) was "not noted as used" and nothing was
+    learned. The activity log holds every search's ids: the new server credits the
+    question that found the memory, and a showing credited before the restart stays
+    spent after it."""
+    apps: list[AppContext] = []
+    async with connected(create_server(settings, on_app=apps.append)) as client:
+        h = Harness(client, apps)
+        ids = await store(h)
+        shown = await ranked(h, ASKED)
+        assert ids[TARGET] in shown
+        spent = next(i for i in shown if i != ids[TARGET])
+        assert (await h.ok("search_memory", query="helm", used=[spent]))["credited"] == [spent]
+    apps = []
+    async with connected(create_server(settings, on_app=apps.append)) as client:
+        h = Harness(client, apps)
+        out = await h.ok("search_memory", query="docker images", used=[ids[TARGET], spent])
+        assert out["credited"] == [ids[TARGET]]
+        assert out["not_credited"] == [spent]
+        learned = h.app.search.learned
+        assert learned is not None
+        keys = await learned.store.of_note(ids[TARGET], ("default",))
+        assert [k.question for k in keys] == [ASKED]
+        # once per showing, wherever the showing is remembered
+        again = await h.call("search_memory", query="helm", used=[ids[TARGET]])
+        assert "Not noted as used" in again.content[0].text
+        assert ids[TARGET] in await ranked(h, REWORDED)
+
+
 async def test_the_question_that_found_a_memory_finds_it_again(harness: Harness) -> None:
     """Before: a rewording of a need that found a memory ranked it where it always had
     (here: not in the answer). A key lifts the memory in e5's channel; beside the fused
@@ -111,34 +141,6 @@ async def test_the_question_that_found_a_memory_finds_it_again(harness: Harness)
     assert ids[TARGET] in after
     # the memory's own words and id still find everything as before
     assert (await ranked(harness, "Helm charts infra repository"))[0] == ids[8]
-
-
-async def test_a_key_is_a_fused_channel_of_its_own(settings: KiokuSettings) -> None:
-    """Before (a key lifted e5's channel only): the rewording brought the memory into
-    the answer, under the notes the other channels rank higher. The keys' own channel
-    (``key_weight``; off by default: 0.5 gained on the coding dev needs, not on test)
-    puts the memory its question was answered by first; the memory's own words still
-    find every other note first."""
-    search = settings.search.model_copy(update={"key_weight": 0.5})
-    apps: list[AppContext] = []
-    own = settings.model_copy(update={"search": search})
-    async with connected(create_server(own, on_app=apps.append)) as client:
-        await _fused_channel(Harness(client, apps))
-
-
-async def _fused_channel(harness: Harness) -> None:
-    ids = await store(harness)
-    assert ids[TARGET] in await ranked(harness, "KUBE_BURST in the runner")
-    fixed = await harness.ok(
-        "add_note", text="Raised KUBE_BURST", solved_query=ASKED, used=[ids[TARGET]]
-    )
-    assert fixed["credited"] == [ids[TARGET]]
-    await harness.settle()
-    # the note that records the fix carries the question too; among the others, first
-    got = [i for i in await ranked(harness, REWORDED) if i != fixed["id"]]
-    assert got[0] == ids[TARGET]
-    assert (await ranked(harness, "Helm charts infra repository"))[0] == ids[8]
-    assert (await ranked(harness, "Docker multi-stage builds"))[0] == ids[7]
 
 
 async def test_a_key_in_another_script_has_its_own_bar(settings: KiokuSettings) -> None:

@@ -232,8 +232,10 @@ async def main() -> None:
     ap.add_argument("--seed", type=int, default=49)
     ap.add_argument("--min-cosine", type=float)
     ap.add_argument("--offset", type=float)
-    ap.add_argument("--key-weight", type=float, help="the keys' own fused channel's weight")
     ap.add_argument("--cross-cosine", type=float, help="the bar of a key in another script")
+    ap.add_argument(
+        "--set", nargs="*", default=[], help="search settings, NAME=JSON (key_min_cosine=0.9)"
+    )
     ap.add_argument("--worst", type=int, default=0, help="print the askings hurt most")
     args = ap.parse_args()
     root = args.data_dir or Path(tempfile.mkdtemp(prefix="kioku-learning-"))
@@ -242,10 +244,11 @@ async def main() -> None:
         overrides["key_min_cosine"] = args.min_cosine
     if args.offset is not None:
         overrides["key_offset"] = args.offset
-    if args.key_weight is not None:
-        overrides["key_weight"] = args.key_weight
     if args.cross_cosine is not None:
         overrides["key_cross_cosine"] = args.cross_cosine
+    for item in args.set:
+        k, v = item.split("=", 1)
+        overrides[k] = json.loads(v)
     for name in args.data:
         folder = HERE / name
         data_dir = root / name

@@ -49,8 +49,10 @@ class NoteAdded(LoggedEvent):
 
 
 class Searched(LoggedEvent):
-    """``search_memory`` / ``ui_search``: what a search asked and returned."""
+    """``search_memory`` / ``ui_search``: what a search asked and returned, for whom
+    (``namespace``: the caller's own; entries written before the field have none)."""
 
+    namespace: str = ""
     query: str = ""
     type: str = ""
     domain: str = ""

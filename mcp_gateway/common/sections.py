@@ -251,9 +251,6 @@ class SearchSettings(BaseModel):
     learned_keys: bool = True
     key_min_cosine: float = Field(default=0.9, ge=0.0, le=1.0)
     key_offset: float = Field(default=-0.05, ge=-0.2, le=1.0)
-    # ...and, as a fused channel of their own, add key_weight x the key's strength
-    # (0.5 at key_min_cosine, 1 for the same question) to the memory's fused score
-    key_weight: float = Field(default=0.0, ge=0.0, le=4.0)
     # the bar for a key asked in another script than the query (None: key_min_cosine);
     # e5's cross-language rewordings sit lower than same-language ones
     key_cross_cosine: float | None = Field(default=0.88, ge=0.0, le=1.0)

@@ -17,23 +17,22 @@ lift only hits of the request's own channels (its namespaces, type, domain, curr
 feedback in one namespace never moves another's answers, and a key never brings a
 memory its caller may not read.
 
-``RecentAsks`` remembers each namespace's last searches for ``used=[ids]``: the id
-must have been shown to that namespace in the last ``WINDOW_S``, and the question of
-the newest search that showed it is what the memory answered.
+``search.recent_asks.RecentAsks`` remembers each namespace's last searches for
+``used=[ids]``.
 """
 
 from __future__ import annotations
 
 import time
-from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from mcp_gateway.common.types import IndexHit, point_id
 from mcp_gateway.indexing.lexical import script_of
 from mcp_gateway.search.ranking import Candidate
+from mcp_gateway.search.recent_asks import RecentAsks
 from mcp_gateway.stores.learned_keys import EMPTY, KeyMatrix, LearnedKeyStore
 
 # a key unconfirmed for this long has lost half its pull; DECAY_PENALTY is what a key
@@ -42,41 +41,8 @@ KEY_HALF_LIFE_S = 90 * 86_400
 DECAY_PENALTY = 0.1
 # per memory, only its best key counts; at most this many memories a search lifts
 MAX_LIFTED = 10
-WINDOW_S = 30 * 60
 # questions whose script is remembered (cleared past 4x: a namespace holds at most 2,000)
 MAX_SCRIPTS = 2_000
-ASKS_KEPT = 64
-
-
-@dataclass(slots=True)
-class Asked:
-    at: float
-    query: str
-    shown: set[str]  # an id leaves once credited: one credit per showing
-
-
-class RecentAsks:
-    """Each namespace's newest searches (in process: the owner serves every door)."""
-
-    def __init__(self, window_s: float = WINDOW_S, kept: int = ASKS_KEPT) -> None:
-        self.window_s, self.kept = window_s, kept
-        self._asks: dict[str, deque[Asked]] = {}
-
-    def note(self, namespace: str, query: str, shown: Iterable[str], now: float) -> None:
-        asks = self._asks.setdefault(namespace, deque(maxlen=self.kept))
-        asks.append(Asked(now, query, set(shown)))
-
-    def question_for(self, namespace: str, memory_id: str, now: float) -> str | None:
-        """The query of the newest search of ``namespace`` within the window that
-        showed ``memory_id`` and was not credited for it yet (it is now); None when
-        none did."""
-        for asked in reversed(self._asks.get(namespace, ())):
-            if asked.at < now - self.window_s:
-                return None
-            if memory_id in asked.shown:
-                asked.shown.discard(memory_id)
-                return asked.query
-        return None
 
 
 class KeyMatcher:
@@ -89,13 +55,14 @@ class KeyMatcher:
         offset: float,
         cross_cosine: float | None = None,
         clock: Callable[[], float] = time.time,
+        asks: RecentAsks | None = None,
     ) -> None:
         self.store, self.model_id = store, model_id
         self.min_cosine, self.offset, self.clock = min_cosine, offset, clock
         # a key asked in another script than the query (a Japanese rewording of an
         # English question) sits lower in e5's cosines than a same-language rewording
         self.cross_cosine = min_cosine if cross_cosine is None else cross_cosine
-        self.asks = RecentAsks()
+        self.asks = asks or RecentAsks()
         self._cache: dict[str, tuple[int, KeyMatrix]] = {}
         self._scripts: dict[str, tuple[int, np.ndarray]] = {}
         self._script_of: dict[str, str] = {}  # question -> its script, computed once
@@ -199,12 +166,6 @@ class KeyMatcher:
         }
         if not found:
             return Lifted(dense)
-        # each key's strength on [0.5, 1]: 0.5 at the bar, 1 for the question itself
-        span = 2.0 * max(1.0 - self.min_cosine, 1e-6)
-        strength = {
-            pid: min(1.0, max(0.0, 0.5 + (s + self.offset - self.min_cosine) / span))
-            for pid, s in found.items()
-        }
         out = list(dense)
         at = {h.id: i for i, h in enumerate(out)}
         missing: dict[str, float] = {}
@@ -225,7 +186,7 @@ class KeyMatcher:
         out.sort(key=lambda h: -h.score)
         lifted = {h.id for h in out if h.id in found and h.score == found[h.id]}
         best = max((h.score for h in dense), default=None)
-        return Lifted(out, lifted, None if best is None else 1.0 - best, strength)
+        return Lifted(out, lifted, None if best is None else 1.0 - best)
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,20 +197,6 @@ class Lifted:
     dense: list[IndexHit]
     lifted: frozenset[str] | set[str] = frozenset()
     own_best: float | None = None
-    keyed: dict[str, float] = field(default_factory=dict)
-
-    def fuse_keys(self, candidates: list[Candidate], weight: float) -> list[Candidate]:
-        """The keys as a fused channel of their own: each memory a key matched gains
-        ``weight`` times its key's strength (times the memory's prior, as every channel's
-        part is), on top of its lift in e5's channel. Lifting it in every model's channel
-        instead cost first askings (docs/ranking.md); this is one channel's weight."""
-        if weight <= 0 or not self.keyed:
-            return candidates
-        for cand in candidates:
-            strength = self.keyed.get(cand.point_id)
-            if strength is not None:
-                cand.score += weight * strength * float(cand.payload.get("prior", 1.0))
-        return sorted(candidates, key=lambda c: c.score, reverse=True)
 
     def keep_reference(self, candidates: Sequence[Candidate]) -> None:
         """A lifted memory ranks by its key, but the keep rule stays measured from the

@@ -268,7 +268,6 @@ class SearchService:
             fast_hits,
         )
         if lifted is not None:
-            candidates = lifted.fuse_keys(candidates, self.settings.key_weight)
             lifted.keep_reference(candidates)
         candidates = pin_exact(candidates, held)
         if self.records is not None and any(c.payload.get("current") is False for c in candidates):

@@ -17,6 +17,7 @@ follows the feeds for the deployment and the others write no point
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
@@ -56,6 +57,7 @@ from mcp_gateway.search.fresh import FreshEmbedder, FreshLimits
 from mcp_gateway.search.learned_keys import KeyMatcher
 from mcp_gateway.search.neardup import Folder
 from mcp_gateway.search.prefetch import Prefetcher
+from mcp_gateway.search.recent_asks import RecentAsks
 from mcp_gateway.search.service import SearchService
 from mcp_gateway.search.thresholds import ThresholdCache
 from mcp_gateway.stores.activity import ActivityLog, open_activity_log
@@ -455,6 +457,9 @@ def _compose(
             min_cosine=s.key_min_cosine,
             offset=s.key_offset,
             cross_cosine=s.key_cross_cosine,
+            asks=RecentAsks(
+                activity.read_recent, own_since=None if activity.shared else time.time()
+            ),
         ),
     )
     prefetcher = (

@@ -10,8 +10,9 @@ things, both in the caller's own namespace only:
   job (``jobs.priors``) weighs above the implicit "retrieved, then solved" one.
 
 Only a memory the caller's namespace was shown by a search in the last 30 minutes can
-be credited (``search.learned_keys.RecentAsks``): a client cannot credit what it never
-saw, and a burst of wrong marks is bounded by the searches behind it.
+be credited, once per showing (``search.recent_asks.RecentAsks``, backed by the activity
+log: a restart or another gateway does not lose the searches): a client cannot credit
+what it never saw, and a burst of wrong marks is bounded by the searches behind it.
 """
 
 from __future__ import annotations
@@ -86,11 +87,12 @@ async def credit_used(
     if not used or learned is None:
         return out
     now = learned.clock()
+    readable = [m for m in used if await _readable_note(app, scope, m)]
+    shown_for = await learned.asks.questions_for(scope.write, readable, now)
     questions: dict[str, str] = {}
     for memory_id in used:
-        shown_for = learned.asks.question_for(scope.write, memory_id, now)
-        question = solved_query or shown_for
-        if shown_for is None or not question or not await _readable_note(app, scope, memory_id):
+        question = solved_query or shown_for.get(memory_id)
+        if memory_id not in shown_for or not question:
             out.ignored.append(memory_id)
             continue
         questions[memory_id] = question

@@ -227,7 +227,7 @@ class NoteService:
             kept = [r for r in response.results if r.kind == "note" and r.priority == priority]
             response.results = kept[:top]
             response.recent = [r for r in response.recent if r.priority == priority]
-        await self._log_search(response, request, started, event, context or {})
+        await self._log_search(response, request, scope, started, event, context or {})
         if event == SEARCH and self.app.search.learned is not None:
             shown = [i for r in (*response.results, *response.recent) for i in (r.id, *r.also)]
             self.app.search.learned.asks.note(
@@ -334,6 +334,7 @@ class NoteService:
         self,
         response: SearchResponse,
         request: SearchRequest,
+        scope: Scope,
         started: float,
         event: str,
         context: dict[str, Any],
@@ -343,6 +344,7 @@ class NoteService:
             if item.distance is not None:
                 min_distance[item.type] = min(min_distance.get(item.type, 2.0), item.distance)
         searched = Searched(
+            namespace=scope.write,  # whose search: ``used=`` credits only the caller's
             query=request.query,
             type=request.type,
             domain=request.domain,

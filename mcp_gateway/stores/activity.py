@@ -40,9 +40,20 @@ log = logging.getLogger(__name__)
 
 
 SETTLE_S = 0.005
+# ``read_recent``: how far back a tail read goes at most (a burst of entries in the last
+# minutes must not turn one call into a read of the whole log), in bytes and in rows
+TAIL_BYTES = 8 << 20
+TAIL_ROWS = 20_000
+# entries of several processes are appended by batch: one stamped a little earlier can
+# follow a later one in the file, so the tail read goes this much further back
+TAIL_SKEW_S = 60.0
+TAIL_CHUNK = 64 << 10
 
 
 class ActivityLog:
+    # whether other processes append to this log (other gateways, on a shared store)
+    shared = False
+
     def __init__(self, path: Path) -> None:
         self.path = path
         self._queue: queue.Queue[dict[str, Any]] = queue.Queue()
@@ -115,9 +126,40 @@ class ActivityLog:
                 if isinstance(entry, dict) and entry.get("ts", 0) >= since:
                     yield entry
 
+    def read_recent(self, since: float) -> list[dict[str, Any]]:
+        """The entries stamped ``since`` or later, oldest first, read from the end of
+        the log (at most ``TAIL_BYTES`` of it): what a call needs of the last minutes
+        without reading months of log."""
+        self.flush()
+        try:
+            fh = self.path.open("rb")
+        except OSError:
+            return []
+        with fh:
+            pos = fh.seek(0, os.SEEK_END)
+            tail = b""
+            while pos > 0 and len(tail) < TAIL_BYTES:
+                step = min(TAIL_CHUNK, pos)
+                pos -= step
+                fh.seek(pos)
+                tail = fh.read(step) + tail
+                first = tail.split(b"\n", 2)
+                # the oldest whole line read so far (the first may be cut by the seek)
+                line = first[1] if pos > 0 and len(first) > 2 else first[0]
+                if _stamp(line) < since - TAIL_SKEW_S:
+                    break
+        out = []
+        for line in tail.splitlines()[1 if pos > 0 else 0 :]:
+            entry = _entry(line)
+            if entry is not None and entry.get("ts", 0) >= since:
+                out.append(entry)
+        return sorted(out, key=lambda e: e.get("ts", 0))
+
 
 class DatabaseActivityLog(ActivityLog):
     """The activity log as the ``activity_log`` table of a PostgreSQL truth store."""
+
+    shared = True
 
     def __init__(self, db: Database) -> None:
         super().__init__(Path("activity_log"))  # a name for messages, no file
@@ -151,6 +193,16 @@ class DatabaseActivityLog(ActivityLog):
             if isinstance(entry, dict):
                 yield entry
 
+    def read_recent(self, since: float) -> list[dict[str, Any]]:
+        self.flush()
+        rows = self.db.run_sync(
+            lambda c: c.execute(
+                "SELECT entry FROM activity_log WHERE ts >= ? ORDER BY ts DESC, n DESC LIMIT ?",
+                (since, TAIL_ROWS),
+            ).fetchall()
+        )
+        return [e for row in reversed(rows) if (e := _entry(row[0])) is not None]
+
 
 def open_activity_log(db: Database, path: Path, *, shared: bool = False) -> ActivityLog:
     """The deployment's activity log: a table on PostgreSQL, or on a SQLite file that
@@ -167,3 +219,18 @@ def _line(entry: dict[str, Any]) -> str:
     except (TypeError, ValueError):  # e.g. a circular structure: drop this entry only
         log.exception("activity log entry dropped")
         return ""
+
+
+def _entry(line: str | bytes) -> dict[str, Any] | None:
+    try:
+        entry = json.loads(line)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None  # a torn line after a crash, or one cut by a tail read
+    return entry if isinstance(entry, dict) else None
+
+
+def _stamp(line: bytes) -> float:
+    """The ``ts`` of one log line (+inf where it cannot be read: read further back)."""
+    entry = _entry(line)
+    ts = entry.get("ts") if entry is not None else None
+    return float(ts) if isinstance(ts, int | float) else float("inf")

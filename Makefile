@@ -101,10 +101,13 @@ bench-queue: $(DEV)
 	$(BIN)/python bench/queue_bench.py
 
 # PostgreSQL + Redis + a worker + two gateways at growing sizes: ingest, memory, join
-# (bench/scale_join.py; SIZES=2000,10000,50000 for more)
-SIZES ?= 2000,10000
+# (bench/scale_join.py). --preload writes all but the last 2,000 notes of each size
+# through the stores with pooled real vectors (bench/scale_preload.py); SCALE_ARGS=
+# --baseline (and no --preload) adds everything over HTTP and a B built from the feed
+SIZES ?= 10000,50000,100000
+SCALE_ARGS ?= --preload
 bench-scale: $(DEV)
-	$(BIN)/python bench/scale_join.py --sizes $(SIZES) --baseline
+	$(BIN)/python bench/scale_join.py --sizes $(SIZES) $(SCALE_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

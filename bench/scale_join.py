@@ -1,6 +1,7 @@
 """``make bench-scale``: a team's deployment at growing sizes -- ingest, memory, join.
 
     python bench/scale_join.py [--sizes 2000,10000] [--baseline]
+    python bench/scale_join.py --preload --sizes 50000 [--http 2000] [--pool 2000]
 
 PostgreSQL (a database of its own on the machine's server, ``tests/pg_server.py``,
 dropped after), a private Redis, one ``kioku worker`` and real ``kioku serve --http``
@@ -12,12 +13,19 @@ the first note by a reworded question (semantic), the last by its marker and one
 the middle. Prints, per size, the issue's table beside main's figures (issue 50,
 measured on main 1b610e3 on this machine): A's ingest rate, resident memory (RSS) of
 A, the worker and B, B's time to answer and to find everything, B's search p50 over
-HTTP (30 new questions after the join), and B's snapshot load as its log reports it.
-``--baseline``: a second B per size with snapshots off (``index.snapshot_every_s=0``:
-main's way in, the index built from the feed), in the same run.
+HTTP (30 new questions after the join), B's snapshot load as its log reports it, and
+the load average. ``--baseline``: a second B per size with snapshots off
+(``index.snapshot_every_s=0``: main's way in, the index built from the feed).
 
-Bounded: 10k notes take ~2 min of ingest and the worker's embedding on this 2-core
-machine; larger sizes are arguments (50k, 100k: an hour or more of embedding here).
+``--preload`` (the large sizes: 50k notes over HTTP and the worker's embedding take an
+hour or more on this 2-core machine): all but the last ``--http`` notes of a size are
+written into the truth store through the stores, as embedded notes are, with vectors
+from a pool of really embedded texts (``bench/scale_preload.py``); A starts after that
+and builds its index from the feed, as a new owner would, and publishes a snapshot;
+then the last ``--http`` notes go over HTTP (the ingest rate at that size) and are
+embedded by the worker. The FIRST note (the reworded question's) is in the pool: B
+must find a really embedded preloaded note by meaning, the middle one (preloaded, a
+pooled vector with noise) by its marker, the last (over HTTP) by its marker.
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import argparse
 import asyncio
 import contextlib
+import os
 import re
 import shutil
 import signal
@@ -37,6 +46,9 @@ import statistics
 import tempfile
 import time
 
+from bench.scale_preload import NOISE, embed_pool, preload
+from mcp_gateway.common.settings import KiokuSettings, load_settings
+from mcp_gateway.embedders.channels import configured_channels
 from mcp_gateway.stores.db import Database
 from tests.cluster import KIOKU, TOKEN, Deployment, Host, Proc, free_port, redis_server
 from tests.http_server import http_client
@@ -106,14 +118,20 @@ async def ingest(url: str, first: int, last: int) -> float:
     return (last - first) / (time.monotonic() - started)
 
 
-async def wait_embedded(db: Database, n: int, timeout_s: float) -> float:
+async def wait_embedded(db: Database, n: int, models: int, timeout_s: float) -> float:
+    """Until each of the ``models`` (the main one and every channel) has a vector row
+    for ``n`` notes: the fast channel's rows come with the add, the others with the
+    worker's job."""
     started = time.monotonic()
     while True:
-        rows = await db.fetchall("SELECT COUNT(*) AS n FROM vectors WHERE kind = 'note'")
-        if int(rows[0]["n"]) >= n:
+        rows = await db.fetchall(
+            "SELECT model, COUNT(*) AS n FROM vectors WHERE kind = 'note' GROUP BY model"
+        )
+        counts = sorted(int(r["n"]) for r in rows)
+        if len(counts) >= models and counts[0] >= n:
             return time.monotonic() - started
         if time.monotonic() - started > timeout_s:
-            raise RuntimeError(f"only {rows[0]['n']} of {n} notes embedded")
+            raise RuntimeError(f"only {counts} of {n} notes embedded")
         await asyncio.sleep(1.0)
 
 
@@ -193,6 +211,46 @@ def gateway(dep: Deployment, name: str, host: Host, **env: str) -> Proc:
     return proc
 
 
+def start_a(dep: Deployment, host: Host) -> Proc:
+    env = {
+        "KIOKU_INDEX__SNAPSHOT_EVERY_S": "5",
+        "KIOKU_INDEX__SNAPSHOT_MIN_CHANGES": str(STALE),
+    }
+    return gateway(dep, "a", host, **env).start()
+
+
+def start_worker(dep: Deployment, host: Host, root: Path) -> Proc:
+    worker = Proc("worker", host, [KIOKU, "worker"], dep._env("worker", host), root / "worker.log")
+    dep.procs.append(worker)
+    return worker.start()
+
+
+def bench_settings(root: Path) -> KiokuSettings:
+    """The settings every process of the deployment runs with (an empty config file,
+    no ``KIOKU_*`` of the caller's): the embedders the preload's pool must match."""
+    for key in [k for k in os.environ if k.startswith("KIOKU_")]:
+        del os.environ[key]
+    empty = root / "bench.toml"
+    empty.write_text("", encoding="utf-8")
+    os.environ["KIOKU_CONFIG"] = str(empty)
+    return load_settings()
+
+
+def join_lines(b: Proc) -> str:
+    """B's log lines on its way in: the snapshot's load, the catch-up, reconcile."""
+    keep = ("snapshot", "index current", "reconcil", "catch", "behind", "ready", "listening")
+    lines = [ln for ln in b.tail(2_000_000).splitlines() if any(k in ln for k in keep)]
+    return "\n".join(f"  {b.name}: {ln}" for ln in lines[:40])
+
+
+def load() -> str:
+    return " / ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def log(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
 async def main() -> None:
     # a SIGTERM ends the run through the finally blocks: processes stopped, database dropped
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -200,37 +258,57 @@ async def main() -> None:
     ap.add_argument("--sizes", default="2000,10000")
     ap.add_argument("--baseline", action="store_true", help="also a B with snapshots off")
     ap.add_argument("--timeout", type=float, default=1800)
+    ap.add_argument(
+        "--preload",
+        action="store_true",
+        help="write all but the last --http notes of each size into the truth store "
+        "through the stores (bench/scale_preload.py) instead of over HTTP",
+    )
+    ap.add_argument("--http", type=int, default=2000, help="with --preload: notes over HTTP")
+    ap.add_argument("--pool", type=int, default=2000, help="with --preload: embedded texts")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     host = Host("", "127.0.0.1", "127.0.0.1")
     pg = ScratchDatabase()
     root = Path(tempfile.mkdtemp(prefix="kioku-bench-scale-"))
     rows: list[str] = []
+    settings = bench_settings(root)
+    models = 1 + len(configured_channels(settings.embedder))
+    pool = None
+    if args.preload:
+        pool = await embed_pool(settings, [note_text(i) for i in range(args.pool)], log)
+        log(
+            f"preload: notes past the first {args.pool} carry a pooled text's vectors with "
+            f"noise ({NOISE} of the norm a dimension): search cost depends on counts, not "
+            "meaning; their texts (markers) are their own"
+        )
     try:
         schema_url = pg.new_schema()
         with redis_server(["127.0.0.1"]) as redis_port:
             dep = Deployment(root, schema_url, redis_port, "default")
             try:
-                a = gateway(
-                    dep,
-                    "a",
-                    host,
-                    KIOKU_INDEX__SNAPSHOT_EVERY_S="5",
-                    KIOKU_INDEX__SNAPSHOT_MIN_CHANGES=str(STALE),
-                ).start()
-                worker = Proc(
-                    "worker", host, [KIOKU, "worker"], dep._env("worker", host), root / "worker.log"
-                )
-                dep.procs.append(worker)
-                worker.start()
                 db = Database(schema_url)
                 await db.open()
+                a = worker = None
                 done = 0
                 for n in sizes:
+                    built = ""
+                    if pool is not None and n - args.http > done:
+                        rate_pre = await preload(
+                            db, pool, note_text, done, n - args.http, dep.namespace, log
+                        )
+                        done = n - args.http
+                        built = f"preloaded {done:,} at {rate_pre:.0f}/s"
+                    if a is None or worker is None:
+                        a, worker = start_a(dep, host), start_worker(dep, host, root)
+                        if done:  # A builds its index from the feed, as a new owner does
+                            t0 = time.monotonic()
+                            await wait_snapshot(db, done - STALE, args.timeout)
+                            built += f"; A built + published in {time.monotonic() - t0:.0f} s"
                     rate = await ingest(a.url, done, n)
                     done = n
-                    embed_s = await wait_embedded(db, n, args.timeout)
-                    snap = await wait_snapshot(db, n - STALE, 120)
+                    embed_s = await wait_embedded(db, n, models, args.timeout)
+                    snap = await wait_snapshot(db, n - STALE, args.timeout)
                     variants: list[tuple[str, dict[str, str]]] = [("snapshot", {})]
                     if args.baseline:
                         variants.append(("from feed", {"KIOKU_INDEX__SNAPSHOT_EVERY_S": "0"}))
@@ -245,10 +323,12 @@ async def main() -> None:
                             f"{rss_mb(worker):.0f} MB | "
                             f"{r['answers']:.1f} s | {r['finds']:.1f} s | {rss_mb(b):.0f} MB | "
                             f"{r['p50']:.0f} ms | {label}: {snapshot_load_s(b)}; embedding tail "
-                            f"{embed_s:.0f} s; snapshot {snap} points |"
+                            f"{embed_s:.0f} s; snapshot {snap} points"
+                            f"{'; ' + built if built else ''} | {load()} |"
                         )
                         print(row, flush=True)
                         rows.append(row)
+                        log(join_lines(b))
                         b.kill()
                 await db.close()
             finally:
@@ -259,9 +339,9 @@ async def main() -> None:
     print()
     print(
         "| notes | A's ingest over HTTP | A resident | worker resident | B answers | "
-        "B finds everything | B resident | B search p50 | how B joined |"
+        "B finds everything | B resident | B search p50 | how B joined | load 1/5/15 |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for row in rows:
         print(row)
     print()

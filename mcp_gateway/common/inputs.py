@@ -13,7 +13,7 @@ namespace, a form) without restating the field list there.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -92,15 +92,6 @@ class NoteChanges(BaseModel):
         return self.model_dump(exclude_none=True)
 
 
-@dataclass(frozen=True, slots=True)
-class QueryRules:
-    """The settings a search's request is checked against."""
-
-    max_chars: int  # of the query and of each alternative
-    max_top: int
-    types: tuple[str, ...]  # what ``type`` may name: note and record types
-
-
 class NoteQuery(BaseModel):
     """``search_memory``: what to look for (``checked`` by ``NoteService.search``)."""
 
@@ -116,17 +107,17 @@ class NoteQuery(BaseModel):
     # ids of memories from earlier results that the caller used (services.learning)
     used: tuple[str, ...] = ()
 
-    def checked(self, rules: QueryRules) -> NoteQuery:
-        """The request cleaned and within ``rules``, or ``InvalidInput`` naming the
-        first field at fault: the one check of a search (the core search trusts it)."""
-        alternatives = checked_alternatives(self.alternatives, rules.max_chars)
+    def checked(self, types: Sequence[str], max_chars: int, max_top: int) -> NoteQuery:
+        """The request cleaned and within the limits, or ``InvalidInput`` naming the first
+        field at fault: the one check of a search (the core search trusts it)."""
+        alternatives = checked_alternatives(self.alternatives, max_chars)
         used = checked_used(self.used)
-        top = bounded_int(self.top, "top", 1, rules.max_top)
+        top = bounded_int(self.top, "top", 1, max_top)
         type, domain, priority = checked_filter(
-            rules.types, type=self.type, domain=self.domain, priority=self.priority
+            types, type=self.type, domain=self.domain, priority=self.priority
         )
         return NoteQuery.model_construct(
-            query=checked_query(self.query, rules.max_chars),
+            query=checked_query(self.query, max_chars),
             type=type,
             domain=domain,
             top=top,

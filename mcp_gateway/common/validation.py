@@ -165,38 +165,30 @@ def checked_filter(
 
 # Other phrasings a search takes beside its query: each costs one query embedding.
 MAX_ALTERNATIVES = 4
-
-
-def checked_alternatives(given: object, max_chars: int) -> tuple[str, ...]:
-    if (
-        isinstance(given, str)
-        or not isinstance(given, Sequence)
-        or len(given) > MAX_ALTERNATIVES
-        or not all(isinstance(a, str) for a in given)
-    ):
-        raise InvalidInput(
-            f"alternatives: give a list of at most {MAX_ALTERNATIVES} strings, other "
-            "phrasings of the query (other words or other languages)"
-        )
-    return tuple(checked_query(a, max_chars) for a in given if a.strip())
-
-
 # Memories a caller may name as used in one call (services.learning).
 MAX_USED = 10
 
 
-def checked_used(given: object) -> tuple[str, ...]:
-    """``used`` as distinct ids, or ``InvalidInput`` saying what to pass."""
-    if given is None:
-        return ()
+def _strings(given: object, field: str, most: int, items: str) -> Sequence[str]:
+    """``given`` if it is a list of at most ``most`` strings, else ``InvalidInput``."""
     if (
         isinstance(given, str)
         or not isinstance(given, Sequence)
-        or len(given) > MAX_USED
-        or not all(isinstance(i, str) for i in given)
+        or len(given) > most
+        or not all(isinstance(a, str) for a in given)
     ):
-        raise InvalidInput(
-            f"used: give a list of at most {MAX_USED} memory ids, copied from earlier "
-            "search_memory results that you actually used"
-        )
-    return tuple(dict.fromkeys(i.strip() for i in given if i.strip()))
+        raise InvalidInput(f"{field}: give a list of at most {most} {items}")
+    return given
+
+
+def checked_alternatives(given: object, max_chars: int) -> tuple[str, ...]:
+    items = "strings, other phrasings of the query (other words or other languages)"
+    given = _strings(given, "alternatives", MAX_ALTERNATIVES, items)
+    return tuple(checked_query(a, max_chars) for a in given if a.strip())
+
+
+def checked_used(given: object) -> tuple[str, ...]:
+    """``used`` as distinct ids, or ``InvalidInput`` saying what to pass."""
+    items = "memory ids, copied from earlier search_memory results that you actually used"
+    ids = () if given is None else _strings(given, "used", MAX_USED, items)
+    return tuple(dict.fromkeys(i.strip() for i in ids if i.strip()))

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import cache
 from typing import Any
 
@@ -48,14 +48,8 @@ class Calibration:
     def under(self, s: SearchSettings) -> Calibration:
         """This table with the settings that override it (``is None``, not ``or``: 0
         is a meaningful setting for every one of these)."""
-        return replace(
-            self,
-            high_first_margin=_given(s.high_first_margin, self.high_first_margin),
-            keep_margin=_given(s.keep_margin, self.keep_margin),
-            language_shift=_given(s.language_shift, self.language_shift),
-            wide_shift=_given(s.wide_shift, self.wide_shift),
-            newer_similarity=_given(s.newer_similarity, self.newer_similarity),
-        )
+        given = {n: getattr(s, n) for n in _OVERRIDDEN if getattr(s, n) is not None}
+        return replace(self, **given)
 
     def params(
         self, s: SearchSettings, unspaced: float, thresholds: dict[str, float]
@@ -64,29 +58,16 @@ class Calibration:
         unspaced scripts; ``thresholds`` read once, with the answer cache's key."""
         # n-gram matches in unspaced scripts are weaker evidence than whole words
         sparse_weight = s.sparse_weight * (1 - unspaced * (1 - s.unspaced_sparse_factor))
+        # the settings name every rule as ``RankingParams`` does; four are this query's
+        rules = {f.name: getattr(s, f.name) for f in fields(RankingParams)}
+        own = {"high_first_margin": self.high_first_margin, "keep_margin": self.keep_margin}
         return RankingParams(
-            fusion=s.fusion,
-            priority_rule=s.priority_rule,
-            high_boost=s.high_boost,
-            high_first_margin=self.high_first_margin,
-            priority_near=s.priority_near,
-            keep_margin=self.keep_margin,
-            margin_fill=s.margin_fill,
-            lexical_keep_ratio=s.lexical_keep_ratio,
-            rrf_k=s.rrf_k,
-            dense_weight=s.dense_weight,
-            sparse_weight=sparse_weight,
-            latent_weight=s.latent_weight,
-            channel_weight=s.channel_weight,
-            channel_keep_rank=s.channel_keep_rank,
-            channel_keep_ratio=s.channel_keep_ratio,
-            fast_weight=s.fast_weight,
-            thresholds=thresholds,
+            **rules | own | {"sparse_weight": sparse_weight, "thresholds": thresholds}
         )
 
 
-def _given(setting: float | None, measured: float) -> float:
-    return measured if setting is None else setting
+# the measured values a setting may override (None: the table's)
+_OVERRIDDEN = "high_first_margin keep_margin language_shift wide_shift newer_similarity".split()
 
 
 _E5 = "local/multilingual-e5-small-q4"
@@ -138,14 +119,6 @@ def query_script(query: str) -> str:
     query Japanese/Thai; measured on dev, blending directions by letter share lost
     0.012 nDCG@10 against this rule."""
     return lexical.script_of(query)
-
-
-def shift_query(
-    vector: Sequence[float], query: str, calib: Calibration, weight: float
-) -> list[float]:
-    """``vector`` minus ``weight`` times the query's language direction, re-normalised."""
-    b64, ramp = _direction_and_ramp(query, calib)
-    return _shift(vector, b64, ramp * weight)
 
 
 def _direction_and_ramp(query: str, calib: Calibration) -> tuple[str | None, float]:

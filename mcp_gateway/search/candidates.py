@@ -1,12 +1,8 @@
-"""A request's candidates: what each channel of the index finds for its query.
-
-The stage between the query's words and vectors and the ranking: one index call for
-the query's channels (the lexical one and the recent read run while a new query is
-embedded), the other phrasings' dense hits, the pending memories embedded now
-(``fresh.py``) or scored by their static vector (``fast_first.py``), the learned keys'
-lift (``learned_keys.py``) and the memories that alone hold an identifier the query
-names (``exact_terms.py``). It reads the index and the note store; it ranks nothing.
-"""
+"""A request's candidates: what each channel of the index finds for its query (one
+index call; the lexical one and the recent read run while a new query is embedded),
+the other phrasings', the pending memories embedded now (``fresh.py``) or by their
+static vector (``fast_first.py``), the learned keys' lift (``learned_keys.py``) and the
+one holders of the query's identifiers (``exact_terms.py``). It ranks nothing."""
 
 from __future__ import annotations
 
@@ -27,8 +23,6 @@ from mcp_gateway.search.query_memo import QueryWords
 from mcp_gateway.search.query_vectors import QueryVectors
 from mcp_gateway.search.request import SearchRequest
 
-NO_TERMS = SparseVector([], [])
-
 
 @dataclass(slots=True)
 class Found:
@@ -46,30 +40,22 @@ class Found:
     dense_ok: bool  # whether the dense channel answered
 
 
+@dataclass(slots=True)
 class Candidates:
-    def __init__(
-        self,
-        index: LiveIndex,
-        vectors: QueryVectors,
-        recent: RecentNotes,
-        settings: SearchSettings,
-        *,
-        current_only: bool,
-        fresh: FreshEmbedder | None = None,
-        fast_first: FastFirst | None = None,
-        learned: KeyMatcher | None = None,
-    ) -> None:
-        """``current_only``: leave retired records out (False: they are found too, and
-        hand their evidence to their heads, ``reorder.carry_to_heads``)."""
-        self.index, self.vectors, self.recent, self.settings = index, vectors, recent, settings
-        self.current_only = current_only
-        self.fresh, self.fast_first, self.learned = fresh, fast_first, learned
+    index: LiveIndex
+    vectors: QueryVectors
+    recent: RecentNotes
+    settings: SearchSettings
+    current_only: bool  # False: retired records hand their evidence to their heads
+    fresh: FreshEmbedder | None
+    fast_first: FastFirst | None
+    learned: KeyMatcher | None
 
     async def find(
         self, query: str, words: QueryWords, req: SearchRequest, generation: int | None
     ) -> Found:
         mode = self.settings.mode
-        sparse = NO_TERMS if mode == "dense" else words.sparse
+        sparse = SparseVector([], []) if mode == "dense" else words.sparse
         flt = IndexFilter(
             kinds=req.kinds,
             types=(req.type,) if req.type else (),
@@ -124,7 +110,7 @@ class Candidates:
             # it searches, so a second concurrent call would only queue behind the first
             semantic = await self.index.search_channels(
                 views[0] if views else None,
-                sparse if combined else NO_TERMS,
+                sparse if combined else SparseVector([], []),
                 flt,
                 limit,
                 more_dense=views[1:],
@@ -140,7 +126,7 @@ class Candidates:
             other: list[IndexHit] = []
             if alts := vectors.alternatives:
                 found = await self.index.search_channels(
-                    alts[0], NO_TERMS, flt, limit, more_dense=alts[1:]
+                    alts[0], SparseVector([], []), flt, limit, more_dense=alts[1:]
                 )
                 other = found.dense
             dense_hits = best_of_views([dense_hits, other], limit)

@@ -98,10 +98,8 @@ Held = dict[str, tuple[IndexHit, int]]
 
 
 async def holders(index: LiveIndex, terms: Sequence[tuple[str, int]], flt: IndexFilter) -> Held:
-    """Point id -> (its lexical hit, how many of ``terms`` only it holds) for each
-    current memory within the request's filters that is the one holder of a term of
-    the query. One sparse request per term, at most two hits each: one hit means the
-    term names that memory."""
+    """Point id -> (its lexical hit, how many of ``terms`` only it holds) for each current
+    memory within ``flt`` that alone holds a term: one sparse request per term, two hits."""
     only = replace(flt, current_only=True)
     held: Held = {}
     for _token, term in terms:

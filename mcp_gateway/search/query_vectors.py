@@ -45,7 +45,6 @@ class QueryVectors:
         calibration: Calibration,
         channels: Sequence[ChannelEmbedder] = (),
     ) -> None:
-        """``calibration``: the model's, under the settings (``Calibration.under``)."""
         self.embedder, self.index, self.settings, self.memo = embedder, index, settings, memo
         self.calibration = calibration
         self.channels = tuple(channels)
@@ -66,15 +65,14 @@ class QueryVectors:
                 if self.channels and self.settings.mode != "lexical":
                     # beside the main model's, on their own lane
                     tg.start_soon(self._channel_queries, query, more)
-                views, terms, dense_ok = (
-                    ([], None, False)
-                    if self.settings.mode == "lexical"
-                    else await self.embed(query)
-                )
+                lexical = self.settings.mode == "lexical"
+                views, terms, dense_ok = ([], None, False) if lexical else await self.embed(query)
         other: Views = []
         for alt in alternatives if views else ():
             other.extend((await self.embed(alt))[0])
-        return Vectors(views, self.latent(terms), more, other, dense_ok)
+        # latent terms replace BM25 as the second channel where the index has them
+        latent = self.settings.mode == "hybrid" and self.index.spec.latent
+        return Vectors(views, terms if latent else None, more, other, dense_ok)
 
     async def _channel_queries(self, query: str, into: dict[str, Sequence[float]]) -> None:
         into.update(await self.channel_queries(query))
@@ -105,12 +103,6 @@ class QueryVectors:
         # holds vectors the query's would not compare with, until `kioku reindex`
         held = self.index.spec.channel(ce.channel.name)
         return held is not None and held.model_id == ce.channel.model_id
-
-    def latent(self, terms: SparseVector | None) -> SparseVector | None:
-        # latent terms replace BM25 as the second channel where the index has them
-        if self.settings.mode != "hybrid" or not self.index.spec.latent:
-            return None
-        return terms
 
     def cached(self, query: str) -> tuple[Views, SparseVector | None] | None:
         """The query's views and latent terms when its embedding is cached (no wait)."""

@@ -1,11 +1,9 @@
-"""``search_memory``: one index round trip, one SQLite read, then ranking rules.
-
-The search path is kept lean on purpose: a cached query embedding, a single batched
-Qdrant query for both channels, one ``SELECT ... IN`` for the texts. Between two
-writes, what a search already read (the answer, the texts, the recent lessons, what
-it derived from the query's words) is not computed again (``answers.py``,
-``note_reads.py``, ``query_memo.py``; docs/performance.md).
-"""
+"""``search_memory``'s core: a checked request down through stages that do not call
+back: the query's words (``query_memo``), its candidates (``candidates``, with the
+query's vectors from ``query_vectors``), the ranking (``calibration.params``,
+``ranking``), the match judgement (``match``), the results (``materialise``, then
+``neardup``). Between two writes, what a search already read is not computed again
+(``answers.py``, ``note_reads.py``, ``query_memo.py``; docs/performance.md)."""
 
 from __future__ import annotations
 
@@ -84,11 +82,9 @@ class SearchService:
         """``catch_up``: where other gateways write the same truth store, applies what
         they committed before this search began (read-your-writes, ``indexing.follow``)."""
         self.catch_up = catch_up
-        self.notes, self.index, self.embedder = notes, index, embedder
-        self.settings, self.thresholds, self.records = settings, thresholds, records
-        self.fresh, self.writes, self.folder = fresh, writes, folder
-        self.fast_first = fast_first
-        self.learned = learned
+        self.index, self.settings, self.thresholds = index, settings, thresholds
+        self.records, self.fresh, self.writes = records, fresh, writes
+        self.folder, self.learned = folder, learned
         self._keys_seen = 0
         self.searches = Searches()
         self.memo = QueryMemo(names=settings.exact_names)
@@ -97,19 +93,11 @@ class SearchService:
         self.calibration = for_model(embedder.model_id).under(settings)
         # what a strong match is, for this model and these further channels (match.py)
         self.match_bars = bars_for(embedder.model_id, [c.channel.name for c in channels])
-        self.vectors = QueryVectors(
-            embedder, index, settings, self.memo, self.calibration, channels
-        )
+        calibration = self.calibration
+        self.vectors = QueryVectors(embedder, index, settings, self.memo, calibration, channels)
+        carries = records is not None and settings.retired_carry > 0
         self.candidates = Candidates(
-            index,
-            self.vectors,
-            self.recent,
-            settings,
-            # retired records are found too, and hand their evidence to their heads
-            current_only=not (records is not None and settings.retired_carry > 0),
-            fresh=fresh,
-            fast_first=fast_first,
-            learned=learned,
+            index, self.vectors, self.recent, settings, not carries, fresh, fast_first, learned
         )
         self.materialise = Materialiser(
             self.shown,
@@ -131,16 +119,8 @@ class SearchService:
             await self.catch_up()
         # read before anything else: a write that lands meanwhile makes this answer stale
         generation: int | None = self.index.generation
-        key = (
-            query,
-            req.type,
-            req.domain,
-            req.top,
-            tuple(req.namespaces),
-            req.alternatives,
-            req.kinds,
-            req.by_meaning,
-        )
+        filters = (req.type, req.domain, req.top, tuple(req.namespaces))
+        key = (query, *filters, req.alternatives, req.kinds, req.by_meaning)
         if self.learned is not None and self.learned.version != self._keys_seen:
             self.answers.clear()  # a new learned key makes earlier answers stale
             self._keys_seen = self.learned.version

@@ -23,7 +23,6 @@ from mcp_gateway.common.inputs import (
     NoteFields,
     NoteQuery,
     NoteRules,
-    QueryRules,
 )
 from mcp_gateway.common.render import iso, preview
 from mcp_gateway.common.types import Note, SearchResponse, point_id
@@ -88,11 +87,6 @@ class NoteService:
 
     def search_types(self) -> list[str]:
         return sorted({*self.app.settings.notes.types, *RECORD_TYPES})
-
-    @property
-    def query_rules(self) -> QueryRules:
-        search = self.app.settings.search
-        return QueryRules(search.max_query_chars, search.max_top, tuple(self.search_types()))
 
     async def _readable(self, scope: Scope, note_id: str, *, deleted: bool = False) -> Note:
         note = await self._find(note_id, deleted)
@@ -206,12 +200,13 @@ class NoteService:
         memory browser's filter); ``event`` names the activity-log entry, so a person
         browsing (``ui_search``) never trains the jobs that learn from the assistant."""
         started = time.perf_counter()
-        asked = asked.checked(self.query_rules)
+        limits = self.app.settings.search
+        asked = asked.checked(self.search_types(), limits.max_query_chars, limits.max_top)
         request = SearchRequest(
             query=asked.query,
             type=asked.type,
             domain=asked.domain,
-            top=self.app.settings.search.max_top if asked.priority else asked.top,
+            top=limits.max_top if asked.priority else asked.top,
             namespaces=scope.read,
             alternatives=asked.alternatives,
         )

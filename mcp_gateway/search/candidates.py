@@ -6,6 +6,7 @@ one holders of the query's identifiers (``exact_terms.py``). It ranks nothing.""
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import anyio
@@ -67,8 +68,8 @@ class Candidates:
         recent_at: RecentAt = (req.type, req.namespaces, req.domain, generation)
         known_recent = self.recent.known(*recent_at)
         recent: list[Note] = [] if known_recent is None else known_recent
-        # a cached embedding and the recent list known: nothing to overlap, so no task
-        # runs beside the one index call (~0.2 ms of a ~3 ms search at 2k)
+        # a cached embedding and the recent list known: nothing to overlap, so one index
+        # call and no task group (~0.2 ms of a ~3 ms search at 2k)
         cached = self.vectors.cached(query) if known_recent is not None else None
         # the look-up is lexical: the dense-only baseline (bench/quality) goes without
         exact = self.settings.exact_first and mode != "dense"
@@ -95,8 +96,9 @@ class Candidates:
         # run: then the lexical channel joins the one index call instead (three threads
         # contending for the GIL cost ~1 ms more than one call).
         combined, lexical_started = False, list[bool]()
-        async with anyio.create_task_group() as tg:
-            if cached is None:
+        group = anyio.create_task_group() if cached is None else nullcontext()
+        async with group as tg:
+            if tg is not None:
                 if known_recent is None:
                     tg.start_soon(read_recent)
                 if identifiers:

@@ -13,7 +13,9 @@ Two ways in, one set of steps:
   MCP SDK's client; ``status``, ``stop_owner`` and ``stop_daemon`` ask after and end the
   owner daemon a run started.
 
-``mcp_gateway`` is imported only inside the in-process steps, so a bench that measures
+The note templates the synthetic benches write from are data (``templates``, from
+``bench/data/note_templates.json``). ``mcp_gateway`` is imported only inside the
+in-process steps, so a bench that measures
 another checkout over the doors never loads this checkout's code.
 """
 
@@ -40,6 +42,13 @@ if TYPE_CHECKING:
 
 PROTOCOL = "2025-06-18"
 SERVE = [sys.executable, "-m", "mcp_gateway.cli", "serve"]
+
+
+def templates(bench: str) -> dict[str, list[str]]:
+    """``bench``'s word lists (subjects, verbs, objects, ...), from ``data/note_templates.json``."""
+    with open(Path(__file__).with_name("data") / "note_templates.json", encoding="utf-8") as f:
+        found: dict[str, list[str]] = json.load(f)[bench]
+    return found
 
 
 def pct(values: Sequence[float], q: float) -> float:

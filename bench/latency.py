@@ -1,10 +1,11 @@
 """Server-side search and add latency at N notes: embedded default vs qdrant-client local.
 
-Loads N synthetic notes (texts from templates; dense vectors from the real embedder for
-a pool of distinct texts, reused with small noise beyond the pool so 100k loads in
-minutes, not hours), then times ``SearchService.search`` (the whole search path:
-query embedding, one index round trip, one SQLite read, ranking) and ``add_note``'s
-server path. Both backends run in the same process, one after the other.
+Loads N synthetic notes (texts from templates, ``data/note_templates.json``; dense
+vectors from the real embedder for a pool of distinct texts, reused with small noise
+beyond the pool so 100k loads in minutes, not hours), then times
+``SearchService.search`` (the whole search path: query embedding, one index round
+trip, one SQLite read, ranking) and ``add_note``'s server path. Both backends run in
+the same process, one after the other.
 
     python bench/latency.py --sizes 1000 10000 [--local-max 10000] [--queries 300]
 """
@@ -25,56 +26,19 @@ from ulid import ULID
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from harness import add, local, summary, timed_searches  # noqa: E402
+from harness import add, local, summary, templates, timed_searches  # noqa: E402
 
 from mcp_gateway.common.types import Note  # noqa: E402
 from mcp_gateway.indexing.points import note_point  # noqa: E402
 from mcp_gateway.services.app import AppContext  # noqa: E402
 
-SUBJECTS = [
-    "the billing API",
-    "the deploy script",
-    "git rebase",
-    "the CI pipeline",
-    "postgres migrations",
-    "the cache layer",
-    "rate limits",
-    "the auth service",
-    "Docker builds",
-    "the frontend bundle",
-    "timezone handling",
-    "flaky tests",
-    "ステージング環境",
-    "本番デプロイ",
-    "データベース移行",
-    "การดีพลอย",
-    "ฐานข้อมูล",
-]
-VERBS = [
-    "breaks when",
-    "needs a retry after",
-    "must be checked before",
-    "got slow after",
-    "was fixed by",
-    "should never run during",
-    "depends on",
-    "is documented next to",
-]
-OBJECTS = [
-    "a force push",
-    "HTTP 429 responses",
-    "the nightly backup",
-    "a schema change",
-    "parallel PATCH requests",
-    "a config reload",
-    "the release freeze",
-    "a token rotation",
-]
-TYPES = ["note", "lesson", "conclusion", "knowledge", "profile"]
+WORDS = templates("latency")
+TYPES = WORDS["types"]
 
 
 def text_for(i: int, rng: random.Random) -> str:
-    return f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)} (#{i})"
+    subject, verb, object = (rng.choice(WORDS[k]) for k in ("subjects", "verbs", "objects"))
+    return f"{subject} {verb} {object} (#{i})"
 
 
 async def load(app: AppContext, n: int, pool: np.ndarray, rng: random.Random) -> float:

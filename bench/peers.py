@@ -54,7 +54,7 @@ from typing import Any
 
 import anyio
 from anyio.streams.buffered import BufferedByteReceiveStream
-from harness import pct, serve_env, serve_params, stop_daemon
+from harness import pct, serve_env, serve_params, stop_daemon, templates
 from mcp import Client, StdioServerParameters
 
 ROOT = _HERE.parent
@@ -64,49 +64,21 @@ peer_env = module_from_spec(_spec)
 _spec.loader.exec_module(peer_env)
 ensure_peer, load_peer = peer_env.ensure_peer, peer_env.load_peer
 
-SUBJECTS = [
-    "the billing API", "the deploy script", "git rebase", "the CI pipeline",
-    "postgres migrations", "the cache layer", "rate limits", "the auth service",
-    "Docker builds", "the frontend bundle", "timezone handling", "flaky tests",
-    "the staging database", "log rotation", "the nightly export", "feature flags",
-    "the search index", "TLS certificates", "the mobile release", "load balancer health checks",
-]  # fmt: skip
-VERBS = [
-    "breaks when", "needs a retry after", "must be checked before", "got slow after",
-    "was fixed by", "should never run during", "depends on", "is documented next to",
-    "fails silently on", "was rolled back because of",
-]  # fmt: skip
-OBJECTS = [
-    "a force push", "HTTP 429 responses", "the nightly backup", "a schema change",
-    "parallel PATCH requests", "a config reload", "the release freeze", "a token rotation",
-    "a full disk", "daylight saving time", "a stale lock file", "an expired API key",
-]  # fmt: skip
-OPENERS = [
-    "The user told me that", "We agreed that", "Lesson learned:", "Note to self:",
-    "Yesterday we found that", "Remember that", "The team decided that", "It turned out that",
-]  # fmt: skip
-QUESTIONS = [
-    "what do we know about {s} and {o}",
-    "before I touch {s}, is there anything about {o}",
-    "has {s} ever had problems with {o}",
-    "why does {s} misbehave around {o}",
-    "what did we agree on {s} when {o} happens",
-    "any lessons about {o} affecting {s}",
-    "how should I handle {o} in {s}",
-]
+WORDS = templates("peers")
+SUBJECTS, OBJECTS = WORDS["subjects"], WORDS["objects"]
 
 
 def memories(n: int, seed: int) -> list[str]:
     rng = random.Random(seed)
     out = []
     for i in range(n):
-        s, v, o = rng.choice(SUBJECTS), rng.choice(VERBS), rng.choice(OBJECTS)
-        out.append(f"{rng.choice(OPENERS)} {s} {v} {o} (case {i}).")
+        s, v, o = rng.choice(SUBJECTS), rng.choice(WORDS["verbs"]), rng.choice(OBJECTS)
+        out.append(f"{rng.choice(WORDS['openers'])} {s} {v} {o} (case {i}).")
     return out
 
 
 def queries(seed: int) -> list[str]:
-    combos = [q.format(s=s, o=o) for q in QUESTIONS for s in SUBJECTS for o in OBJECTS]
+    combos = [q.format(s=s, o=o) for q in WORDS["questions"] for s in SUBJECTS for o in OBJECTS]
     random.Random(seed).shuffle(combos)
     return combos  # 1,680 distinct: each phase takes its own slice
 

@@ -49,7 +49,7 @@ def count_reads(harness: Harness) -> list[str]:
     """Names of the note-store reads searches make from now on (other readers, such
     as the session-context export, are not counted)."""
     search, reads = harness.app.search, list[str]()
-    search.shown.notes = search.recent.notes = CountedStore(search.notes, reads)  # type: ignore[assignment]
+    search.shown.notes = search.recent.notes = CountedStore(search.recent.notes, reads)  # type: ignore[assignment]
     return reads
 
 

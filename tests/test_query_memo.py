@@ -8,6 +8,7 @@ import tracemalloc
 import numpy as np
 
 from mcp_gateway.indexing import lexical
+from mcp_gateway.search.exact_terms import identifier_terms
 from mcp_gateway.search.query_memo import QueryMemo
 
 
@@ -32,11 +33,17 @@ def test_views_are_made_once_per_embedding_object_and_text() -> None:
 
 
 def test_lexical_derivations_equal_the_functions_they_memoise() -> None:
-    memo = QueryMemo()
-    for query in ("before the deploy, run migrations", "本番デプロイの前に", "ก่อนดีพลอย"):
-        assert memo.sparse(query) == lexical.sparse_query(query)
-        assert memo.sparse(query) is memo.sparse(query)
-        assert memo.unspaced(query) == lexical.unspaced_share(query)
+    memo = QueryMemo(names=False)
+    for query in (
+        "before the deploy, check kiokuSearchX in ab12cd",
+        "本番デプロイの前に",
+        "ก่อนดีพลอย",
+    ):
+        words = memo.words(query)
+        assert words is memo.words(query)
+        assert words.sparse == lexical.sparse_query(query)
+        assert words.unspaced == lexical.unspaced_share(query)
+        assert words.identifiers == identifier_terms(query, False)
 
 
 def test_views_are_kept_compact_with_the_values_made() -> None:

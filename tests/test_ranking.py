@@ -9,7 +9,7 @@ import pytest
 
 from mcp_gateway.common.types import IndexHit
 from mcp_gateway.index.base import best_of_views
-from mcp_gateway.search.calibration import MODELS, for_model, query_script, shift_query, shift_views
+from mcp_gateway.search.calibration import MODELS, for_model, query_script, shift_views
 from mcp_gateway.search.ranking import (
     Candidate,
     RankingParams,
@@ -186,9 +186,9 @@ def test_language_shift_moves_the_query_away_from_its_language() -> None:
     assert query_script("เทสต์ค้างบน CI") == "thai"
     assert query_script("deploy rollback") == "latin"
     vec = [1.0] + [0.0] * 383
-    shifted = shift_query(vec, "deploy", calib, 0.5)
+    shifted = shift_views(vec, "deploy", calib, 0.5, 0.0)[0]
     assert abs(sum(v * v for v in shifted) - 1.0) < 1e-6 and shifted != vec
-    assert shift_query(vec, "deploy", calib, 0.0) == vec
+    assert shift_views(vec, "deploy", calib, 0.0, 0.0)[0] == vec
 
 
 def test_two_query_views_each_memory_scored_by_its_better_one() -> None:
@@ -198,8 +198,8 @@ def test_two_query_views_each_memory_scored_by_its_better_one() -> None:
     vec = [1.0] + [0.0] * 383
     query = "how do we roll back a bad deploy on friday"
     views = shift_views(vec, query, calib, calib.language_shift, calib.wide_shift)
-    assert len(views) == 2 and views[0] == shift_query(vec, query, calib, 0.5)
-    assert views[1] == shift_query(vec, query, calib, 1.0)
+    assert len(views) == 2 and views[0] == shift_views(vec, query, calib, 0.5, 0.0)[0]
+    assert views[1] == shift_views(vec, query, calib, 1.0, 0.0)[0]
     assert len(shift_views(vec, query, calib, 0.5, 0.0)) == 1  # wide 0: one view
     assert len(shift_views(vec, query, calib, 0.5, 0.5)) == 1
     near = [hit("same-lang", 0.90), hit("other", 0.80)]

@@ -34,7 +34,7 @@ from mcp_gateway.common.types import IndexHit  # noqa: E402
 from mcp_gateway.indexing import lexical  # noqa: E402
 from mcp_gateway.records.lifecycle import replaced_by_edge  # noqa: E402
 from mcp_gateway.search.calibration import for_model, shift_views  # noqa: E402
-from mcp_gateway.search.ranking import RankingParams, rank  # noqa: E402
+from mcp_gateway.search.ranking import RankingParams, fuse, select  # noqa: E402
 
 METRICS = ("R@1", "R@5", "R@10", "MRR", "nDCG@10")
 
@@ -166,7 +166,7 @@ def evaluate(
         p = params
         if sparse_weight_for is not None:
             p = replace(params, sparse_weight=sparse_weight_for(q["query"], params))
-        chosen = rank(dense, sparse, p, top, latent=more[0] if more else None)
+        chosen = select(fuse(dense, sparse, p, more[0] if more else None), p, top, ())
         ranked = [str(x.payload["source_id"]) for x in chosen]
         rows.append({**q, **score(ranked, set(q["relevant"])), "ranked": ranked})
     return rows

@@ -19,9 +19,18 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from mcp_gateway.common.errors import InvalidInput
 from mcp_gateway.common.sections import NoteSettings
-from mcp_gateway.common.validation import PRIORITIES, choice, clean_text, label, one_line
+from mcp_gateway.common.validation import (
+    PRIORITIES,
+    bounded_int,
+    checked_alternatives,
+    checked_filter,
+    checked_query,
+    checked_used,
+    choice,
+    clean_text,
+    label,
+)
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -84,7 +93,7 @@ class NoteChanges(BaseModel):
 
 
 class NoteQuery(BaseModel):
-    """``search_memory``: what to look for (checked by ``NoteService.search``)."""
+    """``search_memory``: what to look for (``checked`` by ``NoteService.search``)."""
 
     model_config = _FIXED
 
@@ -97,6 +106,25 @@ class NoteQuery(BaseModel):
     alternatives: tuple[str, ...] = ()
     # ids of memories from earlier results that the caller used (services.learning)
     used: tuple[str, ...] = ()
+
+    def checked(self, types: Sequence[str], max_chars: int, max_top: int) -> NoteQuery:
+        """The request cleaned and within the limits, or ``InvalidInput`` naming the first
+        field at fault: the one check of a search (the core search trusts it)."""
+        alternatives = checked_alternatives(self.alternatives, max_chars)
+        used = checked_used(self.used)
+        top = bounded_int(self.top, "top", 1, max_top)
+        type, domain, priority = checked_filter(
+            types, type=self.type, domain=self.domain, priority=self.priority
+        )
+        return NoteQuery.model_construct(
+            query=checked_query(self.query, max_chars),
+            type=type,
+            domain=domain,
+            top=top,
+            priority=priority,
+            alternatives=alternatives,
+            used=used,
+        )
 
 
 class RecordFields(BaseModel):
@@ -122,53 +150,6 @@ class RecordChanges(BaseModel):
     content: str | None = None
     status: str | None = None
     action_state: str | None = None
-
-
-def checked_query(query: str, max_chars: int) -> str:
-    """A search's query, checked once per search (the core search trusts it): not
-    empty, at most ``max_chars``, under the text policy."""
-    too_long = InvalidInput(
-        f"query is over {max_chars} characters: summarise the situation in a few sentences"
-    )
-    if isinstance(query, str) and len(query) > max_chars:
-        raise too_long
-    if not isinstance(query, str) or not query.strip():
-        raise InvalidInput("query is empty: describe what you are about to do or look for")
-    text = clean_text(query, "query", max_chars * 4)
-    if len(text) > max_chars:  # NFC lengthens a few characters (U+0958 -> 2)
-        raise too_long
-    return text
-
-
-def checked_filter(
-    types: Sequence[str], *, type: str = "", domain: str = "", priority: str = ""
-) -> tuple[str, str, str]:
-    """A search's or a listing's note filter as (type, domain, priority): each empty
-    (any) or checked -- a type among ``types``, a domain on one line (lower-cased), a
-    priority among ``PRIORITIES``."""
-    return (
-        choice(type, "type", tuple(types)) if type else "",
-        one_line(domain, "domain", 64).lower() if domain else "",
-        choice(priority, "priority", PRIORITIES) if priority else "",
-    )
-
-
-# Other phrasings a search takes beside its query: each costs one query embedding.
-MAX_ALTERNATIVES = 4
-
-
-def checked_alternatives(given: object, max_chars: int) -> tuple[str, ...]:
-    if (
-        isinstance(given, str)
-        or not isinstance(given, Sequence)
-        or len(given) > MAX_ALTERNATIVES
-        or not all(isinstance(a, str) for a in given)
-    ):
-        raise InvalidInput(
-            f"alternatives: give a list of at most {MAX_ALTERNATIVES} strings, other "
-            "phrasings of the query (other words or other languages)"
-        )
-    return tuple(checked_query(a, max_chars) for a in given if a.strip())
 
 
 def fill(model: type[M], source: Mapping[str, Any] | object) -> M:

@@ -9,6 +9,7 @@ characters (zero-width, BOM, direction marks, whitespace) is refused as empty.
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Sequence
 
 from mcp_gateway.common.errors import InvalidInput
 
@@ -131,3 +132,63 @@ def bounded_int(value: int, field: str, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise InvalidInput(f"{field} must be an integer from {low} to {high}, got {value!r}")
     return value
+
+
+def checked_query(query: str, max_chars: int) -> str:
+    """A search's query, checked once per search (the core search trusts it): not
+    empty, at most ``max_chars``, under the text policy."""
+    too_long = InvalidInput(
+        f"query is over {max_chars} characters: summarise the situation in a few sentences"
+    )
+    if isinstance(query, str) and len(query) > max_chars:
+        raise too_long
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidInput("query is empty: describe what you are about to do or look for")
+    text = clean_text(query, "query", max_chars * 4)
+    if len(text) > max_chars:  # NFC lengthens a few characters (U+0958 -> 2)
+        raise too_long
+    return text
+
+
+def checked_filter(
+    types: Sequence[str], *, type: str = "", domain: str = "", priority: str = ""
+) -> tuple[str, str, str]:
+    """A search's or a listing's note filter as (type, domain, priority): each empty
+    (any) or checked -- a type among ``types``, a domain on one line (lower-cased), a
+    priority among ``PRIORITIES``."""
+    return (
+        choice(type, "type", tuple(types)) if type else "",
+        one_line(domain, "domain", 64).lower() if domain else "",
+        choice(priority, "priority", PRIORITIES) if priority else "",
+    )
+
+
+# Other phrasings a search takes beside its query: each costs one query embedding.
+MAX_ALTERNATIVES = 4
+# Memories a caller may name as used in one call (services.learning).
+MAX_USED = 10
+
+
+def _strings(given: object, field: str, most: int, items: str) -> Sequence[str]:
+    """``given`` if it is a list of at most ``most`` strings, else ``InvalidInput``."""
+    if (
+        isinstance(given, str)
+        or not isinstance(given, Sequence)
+        or len(given) > most
+        or not all(isinstance(a, str) for a in given)
+    ):
+        raise InvalidInput(f"{field}: give a list of at most {most} {items}")
+    return given
+
+
+def checked_alternatives(given: object, max_chars: int) -> tuple[str, ...]:
+    items = "strings, other phrasings of the query (other words or other languages)"
+    given = _strings(given, "alternatives", MAX_ALTERNATIVES, items)
+    return tuple(checked_query(a, max_chars) for a in given if a.strip())
+
+
+def checked_used(given: object) -> tuple[str, ...]:
+    """``used`` as distinct ids, or ``InvalidInput`` saying what to pass."""
+    items = "memory ids, copied from earlier search_memory results that you actually used"
+    ids = () if given is None else _strings(given, "used", MAX_USED, items)
+    return tuple(dict.fromkeys(i.strip() for i in ids if i.strip()))

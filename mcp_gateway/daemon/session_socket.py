@@ -4,9 +4,9 @@ stdio carries -- newline-delimited JSON-RPC, both ways.
 
 Why not the owner's ``/mcp`` HTTP endpoint: there every message crossed an HTTP client in
 the proxy, uvicorn, and the SDK's stateless transport, which builds a session per
-request. ``bench/hop.py`` on a quiet machine: a trivial call cost 3.2 ms through that hop
-vs 1.4 ms over plain stdio; here the proxy copies lines and the owner runs the same
-session loop as ``kioku serve --standalone`` (figures in docs/performance.md).
+request: a trivial call cost 3.2 ms through that hop vs 1.4 ms over plain stdio (bench/LOG.md,
+round 3, "Performance"); here the proxy copies lines and the owner runs the same
+session loop as ``kioku serve --standalone``.
 
 Access control is the socket's: 0600 in the private data dir (or its private socket
 dir), and every accepted connection's peer uid must be ours (``peercred``). The proxy

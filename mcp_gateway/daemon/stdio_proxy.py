@@ -25,11 +25,11 @@ session's first ``initialize`` is answered from the owner's last answer while th
 starts (``init_cache``).
 
 Why a session socket and not HTTP: an HTTP request and a stateless MCP session per call
-cost a trivial call about twice what plain stdio does (``bench/hop.py``). Why two plain
+cost a trivial call about twice what plain stdio does (bench/LOG.md, round 3). Why two plain
 threads (stdin -> socket in the main thread, socket -> stdout in one reader thread per
 connection) and blocking calls, not an event loop: each line crosses the proxy with one
 wake-up and one system call each way, where async streams add a task switch, a reader
-(de)registration and locks per line (``bench/proxy_hop.py``; figures in bench/LOG.md).
+(de)registration and locks per line (bench/LOG.md, round 9).
 """
 
 from __future__ import annotations

@@ -20,9 +20,9 @@ CONFIG_FILE = "edge_config.json"
 CHANNELS_FILE = "kioku_channels.json"
 # How the dense vectors are stored (``index.dense_storage``). "turbo16": the engine's
 # 16-bit TurboQuant storage, which it scans ~2x faster than float32 at the same
-# ranking (bench/dense_storage.py, bench/LOG.md: 10k real e5 vectors,
-# two exact query views 1.36 -> 0.73 ms, scores within 6e-6, recall@10 1.0); float16
-# was only 0.83x here.
+# ranking (bench/LOG.md, round 15, "dense vectors stored as 16-bit TurboQuant": 10k
+# real e5 vectors, two exact query views 1.36 -> 0.73 ms, scores within 6e-6, recall@10
+# 1.0); float16 was only 0.83x here.
 STORAGE = {
     "float32": qe.VectorStorageDatatype.Float32,
     "turbo16": qe.VectorStorageDatatype.Turbo16,

@@ -1,7 +1,7 @@
 """Build a graphed (HNSW) edge collection in a separate process.
 
-``EdgeShard.optimize()`` holds the GIL for its whole run (3.7 s at 20k points, measured
-by ``bench/optimize_gil.py``), so the owner never calls it. Instead it runs
+``EdgeShard.optimize()`` holds the GIL for its whole run (3.7 s at 20k points: bench/LOG.md,
+round 1, "Scale: 100k memories"), so the owner never calls it. Instead it runs
 
     python -m mcp_gateway.rebuild.build --db DB --root EDGE_ROOT --collection NAME \\
         --dim D --model M --project P
@@ -44,9 +44,8 @@ log = logging.getLogger(__name__)
 
 # The build optimises every segment, however small: it only runs when a graph is wanted.
 BUILD_OPTIMIZERS = qe.EdgeOptimizersConfig(indexing_threshold=1)
-# A denser graph than the engine's m=16 / ef_construct=100. bench/hnsw_scale.py at 100k
-# (real e5 vectors, tiled): recall@10 at ef=512 0.883 -> 0.940, search p50 2.2 -> 3.8 ms
-# (exact at 10k: 2.1 ms), build 25 -> 61 s -- in this process, never the owner's.
+# A denser graph than the engine's m=16 / ef_construct=100: better recall at 100k for a
+# slower build, in this process, never the owner's (bench/LOG.md, round 3, "Performance").
 BUILD_HNSW = qe.HnswIndexConfig(m=32, ef_construct=256, full_scan_threshold=10_000)
 # The graph walks int8 copies of the dense vectors, held in memory (half turbo16's
 # bytes: 38.8 MB at 100k notes), and the search rescores its candidates with the stored

@@ -16,14 +16,16 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from functools import cache
 from typing import Any
 
 import numpy as np
 
+from mcp_gateway.common.sections import SearchSettings
 from mcp_gateway.indexing import lexical
 from mcp_gateway.search.calibration_vectors import LANGUAGE_DIRECTIONS
+from mcp_gateway.search.ranking import RankingParams
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +44,30 @@ class Calibration:
     newer_similarity: float = 0.0
     measured: bool = True
     directions: Mapping[str, str] = field(default_factory=dict)
+
+    def under(self, s: SearchSettings) -> Calibration:
+        """This table with the settings that override it (``is None``, not ``or``: 0
+        is a meaningful setting for every one of these)."""
+        given = {n: getattr(s, n) for n in _OVERRIDDEN if getattr(s, n) is not None}
+        return replace(self, **given)
+
+    def params(
+        self, s: SearchSettings, unspaced: float, thresholds: dict[str, float]
+    ) -> RankingParams:
+        """The ranking rules for one query: ``unspaced``, the share of its letters in
+        unspaced scripts; ``thresholds`` read once, with the answer cache's key."""
+        # n-gram matches in unspaced scripts are weaker evidence than whole words
+        sparse_weight = s.sparse_weight * (1 - unspaced * (1 - s.unspaced_sparse_factor))
+        # the settings name every rule as ``RankingParams`` does; four are this query's
+        rules = {f.name: getattr(s, f.name) for f in fields(RankingParams)}
+        own = {"high_first_margin": self.high_first_margin, "keep_margin": self.keep_margin}
+        return RankingParams(
+            **rules | own | {"sparse_weight": sparse_weight, "thresholds": thresholds}
+        )
+
+
+# the measured values a setting may override (None: the table's)
+_OVERRIDDEN = "high_first_margin keep_margin language_shift wide_shift newer_similarity".split()
 
 
 _E5 = "local/multilingual-e5-small-q4"
@@ -95,18 +121,13 @@ def query_script(query: str) -> str:
     return lexical.script_of(query)
 
 
-def shift_query(
-    vector: Sequence[float], query: str, calib: Calibration, weight: float
-) -> list[float]:
-    """``vector`` minus ``weight`` times the query's language direction, re-normalised."""
-    return _shift(vector, calib.directions.get(query_script(query)), _ramp(query) * weight)
-
-
-def _ramp(query: str) -> float:
-    # Short queries (one to three words: "deploy", "force push") lost 0.07 nDCG@10 on
-    # dev under the full shift; ramping it in over the first 6 tokens kept crosslang
-    # and gave them back (dev trigger 0.656 -> 0.710).
-    return min(1.0, len(lexical.tokenize(query)) / FULL_SHIFT_TOKENS)
+def _direction_and_ramp(query: str, calib: Calibration) -> tuple[str | None, float]:
+    """The query's language direction (``query_script``'s) and how much of it to take.
+    Short queries (one to three words: "deploy", "force push") lost 0.07 nDCG@10 on dev
+    under the full shift; ramping it in over the first 6 tokens kept crosslang and gave
+    them back (dev trigger 0.656 -> 0.710)."""
+    script, tokens = lexical.script_of(query), lexical.tokenize(query)
+    return calib.directions.get(script), min(1.0, len(tokens) / FULL_SHIFT_TOKENS)
 
 
 def _shift(vector: Sequence[float], b64: str | None, weight: float) -> list[float]:
@@ -132,7 +153,7 @@ def shift_views(
     cosine over both views lets either kind of answer surface without the query
     having to say which kind it is (dev nDCG@10 0.686 -> 0.715; bench/LOG.md).
     """
-    b64, ramp = calib.directions.get(query_script(query)), _ramp(query)  # once per query
+    b64, ramp = _direction_and_ramp(query, calib)  # once per query
     views = [_shift(vector, b64, ramp * weight)]
     if wide > 0 and wide != weight:
         views.append(_shift(vector, b64, ramp * wide))

@@ -18,8 +18,12 @@ or more memories pins nothing: it no longer names one thing.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
+from dataclasses import replace
 
+from mcp_gateway.common.types import IndexFilter, IndexHit, SparseVector
 from mcp_gateway.embedders.word_prior import is_name
+from mcp_gateway.index.live import LiveIndex
 from mcp_gateway.indexing.lexical import compounds, term_id, word_token
 
 # At most this many tokens are checked per query (one small index call each).
@@ -88,3 +92,19 @@ def plain_terms(query: str) -> list[tuple[str, int]]:
             if len(out) == MAX_WORDS:
                 break
     return out
+
+
+Held = dict[str, tuple[IndexHit, int]]
+
+
+async def holders(index: LiveIndex, terms: Sequence[tuple[str, int]], flt: IndexFilter) -> Held:
+    """Point id -> (its lexical hit, how many of ``terms`` only it holds) for each current
+    memory within ``flt`` that alone holds a term: one sparse request per term, two hits."""
+    only = replace(flt, current_only=True)
+    held: Held = {}
+    for _token, term in terms:
+        found = await index.search_channels(None, SparseVector([term], [1.0]), only, 2)
+        if len(found.sparse) == 1:
+            hit = found.sparse[0]
+            held[hit.id] = (hit, held[hit.id][1] + 1 if hit.id in held else 1)
+    return held

@@ -1,7 +1,8 @@
 """What a search derives from the query's words, kept per query text.
 
 A search tokenised its query four times (the BM25 terms, the unspaced share, the
-script and the ramp of the language shift: ~150 us for an English sentence) and
+script and the ramp of the language shift: ~150 us for an English sentence), looked
+for the identifiers it names (``exact_terms``) and
 shifted the embedding into its two views (~40 us of numpy), all again for a query
 whose embedding came from the cache. A search over a cached embedding takes ~5 ms
 in-process at 10k notes; these were ~0.2 ms of it.
@@ -23,19 +24,29 @@ from dataclasses import dataclass
 
 from mcp_gateway.common.types import SparseVector
 from mcp_gateway.indexing import lexical
+from mcp_gateway.search.exact_terms import identifier_terms
+
+
+@dataclass(frozen=True, slots=True)
+class QueryWords:
+    """What a search reads from the query's words (not its meaning)."""
+
+    identifiers: list[tuple[str, int]]  # (token, term) the query names (exact_terms)
+    sparse: SparseVector  # its BM25 terms
+    unspaced: float  # the share of its letters in unspaced scripts (lexical)
 
 
 @dataclass(slots=True)
 class _Entry:
-    sparse: SparseVector | None = None
-    unspaced: float | None = None
+    words: QueryWords | None = None
     embedding: object = None  # the cached embedding the views were made from
     views: list[Sequence[float]] | None = None
 
 
 class QueryMemo:
-    def __init__(self, size: int = 256) -> None:
-        self.size = size
+    def __init__(self, size: int = 256, *, names: bool = True) -> None:
+        """``names``: a known name counts as an identifier (``search.exact_names``)."""
+        self.size, self.names = size, names
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
 
     def _entry(self, query: str) -> _Entry:
@@ -48,17 +59,15 @@ class QueryMemo:
             self._entries.move_to_end(query)
         return entry
 
-    def sparse(self, query: str) -> SparseVector:
+    def words(self, query: str) -> QueryWords:
         entry = self._entry(query)
-        if entry.sparse is None:
-            entry.sparse = lexical.sparse_query(query)
-        return entry.sparse
-
-    def unspaced(self, query: str) -> float:
-        entry = self._entry(query)
-        if entry.unspaced is None:
-            entry.unspaced = lexical.unspaced_share(query)
-        return entry.unspaced
+        if entry.words is None:
+            entry.words = QueryWords(
+                identifier_terms(query, self.names),
+                lexical.sparse_query(query),
+                lexical.unspaced_share(query),
+            )
+        return entry.words
 
     def views(
         self, query: str, embedding: object, make: Callable[[], list[list[float]]]

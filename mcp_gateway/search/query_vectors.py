@@ -1,10 +1,14 @@
 """A query's vectors: its dense views (one embedding, shifted by the model's
-calibration), its latent terms, and each further dense channel's vector."""
+calibration), its latent terms, each further dense channel's vector, and the views of
+its other phrasings."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
+
+import anyio
 
 from mcp_gateway.common.errors import EmbedderUnavailable
 from mcp_gateway.common.sections import SearchSettings
@@ -17,6 +21,19 @@ from mcp_gateway.search.query_memo import QueryMemo
 
 log = logging.getLogger(__name__)
 
+Views = list[Sequence[float]]
+
+
+@dataclass(slots=True)
+class Vectors:
+    """What the index is asked with, for one query."""
+
+    views: Views  # its dense views (none: the dense channel is off or down)
+    terms: SparseVector | None  # its latent terms, where the index searches them
+    more: dict[str, Sequence[float]]  # each further dense channel's vector
+    alternatives: Views  # every view of each other phrasing
+    dense_ok: bool  # whether the dense channel answered
+
 
 class QueryVectors:
     def __init__(
@@ -26,14 +43,39 @@ class QueryVectors:
         settings: SearchSettings,
         memo: QueryMemo,
         calibration: Calibration,
-        language_shift: float,
-        wide_shift: float,
         channels: Sequence[ChannelEmbedder] = (),
     ) -> None:
         self.embedder, self.index, self.settings, self.memo = embedder, index, settings, memo
         self.calibration = calibration
-        self.language_shift, self.wide_shift = language_shift, wide_shift
         self.channels = tuple(channels)
+
+    async def read(
+        self,
+        query: str,
+        alternatives: Sequence[str] = (),
+        cached: tuple[Views, SparseVector | None] | None = None,
+    ) -> Vectors:
+        """The query's vectors; ``cached``: its views and terms at hand (``cached``)."""
+        more: dict[str, Sequence[float]] = {}
+        if cached is not None:
+            (views, terms), dense_ok = cached, True
+            more.update(await self.channel_queries(query))
+        else:
+            async with anyio.create_task_group() as tg:
+                if self.channels and self.settings.mode != "lexical":
+                    # beside the main model's, on their own lane
+                    tg.start_soon(self._channel_queries, query, more)
+                lexical = self.settings.mode == "lexical"
+                views, terms, dense_ok = ([], None, False) if lexical else await self.embed(query)
+        other: Views = []
+        for alt in alternatives if views else ():
+            other.extend((await self.embed(alt))[0])
+        # latent terms replace BM25 as the second channel where the index has them
+        latent = self.settings.mode == "hybrid" and self.index.spec.latent
+        return Vectors(views, terms if latent else None, more, other, dense_ok)
+
+    async def _channel_queries(self, query: str, into: dict[str, Sequence[float]]) -> None:
+        into.update(await self.channel_queries(query))
 
     async def channel_queries(self, query: str) -> dict[str, Sequence[float]]:
         """The query's vector from each further dense channel the index has for the
@@ -62,13 +104,7 @@ class QueryVectors:
         held = self.index.spec.channel(ce.channel.name)
         return held is not None and held.model_id == ce.channel.model_id
 
-    def latent(self, terms: SparseVector | None) -> SparseVector | None:
-        # latent terms replace BM25 as the second channel where the index has them
-        if self.settings.mode != "hybrid" or not self.index.spec.latent:
-            return None
-        return terms
-
-    def cached(self, query: str) -> tuple[list[Sequence[float]], SparseVector | None] | None:
+    def cached(self, query: str) -> tuple[Views, SparseVector | None] | None:
         """The query's views and latent terms when its embedding is cached (no wait)."""
         if self.settings.mode == "lexical" or not self.model_matches:
             return None
@@ -76,7 +112,8 @@ class QueryVectors:
         return None if encoded is None else (self._views(query, encoded), encoded.terms)
 
     def _views(self, query: str, encoded: Encoded) -> list[Sequence[float]]:
-        c, weight, wide = self.calibration, self.language_shift, self.wide_shift
+        c = self.calibration
+        weight, wide = c.language_shift, c.wide_shift
         return self.memo.views(
             query, encoded, lambda: shift_views(encoded.dense, query, c, weight, wide)
         )

@@ -459,15 +459,3 @@ def _priority_tier(cand: Candidate, params: RankingParams, best_distance: float,
         if cand.distance is not None and cand.distance <= best_distance + params.high_first_margin:
             return 0
     return 1
-
-
-def rank(
-    dense: Sequence[IndexHit],
-    sparse: Sequence[IndexHit],
-    params: RankingParams,
-    top: int,
-    namespaces: Sequence[str] = (),
-    latent: Sequence[IndexHit] | None = None,
-) -> list[Candidate]:
-    """Fuse the channels, threshold, cut to ``top``, order (the whole ranking step)."""
-    return select(fuse(dense, sparse, params, latent), params, top, namespaces)

@@ -22,13 +22,11 @@ from collections.abc import Sequence
 from pydantic import BaseModel
 
 from mcp_gateway.common.access import Scope
-from mcp_gateway.common.errors import InvalidInput, NotFound
+from mcp_gateway.common.errors import NotFound
 from mcp_gateway.common.events import USED, Used
 from mcp_gateway.common.types import Note
 from mcp_gateway.services.app import AppContext
 from mcp_gateway.stores.learned_keys import LearnedKey
-
-MAX_USED = 10
 
 
 class KeyView(BaseModel):
@@ -57,23 +55,6 @@ class UseCredited(BaseModel):
 
     credited: list[str] = []
     ignored: list[str] = []
-
-
-def checked_used(given: object) -> tuple[str, ...]:
-    """``used`` as distinct ids, or ``InvalidInput`` saying what to pass."""
-    if given is None:
-        return ()
-    if (
-        isinstance(given, str)
-        or not isinstance(given, Sequence)
-        or len(given) > MAX_USED
-        or not all(isinstance(i, str) for i in given)
-    ):
-        raise InvalidInput(
-            f"used: give a list of at most {MAX_USED} memory ids, copied from earlier "
-            "search_memory results that you actually used"
-        )
-    return tuple(dict.fromkeys(i.strip() for i in given if i.strip()))
 
 
 async def credit_used(

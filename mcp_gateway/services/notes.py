@@ -23,17 +23,14 @@ from mcp_gateway.common.inputs import (
     NoteFields,
     NoteQuery,
     NoteRules,
-    checked_alternatives,
-    checked_filter,
-    checked_query,
 )
 from mcp_gateway.common.render import iso, preview
 from mcp_gateway.common.types import Note, SearchResponse, point_id
-from mcp_gateway.common.validation import bounded_int
+from mcp_gateway.common.validation import bounded_int, checked_filter, checked_used
 from mcp_gateway.records.model import RECORD_TYPES
 from mcp_gateway.search.request import SearchRequest
 from mcp_gateway.services.app import AppContext
-from mcp_gateway.services.learning import checked_used, credit_used
+from mcp_gateway.services.learning import credit_used
 
 
 class AddNoteResult(BaseModel):
@@ -203,29 +200,24 @@ class NoteService:
         memory browser's filter); ``event`` names the activity-log entry, so a person
         browsing (``ui_search``) never trains the jobs that learn from the assistant."""
         started = time.perf_counter()
-        settings = self.app.settings
-        alts = checked_alternatives(asked.alternatives, settings.search.max_query_chars)
-        used = checked_used(asked.used)
-        top = bounded_int(asked.top, "top", 1, settings.search.max_top)
-        type, domain, priority = checked_filter(
-            self.search_types(), type=asked.type, domain=asked.domain, priority=asked.priority
-        )
+        limits = self.app.settings.search
+        asked = asked.checked(self.search_types(), limits.max_query_chars, limits.max_top)
         request = SearchRequest(
-            query=checked_query(asked.query, settings.search.max_query_chars),
-            type=type,
-            domain=domain,
-            top=settings.search.max_top if priority else top,
+            query=asked.query,
+            type=asked.type,
+            domain=asked.domain,
+            top=limits.max_top if asked.priority else asked.top,
             namespaces=scope.read,
-            alternatives=alts,
+            alternatives=asked.alternatives,
         )
         # before the search: the memories used answered an earlier question, not this one
-        credit = await credit_used(self.app, scope, used) if used else None
+        credit = await credit_used(self.app, scope, asked.used) if asked.used else None
         response = await self.app.search.search(request)
         if credit is not None:
             response.credited, response.not_credited = credit.credited, credit.ignored
-        if priority:
+        if priority := asked.priority:
             kept = [r for r in response.results if r.kind == "note" and r.priority == priority]
-            response.results = kept[:top]
+            response.results = kept[: asked.top]
             response.recent = [r for r in response.recent if r.priority == priority]
         await self._log_search(response, request, scope, started, event, context or {})
         if event == SEARCH and self.app.search.learned is not None:

@@ -171,11 +171,13 @@ async def owner_answers(settings: KiokuSettings) -> bool:
 
 @asynccontextmanager
 async def connect(
-    settings: KiokuSettings, *, configured_engine: bool = False
+    settings: KiokuSettings, *, configured_engine: bool = False, models: bool = True
 ) -> AsyncIterator[Memory]:
     """The running owner's memory, or this process's for the duration of the block
     (``configured_engine``: load the configured embedding engine even for one command:
-    a rebuild embeds in bulk, and the doctor checks what an owner would run)."""
+    a rebuild embeds in bulk, and the doctor checks what an owner would run;
+    ``models=False``: a command that only reads loads no model unless it embeds after
+    all, ``embedders.deferred``)."""
     paths = gw.GatewayPaths.for_settings(settings)
     deadline = time.monotonic() + settings.local_gateway.start_timeout_s
     while True:
@@ -198,7 +200,7 @@ async def connect(
         from mcp_gateway.services.app import open_app
 
         own = settings if configured_engine else for_one_command(settings)
-        async with open_app(own, run_jobs=False) as app:
+        async with open_app(own, run_jobs=False, models=models) as app:
             yield LocalMemory(Services.over(app))
     finally:
         os.close(fd)

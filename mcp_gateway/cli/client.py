@@ -25,7 +25,7 @@ from typing import Any, Protocol
 import anyio
 import httpx
 
-from mcp_gateway.common import errors
+from mcp_gateway.common import errors, startup_gc
 from mcp_gateway.common.errors import KiokuError, StoreUnavailable
 from mcp_gateway.common.keyfile import OWNER_HEADER, owner_key
 from mcp_gateway.common.settings import KiokuSettings
@@ -183,6 +183,7 @@ async def connect(
     while True:
         if await anyio.to_thread.run_sync(gw.can_connect, paths.socket):
             async with owner_client(settings) as client:
+                startup_gc.release()
                 yield RemoteMemory(client, settings)
             return
         fd = await anyio.to_thread.run_sync(_try_lock, paths)
@@ -201,6 +202,7 @@ async def connect(
 
         own = settings if configured_engine else for_one_command(settings)
         async with open_app(own, run_jobs=False, models=models) as app:
+            startup_gc.release()
             yield LocalMemory(Services.over(app))
     finally:
         os.close(fd)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import os
 import signal
 import uuid
@@ -26,6 +27,14 @@ from tests.pg_server import (  # noqa: F401 (fixtures)
     pg_database,
     throwaway_cluster,
 )
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What the imports and the collection made lives for the whole run: frozen
+    (``gc.freeze``, as a kioku process freezes its start: ``common.startup_gc``), the
+    collector's full passes no longer traverse it (GC 1.17 -> 0.68 s of a 30 s subset)."""
+    gc.collect()
+    gc.freeze()
 
 
 def run_dir(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:

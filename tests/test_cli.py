@@ -69,6 +69,12 @@ def test_add_search_quiet_dedup_and_verbose(tmp_path: Path) -> None:
     assert "score=" not in found.stdout  # the order is shown, not the fused score
     assert note_id in found.stdout
     assert " INFO " in found.stderr  # -v: info logs, on stderr only
+    assert "loaded local/multilingual-e5" in found.stderr  # a search loads the model
+    # a command that only reads loads no model (embedders.deferred): before, `kioku
+    # list` started e5, onnxruntime's MiniLM and the static table (~0.15 s of CPU)
+    listed = run(tmp_path, "-v", "list", data_dir=data)
+    assert listed.returncode == 0 and note_id in listed.stdout, listed.stderr
+    assert " INFO " in listed.stderr and "loaded local/" not in listed.stderr
     rejected = run(tmp_path, "search", "staging", "--type", "nope", data_dir=data)
     assert "unknown type 'nope': use one of" in one_error_line(rejected)
 

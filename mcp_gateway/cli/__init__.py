@@ -5,6 +5,8 @@ from __future__ import annotations
 import signal
 import sys
 
+from mcp_gateway.common import startup_gc
+
 __all__ = ["main"]
 
 
@@ -16,6 +18,8 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if next((a for a in args if not a.startswith("-")), None) == "worker":
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    if argv is None:  # a process of its own: the collector waits for its start (startup_gc)
+        startup_gc.hold()
     from mcp_gateway.cli.main import main as run
 
     return run(argv)

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 import anyio
 import httpx
 
-from mcp_gateway.common import errors
+from mcp_gateway.common import errors, startup_gc
 from mcp_gateway.common.errors import KiokuError, StoreUnavailable
 from mcp_gateway.common.keyfile import OWNER_HEADER, owner_key
 from mcp_gateway.common.settings import KiokuSettings
@@ -171,16 +171,19 @@ async def owner_answers(settings: KiokuSettings) -> bool:
 
 @asynccontextmanager
 async def connect(
-    settings: KiokuSettings, *, configured_engine: bool = False
+    settings: KiokuSettings, *, configured_engine: bool = False, models: bool = True
 ) -> AsyncIterator[Memory]:
     """The running owner's memory, or this process's for the duration of the block
     (``configured_engine``: load the configured embedding engine even for one command:
-    a rebuild embeds in bulk, and the doctor checks what an owner would run)."""
+    a rebuild embeds in bulk, and the doctor checks what an owner would run;
+    ``models=False``: a command that only reads loads no model unless it embeds after
+    all, ``embedders.deferred``)."""
     paths = gw.GatewayPaths.for_settings(settings)
     deadline = time.monotonic() + settings.local_gateway.start_timeout_s
     while True:
         if await anyio.to_thread.run_sync(gw.can_connect, paths.socket):
             async with owner_client(settings) as client:
+                startup_gc.release()
                 yield RemoteMemory(client, settings)
             return
         fd = await anyio.to_thread.run_sync(_try_lock, paths)
@@ -198,7 +201,8 @@ async def connect(
         from mcp_gateway.services.app import open_app
 
         own = settings if configured_engine else for_one_command(settings)
-        async with open_app(own, run_jobs=False) as app:
+        async with open_app(own, run_jobs=False, models=models) as app:
+            startup_gc.release()
             yield LocalMemory(Services.over(app))
     finally:
         os.close(fd)

@@ -51,7 +51,7 @@ async def search(args: argparse.Namespace, settings: KiokuSettings) -> int:
 
 
 async def list_notes(args: argparse.Namespace, settings: KiokuSettings) -> int:
-    async with connect(settings) as memory:
+    async with connect(settings, models=False) as memory:
         out = await memory.call("notes.list", type=args.type, limit=args.limit, after=args.after)
     if args.json:
         print_json(out)
@@ -68,7 +68,7 @@ async def list_notes(args: argparse.Namespace, settings: KiokuSettings) -> int:
 async def show(args: argparse.Namespace, settings: KiokuSettings) -> int:
     from mcp_gateway.services.notes import NoteView  # the service layer: only where it is needed
 
-    async with connect(settings) as memory:
+    async with connect(settings, models=False) as memory:
         out = await memory.call("notes.get", note_id=args.id)
     print_json(out) if args.json else print(render_note(NoteView.model_validate(out).model_dump()))
     return 0
@@ -93,7 +93,7 @@ async def delete(args: argparse.Namespace, settings: KiokuSettings) -> int:
 
 
 async def stats(args: argparse.Namespace, settings: KiokuSettings) -> int:
-    async with connect(settings) as memory:
+    async with connect(settings, models=False) as memory:
         out = await memory.call("stats")
     if args.json:
         print_json(out)
@@ -245,7 +245,7 @@ async def doctor(args: argparse.Namespace, settings: KiokuSettings) -> int:
 
 async def context(args: argparse.Namespace, settings: KiokuSettings) -> int:
     """Regenerate session_context.md now."""
-    async with connect(settings) as memory:
+    async with connect(settings, models=False) as memory:
         print(await memory.call("export_context"))
     return 0
 
@@ -268,7 +268,7 @@ async def export(args: argparse.Namespace, settings: KiokuSettings) -> int:
         return output
 
     output = await anyio.to_thread.run_sync(target)
-    async with connect(settings) as memory:
+    async with connect(settings, models=False) as memory:
         items = await memory.call("transfer.export")
     if args.format == "markdown":
         text = render_markdown(items[1:])

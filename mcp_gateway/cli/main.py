@@ -18,7 +18,7 @@ from typing import Any
 import anyio
 
 from mcp_gateway import __version__
-from mcp_gateway.common import fsperms, logbounds
+from mcp_gateway.common import fsperms, logbounds, startup_gc
 from mcp_gateway.common.errors import KiokuError, NotFound
 from mcp_gateway.common.sections import DEFAULT_NOTE_TYPES
 from mcp_gateway.common.settings import KiokuSettings, load_settings
@@ -262,7 +262,18 @@ def main(argv: list[str] | None = None) -> int:
         return 141
 
 
+# The commands that open the stores and models (``client.connect``, the owner's start),
+# which turn the garbage collector back on once they are open (``common.startup_gc``);
+# every other command turns it on here.
+OPENING = frozenset(
+    {"add", "search", "list", "show", "edit", "delete", "restore", "stats", "reindex"}
+    | {"doctor", "context", "export", "import", "records", "serve"}
+)
+
+
 def _dispatch(args: argparse.Namespace, settings: KiokuSettings) -> int:
+    if args.command not in OPENING:
+        startup_gc.release()
     if args.command == "ui":
         from mcp_gateway.cli.ui_launch import serve_ui
 
@@ -279,6 +290,7 @@ def _dispatch(args: argparse.Namespace, settings: KiokuSettings) -> int:
             # it uses only, not the owner's modules (seconds: the server, the stores)
             from mcp_gateway.daemon.stdio_proxy import proxies, run_proxy
 
+            startup_gc.release()  # the proxy opens nothing
             if proxies(settings):
                 run_proxy(settings)
                 return 0

@@ -23,6 +23,11 @@ truth store, which the owner applies (``applier``).
 
 from __future__ import annotations
 
+from mcp_gateway.common import startup_gc
+
+if __name__ == "__main__":  # the daemon (``spawn_daemon``): until its stores are open
+    startup_gc.hold()
+
 import asyncio
 import importlib
 import json
@@ -190,6 +195,7 @@ async def _serve_opened(
         # once it starts): a session's answer never comes before the CLI's socket does
         sock.listen(64)
         opening.opened()
+        startup_gc.release()  # the start's objects frozen before the held requests run
         # the requests held meanwhile run on the loop while these load beside them
         await anyio.to_thread.run_sync(_import_later)
         from mcp_gateway.protocol.grant_gate import GrantGate

@@ -15,6 +15,7 @@ linears run as int8 kernels (its vectors differ a little: ``MODEL_ID_INT8``).
 from __future__ import annotations
 
 import importlib
+import threading
 import unicodedata
 from collections.abc import Sequence
 from functools import lru_cache, partial
@@ -168,9 +169,22 @@ class MiniLM:
         return back
 
 
+# One session per graph and thread count in a process, shared by every embedder of it,
+# as the e5 engine is (``local._onnx_engine``): the model is read-only, onnxruntime's
+# ``run`` may be called from several threads at once, and a session costs ~35 ms of CPU
+# and its memory (~25 MB) each time it is made. A process opens more than one app where
+# it serves tests or tools that reopen the stores; the daemon opens one.
+_LOADED: dict[tuple[int, bool], MiniLM] = {}
+_LOADING = threading.Lock()
+
+
 def _load(threads: int, int8: bool = False) -> Any:
-    model = MiniLM(threads, int8)
-    model.encode(["warm"])
+    with _LOADING:
+        model = _LOADED.get((threads, int8))
+        if model is None:
+            model = MiniLM(threads, int8)
+            model.encode(["warm"])
+            _LOADED[(threads, int8)] = model
     return model
 
 

@@ -39,6 +39,7 @@ from mcp_gateway.embedders.channels import (
     build_channel_embedders,
     index_gaps,
 )
+from mcp_gateway.embedders.deferred import Deferred, deferred_channels
 from mcp_gateway.index import catalog
 from mcp_gateway.index.base import DenseChannel, IndexSpec
 from mcp_gateway.index.live import LiveIndex
@@ -236,8 +237,12 @@ async def live_spec(
 
 
 @asynccontextmanager
-async def open_app(settings: KiokuSettings, *, run_jobs: bool = True) -> AsyncIterator[AppContext]:
-    """Open every store and client; ``run_jobs=False`` for one-shot CLI commands."""
+async def open_app(
+    settings: KiokuSettings, *, run_jobs: bool = True, models: bool = True
+) -> AsyncIterator[AppContext]:
+    """Open every store and client; ``run_jobs=False`` for one-shot CLI commands;
+    ``models=False``: the models load at the first text embedded, not now, where the
+    index knows their dimensions (``embedders.deferred``: a command that only reads)."""
     async with AsyncExitStack() as stack:
         fsperms.secure_data_dir(settings.data_dir)  # 0700, and 0600 files inside
         db = Database(settings.database, reserve_bytes=settings.index.reserve_free_mb << 20)
@@ -245,9 +250,17 @@ async def open_app(settings: KiokuSettings, *, run_jobs: bool = True) -> AsyncIt
         stack.push_async_callback(db.close)
 
         embedder = build_embedder(settings.embedder)
-        await start_embedder(embedder, db, settings)
-        stack.push_async_callback(embedder.aclose)
-        channels = await _start_channels(stack, settings)
+        info = await catalog.live_info(db, settings)
+        if not models and info.dim is not None and info.model_id == embedder.model_id:
+            embedder = Deferred(embedder, info.dim)
+            stack.push_async_callback(embedder.aclose)
+            channels = deferred_channels(settings.embedder)
+            for channel in channels:
+                stack.push_async_callback(channel.embedder.aclose)
+        else:
+            await start_embedder(embedder, db, settings)
+            stack.push_async_callback(embedder.aclose)
+            channels = await _start_channels(stack, settings)
         spec = await live_spec(db, settings, embedder, tuple(c.channel for c in channels))
         for name in await anyio.to_thread.run_sync(
             catalog.remove_leftovers, settings, spec.collection

@@ -119,7 +119,9 @@ class IndexSettings(BaseModel):
     # is scanned ~2x faster than "float32" at the same ranking; an existing collection
     # keeps its own until `kioku reindex` (bench/LOG.md).
     dense_storage: Literal["turbo16", "float32"] = "turbo16"
-    graph_check_s: float = Field(default=60.0, ge=0)
+    # how often the owner checks for a graph or a seal (a count: a thread hop); 15 s
+    # lets a seal follow a burst of notes by about that much
+    graph_check_s: float = Field(default=15.0, ge=0)
     # Edge only, below exact_search_below: the same separate process seals the points
     # (optimised segments, no graph) once this many were added or written again since
     # the last build (0: never). A plain segment keeps each point's sparse indexes in

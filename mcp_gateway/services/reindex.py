@@ -140,8 +140,13 @@ class Rebuilder:
         return settings.index.backend == "edge" and not settings.qdrant_url
 
     def _outside(self, points: int) -> bool:
-        """Build in another process (with a graph) for a big embedded collection."""
-        return self._embedded() and points >= self.app.settings.index.exact_search_below
+        """Build in another process for an embedded collection that would get a graph or
+        a seal (``EdgeIndex.wants_graph``) anyway: an in-process build's plain segment
+        would be sealed again at the next check."""
+        settings = self.app.settings
+        seal = 0 if settings.shared_store else settings.index.seal_every
+        size = settings.index.exact_search_below
+        return self._embedded() and (points >= size or 0 < seal <= points)
 
     async def _rebuild(
         self, st: RebuildStatus, adopted: str | None = None, outside: bool = False

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 
+import anyio
 import pytest
 
 from mcp_gateway.common.sections import IndexSettings
+from mcp_gateway.common.types import point_id
 from mcp_gateway.index.edge_graph import Marker, graph_due, read_marker
 from mcp_gateway.search.request import SearchRequest
 from mcp_gateway.services import Services
@@ -102,6 +105,41 @@ async def test_a_seal_maps_the_points_and_answers_as_before(tmp_path: Path) -> N
         await add_notes(app, [f"later note {i} on the billing export" for i in range(SEAL_EVERY)])
         assert await app.index.wants_graph()  # the next seal is due
     assert SEALED in placement(collection)
+
+
+async def set_priors(app: AppContext, priors: dict[str, float]) -> None:
+    """Priors as the priors job writes them (one timestamp a run), then applied."""
+    now = time.time()
+    await app.db.transaction(
+        lambda c: c.executemany(
+            "INSERT INTO note_priors(note_id, prior, updated_at) VALUES (?, ?, ?) "
+            "ON CONFLICT(note_id) DO UPDATE SET prior = excluded.prior, "
+            "updated_at = excluded.updated_at",
+            [(nid, prior, now) for nid, prior in priors.items()],
+        )
+    )
+    await app.applier.apply_pending()
+
+
+async def test_a_rebuild_keeps_the_priors_it_built_in_sealed(tmp_path: Path) -> None:
+    """The fill writes each note's prior: after the swap the applier applies only the
+    priors written since, so the sealed points stay in the sealed segment."""
+    settings = seal_settings(tmp_path / "data")
+    async with open_app(settings, run_jobs=False) as app:
+        ids = await add_notes(app, TEXTS[:SEAL_EVERY])
+        await set_priors(app, {ids[0]: 0.5, ids[1]: 2.0})
+        status = await Services.over(app).rebuild.rebuild(outside=True)
+        assert status.state == "done", status.message
+        index = app.index.current
+        assert getattr(index, "sealed_points", 0) == SEAL_EVERY
+        assert getattr(index, "written_since_graph", -1) == 0  # none written again
+        pids = [point_id("note", n) for n in ids[:3]]
+        payloads = await app.index.payloads(pids)
+        assert [payloads[p].get("prior") for p in pids] == [0.5, 2.0, None]
+        await anyio.sleep(0.01)  # a later run of the priors job: a later timestamp
+        await set_priors(app, {ids[2]: 0.25})
+        assert (await app.index.payloads(pids[2:]))[pids[2]]["prior"] == 0.25
+        assert getattr(index, "written_since_graph", -1) == 1
 
 
 @pytest.mark.slow

@@ -11,6 +11,11 @@ answer cache off) and sends every query to both, alternating which goes first, e
 ``--rounds`` times (after the first, the query's embedding is cached: the search alone).
 Prints per set: queries whose top-10 differ (ids in order), then the stdio round trip
 p50 / p95 per side and round, and the ratio sealed / plain.
+
+``--pair PLAIN SEALED``: two data dirs holding the same texts (``bench/owner_memory.py
+--keep`` on main and on this tree: its notes are copies of the quality set's), served
+with seals and graph checks off, the generated set's queries sent to both as above; the
+top-10 compared by text.
 """
 
 # ruff: noqa: E402
@@ -29,6 +34,7 @@ import asyncio
 import json
 import os
 import shutil
+import sqlite3
 import tempfile
 import time
 from contextlib import AsyncExitStack
@@ -41,7 +47,13 @@ from run import ask, run_set
 
 from mcp_gateway.services import Services
 
-SERVE = {"KIOKU_SEARCH__MODE": "hybrid", "KIOKU_SEARCH__ANSWER_CACHE_SIZE": "0"}
+SERVE = {
+    "KIOKU_SEARCH__MODE": "hybrid",
+    "KIOKU_SEARCH__ANSWER_CACHE_SIZE": "0",
+    # each side stays as it is while measured
+    "KIOKU_INDEX__SEAL_EVERY": "0",
+    "KIOKU_INDEX__GRAPH_CHECK_S": "0",
+}
 
 
 async def seal(data_dir: Path) -> dict[str, Any]:
@@ -86,9 +98,41 @@ async def side_by_side(
     return len(queries), differ, ms
 
 
+def texts_by_id(data_dir: Path) -> dict[str, str]:
+    conn = sqlite3.connect(f"file:{data_dir / 'kioku.sqlite3'}?mode=ro", uri=True)
+    try:
+        return dict(conn.execute("SELECT id, text FROM notes").fetchall())
+    finally:
+        conn.close()
+
+
+async def pair(plain: Path, sealed: Path, rounds: int) -> None:
+    queries = [json.loads(x) for x in (HERE / "quality" / "data" / "queries.jsonl").open()]
+    keys = {**texts_by_id(plain), **texts_by_id(sealed)}  # ranked ids as texts
+    n, differ, ms = await side_by_side(plain, sealed, queries, keys, rounds)
+    report(f"{plain.name} / {sealed.name}", {}, n, differ, ms, rounds)
+
+
+def report(
+    name: str, sealed: dict[str, Any], n: int, differ: list[str], ms: dict[str, Any], rounds: int
+) -> None:
+    print(f"\n{name}: sealed {sealed}; top-10 differ for {len(differ)} of {n}: {differ}")
+    for r in range(rounds):
+        p, s = ms["plain"][r], ms["sealed"][r]
+        print(
+            f"  round {r + 1}: plain p50 {percentile(p, 0.5):.2f} p95 {percentile(p, 0.95):.2f}"
+            f" | sealed p50 {percentile(s, 0.5):.2f} p95 {percentile(s, 0.95):.2f} ms"
+            f" | ratio p50 {percentile(s, 0.5) / percentile(p, 0.5):.3f}"
+        )
+
+
 async def main(args: argparse.Namespace) -> None:
     root = args.data_dir or Path(tempfile.mkdtemp(prefix="kioku-seal-"))
     print(f"load {os.getloadavg()[0]:.1f} at the start")
+    if args.pair:
+        await pair(args.pair[0], args.pair[1], args.rounds)
+        print(f"load {os.getloadavg()[0]:.1f} at the end")
+        return
     for folder in args.data:
         data_dir = root / folder.name
         data_dir.mkdir(parents=True, exist_ok=True)
@@ -99,14 +143,7 @@ async def main(args: argparse.Namespace) -> None:
         shutil.copytree(data_dir, copy)
         sealed = await seal(copy)
         n, differ, ms = await side_by_side(data_dir, copy, queries, keys, args.rounds)
-        print(f"\n{folder.name}: sealed {sealed}; top-10 differ for {len(differ)} of {n}: {differ}")
-        for r in range(args.rounds):
-            p, s = ms["plain"][r], ms["sealed"][r]
-            print(
-                f"  round {r + 1}: plain p50 {percentile(p, 0.5):.2f} p95 {percentile(p, 0.95):.2f}"
-                f" | sealed p50 {percentile(s, 0.5):.2f} p95 {percentile(s, 0.95):.2f} ms"
-                f" | ratio p50 {percentile(s, 0.5) / percentile(p, 0.5):.3f}"
-            )
+        report(folder.name, sealed, n, differ, ms, args.rounds)
     print(f"load {os.getloadavg()[0]:.1f} at the end")
 
 
@@ -116,4 +153,5 @@ if __name__ == "__main__":
     ap.add_argument("--data", type=Path, nargs="+", default=sets)
     ap.add_argument("--data-dir", type=Path, default=None)
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--pair", type=Path, nargs=2, metavar=("PLAIN", "SEALED"), default=None)
     asyncio.run(main(ap.parse_args()))

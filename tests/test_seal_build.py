@@ -17,6 +17,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+import mcp_gateway.services.reindex as reindex_module
 from mcp_gateway.common.sections import IndexSettings
 from mcp_gateway.common.types import point_id
 from mcp_gateway.index.edge_graph import Marker, graph_due, read_marker
@@ -105,6 +106,26 @@ async def test_a_seal_maps_the_points_and_answers_as_before(tmp_path: Path) -> N
         await add_notes(app, [f"later note {i} on the billing export" for i in range(SEAL_EVERY)])
         assert await app.index.wants_graph()  # the next seal is due
     assert SEALED in placement(collection)
+
+
+async def test_a_seal_waits_for_notes_still_being_embedded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A note the build reads before its vector lands would be written again after the
+    swap, out of the sealed segment: the owner's check waits for the backlog, not
+    forever."""
+    settings = seal_settings(tmp_path / "data")
+    async with open_app(settings, run_jobs=False) as app:
+        rebuilder = Services.over(app).rebuild
+        await add_notes(app, TEXTS[: SEAL_EVERY - 1])
+        assert not await rebuilder.build_wanted()  # not due
+        await add_notes(app, TEXTS[SEAL_EVERY - 1 : SEAL_EVERY])
+        assert await rebuilder.build_wanted()
+        await add_notes(app, ["a note committed, its vector not yet written"], embed=False)
+        assert await app.index.wants_graph()
+        assert not await rebuilder.build_wanted()  # due, but a note waits
+        monkeypatch.setattr(reindex_module, "SEAL_WAIT_S", 0.0)
+        assert await rebuilder.build_wanted()  # waited long enough
 
 
 async def set_priors(app: AppContext, priors: dict[str, float]) -> None:

@@ -133,7 +133,13 @@ def main(args: argparse.Namespace) -> None:
             waited = wait_settled(env, done)
             time.sleep(args.rest)
             rows.append((f"{done} notes embedded", smaps(pid)))
-            print(f"{rows[-1]} (added in {added:.0f} s, settled {waited:.0f} s later)", flush=True)
+            index = status(env)["index"]
+            print(
+                f"{rows[-1]} (added in {added:.0f} s, settled {waited:.0f} s later; "
+                f"{index['collection']}, {index.get('sealed_points', 0)} of "
+                f"{index['points']} points sealed)",
+                flush=True,
+            )
             if args.mappings:
                 print("   ", mappings(pid, root / "data"), flush=True)
         for q in queries[: args.searches]:

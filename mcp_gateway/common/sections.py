@@ -127,7 +127,16 @@ class IndexSettings(BaseModel):
     # is scanned ~2x faster than "float32" at the same ranking; an existing collection
     # keeps its own until `kioku reindex` (bench/LOG.md).
     dense_storage: Literal["turbo16", "float32"] = "turbo16"
-    graph_check_s: float = Field(default=60.0, ge=0)
+    # how often the owner checks for a graph or a seal (a count: a thread hop); 15 s
+    # lets a seal follow a burst of notes by about that much
+    graph_check_s: float = Field(default=15.0, ge=0)
+    # Edge only, below exact_search_below: the same separate process seals the points
+    # (optimised segments, no graph) once this many were added or written again since
+    # the last build (0: never). A plain segment keeps each point's sparse indexes in
+    # the owner's heap (~5 KB a note); a sealed one maps them from its files (docs/
+    # performance.md, "Memory"). Not on a shared store (a build there is adopted by
+    # every gateway).
+    seal_every: int = Field(default=2_000, ge=0)
     # Edge only: hit payloads kept between writes, the most recently used (~0.75 KB
     # each: 24k ~18 MB); at 100k notes a search meets ~160 notes, so this holds the
     # last ~150 searches' (docs/performance.md, "Scale")

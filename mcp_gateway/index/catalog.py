@@ -71,14 +71,16 @@ async def adopt(
     applied_seq: int,
     suffix: str = "",
     cursors_only: bool = False,
+    priors_at: float = 0.0,
 ) -> None:
     """Make ``spec`` the live collection, in one transaction. ``suffix``: the adopting
     gateway's own cursors where several share the truth store (``indexing.applier``).
     ``cursors_only``: another gateway adopted ``spec`` already; this one built its own
-    copy and sets only its cursors (never the deployment's choice back)."""
+    copy and sets only its cursors (never the deployment's choice back). ``priors_at``:
+    the newest prior the collection was filled with (later ones are applied again)."""
     values = {
         APPLIED_KEY + suffix: str(applied_seq),
-        PRIORS_KEY + suffix: "0",
+        PRIORS_KEY + suffix: repr(float(priors_at)),
         **{applied_key(c.name) + suffix: str(applied_seq) for c in spec.channels},
     }
     if not cursors_only:
@@ -119,6 +121,7 @@ async def open_index(settings: KiokuSettings, spec: IndexSpec) -> Index:
             hnsw_ef=settings.index.hnsw_ef,
             dense_storage=settings.index.dense_storage,
             payload_cache_size=settings.index.payload_cache_size,
+            seal_every=0 if settings.shared_store else settings.index.seal_every,
             # mmapped writes die of SIGBUS on a full disk: refuse them before (diskguard)
             write_guard=space_guard(settings.index_path, settings.index.reserve_free_mb << 20),
         )

@@ -24,7 +24,9 @@ Facts this module relies on (qdrant-edge-py 0.9, verified by tests/test_index_co
   vectors to ``indexed_vectors_count`` (10k points: 30k -> 50k). ``graph_points`` (a
   marker file the build writes) says how many points the graph covered, and the points
   written since are counted (kept in the marker at close); ``wants_graph`` says when a
-  (new) build is due. Below ``exact_search_below`` points dense search is exact.
+  (new) build is due. Below ``exact_search_below`` points dense search is exact, and
+  the same build seals the points without a graph every ``seal_every`` points written
+  (``edge_graph``): a plain segment keeps their sparse indexes in the engine's heap.
 - ``ShardInfo.indexed_vectors_count`` counts sparse vectors too, so it cannot tell
   whether a dense graph exists; hence the marker.
 - ``EdgeShard.load`` refuses a config whose vector names differ from the stored
@@ -59,7 +61,7 @@ from mcp_gateway.index.base import (
     sparse_queries,
 )
 from mcp_gateway.index.edge_cache import PayloadCache
-from mcp_gateway.index.edge_graph import graph_due, read_marker, write_marker
+from mcp_gateway.index.edge_graph import Builds, Marker, read_marker, write_marker
 from mcp_gateway.index.edge_pages import (
     GRAPHS,
     PAGE_OUT_EVERY_S,
@@ -101,6 +103,7 @@ class EdgeIndex(ChannelSearch):
         dense_storage: str = "turbo16",
         payload_cache_size: int = 24_000,
         quantization: qe.ScalarQuantizationConfig | None = None,
+        seal_every: int = 0,
     ) -> None:
         """``write_guard`` runs before every write, in the write's own worker thread
         (``diskguard.space_guard``: refuse a write on a nearly full disk, one thread hop
@@ -108,7 +111,9 @@ class EdgeIndex(ChannelSearch):
         (``edge_shard.STORAGE``); an existing one keeps its own, read at ``open``.
         ``payload_cache_size``: hit payloads kept between writes (``edge_cache``).
         ``quantization``: what a graph build quantizes the dense vectors to (the build
-        process's; None keeps a stored shard's)."""
+        process's; None keeps a stored shard's). ``seal_every``: below
+        ``exact_search_below`` points, a build (a seal, no graph) is due once this many
+        points were added or written again since the last (0: never)."""
         self.spec = spec
         self.dir = Path(path) / spec.collection
         self._exact_below = exact_search_below
@@ -117,9 +122,9 @@ class EdgeIndex(ChannelSearch):
         self._hnsw = hnsw  # graph build parameters (m, ef_construct); None: the engine's
         self._quantization = quantization
         self.dense_storage = dense_storage
-        self.graph_points = 0
-        # point writes since the graph was built: each moved a point out of it
-        self.written_since_graph = 0
+        # the last out-of-process build and the points written since, each moved out
+        # of its segments (``edge_graph``)
+        self._builds = Builds(exact_search_below, seal_every)
         self._shard: qe.EdgeShard | None = None
         self._lock = anyio.Lock()  # open/close only
         self._in_flight = 0
@@ -133,6 +138,21 @@ class EdgeIndex(ChannelSearch):
         self._gate: anyio.Event | None = None
         self._writing = 0
         self._writes_done: anyio.Event | None = None
+
+    @property
+    def graph_points(self) -> int:
+        """The points the HNSW graph covered when it was built (0: no graph)."""
+        last = self._builds.last
+        return last.points if last.graph else 0
+
+    @property
+    def sealed_points(self) -> int:
+        """The points the last out-of-process build (graph or seal) covered."""
+        return self._builds.last.points
+
+    @property
+    def written_since_graph(self) -> int:
+        return self._builds.written
 
     # -- plumbing -----------------------------------------------------------------
 
@@ -238,8 +258,7 @@ class EdgeIndex(ChannelSearch):
             if self._shard is None:
                 self._payloads.changed()  # whatever was read before is not this shard's
                 self._shard = await anyio.to_thread.run_sync(self._open_sync)
-                marker = await anyio.to_thread.run_sync(read_marker, self.dir)
-                self.graph_points, self.written_since_graph = marker
+                self._builds.reset(await anyio.to_thread.run_sync(read_marker, self.dir))
                 log.debug("opened edge index %s", self.dir)
 
     async def close(self) -> None:
@@ -254,9 +273,9 @@ class EdgeIndex(ChannelSearch):
                 def _close() -> None:
                     try:
                         shard.flush()
-                        if self.graph_points and self.dir.exists():
+                        if self._builds.last.points and self.dir.exists():
                             # a crash loses the count since the last close: a later build
-                            write_marker(self.dir, self.graph_points, self.written_since_graph)
+                            write_marker(self.dir, self._builds.marker())
                     finally:
                         shard.close()
 
@@ -266,24 +285,26 @@ class EdgeIndex(ChannelSearch):
         """Flush segments to disk (the WAL already protects acknowledged writes)."""
         await self._run(lambda s: s.flush())
 
-    async def build_graph(self) -> None:
-        """Build the HNSW graph and record how many points it covers. Holds the GIL for
-        the whole build: only the build process (``rebuild/build.py``) calls this."""
+    async def build_graph(self, graph: bool = True) -> None:
+        """Optimise the segments (with the HNSW graph the shard's config asks for; a
+        seal, ``graph`` False, is opened with none) and record how many points they
+        cover. Holds the GIL for the whole build: only the build process
+        (``rebuild/build.py``) calls this."""
 
         def _build(shard: qe.EdgeShard) -> None:
             shard.optimize()
             shard.flush()
-            self.graph_points, self.written_since_graph = shard.info().points_count, 0
-            write_marker(self.dir, self.graph_points, self.written_since_graph)
+            self._builds.reset(Marker(shard.info().points_count, 0, graph))
+            write_marker(self.dir, self._builds.last)
 
         await self._run(_build)
 
     async def wants_graph(self) -> bool:
-        """Above ``exact_search_below`` points, with no graph yet, or with that many
-        points (at least ``MIN_GRAPH_GROWTH``) added or written again since the last
-        one was built (an edit, a prior, a re-embedding moves a point out of it)."""
+        """Whether an out-of-process build is due (``edge_graph.graph_due``): a graph at
+        ``exact_search_below`` points and up, a seal below (an edit, a prior, a
+        re-embedding moves a point out of what the last build covered)."""
         points = await self._run(lambda s: s.info().points_count)
-        return graph_due(points, self.graph_points, self.written_since_graph, self._exact_below)
+        return self._builds.due(points)
 
     # -- writes -------------------------------------------------------------------
 
@@ -311,18 +332,14 @@ class EdgeIndex(ChannelSearch):
             shard.update(qe.UpdateOperation.upsert_points(batch))
 
         await self._write(_upsert)
-        self._count_written(len(points))
+        self._builds.count(p.id for p in points)
 
     async def set_payload(self, ids: Sequence[str], payload: Mapping[str, Any]) -> None:
         if not ids or not payload:
             return
         op = qe.UpdateOperation.set_payload(list(ids), with_mirror(payload))
         await self._write(lambda s: s.update(op))
-        self._count_written(len(ids))
-
-    def _count_written(self, points: int) -> None:
-        if self.graph_points:  # without a graph, growth alone decides
-            self.written_since_graph += points
+        self._builds.count(ids)
 
     async def delete(self, ids: Sequence[str]) -> None:
         if ids:

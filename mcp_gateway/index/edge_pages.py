@@ -23,7 +23,8 @@ file. Resident memory at open is the same; once searched it grows sooner
 was 9.9-13.1 ms p50 with the files left to the faults and 4.5-5.4 with them read in
 whole first (bench/LOG.md, "scale at 100k on distinct text");
 after writes (at most every ``PAGE_OUT_EVERY_S``), all but what every search reads
-(``SEARCHED``). Measured (bench/LOG.md, "footprint at 10k"): a shard of 10k notes opened with
+(``SEARCHED``: the dense vectors and graphs, an optimised segment's sparse indexes).
+Measured (bench/LOG.md, "footprint at 10k"): a shard of 10k notes opened with
 193 MB of mapped files resident, 32 MB after this; after 200 searches 59 MB against 213,
 search time the same.
 """
@@ -48,7 +49,10 @@ GRAPHS = ("/vector_index-dense",)
 # what searches read hits from after an open: the stored dense vectors (rescoring, the
 # plain segment's exact scan) and the payloads
 READ_BACK = ("/vector_storage-dense", "/payload_storage")
-SEARCHED = ("/vector_storage-dense", *GRAPHS)
+# and an optimised segment's mapped sparse indexes (``edge_shard.SPARSE_MEMORY``; a plain
+# segment's are in the heap): given back after each write, a search's 64 latent terms
+# would read their posting lists from the disk again
+SEARCHED = ("/vector_storage-dense", *GRAPHS, "/vector_index-sparse", "/vector_index-latent")
 
 _madvise = None
 if sys.platform == "linux":

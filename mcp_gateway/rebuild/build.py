@@ -1,4 +1,4 @@
-"""Build a graphed (HNSW) edge collection in a separate process.
+"""Build an optimised edge collection (with an HNSW graph, or sealed) in a separate process.
 
 ``EdgeShard.optimize()`` holds the GIL for its whole run (3.7 s at 20k points: bench/LOG.md,
 round 1, "Scale: 100k memories"), so the owner never calls it. Instead it runs
@@ -9,7 +9,8 @@ round 1, "Scale: 100k memories"), so the owner never calls it. Instead it runs
 which opens the truth store (SQLite in WAL mode: the owner keeps writing meanwhile),
 creates the new collection beside the live one, writes every live note and record with
 its stored vector (``rebuild/fill.py``: the same points as an in-process rebuild), builds
-the graph, flushes, closes and exits 0. It prints one JSON line of progress per page.
+the graph (``--seal``: optimises the segments without one: ``edge_graph``), flushes,
+closes and exits 0. It prints one JSON line of progress per page.
 The owner waits for it without blocking its loop (``run_build``), then loads the
 collection and swaps it in (``services/reindex.py``); what was written during the build
 is replayed there. Items with no stored vector for the model are written lexically; the
@@ -54,6 +55,11 @@ BUILD_HNSW = qe.HnswIndexConfig(m=32, ef_construct=256, full_scan_threshold=10_0
 # from the file instead, new queries after an open were slower (bench/LOG.md, "scale
 # at 100k"). ``always_ram`` is what was measured (the engine calls it deprecated).
 BUILD_QUANTIZATION = qe.ScalarQuantizationConfig(qe.ScalarType.Int8, quantile=0.99, always_ram=True)
+# A seal (below ``index.exact_search_below`` points, where searches scan exactly): the
+# same optimised segments, their sparse indexes and dense vectors mapped from files
+# (``edge_shard``), with no graph (m=0) and no int8 copies in memory: neither is read.
+# 5k synthetic points of the shipped shape: 3.2 s, the engine's heap 28 -> 2 MB.
+SEAL_HNSW = qe.HnswIndexConfig(m=0, ef_construct=100, full_scan_threshold=10_000)
 
 
 # A database URL (it may carry a password) reaches the build through its environment,
@@ -68,7 +74,12 @@ def build_env(db_path: Path | str) -> dict[str, str] | None:
 
 
 def build_command(
-    db_path: Path | str, root: Path, spec: IndexSpec, project: str, dense_storage: str
+    db_path: Path | str,
+    root: Path,
+    spec: IndexSpec,
+    project: str,
+    dense_storage: str,
+    graph: bool = True,
 ) -> list[str]:
     return [
         sys.executable,
@@ -89,6 +100,7 @@ def build_command(
         "--dense-storage",
         dense_storage,
         *(["--latent"] if spec.latent else []),
+        *([] if graph else ["--seal"]),
         *[f"--channel={c.name}:{c.model_id}:{c.dim}" for c in spec.channels],
     ]
 
@@ -141,9 +153,14 @@ def _emit(**progress: int) -> None:
 
 
 async def build(
-    db_path: Path | str, root: Path, spec: IndexSpec, project: str, dense_storage: str
+    db_path: Path | str,
+    root: Path,
+    spec: IndexSpec,
+    project: str,
+    dense_storage: str,
+    graph: bool = True,
 ) -> int:
-    """The build process's work; returns the points the graph covers."""
+    """The build process's work; returns the points the build covers."""
     db = Database(db_path)
     await db.open()
     try:
@@ -151,8 +168,8 @@ async def build(
             spec,
             root,
             optimizers=BUILD_OPTIMIZERS,
-            hnsw=BUILD_HNSW,
-            quantization=BUILD_QUANTIZATION,
+            hnsw=BUILD_HNSW if graph else SEAL_HNSW,
+            quantization=BUILD_QUANTIZATION if graph else None,
             dense_storage=dense_storage,
         )
         await index.open()
@@ -174,9 +191,9 @@ async def build(
             await fill_records(
                 RecordStore(db, project), index, vectors_for, count("records_done"), channels_for
             )
-            await index.build_graph()
+            await index.build_graph(graph)
             _emit(**done, graph_points=index.graph_points)
-            return index.graph_points
+            return index.sealed_points
         finally:
             await index.close()
     finally:
@@ -192,6 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", required=True)
     ap.add_argument("--project", default="")
     ap.add_argument("--latent", action="store_true", help="with the latent-terms vector")
+    ap.add_argument("--seal", action="store_true", help="optimise without an HNSW graph")
     ap.add_argument("--dense-storage", choices=sorted(STORAGE), default="turbo16")
     ap.add_argument(
         "--channel", action="append", default=[], help="a further dense channel: NAME:MODEL:DIM"
@@ -207,8 +225,9 @@ def main(argv: list[str] | None = None) -> int:
         args.collection, args.dim, args.model, latent=args.latent, channels=tuple(channels)
     )
     db = os.environ[DB_ENV] if args.db == DB_FROM_ENV else args.db
-    points = anyio.run(build, db, args.root, spec, args.project, args.dense_storage)
-    log.info("built %s: HNSW graph over %d points", spec.collection, points)
+    points = anyio.run(build, db, args.root, spec, args.project, args.dense_storage, not args.seal)
+    what = "sealed" if args.seal else "HNSW graph over"
+    log.info("built %s: %s %d points", spec.collection, what, points)
     return 0
 
 

@@ -39,6 +39,9 @@ class MaintenanceService:
                 "points": points,
                 "expected_points": notes["total"] + records.get("total", 0),
                 "graph_points": app.index.graph_points,
+                # the points the last out-of-process build sealed (graph or not): the rest
+                # are in a plain segment, their sparse indexes in the owner's heap
+                "sealed_points": getattr(app.index.current, "sealed_points", 0),
                 # how the collection stores dense vectors and how a new one would: they
                 # differ until `kioku reindex`
                 "dense_storage": app.index.dense_storage,

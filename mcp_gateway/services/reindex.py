@@ -17,7 +17,8 @@ Two ways to build (docs/queue.md, "Rebuilds: blue/green"):
   index and rewritten into the new collection from the truth store before the swap;
   the applier's cursor restarts at the vectors' seq taken before the build, and the
   reconcile after the swap removes anything deleted. The owner also starts such a build
-  by itself when the live collection wants a graph (``watch_graph``).
+  by itself when the live collection wants a graph, or below that size a seal
+  (``watch_graph``, ``index.edge_graph``).
 """
 
 from __future__ import annotations
@@ -43,6 +44,11 @@ from mcp_gateway.stores.vectors import content_hash
 
 log = logging.getLogger(__name__)
 
+# A seal waits (at most this long) until no note waits for its vectors: a note the build
+# reads before its exact vector lands is written again after the swap, which moves it
+# out of the sealed segment and leaves a deleted copy there (10k notes sealed during a
+# burst: ~2,000 moved; the index call 1.47x a clean seal's 1.04x; bench/LOG.md)
+SEAL_WAIT_S = 300.0
 # a shared Qdrant collection replaced by a rebuild lives this long after the swap:
 # three of the other gateways' checks (index_follow.FOLLOW_EVERY_S)
 SHARED_SWAP_GRACE_S = 15.0
@@ -62,6 +68,7 @@ class Rebuilder:
         self.run_state = _Run()
         self._lock = anyio.Lock()
         self._cancel: anyio.CancelScope | None = None
+        self._seal_due_since: float | None = None
 
     @property
     def status(self) -> RebuildStatus:
@@ -107,22 +114,23 @@ class Rebuilder:
         self.start(spawn)
         return True
 
-    async def rebuild(self, adopted: str | None = None) -> RebuildStatus:
+    async def rebuild(self, adopted: str | None = None, outside: bool = False) -> RebuildStatus:
         """Run a whole rebuild in the calling task; returns the final status.
         ``adopted``: build this gateway's copy of the collection another gateway of
-        the deployment adopted (``services.index_follow``), adopting nothing itself."""
+        the deployment adopted (``services.index_follow``), adopting nothing itself.
+        ``outside``: in the build process whatever the size (the embedded engine)."""
         if self.status.state == "running":
             return self.status
         self.run_state = _Run(RebuildStatus(state="running"))
-        return await self._go(adopted)
+        return await self._go(adopted, outside)
 
-    async def _go(self, adopted: str | None = None) -> RebuildStatus:
+    async def _go(self, adopted: str | None = None, outside: bool = False) -> RebuildStatus:
         async with self._lock:
             st = self.run_state.status
             with anyio.CancelScope() as scope:
                 self._cancel = scope
                 try:
-                    await self._rebuild(st, adopted)
+                    await self._rebuild(st, adopted, outside)
                     st.state = "done"
                 except Exception as exc:
                     st.state, st.message = "failed", str(exc)
@@ -133,16 +141,22 @@ class Rebuilder:
             st.seconds = round(time.monotonic() - self.run_state.started, 2)
             return st
 
-    def _outside(self, points: int) -> bool:
-        """Build in another process (with a graph) for a big embedded collection."""
+    def _embedded(self) -> bool:
         settings = self.app.settings
-        return (
-            settings.index.backend == "edge"
-            and not settings.qdrant_url
-            and points >= settings.index.exact_search_below
-        )
+        return settings.index.backend == "edge" and not settings.qdrant_url
 
-    async def _rebuild(self, st: RebuildStatus, adopted: str | None = None) -> None:
+    def _outside(self, points: int) -> bool:
+        """Build in another process for an embedded collection that would get a graph or
+        a seal (``EdgeIndex.wants_graph``) anyway: an in-process build's plain segment
+        would be sealed again at the next check."""
+        settings = self.app.settings
+        seal = 0 if settings.shared_store else settings.index.seal_every
+        size = settings.index.exact_search_below
+        return self._embedded() and (points >= size or 0 < seal <= points)
+
+    async def _rebuild(
+        self, st: RebuildStatus, adopted: str | None = None, outside: bool = False
+    ) -> None:
         app = self.app
         live = app.index.current.spec.collection
         # the configured further dense channels: one added is embedded below (the main
@@ -152,7 +166,7 @@ class Rebuilder:
         )
         st.collection, st.model = spec.collection, spec.model_id
         st.notes_total = (await app.notes.counts())["total"]
-        st.out_of_process = self._outside(st.notes_total)
+        st.out_of_process = (outside and self._embedded()) or self._outside(st.notes_total)
         new_model = spec.model_id != app.index.spec.model_id
         new_channel = any(app.index.spec.channel(c.name) is None for c in spec.channels)
         if st.out_of_process and (
@@ -167,6 +181,10 @@ class Rebuilder:
                 app.records, _Discard(), self._vectors_for(st), channels_for=self._channels
             )
         start_seq = await app.vectors.last_seq()
+        # the fill reads every prior written so far: applying them all again after the
+        # swap would move each such point out of the built segments (``edge_graph``)
+        rows = await app.db.fetchall("SELECT MAX(updated_at) AS at FROM note_priors")
+        priors_at = float(rows[0]["at"] or 0.0) if rows else 0.0
         target: Index | None = None
         done = False
         embedded: dict[str, float] = {}  # the out-of-process build marks none
@@ -197,6 +215,7 @@ class Rebuilder:
                 applied_seq=start_seq,
                 suffix=app.applier.suffix,
                 cursors_only=adopted is not None,
+                priors_at=priors_at,
             )
             done = True
             await app.notes.mark_embedded(embedded, spec.model_id)
@@ -236,10 +255,12 @@ class Rebuilder:
         def started(pid: int) -> None:
             st.build_pid = pid
 
+        # below exact search's size the build seals the points (no graph: searches scan)
+        graph = await app.index.count() >= app.settings.index.exact_search_below
         app.index.begin_journal()
         settings = app.settings
         command = build_command(
-            settings.database, root, spec, settings.project, settings.index.dense_storage
+            settings.database, root, spec, settings.project, settings.index.dense_storage, graph
         )
         await run_build(
             command, root / spec.collection, progress, started, build_env(settings.database)
@@ -331,16 +352,41 @@ class Rebuilder:
         return out
 
     async def watch_graph(self, every_s: float) -> None:
-        """The owner's periodic check: start an out-of-process graph build when the
-        live embedded collection wants one (``EdgeIndex.wants_graph``); one at a time."""
+        """The owner's periodic check: start an out-of-process build (an HNSW graph, or
+        below exact search's size a seal) when the live embedded collection wants one
+        (``EdgeIndex.wants_graph``); one at a time."""
         while True:
             await anyio.sleep(every_s)
             try:
-                if self.status.state != "running" and await self.app.index.wants_graph():
-                    log.info("the index outgrew exact search: building an HNSW graph")
-                    await self.rebuild()
+                if self.status.state != "running" and await self.build_wanted():
+                    log.info("building the index's optimised segments in the background")
+                    await self.rebuild(outside=True)
             except Exception:
                 log.exception("graph check failed; retrying in %.0f s", every_s)
+
+    async def build_wanted(self) -> bool:
+        """Whether ``watch_graph`` starts a build now: the live index wants one and, for
+        a seal (below exact search's size), no note waits for its vectors, or one has
+        been due for ``SEAL_WAIT_S`` (an embedder that is down must not hold it forever)."""
+        app = self.app
+        if not await app.index.wants_graph():
+            self._seal_due_since = None
+            return False
+        if await app.index.count() >= app.settings.index.exact_search_below:
+            return True  # a graph
+        now = time.monotonic()
+        since = self._seal_due_since = self._seal_due_since or now
+        if now - since >= SEAL_WAIT_S or not await self._embedding_pending():
+            self._seal_due_since = None
+            return True
+        return False
+
+    async def _embedding_pending(self) -> bool:
+        app = self.app
+        if (await app.notes.counts())["pending_embedding"]:
+            return True
+        drafts = await app.vectors.backlog_figures(app.embedder.model_id, time.time())
+        return drafts["drafts"] > 0
 
 
 def embedder_spec(app: AppContext, collection: str) -> IndexSpec:

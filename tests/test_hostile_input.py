@@ -20,6 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mcp_gateway.common import redact
 from mcp_gateway.common.sections import IndexSettings
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.protocol.server import create_server
@@ -222,3 +223,36 @@ def test_injected_text_stays_quoted(remote: Remote) -> None:
     assert all(f"> {line}" in shown for line in INJECTION.splitlines())
     # The stored text changed nothing else: a bystander note is still there, not deleted.
     assert not remote.call("get_note", {"id": bystander}).structured_content["deleted"]
+
+
+LONG = "x" * 100_000
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "field"),
+    [
+        ("search_memory", {"query": "deploys", "type": LONG}, "unknown type"),
+        ("add_note", {"text": "a note", "priority": LONG}, "unknown priority"),
+        ("record_link", {"source": "AUDIT-MEM-001", "relation": LONG, "target": "FIX-MEM-001"},
+         "unknown relation"),
+        ("record_add", {"type": "fix", "title": "t", "link": "resolves" + LONG}, "malformed link"),
+    ],
+)  # fmt: skip
+def test_an_error_quotes_a_long_value_cut_short(
+    remote: Remote, tool: str, args: dict[str, Any], field: str
+) -> None:
+    """Before: the error quoted all 100,000 characters, and the redaction of that message
+    (a quadratic URL pattern) held the server 55 s (hypothesis drew this in make test)."""
+    before = remote.counts()
+    res = remote.call(tool, args)
+    text = res.content[0].text
+    assert res.is_error and field in text, text[:300]
+    assert "characters)" in text and len(text) < 1_000, len(text)  # "... (100,000 characters)"
+    assert remote.counts() == before
+
+
+def test_redaction_masks_passwords_next_to_long_runs() -> None:
+    """The bounded pattern still finds a URL's password among long hostile runs."""
+    text = "a://" * 20_000 + " postgresql://bob:s3cret@db:5432/kioku " + "x" * 50_000
+    scrubbed = redact.scrub(text)
+    assert "s3cret" not in scrubbed and "postgresql://bob:***@db:5432/kioku" in scrubbed

@@ -28,6 +28,16 @@ Exception map (where each is raised, and what the caller sees):
 from __future__ import annotations
 
 
+def quoted(value: object, most: int = 60) -> str:
+    """``value`` as an error message quotes it: its ``repr``, cut to ``most`` characters
+    with its length said. A message must not grow with hostile input: a tool error is
+    scrubbed, logged and sent back whole (a 100,000-character "type" made one 100 KB)."""
+    if isinstance(value, str) and len(value) > most:
+        return f"{value[:most]!r}... ({len(value):,} characters)"
+    shown = repr(value)
+    return shown if len(shown) <= most else f"{shown[:most]}... (cut)"
+
+
 class KiokuError(Exception):
     """Base class; ``str(err)`` is the user-facing message."""
 

@@ -19,8 +19,14 @@ import re
 from urllib.parse import parse_qsl, urlsplit
 
 MASK = "***"
+# Every part is bounded: unbounded, each start in a long run of letters was scanned to its
+# end for "://" (quadratic: a 100,000-letter tool argument quoted in an error held the
+# event loop 55 s). No scheme is over 32 characters; a longer user or password than these
+# is still masked where its URL is one ``scrub`` is given (the configured ones).
 _USERINFO = re.compile(
-    r"(?P<scheme>[a-z][a-z0-9+.-]*://)(?P<user>[^:@/\s]*):(?P<pw>[^@\s]*)@", re.I
+    r"(?P<scheme>[a-z][a-z0-9+.-]{0,31}://)"
+    r"(?P<user>[^:@/\s]{0,128}):(?P<pw>[^@\s]{0,512})@",
+    re.I,
 )
 _QUERY_SECRET = re.compile(r"(?P<key>(?:password|sslpassword|passfile|token)=)[^&\s'\"]*", re.I)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Sequence
 
-from mcp_gateway.common.errors import InvalidInput
+from mcp_gateway.common.errors import InvalidInput, quoted
 
 PRIORITIES = ("", "high", "low")
 _ALLOWED_CONTROL = {"\n", "\t"}
@@ -124,13 +124,13 @@ def choice(value: str, field: str, allowed: list[str] | tuple[str, ...]) -> str:
     normalized = value.strip().lower() if isinstance(value, str) else value
     if normalized not in allowed:
         shown = ", ".join(repr(a) for a in allowed)
-        raise InvalidInput(f"unknown {field} {value!r}: use one of {shown}")
+        raise InvalidInput(f"unknown {field} {quoted(value)}: use one of {shown}")
     return normalized
 
 
 def bounded_int(value: int, field: str, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise InvalidInput(f"{field} must be an integer from {low} to {high}, got {value!r}")
+        raise InvalidInput(f"{field} must be an integer from {low} to {high}, got {quoted(value)}")
     return value
 
 

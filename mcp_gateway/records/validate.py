@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from mcp_gateway.common.errors import InvalidInput
+from mcp_gateway.common.errors import InvalidInput, quoted
 from mcp_gateway.common.validation import clean_text, visible
 from mcp_gateway.records.model import ACTION_STATES, RECORD_TYPES, RELATIONS, STATUSES
 
@@ -20,7 +20,7 @@ MAX_SEQ = 999_999_999
 def choice(kind: str, value: str, valid: Sequence[str]) -> str:
     norm = value.strip().lower()
     if norm not in valid:
-        raise InvalidInput(f"unknown {kind} {value!r}; valid values: {', '.join(valid)}")
+        raise InvalidInput(f"unknown {kind} {quoted(value)}; valid values: {', '.join(valid)}")
     return norm
 
 
@@ -44,7 +44,7 @@ def project(value: str) -> str:
     code = value.strip().upper()
     if not _PROJECT_RE.match(code):
         raise InvalidInput(
-            f"invalid project code {value!r}: use 1-16 ASCII letters, digits or underscores, "
+            f"invalid project code {quoted(value)}: use 1-16 ASCII letters, digits or underscores, "
             "e.g. MEM"
         )
     return code
@@ -84,10 +84,10 @@ def parse_link(link: str) -> tuple[str, str]:
     """``"resolves:AUDIT-MEM-001"`` -> ``("resolves", "AUDIT-MEM-001")``."""
     rel, sep, target = link.partition(":")
     if not sep or not rel.strip() or not target.strip():
-        raise InvalidInput(f"malformed link {link!r}; expected {LINK_FORMAT}")
+        raise InvalidInput(f"malformed link {quoted(link)}; expected {LINK_FORMAT}")
     if rel.strip().lower() not in RELATIONS:
         raise InvalidInput(
-            f"malformed link {link!r}: unknown relation {rel.strip()!r}; expected "
+            f"malformed link {quoted(link)}: unknown relation {quoted(rel.strip())}; expected "
             f"{LINK_FORMAT} with RELATION one of {', '.join(RELATIONS)}"
         )
     return rel.strip().lower(), record_id(target)

@@ -50,7 +50,7 @@ from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.index import qdrant as qdrant_module
 from mcp_gateway.services.app import open_app
 from mcp_gateway.services.notes import NoteService
-from tests.pg_server import ScratchDatabase
+from tests.pg_server import ScratchDatabase, feed_log
 
 URL = "http://qdrant.bench:6333"
 HERE = Path(__file__).resolve().parent
@@ -78,23 +78,6 @@ def memories(n: int) -> list[str]:
         with open(HERE / "quality" / name / "memories.jsonl", encoding="utf-8") as f:
             out += [json.loads(line)["text"] for line in f if line.strip()]
     return out[:n]
-
-
-def feed_log(url: str) -> None:
-    import psycopg
-
-    with psycopg.connect(url, autocommit=True) as conn:
-        for table in ("changes", "vectors"):
-            conn.execute(f"CREATE TABLE log_{table} (source_id TEXT, seq BIGINT)")
-            conn.execute(
-                f"CREATE FUNCTION log_{table}() RETURNS trigger LANGUAGE plpgsql AS $$ "
-                f"BEGIN INSERT INTO log_{table} VALUES (NEW.source_id, NEW.seq); RETURN NEW; "
-                "END $$"
-            )
-            conn.execute(
-                f"CREATE TRIGGER log_{table} AFTER INSERT OR UPDATE OF seq ON {table} "
-                f"FOR EACH ROW EXECUTE FUNCTION log_{table}()"
-            )
 
 
 def feed_entries(url: str) -> int:

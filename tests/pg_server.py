@@ -155,3 +155,22 @@ def throwaway_cluster() -> Iterator[ThrowawayCluster]:
         yield cluster
     finally:
         cluster.remove()
+
+
+def feed_log(url: str) -> None:
+    """Every entry of both feeds, as it is made (a changes or vectors row getting a new
+    seq), kept in tables of the test's own: what "once per change" counts against."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        for table in ("changes", "vectors"):
+            conn.execute(f"CREATE TABLE log_{table} (source_id TEXT, seq BIGINT)")
+            conn.execute(
+                f"CREATE FUNCTION log_{table}() RETURNS trigger LANGUAGE plpgsql AS $$ "
+                f"BEGIN INSERT INTO log_{table} VALUES (NEW.source_id, NEW.seq); RETURN NEW; "
+                "END $$"
+            )
+            conn.execute(
+                f"CREATE TRIGGER log_{table} AFTER INSERT OR UPDATE OF seq ON {table} "
+                f"FOR EACH ROW EXECUTE FUNCTION log_{table}()"
+            )

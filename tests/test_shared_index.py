@@ -43,7 +43,7 @@ from mcp_gateway.indexing.shared import LEASE
 from mcp_gateway.services.app import AppContext, open_app
 from mcp_gateway.services.notes import NoteService
 from mcp_gateway.stores.leases import Leases
-from tests.pg_server import ScratchDatabase
+from tests.pg_server import ScratchDatabase, feed_log
 
 SERVER_URL = "http://qdrant.shared.test:6333"
 WORDS = "harbor lantern meadow orchid quarry saddle tundra violet walnut falcon".split()
@@ -141,25 +141,6 @@ async def two_gateways(
         await b.reconciled.wait()
         assert len(links) == 2
         yield a, b, links[0], links[1]
-
-
-def feed_log(url: str) -> None:
-    """Every entry of both feeds, as it is made (a changes or vectors row getting a new
-    seq), kept in tables of the test's own: what "once per change" counts against."""
-    import psycopg
-
-    with psycopg.connect(url, autocommit=True) as conn:
-        for table in ("changes", "vectors"):
-            conn.execute(f"CREATE TABLE log_{table} (source_id TEXT, seq BIGINT)")
-            conn.execute(
-                f"CREATE FUNCTION log_{table}() RETURNS trigger LANGUAGE plpgsql AS $$ "
-                f"BEGIN INSERT INTO log_{table} VALUES (NEW.source_id, NEW.seq); RETURN NEW; "
-                "END $$"
-            )
-            conn.execute(
-                f"CREATE TRIGGER log_{table} AFTER INSERT OR UPDATE OF seq ON {table} "
-                f"FOR EACH ROW EXECUTE FUNCTION log_{table}()"
-            )
 
 
 def feed_entries(url: str) -> Counter[str]:

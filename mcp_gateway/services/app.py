@@ -1,5 +1,6 @@
-"""The application context: every store and client opened in one place, closed in one
-place. Only the owner of a data dir opens it (see ``owner``).
+"""Opening an app: every store and client opened in one place, closed in one place
+(what an open app is: ``app_context``; which object gets which store: ``wiring``). Only
+the owner of a data dir opens it (see ``owner``).
 
 ``open_app`` opens SQLite, the embedder, the live index (named in the ``meta`` table)
 and the job scheduler. Serving owners (``run_jobs=True``) also run the applier (jobs'

@@ -45,7 +45,7 @@ async def ranked(app: AppContext, query: str) -> list[tuple[str, float]]:
 
 def placement(collection: Path) -> list[dict[str, object]]:
     """Each stored segment's vector placement: sparse index type, dense storage, graph m."""
-    out = []
+    out: list[dict[str, object]] = []
     for seg in sorted((collection / "segments").glob("*/segment.json")):
         config = json.loads(seg.read_text())["config"]
         dense = config["vector_data"]
@@ -173,7 +173,7 @@ async def test_acknowledged_notes_survive_a_kill_after_a_seal(tmp_path: Path) ->
     )
     acked: dict[str, str] = {}
 
-    async def add(client, word: str) -> None:  # type: ignore[no-untyped-def]
+    async def add(client, word: str) -> None:
         res = await client.call_tool("add_note", {"text": f"sealed note about {word}"})
         assert not res.is_error, res.content
         acked[res.structured_content["id"]] = word

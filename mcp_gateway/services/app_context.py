@@ -17,9 +17,7 @@ from mcp_gateway.common.errors import KiokuError
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.common.types import Note
 from mcp_gateway.embedders.base import Embedder
-from mcp_gateway.embedders.channels import (
-    ChannelEmbedder,
-)
+from mcp_gateway.embedders.channels import ChannelEmbedder
 from mcp_gateway.index.live import LiveIndex
 from mcp_gateway.indexing.applier import Applier
 from mcp_gateway.indexing.follow import Follower

@@ -11,9 +11,7 @@ import anyio.abc
 from mcp_gateway.common.access import settings_scope
 from mcp_gateway.common.settings import KiokuSettings
 from mcp_gateway.embedders.base import Embedder
-from mcp_gateway.embedders.channels import (
-    ChannelEmbedder,
-)
+from mcp_gateway.embedders.channels import ChannelEmbedder
 from mcp_gateway.index.live import LiveIndex
 from mcp_gateway.indexing.applier import Applier
 from mcp_gateway.indexing.follow import Follower
